@@ -1,0 +1,144 @@
+/**
+ * Configuration: the environment, read once, validated, turned into a typed object.
+ *
+ * Nothing else in Roster reads `process.env`; `main.ts` calls `loadConfig(process.env)` and passes the
+ * result down. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as one line
+ * before exiting with status 2. Every setting is listed here with its default and in the README.
+ */
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  /** REST port. `PORT`, default 5000. 0 asks the OS for a free port (tests use this). */
+  port: number;
+  /** Chat (WebSocket) port. `WS_PORT`, default 8765. 0 asks the OS for a free port. */
+  wsPort: number;
+  /** Interface both ports bind to. `HOST`, default 127.0.0.1: listening on every interface must be asked for. */
+  host: string;
+  /** pino level. `LOG_LEVEL`, default `info` (one line per request); `warn` is quiet. */
+  logLevel: LogLevel;
+  /** Largest page size; larger `limit` values are clamped to it. `MAX_PAGE_SIZE`, default 100. */
+  maxPageSize: number;
+  /** Largest accepted request body in bytes. `BODY_LIMIT`, default 1 MiB. Accepts `65536`, `64KiB`, `1MiB`. */
+  bodyLimit: number;
+  /** Allowed values of a user's `role`. `ROLES`, default `admin,user`; must include both (seeds and default). */
+  roles: readonly string[];
+  /** Strict validation of PATCH and email uniqueness on PUT/PATCH. `STRICT_VALIDATION`, default false. */
+  strictValidation: boolean;
+  chat: ChatConfig;
+  /** How long shutdown waits for in-flight requests and chat close handshakes. `SHUTDOWN_TIMEOUT_MS`, default 10 s. */
+  shutdownTimeoutMs: number;
+}
+
+export interface ChatConfig {
+  /**
+   * Largest chat message in bytes; a larger one closes the connection with 1009. `WS_MAX_PAYLOAD`,
+   * default 256 KiB. Never below 64 KiB, so messages that need the 64-bit length form always work.
+   */
+  maxPayload: number;
+  /** Interval of the server's protocol ping; a peer that missed the previous one is terminated. `WS_HEARTBEAT_MS`, default 30 s. */
+  heartbeatMs: number;
+  /** Unsent bytes a connection may hold before it is closed as a slow consumer (1013). `WS_MAX_BACKLOG`, default 1 MiB. */
+  maxBacklog: number;
+  /** Open connections at most; the next handshake is refused with HTTP 503. `WS_MAX_CONNECTIONS`, default 10000. */
+  maxConnections: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`${variable} ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const KIB = 1024;
+const MIB = 1024 * 1024;
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env): Config {
+  const read = (name: string): string | undefined => {
+    const raw = env[name];
+    return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
+  };
+
+  return {
+    port: port(read, 'PORT', 5000),
+    wsPort: port(read, 'WS_PORT', 8765),
+    host: read('HOST') ?? '127.0.0.1',
+    logLevel: oneOf(read, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    maxPageSize: integer(read, 'MAX_PAGE_SIZE', 100, 1, 1_000_000),
+    bodyLimit: bytes(read, 'BODY_LIMIT', MIB, 1, 1024 * MIB),
+    roles: roles(read),
+    strictValidation: boolean(read, 'STRICT_VALIDATION', false),
+    shutdownTimeoutMs: integer(read, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    chat: {
+      maxPayload: bytes(read, 'WS_MAX_PAYLOAD', 256 * KIB, 64 * KIB, 1024 * MIB),
+      heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
+      maxBacklog: bytes(read, 'WS_MAX_BACKLOG', MIB, 1, 1024 * MIB),
+      maxConnections: integer(read, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    },
+  };
+}
+
+type Reader = (name: string) => string | undefined;
+
+function integer(read: Reader, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got "${raw}")`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be from ${min} to ${max} (got ${raw})`);
+  return value;
+}
+
+function port(read: Reader, name: string, fallback: number): number {
+  return integer(read, name, fallback, 0, 65_535);
+}
+
+const UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, kib: KIB, k: KIB, mb: 1000 * 1000, mib: MIB, m: MIB };
+
+function bytes(read: Reader, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(name);
+  if (raw === undefined) return fallback;
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(raw);
+  const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
+  if (!match || unit === undefined) {
+    throw new ConfigError(name, `must be a size in bytes such as 1048576, 64KiB or 1MiB (got "${raw}")`);
+  }
+  const value = Number(match[1]) * unit;
+  if (value < min || value > max) throw new ConfigError(name, `must be from ${min} to ${max} bytes (got ${raw})`);
+  return value;
+}
+
+function boolean(read: Reader, name: string, fallback: boolean): boolean {
+  const raw = read(name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+  if (['false', '0', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false (got "${raw}")`);
+}
+
+function oneOf<T extends string>(read: Reader, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = read(name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new ConfigError(name, `must be one of ${allowed.join(', ')} (got "${raw}")`);
+}
+
+function roles(read: Reader): readonly string[] {
+  const raw = read('ROLES');
+  if (raw === undefined) return ['admin', 'user'];
+  const list = [...new Set(raw.split(',').map((role) => role.trim()))];
+  if (list.some((role) => !/^[A-Za-z0-9_.-]{1,64}$/.test(role))) {
+    throw new ConfigError('ROLES', `must be a comma-separated list of names of letters, digits, "_", "." or "-" (got "${raw}")`);
+  }
+  for (const required of ['admin', 'user']) {
+    if (!list.includes(required)) throw new ConfigError('ROLES', `must include "${required}" (got "${raw}")`);
+  }
+  return list;
+}

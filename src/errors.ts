@@ -1,0 +1,48 @@
+/**
+ * The one error type of Roster. Thrown wherever a rule lives (service, store, HTTP plumbing) and turned
+ * into the error envelope in exactly one place, `http/error-handler.ts`.
+ */
+
+export interface FieldDetail {
+  field: string;
+  message: string;
+}
+
+export class RosterError extends Error {
+  constructor(
+    /** HTTP status the error maps to. */
+    readonly status: number,
+    /** Machine-readable code, `error.code` in the envelope. */
+    readonly code: string,
+    message: string,
+    /** Per-field details; omitted from the envelope when absent. */
+    readonly details?: readonly FieldDetail[],
+    /** Response headers the error needs (`Allow` on 405, for example). */
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {
+    super(message);
+    this.name = 'RosterError';
+  }
+}
+
+/** The error helper's default, as the contract states: status 400, code `ERROR`. */
+export const badRequest = (message: string, code = 'ERROR') => new RosterError(400, code, message);
+
+export const userNotFound = (id: string) =>
+  new RosterError(404, 'USER_NOT_FOUND', `No user with id "${id.length > 64 ? `${id.slice(0, 64)}…` : id}"`);
+
+export const emailExists = () => new RosterError(409, 'EMAIL_EXISTS', 'A user with this email already exists');
+
+export const validationFailed = (details: readonly FieldDetail[]) =>
+  new RosterError(422, 'VALIDATION_ERROR', 'The request is not valid', details);
+
+export interface ErrorEnvelope {
+  status: 'error';
+  error: { code: string; message: string; details?: FieldDetail[] };
+}
+
+export function envelopeOf(error: RosterError): ErrorEnvelope {
+  const body: ErrorEnvelope = { status: 'error', error: { code: error.code, message: error.message } };
+  if (error.details && error.details.length > 0) body.error.details = [...error.details];
+  return body;
+}

@@ -1,0 +1,77 @@
+/**
+ * The REST door: a Fastify app built from configuration and services. It never listens; `server.ts`
+ * does, and tests drive it on an ephemeral port.
+ */
+import { Ajv } from 'ajv';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { UserSchemas } from '../users/schema.js';
+import type { UserService } from '../users/service.js';
+import { userRoutes } from '../users/routes.js';
+import { RouteCatalog } from './catalog.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
+import { registerJsonBodies } from './json-body.js';
+import { systemRoutes } from './system-routes.js';
+
+export const API_PREFIX = '/api/v1';
+
+/** Slow or stalled clients: the whole request (headers and body) must arrive within this. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** Headers must arrive within this (Node's default is 60 s; slow-header attacks are cheap). */
+export const HEADERS_TIMEOUT_MS = 15_000;
+
+export interface AppDependencies {
+  logger: Logger;
+  users: { service: UserService; schemas: UserSchemas };
+}
+
+export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
+  const options: FastifyServerOptions = {
+    loggerInstance: deps.logger,
+    logController: new OneLinePerRequest(),
+    bodyLimit: config.bodyLimit,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    // Requests arriving on kept-alive connections during shutdown are served, not answered with a
+    // bare 503 outside the envelope; the listening socket is closed, so no new connection arrives.
+    return503OnClosing: false,
+    // Long ids must reach the handler (and get USER_NOT_FOUND), not fall off the router.
+    routerOptions: { maxParamLength: 2048 },
+    frameworkErrors,
+    clientErrorHandler,
+  };
+  const app = Fastify(options) as unknown as FastifyInstance;
+  app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+
+  // Query strings and path parameters are validated by Fastify with coercion ("2" -> 2). Bodies pass
+  // through here untouched: UserService validates them itself, because the contract checks a user's
+  // existence (404) before its body (422). The body schemas stay on the routes to describe them.
+  const paramsAjv = new Ajv({ coerceTypes: true, allErrors: true, verbose: true, useDefaults: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? () => true : paramsAjv.compile(schema)));
+
+  registerErrorHandling(app);
+  registerJsonBodies(app);
+
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+  });
+
+  const catalog = new RouteCatalog();
+  catalog.track(app);
+  await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
+  await app.register(systemRoutes, { prefix: API_PREFIX, catalog });
+  catalog.registerMethodNotAllowed(app);
+  return app;
+}
+
+/** One `info` line per request, written when it completes, instead of Fastify's two. */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+  override routeNotFound(): void {}
+
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 };
+    if (error) reply.log.error({ ...line, err: error }, 'request failed');
+    else reply.log.info(line, 'request');
+  }
+}

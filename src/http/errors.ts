@@ -1,0 +1,91 @@
+/**
+ * The one place where errors become the error envelope. `RosterError`s thrown by the service and the
+ * plumbing pass through as they are; errors raised by Fastify itself (bad JSON, unsupported content
+ * type, body too large, query validation, malformed requests) are translated to the codes of
+ * decisions.md first. Anything else is a fault: 500 INTERNAL_ERROR, detail in the log, none in the body.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { envelopeOf, RosterError, validationFailed } from '../errors.js';
+
+/** Fastify's own error codes, by the reply decisions.md gives them. */
+const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    new RosterError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new RosterError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large'),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
+    new RosterError(400, 'ERROR', 'The Content-Length header does not match the body'),
+  FST_ERR_BAD_URL: () => new RosterError(400, 'ERROR', 'The request URL is malformed'),
+  FST_ERR_MAX_PARAM_LENGTH: () => new RosterError(404, 'NOT_FOUND', 'No such resource'),
+};
+
+export function toRosterError(error: unknown): RosterError {
+  if (error instanceof RosterError) return error;
+  const fastifyError = error as Partial<FastifyError>;
+  if (fastifyError.validation) return fromSchemaValidation(fastifyError as FastifyError);
+  const translate = fastifyError.code ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
+  if (translate) return translate(fastifyError as FastifyError);
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // A client error Fastify raised that has no code of ours: keep its status, use the contract's
+    // default code, and say no more than the status text.
+    return new RosterError(status, 'ERROR', STATUS_CODES[status] ?? 'Bad request');
+  }
+  return new RosterError(500, 'INTERNAL_ERROR', 'An unexpected error occurred');
+}
+
+/** Query and path validation failures (Fastify + Ajv) become VALIDATION_ERROR naming each parameter. */
+function fromSchemaValidation(error: FastifyError): RosterError {
+  const details = new Map<string, string>();
+  for (const issue of error.validation ?? []) {
+    const field = issue.keyword === 'required' ? String(issue.params.missingProperty) : issue.instancePath.split('/')[1] ?? '';
+    const schema = (issue as { parentSchema?: { type?: string; pattern?: string } }).parentSchema;
+    const rule = schema?.pattern ? 'must be a positive integer' : `must be a single ${schema?.type ?? 'value'}`;
+    if (!details.has(field)) details.set(field, issue.keyword === 'required' ? `${field} is required` : `${field} ${rule}`);
+  }
+  return validationFailed([...details].map(([field, message]) => ({ field, message })));
+}
+
+export function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
+  if (error.headers) reply.headers(error.headers);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(envelopeOf(error));
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const mapped = toRosterError(error);
+    if (mapped.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, mapped);
+  });
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
+    sendError(reply, new RosterError(404, 'NOT_FOUND', `No route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}
+
+/** Errors the router raises before any route runs (malformed URL, over-long parameter). */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  void sendError(reply, toRosterError(error));
+}
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (malformed HTTP, headers too large,
+ * request timeout). Written straight to the socket, still as the envelope.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'HEADERS_TOO_LARGE', 'The request headers are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'REQUEST_TIMEOUT', 'The request took too long']
+        : [400, 'ERROR', 'The request is malformed'];
+  const body = JSON.stringify(envelopeOf(new RosterError(status, code, message)));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}

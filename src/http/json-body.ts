@@ -1,0 +1,29 @@
+/**
+ * Request bodies: JSON only (`application/json` and any `type/subtype+json`), per decisions.md. Every
+ * other content type is left without a parser, so Fastify answers 415, which the error handler turns
+ * into UNSUPPORTED_MEDIA_TYPE.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import secureJson from 'secure-json-parse';
+import { RosterError } from '../errors.js';
+
+/** `*\/*+json` of decisions.md: any media type whose subtype ends in `+json` (RFC 6839). */
+const STRUCTURED_JSON = /^[^/\s;]+\/[^/\s;]+\+json$/i;
+
+export function registerJsonBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  const parse = (_request: FastifyRequest, body: string, done: (error: Error | null, value?: unknown) => void): void => {
+    // An empty body parses as "no body": a DELETE sent with a JSON content type must not fail, and a
+    // POST without a body is reported by the service as INVALID_BODY.
+    if (body.length === 0) return done(null, undefined);
+    try {
+      // secure-json-parse: `__proto__` and `constructor.prototype` keys are dropped, so they can never
+      // reach an object's prototype, whatever the service later does with the value.
+      done(null, secureJson.parse(body, undefined, { protoAction: 'remove', constructorAction: 'remove' }));
+    } catch {
+      done(new RosterError(400, 'INVALID_JSON', 'The request body is not valid JSON'));
+    }
+  };
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
+  app.addContentTypeParser(STRUCTURED_JSON, { parseAs: 'string' }, parse);
+}

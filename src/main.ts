@@ -1,0 +1,43 @@
+/** Entry point: read the configuration, start Roster, stop it cleanly on SIGINT or SIGTERM. */
+import { pino } from 'pino';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createServer } from './server.js';
+
+function readConfig(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`roster: invalid configuration: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+const config = readConfig();
+const logger = pino({ level: config.logLevel });
+const roster = await createServer(config, logger);
+
+try {
+  await roster.start();
+} catch (error) {
+  logger.fatal({ err: error }, 'could not start');
+  process.exit(1);
+}
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    roster.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

@@ -1,0 +1,71 @@
+/**
+ * The list operation's query logic as pure functions, in the contract's processing order: filter by
+ * role, filter by search, sort, then slice. Stores may answer faster (indexes, SQL), but their results
+ * must equal these.
+ */
+import type { User } from './schema.js';
+
+export interface ListParams {
+  role?: string | undefined;
+  search?: string | undefined;
+  sort: string;
+  descending: boolean;
+  /** Index of the first user of the page: (page - 1) * limit. */
+  offset: number;
+  limit: number;
+}
+
+export interface ListResult {
+  users: User[];
+  total: number;
+}
+
+/** The value a user sorts by: a field it lacks sorts as the empty string (contract). */
+export function sortKey(user: User, field: string): string {
+  // hasOwn, not `in`: `sort=__proto__` or `sort=constructor` must not reach Object.prototype.
+  const value: unknown = Object.hasOwn(user, field) ? (user as unknown as Record<string, unknown>)[field] : '';
+  return typeof value === 'string' ? value : String(value ?? '');
+}
+
+/**
+ * Compares strings by Unicode code point (decisions.md). JavaScript's `<` compares UTF-16 code units,
+ * which puts astral characters (emoji) before U+E000..U+FFFF; shifting the units as below makes the
+ * code-unit order equal the code-point order.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return fixup(x) - fixup(y);
+  }
+  return a.length - b.length;
+}
+
+function fixup(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
+
+export function matchesSearch(user: User, needle: string): boolean {
+  return user.name.toLowerCase().includes(needle) || user.email.toLowerCase().includes(needle);
+}
+
+/** Applies the whole list query to users given in creation order. */
+export function queryUsers(usersInCreationOrder: Iterable<User>, params: ListParams): ListResult {
+  const needle = params.search?.toLowerCase();
+  const kept: User[] = [];
+  for (const user of usersInCreationOrder) {
+    if (params.role !== undefined && user.role !== params.role) continue;
+    if (needle !== undefined && !matchesSearch(user, needle)) continue;
+    kept.push(user);
+  }
+  const direction = params.descending ? -1 : 1;
+  // Array.prototype.sort is stable, so ties keep creation order in both directions.
+  const keyed = kept.map((user) => ({ user, key: sortKey(user, params.sort) }));
+  keyed.sort((a, b) => direction * compareCodePoints(a.key, b.key));
+  return {
+    users: keyed.slice(params.offset, params.offset + params.limit).map((entry) => entry.user),
+    total: kept.length,
+  };
+}

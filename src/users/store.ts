@@ -1,0 +1,32 @@
+/**
+ * Where users are kept. Stores only store and query; every rule of the contract (check order, defaults,
+ * timestamps) lives in `UserService`. Methods are async from the start so a database-backed store can
+ * take the place of the memory store without touching the service or the routes.
+ */
+import type { ListParams, ListResult } from './query.js';
+import type { User, UserFields } from './schema.js';
+
+/**
+ * The key under which email uniqueness is decided (decisions.md): surrounding white space trimmed,
+ * compared case-insensitively. Stores index by it; the stored email keeps what the client sent.
+ */
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export type Changes = Partial<UserFields> & { updated_at: string };
+
+export interface UserStore {
+  get(id: string): Promise<User | undefined>;
+  list(params: ListParams): Promise<ListResult>;
+  /** Stores a new user unless another user holds the same email key. Atomic. */
+  insert(user: User): Promise<'ok' | 'email_taken'>;
+  /**
+   * Applies the changes to one user atomically, so concurrent updates never mix. With `uniqueEmail`,
+   * refuses an email key held by another user.
+   */
+  update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'>;
+  /** Returns false when there was no such user. */
+  remove(id: string): Promise<boolean>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,68 @@
+/**
+ * Validation of user bodies, in the order decisions.md fixes: the body must be a JSON object (400
+ * INVALID_BODY), then the required keys must be present (422, one detail per missing key), then every
+ * known field present must have the right type and format (422, one detail per bad field). Later stages
+ * are reported only when the earlier ones pass.
+ *
+ * It runs inside `UserService` rather than in Fastify's pre-handler validation because the contract
+ * puts the existence check of PUT and PATCH (404) before validation (422).
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { RosterError, validationFailed } from '../errors.js';
+import { FIELD_RULES, FORMATS, type UserFields, type UserSchemas } from './schema.js';
+
+const WRITABLE = ['name', 'email', 'role'] as const;
+
+export interface UserValidator {
+  /** Create and full update: name and email required, role optional. */
+  write(body: unknown): Omit<UserFields, 'role'> & { role?: string };
+  /** Partial update: any of name, email, role; other keys are ignored. */
+  patch(body: unknown): Partial<UserFields>;
+}
+
+export function createUserValidator(schemas: UserSchemas): UserValidator {
+  // Coercion off: `"name": 123` is an error, never the string "123". All errors, so every bad field is named.
+  const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, formats: FORMATS });
+  const write = ajv.compile(schemas.write);
+  const patch = ajv.compile(schemas.patch);
+  const rule = (field: string): string =>
+    field === 'role' ? FIELD_RULES.role(schemas.roles) : FIELD_RULES[field as 'name' | 'email'];
+
+  return {
+    write: (body) => check(write, body, rule) as ReturnType<UserValidator['write']>,
+    patch: (body) => check(patch, body, rule),
+  };
+}
+
+function check(validate: ValidateFunction, body: unknown, rule: (field: string) => string): Partial<UserFields> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new RosterError(400, 'INVALID_BODY', 'The request body must be a JSON object');
+  }
+  if (!validate(body)) {
+    const errors = validate.errors ?? [];
+    const missing = errors.filter((e) => e.keyword === 'required').map((e) => String(e.params.missingProperty));
+    if (missing.length > 0) {
+      throw validationFailed(missing.map((field) => ({ field, message: `${field} is required` })));
+    }
+    throw validationFailed(
+      WRITABLE.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => ({
+        field,
+        message: errors.some((e) => fieldOf(e) === field && e.keyword === 'type')
+          ? `${field} must be a string`
+          : `${field} ${rule(field)}`,
+      })),
+    );
+  }
+  // Copy only the writable keys into a fresh object: unknown keys are ignored and never stored, and
+  // nothing from the body can reach a prototype.
+  const source = body as Record<string, unknown>;
+  const fields: Partial<UserFields> = {};
+  for (const key of WRITABLE) {
+    if (Object.hasOwn(source, key)) fields[key] = source[key] as string;
+  }
+  return fields;
+}
+
+function fieldOf(error: ErrorObject): string | undefined {
+  return error.instancePath.split('/')[1];
+}
