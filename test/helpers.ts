@@ -1,0 +1,121 @@
+/**
+ * Test helpers: a real Roster on ephemeral ports (REST and chat), driven over real sockets.
+ */
+import { once } from 'node:events';
+import { pino } from 'pino';
+import { WebSocket } from 'ws';
+import { loadConfig, type Config } from '../src/config.js';
+import { createServer, type RosterServer } from '../src/server.js';
+
+export interface Running {
+  server: RosterServer;
+  config: Config;
+  /** e.g. http://127.0.0.1:41234 */
+  origin: string;
+  /** e.g. http://127.0.0.1:41234/api/v1 */
+  api: string;
+  /** e.g. ws://127.0.0.1:41235 */
+  wsUrl: string;
+  wsPort: number;
+  stop(): Promise<void>;
+}
+
+/** Starts Roster with the given environment on top of test defaults (ports 0, logging silent). */
+export async function startRoster(env: Record<string, string> = {}): Promise<Running> {
+  const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...env });
+  const server = await createServer(config, pino({ level: config.logLevel }));
+  const { port, wsPort } = await server.start();
+  const origin = `http://127.0.0.1:${port}`;
+  return { server, config, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop: () => server.stop() };
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON body, or undefined when the body is empty. */
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  text: string;
+}
+
+/** One HTTP request; a plain object body is sent as JSON, a string body as is. */
+export async function request(
+  url: string,
+  options: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<JsonResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | undefined;
+  if (typeof options.body === 'string') body = options.body;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(url, { method: options.method ?? 'GET', headers, body });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, text, body: text.length > 0 ? JSON.parse(text) : undefined };
+}
+
+/** A WebSocket client that records every message it receives, parsed as JSON. */
+export class ChatClient {
+  readonly messages: any[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+  readonly ws: WebSocket;
+  #waiters: { predicate: (m: any) => boolean; resolve: (m: any) => void }[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+  constructor(url: string) {
+    this.ws = new WebSocket(url);
+    this.ws.on('message', (data) => {
+      const message = JSON.parse(data.toString());
+      this.messages.push(message);
+      this.#waiters = this.#waiters.filter((waiter) => {
+        if (!waiter.predicate(message)) return true;
+        waiter.resolve(message);
+        return false;
+      });
+    });
+  }
+
+  /** Connects and waits for the welcome `system` message. */
+  static async connect(url: string): Promise<ChatClient> {
+    const client = new ChatClient(url);
+    await client.next((m) => m.type === 'system');
+    return client;
+  }
+
+  /** Resolves with the first message (already received or coming) that matches. */
+  next(predicate: (message: any) => boolean, timeoutMs = 5000): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const seen = this.messages.find(predicate);
+    if (seen) {
+      this.messages.splice(this.messages.indexOf(seen), 1);
+      return Promise.resolve(seen);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for a message; got ${JSON.stringify(this.messages)}`)), timeoutMs);
+      this.#waiters.push({
+        predicate,
+        resolve: (message) => {
+          clearTimeout(timer);
+          this.messages.splice(this.messages.indexOf(message), 1);
+          resolve(message);
+        },
+      });
+    });
+  }
+
+  send(value: unknown): void {
+    this.ws.send(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+
+  /** Closes and waits for the close handshake; resolves with the close code. */
+  async close(): Promise<number> {
+    if (this.ws.readyState === WebSocket.CLOSED) return 1005;
+    const closed = once(this.ws, 'close');
+    this.ws.close();
+    const [code] = await closed;
+    return code as number;
+  }
+}
+
+/** Resolves with the close code and reason the server sent. */
+export async function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
+  const [code, reason] = await once(ws, 'close');
+  return { code: code as number, reason: String(reason) };
+}

@@ -1,0 +1,206 @@
+/** HTTP plumbing: health, docs, envelopes, malformed requests, unknown routes and methods, headers. */
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { request, startRoster, type Running } from '../helpers.js';
+
+let roster: Running;
+before(async () => {
+  roster = await startRoster({ BODY_LIMIT: '4KiB' });
+});
+after(() => roster.stop());
+
+function assertError(response: { status: number; headers: Headers; body: any }, status: number, code: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+  assert.equal(response.status, status, JSON.stringify(response.body));
+  assert.match(response.headers.get('content-type') ?? '', /^application\/json; charset=utf-8$/);
+  assert.equal(response.body.status, 'error');
+  assert.equal(response.body.error.code, code);
+  assert.equal(typeof response.body.error.message, 'string');
+}
+
+/** Sends raw bytes and resolves with everything the server answered before closing (or within the time limit). */
+function raw(port: number, data: string, waitMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(received);
+    }, waitMs);
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(received);
+    });
+    socket.on('error', reject);
+    socket.write(data);
+  });
+}
+
+const port = () => Number(new URL(roster.origin).port);
+
+describe('health', () => {
+  test('200 with status healthy and an ISO timestamp', async () => {
+    const { status, body } = await request(`${roster.api}/health`);
+    assert.equal(status, 200);
+    assert.equal(body.status, 'success');
+    assert.equal(typeof body.message, 'string');
+    assert.equal(body.data.status, 'healthy');
+    assert.ok(!Number.isNaN(Date.parse(body.data.timestamp)));
+    assert.match(body.data.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/);
+  });
+});
+
+describe('docs', () => {
+  test('version 1.0.0, a title, one entry per operation with <id> paths', async () => {
+    const { status, body } = await request(`${roster.api}/docs`);
+    assert.equal(status, 200);
+    assert.equal(body.status, 'success');
+    const docs = body.data;
+    assert.equal(docs.version, '1.0.0');
+    assert.equal(typeof docs.title, 'string');
+    const operations = docs.endpoints.map((e: { method: string; path: string }) => `${e.method} ${e.path}`).sort();
+    assert.deepEqual(operations, [
+      'DELETE /api/v1/users/<id>',
+      'GET /api/v1/docs',
+      'GET /api/v1/health',
+      'GET /api/v1/users',
+      'GET /api/v1/users/<id>',
+      'PATCH /api/v1/users/<id>',
+      'POST /api/v1/users',
+      'PUT /api/v1/users/<id>',
+    ]);
+    for (const endpoint of docs.endpoints) {
+      assert.equal(typeof endpoint.description, 'string');
+      assert.ok(endpoint.description.length > 0);
+    }
+    const listing = docs.endpoints.find((e: { method: string; path: string }) => e.method === 'GET' && e.path === '/api/v1/users');
+    assert.deepEqual(Object.keys(listing.parameters).sort(), ['limit', 'order', 'page', 'role', 'search', 'sort']);
+    for (const text of Object.values(listing.parameters)) assert.equal(typeof text, 'string');
+    const creating = docs.endpoints.find((e: { method: string }) => e.method === 'POST');
+    assert.deepEqual(Object.keys(creating.body).sort(), ['email', 'name', 'role']);
+  });
+
+  test('every documented operation is really served (no 404 or 405 from the router)', async () => {
+    const { body } = await request(`${roster.api}/docs`);
+    for (const { method, path } of body.data.endpoints) {
+      const url = `${roster.origin}${path.replace('<id>', 'no-such-id')}`;
+      const response = await request(url, { method, body: ['POST', 'PUT', 'PATCH'].includes(method) ? {} : undefined });
+      assert.ok(![405].includes(response.status), `${method} ${path}: ${response.status}`);
+      if (response.status === 404) assert.equal(response.body.error.code, 'USER_NOT_FOUND', `${method} ${path}`);
+    }
+  });
+});
+
+describe('malformed bodies', () => {
+  const post = (body: string, contentType?: string) =>
+    request(`${roster.api}/users`, { method: 'POST', body, headers: contentType ? { 'content-type': contentType } : {} });
+
+  test('invalid JSON: 400 INVALID_JSON', async () => {
+    for (const body of ['{bad', '{"name":', '{"a":1}}', "{'a':1}", 'undefined']) {
+      assertError(await post(body, 'application/json'), 400, 'INVALID_JSON');
+    }
+  });
+
+  test('JSON that is not an object: 400 INVALID_BODY', async () => {
+    for (const body of ['[]', '[{"name":"a","email":"a@b.co"}]', '"text"', '42', 'null', 'true']) {
+      assertError(await post(body, 'application/json'), 400, 'INVALID_BODY');
+    }
+  });
+
+  test('no body at all on POST: 400 INVALID_BODY', async () => {
+    assertError(await request(`${roster.api}/users`, { method: 'POST' }), 400, 'INVALID_BODY');
+  });
+
+  test('a non-JSON content type: 415 UNSUPPORTED_MEDIA_TYPE on POST, PUT and PATCH', async () => {
+    assertError(await post('name=x', 'application/x-www-form-urlencoded'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    assertError(await post('{"name":"x"}', 'text/plain'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    const users = (await request(`${roster.api}/users`)).body.data.users;
+    for (const method of ['PUT', 'PATCH']) {
+      const response = await request(`${roster.api}/users/${users[0].id}`, { method, body: '<x/>', headers: { 'content-type': 'application/xml' } });
+      assertError(response, 415, 'UNSUPPORTED_MEDIA_TYPE');
+    }
+  });
+
+  test('JSON media types are accepted: application/json with charset, and */*+json', async () => {
+    const body = (n: number) => JSON.stringify({ name: 'Json Type', email: `json${n}.${Date.now()}@example.com` });
+    assert.equal((await post(body(1), 'application/json; charset=utf-8')).status, 201);
+    assert.equal((await post(body(2), 'application/merge-patch+json')).status, 201);
+    assert.equal((await post(body(3), 'application/vnd.roster.user+json')).status, 201);
+  });
+
+  test('a body over BODY_LIMIT: 413 PAYLOAD_TOO_LARGE, nothing stored', async () => {
+    const before = (await request(`${roster.api}/users`)).body.data.pagination.total;
+    const big = JSON.stringify({ name: 'x'.repeat(5000), email: `big${Date.now()}@example.com` });
+    assertError(await post(big, 'application/json'), 413, 'PAYLOAD_TOO_LARGE');
+    assert.equal((await request(`${roster.api}/users`)).body.data.pagination.total, before);
+  });
+
+  test('a declared Content-Length over the limit is refused without sending the body', async () => {
+    const reply = await raw(port(), `POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`);
+    assert.match(reply, /^HTTP\/1\.1 413 /);
+    assert.match(reply, /"code":"PAYLOAD_TOO_LARGE"/);
+  });
+});
+
+describe('unknown routes and methods', () => {
+  for (const path of ['/', '/nope', '/api/v1/nope', '/api/v2/users', '/api/v1/users/a/b', '/api/v1']) {
+    test(`GET ${path}: 404 NOT_FOUND`, async () => {
+      assertError(await request(`${roster.origin}${path}`), 404, 'NOT_FOUND');
+    });
+  }
+
+  const cases: [string, string, string][] = [
+    ['DELETE', '/api/v1/users', 'GET, HEAD, POST'],
+    ['PUT', '/api/v1/users', 'GET, HEAD, POST'],
+    ['POST', '/api/v1/users/some-id', 'DELETE, GET, HEAD, PATCH, PUT'],
+    ['POST', '/api/v1/health', 'GET, HEAD'],
+    ['DELETE', '/api/v1/docs', 'GET, HEAD'],
+    ['OPTIONS', '/api/v1/users', 'GET, HEAD, POST'],
+  ];
+  for (const [method, path, allow] of cases) {
+    test(`${method} ${path}: 405 METHOD_NOT_ALLOWED with Allow`, async () => {
+      const response = await request(`${roster.origin}${path}`, { method });
+      assertError(response, 405, 'METHOD_NOT_ALLOWED');
+      assert.equal(response.headers.get('allow'), allow);
+    });
+  }
+
+  test('HEAD on a GET route answers without a body', async () => {
+    const response = await fetch(`${roster.api}/health`, { method: 'HEAD' });
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), '');
+  });
+});
+
+describe('headers', () => {
+  test('no X-Powered-By; nosniff and JSON with charset on successes and errors', async () => {
+    for (const url of [`${roster.api}/health`, `${roster.api}/users`, `${roster.api}/users/nope`, `${roster.origin}/nowhere`]) {
+      const response = await fetch(url);
+      assert.equal(response.headers.get('x-powered-by'), null, url);
+      assert.equal(response.headers.get('x-content-type-options'), 'nosniff', url);
+      assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8', url);
+    }
+  });
+});
+
+describe('malformed HTTP', () => {
+  test('garbage instead of HTTP: 400 in the envelope', async () => {
+    const reply = await raw(port(), 'THIS IS NOT HTTP\r\n\r\n');
+    assert.match(reply, /^HTTP\/1\.1 400 /);
+    assert.match(reply, /"status":"error"/);
+  });
+
+  test('headers too large: 431 in the envelope, and the service keeps serving', async () => {
+    const reply = await raw(port(), `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`);
+    assert.match(reply, /^HTTP\/1\.1 431 /);
+    assert.match(reply, /"code":"HEADERS_TOO_LARGE"/);
+    assert.equal((await request(`${roster.api}/health`)).status, 200);
+  });
+
+  test('a malformed percent-encoding in the path: a 4xx envelope', async () => {
+    const response = await request(`${roster.api}/users/%E0%A4%A`);
+    assert.ok(response.status === 400 || response.status === 404, String(response.status));
+    assert.equal(response.body.status, 'error');
+  });
+});
