@@ -5,6 +5,7 @@
  * result down. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as one line
  * before exiting with status 2. Every setting is listed here with its default and in the README.
  */
+import { isIP } from 'node:net';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -66,10 +67,13 @@ export function loadConfig(env: Env): Config {
     return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
   };
 
+  const restPort = port(read, 'PORT', 5000);
+  const wsPort = port(read, 'WS_PORT', 8765);
+  if (restPort !== 0 && wsPort === restPort) throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
   return {
-    port: port(read, 'PORT', 5000),
-    wsPort: port(read, 'WS_PORT', 8765),
-    host: read('HOST') ?? '127.0.0.1',
+    port: restPort,
+    wsPort,
+    host: host(read),
     logLevel: oneOf(read, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     maxPageSize: integer(read, 'MAX_PAGE_SIZE', 100, 1, 1_000_000),
     bodyLimit: bytes(read, 'BODY_LIMIT', MIB, 1, 1024 * MIB),
@@ -128,6 +132,16 @@ function oneOf<T extends string>(read: Reader, name: string, allowed: readonly T
   if (raw === undefined) return fallback;
   if ((allowed as readonly string[]).includes(raw)) return raw as T;
   throw new ConfigError(name, `must be one of ${allowed.join(', ')} (got "${raw}")`);
+}
+
+function host(read: Reader): string {
+  const raw = read('HOST');
+  if (raw === undefined) return '127.0.0.1';
+  // An IP address (v4 or v6) or a host name; anything else (a URL, a port suffix) fails here rather
+  // than later inside listen().
+  const hostname = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+  if (isIP(raw) === 0 && !hostname.test(raw)) throw new ConfigError('HOST', `must be an IP address or a host name (got "${raw}")`);
+  return raw;
 }
 
 function roles(read: Reader): readonly string[] {

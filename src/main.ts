@@ -18,26 +18,32 @@ function readConfig(): Config {
 const config = readConfig();
 const logger = pino({ level: config.logLevel });
 const roster = await createServer(config, logger);
+const started = roster.start();
 
-try {
-  await roster.start();
-} catch (error) {
-  logger.fatal({ err: error }, 'could not start');
-  process.exit(1);
-}
-
+// Installed before the ports open, so a signal that arrives during start-up still stops gracefully
+// (once start-up has finished).
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    roster.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    started
+      .catch(() => undefined)
+      .then(() => roster.stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   });
+}
+
+try {
+  await started;
+} catch (error) {
+  logger.fatal({ err: error }, 'could not start');
+  process.exit(1);
 }

@@ -1,0 +1,254 @@
+/**
+ * loadConfig: every default, valid overrides (one variable at a time, nothing else changes), and a bad
+ * value for every variable, which must throw ConfigError naming it (decisions.md, "Configuration").
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig, type ChatConfig, type Config } from '../src/config.js';
+
+const KIB = 1024;
+const MIB = 1024 * 1024;
+
+const DEFAULTS: Config = {
+  port: 5000,
+  wsPort: 8765,
+  host: '127.0.0.1',
+  logLevel: 'info',
+  maxPageSize: 100,
+  bodyLimit: MIB,
+  roles: ['admin', 'user'],
+  strictValidation: false,
+  shutdownTimeoutMs: 10_000,
+  chat: {
+    maxPayload: 256 * KIB,
+    heartbeatMs: 30_000,
+    maxBacklog: MIB,
+    maxConnections: 10_000,
+  },
+};
+
+type Patch = Partial<Omit<Config, 'chat'>> & { chat?: Partial<ChatConfig> };
+
+/** The defaults with `patch` applied: what loadConfig must return when only one variable is set. */
+function expected(patch: Patch): Config {
+  return { ...DEFAULTS, ...patch, chat: { ...DEFAULTS.chat, ...patch.chat } };
+}
+
+describe('loadConfig defaults', () => {
+  test('an empty environment gives every default', () => {
+    assert.deepEqual(loadConfig({}), DEFAULTS);
+  });
+
+  const variables = [
+    'PORT',
+    'WS_PORT',
+    'HOST',
+    'LOG_LEVEL',
+    'MAX_PAGE_SIZE',
+    'BODY_LIMIT',
+    'ROLES',
+    'STRICT_VALIDATION',
+    'SHUTDOWN_TIMEOUT_MS',
+    'WS_MAX_PAYLOAD',
+    'WS_HEARTBEAT_MS',
+    'WS_MAX_BACKLOG',
+    'WS_MAX_CONNECTIONS',
+  ];
+  for (const variable of variables) {
+    test(`${variable} set to an empty or blank value means its default`, () => {
+      assert.deepEqual(loadConfig({ [variable]: '' }), DEFAULTS);
+      assert.deepEqual(loadConfig({ [variable]: '   ' }), DEFAULTS);
+    });
+  }
+
+  test('unrelated variables are ignored', () => {
+    assert.deepEqual(loadConfig({ HOME: '/root', NODE_ENV: 'production', port: '1234' }), DEFAULTS);
+  });
+
+  test('reads only the environment it is given, never process.env', () => {
+    const saved = process.env.PORT;
+    process.env.PORT = '1234';
+    try {
+      assert.equal(loadConfig({}).port, 5000);
+    } finally {
+      if (saved === undefined) delete process.env.PORT;
+      else process.env.PORT = saved;
+    }
+  });
+});
+
+describe('loadConfig valid overrides', () => {
+  const cases: [variable: string, value: string, patch: Patch][] = [
+    ['PORT', '8080', { port: 8080 }],
+    ['PORT', '0', { port: 0 }],
+    ['PORT', '1', { port: 1 }],
+    ['PORT', '65535', { port: 65_535 }],
+    ['PORT', ' 3000 ', { port: 3000 }],
+    ['WS_PORT', '9000', { wsPort: 9000 }],
+    ['WS_PORT', '0', { wsPort: 0 }],
+    ['WS_PORT', '65535', { wsPort: 65_535 }],
+    ['HOST', '0.0.0.0', { host: '0.0.0.0' }],
+    ['HOST', '::1', { host: '::1' }],
+    ['HOST', 'localhost', { host: 'localhost' }],
+    ['LOG_LEVEL', 'fatal', { logLevel: 'fatal' }],
+    ['LOG_LEVEL', 'error', { logLevel: 'error' }],
+    ['LOG_LEVEL', 'warn', { logLevel: 'warn' }],
+    ['LOG_LEVEL', 'info', { logLevel: 'info' }],
+    ['LOG_LEVEL', 'debug', { logLevel: 'debug' }],
+    ['LOG_LEVEL', 'trace', { logLevel: 'trace' }],
+    ['LOG_LEVEL', 'silent', { logLevel: 'silent' }],
+    ['LOG_LEVEL', 'WARN', { logLevel: 'warn' }],
+    ['MAX_PAGE_SIZE', '1', { maxPageSize: 1 }],
+    ['MAX_PAGE_SIZE', '500', { maxPageSize: 500 }],
+    ['BODY_LIMIT', '2048', { bodyLimit: 2048 }],
+    ['BODY_LIMIT', '64KiB', { bodyLimit: 64 * KIB }],
+    ['BODY_LIMIT', '1MiB', { bodyLimit: MIB }],
+    ['BODY_LIMIT', '2MiB', { bodyLimit: 2 * MIB }],
+    ['BODY_LIMIT', '64kib', { bodyLimit: 64 * KIB }],
+    ['BODY_LIMIT', '64 KiB', { bodyLimit: 64 * KIB }],
+    ['BODY_LIMIT', '100kB', { bodyLimit: 100_000 }],
+    ['BODY_LIMIT', '1', { bodyLimit: 1 }],
+    ['ROLES', 'admin,user', { roles: ['admin', 'user'] }],
+    ['ROLES', 'admin,user,guest', { roles: ['admin', 'user', 'guest'] }],
+    ['ROLES', ' user , admin ,editor', { roles: ['user', 'admin', 'editor'] }],
+    ['ROLES', 'admin,user,admin', { roles: ['admin', 'user'] }],
+    ['ROLES', 'admin,user,read-only,ops_team,v1.2', { roles: ['admin', 'user', 'read-only', 'ops_team', 'v1.2'] }],
+    ['STRICT_VALIDATION', 'true', { strictValidation: true }],
+    ['STRICT_VALIDATION', 'false', { strictValidation: false }],
+    ['STRICT_VALIDATION', '1', { strictValidation: true }],
+    ['STRICT_VALIDATION', '0', { strictValidation: false }],
+    ['STRICT_VALIDATION', 'yes', { strictValidation: true }],
+    ['STRICT_VALIDATION', 'no', { strictValidation: false }],
+    ['STRICT_VALIDATION', 'TRUE', { strictValidation: true }],
+    ['STRICT_VALIDATION', 'No', { strictValidation: false }],
+    ['SHUTDOWN_TIMEOUT_MS', '0', { shutdownTimeoutMs: 0 }],
+    ['SHUTDOWN_TIMEOUT_MS', '2500', { shutdownTimeoutMs: 2500 }],
+    ['WS_MAX_PAYLOAD', '64KiB', { chat: { maxPayload: 64 * KIB } }],
+    ['WS_MAX_PAYLOAD', '65536', { chat: { maxPayload: 65_536 } }],
+    ['WS_MAX_PAYLOAD', '1MiB', { chat: { maxPayload: MIB } }],
+    ['WS_HEARTBEAT_MS', '1000', { chat: { heartbeatMs: 1000 } }],
+    ['WS_HEARTBEAT_MS', '120000', { chat: { heartbeatMs: 120_000 } }],
+    ['WS_MAX_BACKLOG', '2048', { chat: { maxBacklog: 2048 } }],
+    ['WS_MAX_BACKLOG', '4MiB', { chat: { maxBacklog: 4 * MIB } }],
+    ['WS_MAX_BACKLOG', '64KiB', { chat: { maxBacklog: 64 * KIB } }],
+    ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1 } }],
+    ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50 } }],
+  ];
+
+  for (const [variable, value, patch] of cases) {
+    test(`${variable}=${JSON.stringify(value)} changes only that setting`, () => {
+      assert.deepEqual(loadConfig({ [variable]: value }), expected(patch));
+    });
+  }
+
+  test('several overrides at once', () => {
+    const config = loadConfig({
+      PORT: '0',
+      WS_PORT: '0',
+      HOST: '0.0.0.0',
+      LOG_LEVEL: 'warn',
+      MAX_PAGE_SIZE: '25',
+      BODY_LIMIT: '64KiB',
+      ROLES: 'admin,user,guest',
+      STRICT_VALIDATION: 'yes',
+      SHUTDOWN_TIMEOUT_MS: '500',
+      WS_MAX_PAYLOAD: '1MiB',
+      WS_HEARTBEAT_MS: '5000',
+      WS_MAX_BACKLOG: '2048',
+      WS_MAX_CONNECTIONS: '3',
+    });
+    assert.deepEqual(config, {
+      port: 0,
+      wsPort: 0,
+      host: '0.0.0.0',
+      logLevel: 'warn',
+      maxPageSize: 25,
+      bodyLimit: 64 * KIB,
+      roles: ['admin', 'user', 'guest'],
+      strictValidation: true,
+      shutdownTimeoutMs: 500,
+      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3 },
+    });
+  });
+});
+
+describe('loadConfig bad values throw ConfigError naming the variable', () => {
+  const cases: [variable: string, value: string][] = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '65536'],
+    ['PORT', '-1'],
+    ['PORT', '80.5'],
+    ['PORT', '1e3'],
+    ['PORT', '0x50'],
+    ['PORT', '80 81'],
+    ['WS_PORT', '-1'],
+    ['WS_PORT', 'abc'],
+    ['WS_PORT', '99999'],
+    ['LOG_LEVEL', 'loud'],
+    ['LOG_LEVEL', 'verbose'],
+    ['LOG_LEVEL', '30'],
+    ['MAX_PAGE_SIZE', '0'],
+    ['MAX_PAGE_SIZE', '-5'],
+    ['MAX_PAGE_SIZE', 'ten'],
+    ['MAX_PAGE_SIZE', '1.5'],
+    ['BODY_LIMIT', '12XB'],
+    ['BODY_LIMIT', '0'],
+    ['BODY_LIMIT', 'abc'],
+    ['BODY_LIMIT', '-1'],
+    ['BODY_LIMIT', '1.5MiB'],
+    ['BODY_LIMIT', 'MiB'],
+    ['ROLES', 'admin'],
+    ['ROLES', 'user'],
+    ['ROLES', 'guest,editor'],
+    ['ROLES', 'a b'],
+    ['ROLES', 'admin,user,a b'],
+    ['ROLES', 'admin;user'],
+    ['STRICT_VALIDATION', 'maybe'],
+    ['STRICT_VALIDATION', '2'],
+    ['STRICT_VALIDATION', 'truthy'],
+    ['SHUTDOWN_TIMEOUT_MS', 'abc'],
+    ['SHUTDOWN_TIMEOUT_MS', '-1'],
+    ['SHUTDOWN_TIMEOUT_MS', '10s'],
+    ['WS_MAX_PAYLOAD', '1000'],
+    ['WS_MAX_PAYLOAD', '65535'],
+    ['WS_MAX_PAYLOAD', '63KiB'],
+    ['WS_MAX_PAYLOAD', 'abc'],
+    ['WS_MAX_PAYLOAD', '12XB'],
+    ['WS_HEARTBEAT_MS', 'abc'],
+    ['WS_HEARTBEAT_MS', '-1'],
+    ['WS_HEARTBEAT_MS', '30s'],
+    ['WS_MAX_BACKLOG', '0'],
+    ['WS_MAX_BACKLOG', 'abc'],
+    ['WS_MAX_BACKLOG', '1XB'],
+    ['WS_MAX_CONNECTIONS', '0'],
+    ['WS_MAX_CONNECTIONS', '-1'],
+    ['WS_MAX_CONNECTIONS', 'many'],
+    // Not a host at all: refused here, not later inside listen().
+    ['HOST', 'http://0.0.0.0:5000'],
+  ];
+
+  for (const [variable, value] of cases) {
+    test(`${variable}=${JSON.stringify(value)}`, () => {
+      assert.throws(
+        () => loadConfig({ [variable]: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
+          assert.ok(error instanceof Error);
+          assert.equal(error.name, 'ConfigError');
+          assert.equal(error.variable, variable);
+          assert.match(error.message, new RegExp(`\\b${variable}\\b`), 'the message names the variable');
+          assert.doesNotMatch(error.message, /\n/, 'the message is one line (main.ts prints it as is)');
+          return true;
+        },
+      );
+    });
+  }
+
+  test('a bad value is reported even when other variables are valid', () => {
+    assert.throws(
+      () => loadConfig({ PORT: '8080', WS_PORT: '9000', LOG_LEVEL: 'loud', ROLES: 'admin,user' }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'LOG_LEVEL',
+    );
+  });
+});
