@@ -3,16 +3,19 @@
  * between sockets and the `ChatRoom`. Protocol violations are `ws`'s job (1002 for framing errors,
  * 1007 for invalid UTF-8, 1009 for a message over `maxPayload`, decided from the frame header); this
  * file adds what decisions.md asks beyond that: handshake replies, binary frames (1003), the heartbeat,
- * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown.
+ * slow consumers (1013, see flow-control.ts), the connection limit (503) and the going-away close
+ * (1001) on shutdown.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ChatConfig } from '../config.js';
 import { envelopeOf, RosterError } from '../errors.js';
+import { COMMON_HEADERS, writeRawError } from '../http/raw-reply.js';
+import { FlowControl } from './flow-control.js';
 import type { ChatRoom, Member } from './room.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
@@ -22,8 +25,11 @@ export const CloseCode = {
   tryAgainLater: 1013,
 } as const;
 
-/** How long a slow consumer's close handshake may take before its socket is destroyed. */
-const SLOW_CONSUMER_GRACE_MS = 2_000;
+/**
+ * How long a close handshake that Roster starts (binary frame, slow consumer, protocol error) may take
+ * before the socket is destroyed. ws waits 30 s; a peer that misbehaved does not deserve that long.
+ */
+const CLOSE_GRACE_MS = 2_000;
 /** Handshake headers must arrive within this. */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
@@ -55,7 +61,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
   const server: Server = createServer((request, response) => {
     // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
     const body = JSON.stringify(envelopeOf(new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only')));
-    response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff' });
+    response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', ...COMMON_HEADERS });
     response.end(body);
     request.resume();
   });
@@ -73,7 +79,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     if (connections.size >= config.maxConnections) {
       return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
     }
-    // ws checks the rest of the handshake (key shape, method) and answers 400 itself when it fails.
+    // ws checks what is left of the handshake (extension and subprotocol headers) and answers 400 itself.
     wss.handleUpgrade(request, socket, head, (ws) => accept(ws));
   });
 
@@ -84,8 +90,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
         id: randomUUID(),
         deliver(frame) {
           if (ws.readyState !== WebSocket.OPEN) return;
-          if (ws.bufferedAmount > config.maxBacklog) return dropSlowConsumer(ws);
-          ws.send(frame, { binary: false });
+          if (!flow.send(ws, frame)) dropSlowConsumer(ws);
         },
       },
     };
@@ -96,13 +101,19 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       connection.alive = true;
     });
     ws.on('message', (data: Buffer, isBinary: boolean) => {
-      if (isBinary) return ws.close(CloseCode.unsupportedData, 'Binary messages are not supported');
+      if (ws.readyState !== WebSocket.OPEN) return; // closing: whatever it still sends is not chat
+      if (isBinary) return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
       room.receive(connection.member, data.toString('utf8'));
+      flow.afterReceive(ws);
     });
-    // Protocol errors reach here after ws has sent the matching close frame; nothing more to do.
-    ws.on('error', (error) => log.debug({ err: error, id: connection.member.id }, 'chat connection error'));
+    // A protocol error (1002, 1007, 1009): ws has already sent the matching close frame.
+    ws.on('error', (error) => {
+      log.debug({ err: error, id: connection.member.id }, 'chat connection error');
+      closeConnection(ws, connection);
+    });
     ws.on('close', (code: number) => {
       connections.delete(ws);
+      flow.forget(ws);
       room.leave(connection.member);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
     });
@@ -110,10 +121,27 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     room.join(connection.member);
   }
 
+  /**
+   * Ends a connection Roster gives up on: it leaves the room at once (the others hear user_leave now,
+   * not when the peer gets round to answering), gets the close frame when a code is given, and is
+   * destroyed if the close handshake has not finished within CLOSE_GRACE_MS.
+   */
+  function closeConnection(ws: WebSocket, connection: Connection, code?: number, reason?: string): void {
+    flow.forget(ws);
+    // After the current broadcast, if one is under way: the others then hear user_leave after the
+    // message being delivered, not in the middle of it. Until then deliver() skips the closing socket.
+    queueMicrotask(() => room.leave(connection.member));
+    if (code !== undefined) ws.close(code, reason);
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+  }
+
+  const flow = new FlowControl(config, dropSlowConsumer);
+
   function dropSlowConsumer(ws: WebSocket): void {
-    log.warn({ id: connections.get(ws)?.member.id, backlog: ws.bufferedAmount }, 'closing slow chat consumer');
-    ws.close(CloseCode.tryAgainLater, 'Too slow: unsent messages over the limit');
-    setTimeout(() => ws.terminate(), SLOW_CONSUMER_GRACE_MS).unref();
+    const connection = connections.get(ws);
+    if (!connection) return;
+    log.warn({ id: connection.member.id, backlog: ws.bufferedAmount }, 'closing slow chat consumer');
+    closeConnection(ws, connection, CloseCode.tryAgainLater, 'Too slow: unsent messages over the limit');
   }
 
   // Protocol-level heartbeat (decisions.md): ping everyone each interval, terminate whoever did not
@@ -165,21 +193,13 @@ function isWebSocketUpgrade(request: IncomingMessage): boolean {
   return (
     request.method === 'GET' &&
     request.headers.upgrade?.toLowerCase() === 'websocket' &&
-    typeof request.headers['sec-websocket-key'] === 'string' &&
-    request.headers['sec-websocket-key'].length > 0
+    // RFC 6455 4.2.1: the key is 16 random bytes in base64. Checked here so the refusal is in the
+    // envelope (ws would answer with an HTML body).
+    /^[+/0-9A-Za-z]{22}==$/.test(request.headers['sec-websocket-key'] ?? '')
   );
 }
 
 /** Refuses a handshake with an HTTP reply in the error envelope, then closes the socket. */
-function refuse(socket: Duplex, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
-  if (!socket.writable) return void socket.destroy();
-  const body = JSON.stringify(envelopeOf(new RosterError(status, code, message)));
-  const extra = Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
-  );
+function refuse(socket: Duplex, status: number, code: string, message: string, headers?: Record<string, string>): void {
+  writeRawError(socket, new RosterError(status, code, message, undefined, headers));
 }

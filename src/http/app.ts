@@ -12,6 +12,8 @@ import { userRoutes } from '../users/routes.js';
 import { RouteCatalog } from './catalog.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { registerJsonBodies } from './json-body.js';
+import { COMMON_HEADERS } from './raw-reply.js';
+import { RosterError } from '../errors.js';
 import { systemRoutes } from './system-routes.js';
 
 export const API_PREFIX = '/api/v1';
@@ -42,6 +44,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   };
   const app = Fastify(options) as unknown as FastifyInstance;
   app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  // Checked below, in the envelope. Node reads this property on every request; @types/node lacks it.
+  (app.server as typeof app.server & { requireHostHeader: boolean }).requireHostHeader = false;
 
   // Query strings and path parameters are validated by Fastify with coercion ("2" -> 2). Bodies pass
   // through here untouched: UserService validates them itself, because the contract checks a user's
@@ -49,8 +53,18 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const paramsAjv = new Ajv({ coerceTypes: true, allErrors: true, verbose: true, useDefaults: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? () => true : paramsAjv.compile(schema)));
 
-  registerErrorHandling(app);
+  const catalog = new RouteCatalog();
+  catalog.track(app);
+  registerErrorHandling(app, catalog);
   registerJsonBodies(app);
+
+  // RFC 9112: an HTTP/1.1 request without Host is a 400. Node's own check answers with an empty body,
+  // so it is turned off (`requireHostHeader` above) and done here, in the envelope.
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new RosterError(400, 'ERROR', 'The Host header is required');
+    }
+  });
 
   // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
   // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
@@ -60,15 +74,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     closing = true;
   });
   app.addHook('onSend', async (_request, reply) => {
-    reply.header('x-content-type-options', 'nosniff');
+    reply.headers(COMMON_HEADERS);
     if (closing) reply.header('connection', 'close');
   });
 
-  const catalog = new RouteCatalog();
-  catalog.track(app);
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
   await app.register(systemRoutes, { prefix: API_PREFIX, catalog });
-  catalog.registerMethodNotAllowed(app);
   return app;
 }
 

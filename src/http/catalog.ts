@@ -1,10 +1,10 @@
 /**
  * A catalog of the routes the app registers, collected from Fastify's `onRoute` hook. Two things are
- * derived from it, so neither can drift from the real routes: the 405 replies (a known path with an
- * unsupported method) and the `/api/v1/docs` description.
+ * derived from it, so neither can drift from the real routes: the 405 replies (a known path asked with
+ * a method it does not support, including methods Fastify's router does not know) and the
+ * `/api/v1/docs` description.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { RosterError } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -29,11 +29,12 @@ interface DescribedSchema {
 
 export class RouteCatalog {
   readonly entries: CatalogEntry[] = [];
+  /** Path patterns (`:id` matching one segment) with the methods each supports. */
+  readonly #paths = new Map<string, { pattern: RegExp; methods: Set<string> }>();
 
   /** Starts recording every route registered on `app` from now on. */
   track(app: FastifyInstance): void {
     app.addHook('onRoute', (route: RouteOptions) => {
-      if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed) return;
       const schema = (route.schema ?? {}) as DescribedSchema;
       for (const method of [route.method].flat()) {
         this.entries.push({
@@ -43,35 +44,29 @@ export class RouteCatalog {
           querystring: schema.querystring,
           body: schema.body,
         });
+        this.#pathOf(route.url).methods.add(method);
       }
     });
   }
 
-  /**
-   * For every known path, answers the methods it does not support with 405 METHOD_NOT_ALLOWED and an
-   * `Allow` header. Call after all other routes are registered.
-   */
-  registerMethodNotAllowed(app: FastifyInstance): void {
-    const byUrl = new Map<string, Set<string>>();
-    for (const { url, method } of this.entries) {
-      const methods = byUrl.get(url) ?? new Set<string>();
-      methods.add(method);
-      if (method === 'GET') methods.add('HEAD');
-      byUrl.set(url, methods);
+  /** The `Allow` value for a request path that some route serves, or undefined for an unknown path. */
+  allowedMethods(path: string): string | undefined {
+    for (const { pattern, methods } of this.#paths.values()) {
+      if (pattern.test(path)) return [...methods].sort().join(', ');
     }
-    for (const [url, methods] of byUrl) {
-      const allow = [...methods].sort().join(', ');
-      const others = app.supportedMethods.filter((method) => !methods.has(method));
-      app.route({
-        method: others,
-        url,
-        config: { methodNotAllowed: true },
-        handler: async (request) => {
-          throw new RosterError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not supported on this path; use ${allow}`, undefined, {
-            allow,
-          });
-        },
-      });
+    return undefined;
+  }
+
+  #pathOf(url: string) {
+    let path = this.#paths.get(url);
+    if (!path) {
+      const source = url
+        .split('/')
+        .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/');
+      path = { pattern: new RegExp(`^${source}$`), methods: new Set() };
+      this.#paths.set(url, path);
     }
+    return path;
   }
 }

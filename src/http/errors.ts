@@ -5,9 +5,12 @@
  * decisions.md first. Anything else is a fault: 500 INTERNAL_ERROR, detail in the log, none in the body.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { envelopeOf, RosterError, validationFailed } from '../errors.js';
+import type { RouteCatalog } from './catalog.js';
+import { COMMON_HEADERS, writeRawError } from './raw-reply.js';
 
 /** Fastify's own error codes, by the reply decisions.md gives them. */
 const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
@@ -48,19 +51,33 @@ function fromSchemaValidation(error: FastifyError): RosterError {
 }
 
 export function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
-  if (error.headers) reply.headers(error.headers);
+  // COMMON_HEADERS here too: replies to router errors (frameworkErrors) skip the onSend hooks.
+  reply.headers({ ...COMMON_HEADERS, ...error.headers });
   return reply.code(error.status).type('application/json; charset=utf-8').send(envelopeOf(error));
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, catalog: RouteCatalog): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toRosterError(error);
     if (mapped.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendError(reply, mapped);
   });
+  // No route for this method and path: a 405 when the path exists with other methods, else a 404.
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
-    sendError(reply, new RosterError(404, 'NOT_FOUND', `No route for ${request.method} ${request.url.split('?')[0]}`)),
+    sendError(reply, notFoundOrNotAllowed(catalog, request.method, request.url)),
   );
+  // CONNECT never reaches Fastify: Node hands it to the 'connect' event, and without a listener
+  // drops the socket without a word.
+  app.server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    writeRawError(socket, notFoundOrNotAllowed(catalog, 'CONNECT', request.url ?? ''));
+  });
+}
+
+function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string): RosterError {
+  const path = url.split('?')[0] ?? '';
+  const allow = catalog.allowedMethods(path);
+  if (allow === undefined) return new RosterError(404, 'NOT_FOUND', `No route for ${method} ${path.slice(0, 200)}`);
+  return new RosterError(405, 'METHOD_NOT_ALLOWED', `${method} is not supported on this path; use ${allow}`, undefined, { allow });
 }
 
 /** Errors the router raises before any route runs (malformed URL, over-long parameter). */
@@ -74,18 +91,12 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, message] =
+  writeRawError(
+    socket,
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'HEADERS_TOO_LARGE', 'The request headers are too large']
+      ? new RosterError(431, 'HEADERS_TOO_LARGE', 'The request headers are too large')
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'REQUEST_TIMEOUT', 'The request took too long']
-        : [400, 'ERROR', 'The request is malformed'];
-  const body = JSON.stringify(envelopeOf(new RosterError(status, code, message)));
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
+        ? new RosterError(408, 'REQUEST_TIMEOUT', 'The request took too long')
+        : new RosterError(400, 'ERROR', 'The request is malformed'),
+  );
 }

@@ -166,6 +166,24 @@ describe('unknown routes and methods', () => {
     });
   }
 
+  for (const method of ['PROPFIND', 'PURGE', 'SEARCH', 'LINK', 'TRACE']) {
+    test(`${method}, a method the router may not know, on a known path: 405 in the envelope`, async () => {
+      const reply = await raw(port(), `${method} /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      assert.match(reply, /^HTTP\/1\.1 405 /);
+      assert.match(reply, /\r\nallow: GET, HEAD, POST\r\n/i);
+      assert.match(reply, /"code":"METHOD_NOT_ALLOWED"/);
+    });
+  }
+
+  test('CONNECT gets an envelope, not a dropped socket', async () => {
+    const reply = await raw(port(), 'CONNECT /api/v1/users HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.match(reply, /^HTTP\/1\.1 405 /);
+    assert.match(reply, /"code":"METHOD_NOT_ALLOWED"/);
+    const elsewhere = await raw(port(), 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    assert.match(elsewhere, /^HTTP\/1\.1 404 /);
+    assert.match(elsewhere, /x-content-type-options: nosniff/i);
+  });
+
   test('HEAD on a GET route answers without a body', async () => {
     const response = await fetch(`${roster.api}/health`, { method: 'HEAD' });
     assert.equal(response.status, 200);
@@ -198,9 +216,19 @@ describe('malformed HTTP', () => {
     assert.equal((await request(`${roster.api}/health`)).status, 200);
   });
 
-  test('a malformed percent-encoding in the path: a 4xx envelope', async () => {
+  test('a malformed percent-encoding in the path: a 4xx envelope with the usual headers', async () => {
     const response = await request(`${roster.api}/users/%E0%A4%A`);
     assert.ok(response.status === 400 || response.status === 404, String(response.status));
     assert.equal(response.body.status, 'error');
+    assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
+  });
+
+  test('HTTP/1.1 without Host: 400 in the envelope (RFC 9112), HTTP/1.0 without Host is served', async () => {
+    const reply = await raw(port(), 'GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(reply, /^HTTP\/1\.1 400 /);
+    assert.match(reply, /"status":"error"/);
+    assert.match(reply, /x-content-type-options: nosniff/i);
+    const old = await raw(port(), 'GET /api/v1/health HTTP/1.0\r\n\r\n');
+    assert.match(old, /^HTTP\/1\.1 200 /);
   });
 });

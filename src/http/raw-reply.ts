@@ -1,0 +1,32 @@
+/**
+ * Error replies written straight to a socket, for the moments before (or outside) Fastify: HTTP parse
+ * errors, CONNECT requests, refused WebSocket handshakes. Same envelope and headers as every other
+ * error reply.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { envelopeOf, type RosterError } from '../errors.js';
+
+/** Headers every reply of Roster carries. */
+export const COMMON_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff' };
+
+/** Writes the error as a complete HTTP/1.1 response, then closes the connection. */
+export function writeRawError(socket: Duplex, error: RosterError): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(envelopeOf(error));
+  const headers = {
+    Connection: 'close',
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...COMMON_HEADERS,
+    ...error.headers,
+  };
+  const head = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head}\r\n${body}`);
+}
