@@ -148,6 +148,12 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
   // answer the previous ping. Terminating fires 'close', which counts the peer out of the room.
   const heartbeat = setInterval(() => {
     for (const [ws, connection] of connections) {
+      if (ws.isPaused) {
+        // Paused by flow control, so its pong may sit unread: not a dead peer. It gets a whole
+        // interval to answer once it is resumed.
+        connection.alive = true;
+        continue;
+      }
       if (!connection.alive) {
         ws.terminate();
         continue;

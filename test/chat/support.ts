@@ -1,0 +1,131 @@
+/**
+ * Shared pieces of the chat tests: a per-test Roster with the clients it opened (all torn down in
+ * `dispose`), a crowd of connected clients, and a barrier that proves what did NOT arrive without sleeping.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { WebSocket } from 'ws';
+import { ChatClient, startRoster, type Running } from '../helpers.js';
+import { RawClient } from './frames.js';
+
+/** Server timestamps: UTC, no offset, microseconds (decisions.md). */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
+export const UUID_LIKE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One Roster plus everything a test connected to it. */
+export class Scope {
+  readonly clients: ChatClient[] = [];
+  readonly sockets: WebSocket[] = [];
+  readonly raws: RawClient[] = [];
+
+  private constructor(readonly running: Running) {}
+
+  static async start(env: Record<string, string> = {}): Promise<Scope> {
+    // A short shutdown timeout so that a client that never answers the 1001 close cannot slow the suite.
+    return new Scope(await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env }));
+  }
+
+  get wsUrl(): string {
+    return this.running.wsUrl;
+  }
+
+  get port(): number {
+    return this.running.wsPort;
+  }
+
+  /** Number of members the server's room holds right now (white-box cross-check). */
+  get roomSize(): number {
+    return this.running.server.chat.room.size;
+  }
+
+  /** A connected ChatClient (welcome already received and consumed). */
+  async client(path = ''): Promise<ChatClient> {
+    const client = new ChatClient(this.wsUrl + path);
+    this.clients.push(client);
+    client.ws.on('error', () => {});
+    await client.next((m) => m.type === 'system');
+    return client;
+  }
+
+  /** A `ws` socket with custom options, tracked for teardown. */
+  socket(options: ConstructorParameters<typeof WebSocket>[2] = {}, path = ''): WebSocket {
+    const ws = new WebSocket(this.wsUrl + path, options);
+    ws.on('error', () => {});
+    this.sockets.push(ws);
+    return ws;
+  }
+
+  async raw(options: { path?: string } = {}): Promise<RawClient> {
+    const client = await RawClient.connect(this.port, options);
+    this.raws.push(client);
+    return client;
+  }
+
+  track(raw: RawClient): RawClient {
+    this.raws.push(raw);
+    return raw;
+  }
+
+  async dispose(): Promise<void> {
+    for (const client of this.clients) client.ws.terminate();
+    for (const ws of this.sockets) ws.terminate();
+    for (const raw of this.raws) raw.destroy();
+    await this.running.stop();
+  }
+}
+
+/**
+ * Connects `n` clients one after another, waiting until every earlier one has seen each join, then
+ * forgets the join notices: on return every client's `messages` is empty and the room holds `n`.
+ */
+export async function crowd(scope: Scope, n: number): Promise<ChatClient[]> {
+  const clients: ChatClient[] = [];
+  for (let i = 0; i < n; i++) {
+    const client = await scope.client();
+    await Promise.all(clients.map((other) => other.next((m) => m.type === 'user_join' && m.online_count === i + 1)));
+    clients.push(client);
+  }
+  for (const client of clients) assert.deepEqual(client.messages, [], 'no message beyond welcome and joins');
+  return clients;
+}
+
+/**
+ * Sends a uniquely tagged chat from `sender` and waits until every client in `everyone` has it. The
+ * server writes to each connection in order, so anything a client would have got from earlier input is
+ * already in its `messages` once the barrier arrives. The barrier itself is consumed.
+ */
+export async function barrier(sender: ChatClient, everyone: ChatClient[]): Promise<void> {
+  const tag = `barrier-${randomUUID()}`;
+  sender.send({ type: 'chat', message: tag });
+  await Promise.all(everyone.map((client) => client.next((m) => m.type === 'chat' && m.message === tag)));
+}
+
+/** The TCP socket under a `ws` client, for abrupt disconnects. */
+export function tcpOf(ws: WebSocket): Socket {
+  return (ws as unknown as { _socket: Socket })._socket;
+}
+
+/** Resolves when `ws` has received `count` more protocol pings. */
+export function pings(ws: WebSocket, count: number, timeoutMs = 3000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = 0;
+    const timer = setTimeout(() => reject(new Error(`only ${seen} of ${count} pings within ${timeoutMs} ms`)), timeoutMs);
+    const onPing = () => {
+      if (++seen < count) return;
+      clearTimeout(timer);
+      ws.off('ping', onPing);
+      resolve();
+    };
+    ws.on('ping', onPing);
+  });
+}
+
+/** Rejects if `promise` has not settled within `ms`: every wait on an event is bounded, so no test hangs. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
