@@ -198,6 +198,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
 function isWebSocketUpgrade(request: IncomingMessage): boolean {
   return (
     request.method === 'GET' &&
+    request.httpVersion === '1.1' && // RFC 6455 4.1: HTTP/1.1 or higher; Node's server speaks at most 1.1 here
     request.headers.upgrade?.toLowerCase() === 'websocket' &&
     // RFC 6455 4.2.1: the key is 16 random bytes in base64. Checked here so the refusal is in the
     // envelope (ws would answer with an HTML body).

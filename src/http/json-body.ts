@@ -10,12 +10,17 @@ import { RosterError } from '../errors.js';
 /** `*\/*+json` of decisions.md: any media type whose subtype ends in `+json` (RFC 6839). */
 const STRUCTURED_JSON = /^[^/\s;]+\/[^/\s;]+\+json$/i;
 
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+
 export function registerJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  const parse = (_request: FastifyRequest, body: string, done: (error: Error | null, value?: unknown) => void): void => {
-    // An empty body parses as "no body": a DELETE sent with a JSON content type must not fail, and a
-    // POST without a body is reported by the service as INVALID_BODY.
-    if (body.length === 0) return done(null, undefined);
+  const parse = (request: FastifyRequest, body: string, done: (error: Error | null, value?: unknown) => void): void => {
+    if (body.length === 0) {
+      // An empty body with a JSON content type is not JSON where a body is expected; elsewhere (a
+      // DELETE sent with a JSON content type, say) it is simply no body.
+      if (METHODS_WITH_BODY.has(request.method)) return done(new RosterError(400, 'INVALID_JSON', 'The request body is empty'));
+      return done(null, undefined);
+    }
     try {
       // secure-json-parse: `__proto__` and `constructor.prototype` keys are dropped, so they can never
       // reach an object's prototype, whatever the service later does with the value.

@@ -32,7 +32,7 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
 
   app.post(
     '/users',
-    { schema: { description: 'Create a user', body: schemas.write, response: { 201: successSchema(User) } } },
+    { schema: { description: 'Create a user; the email must not be held by another user (case-insensitive)', body: schemas.write, response: { 201: successSchema(User) } } },
     async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),
   );
 

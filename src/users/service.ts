@@ -30,7 +30,7 @@ export class UserService {
   ) {}
 
   async list(query: ListQuery): Promise<UserList> {
-    // page and limit arrive as validated digit strings (see ListQuery).
+    // page and limit arrive as validated digit strings (see ListQuery); a huge limit is clamped.
     const page = query.page === undefined ? DEFAULT_PAGE : Number(query.page);
     const limit = Math.min(query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit), this.options.maxPageSize);
     const { users, total }: ListResult = await this.store.list({

@@ -83,6 +83,15 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
     assertErrorEnvelope(response);
   });
 
+  test('an HTTP/1.0 upgrade request -> 400 (RFC 6455 asks for HTTP/1.1)', async (t) => {
+    const scope = await scoped(t);
+    const request = handshakeRequest(scope.port).text.replace(' HTTP/1.1\r\n', ' HTTP/1.0\r\n');
+    const response = await rawHttp(scope.port, request);
+    assert.equal(response.status, 400);
+    assertErrorEnvelope(response);
+    assert.equal(scope.roomSize, 0);
+  });
+
   test('a plain GET without Upgrade -> 400', async (t) => {
     const scope = await scoped(t);
     const response = await rawHttp(scope.port, `GET / HTTP/1.1\r\nHost: 127.0.0.1:${scope.port}\r\n\r\n`);

@@ -112,6 +112,15 @@ describe('malformed bodies', () => {
     assertError(await request(`${roster.api}/users`, { method: 'POST' }), 400, 'INVALID_BODY');
   });
 
+  test('an empty body declared as JSON on POST, PUT and PATCH: 400 INVALID_JSON', async () => {
+    assertError(await post('', 'application/json'), 400, 'INVALID_JSON');
+    const users = (await request(`${roster.api}/users`)).body.data.users;
+    for (const method of ['PUT', 'PATCH']) {
+      const response = await request(`${roster.api}/users/${users[0].id}`, { method, body: '', headers: { 'content-type': 'application/json' } });
+      assertError(response, 400, 'INVALID_JSON');
+    }
+  });
+
   test('a non-JSON content type: 415 UNSUPPORTED_MEDIA_TYPE on POST, PUT and PATCH', async () => {
     assertError(await post('name=x', 'application/x-www-form-urlencoded'), 415, 'UNSUPPORTED_MEDIA_TYPE');
     assertError(await post('{"name":"x"}', 'text/plain'), 415, 'UNSUPPORTED_MEDIA_TYPE');

@@ -38,8 +38,16 @@ describe('list', () => {
     assert.deepEqual([...stamps].sort().reverse(), stamps);
   });
 
-  test('limit above the maximum is clamped and reported', async () => {
+  test('limit above the maximum is clamped and reported, however large', async () => {
     assert.equal((await list('?limit=500')).pagination.limit, 5);
+    assert.equal((await list('?limit=99999999999999999999999999999')).pagination.limit, 5);
+    assert.equal((await list('?limit=007')).pagination.limit, 5);
+  });
+
+  test('a page far beyond the last is empty, and reported as asked', async () => {
+    const data = await list('?page=999999999999999');
+    assert.deepEqual(data.users, []);
+    assert.equal(data.pagination.page, 999999999999999);
   });
 
   test('pages: items (page-1)*limit up to page*limit, pages = ceil(total/limit)', async () => {
@@ -104,7 +112,7 @@ describe('list', () => {
     ['?limit=-1', 'limit'],
     ['?limit=1.5', 'limit'],
     ['?limit=1e309', 'limit'],
-    ['?limit=99999999999999999999999', 'limit'],
+    ['?page=1234567890123456', 'page'],
   ] as const) {
     test(`${query}: 422 VALIDATION_ERROR naming ${field}`, async () => {
       const { status, body } = await request(`${roster.api}/users${query}`);
