@@ -181,7 +181,10 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       server.close();
       const open = [...connections.keys()];
       const closed = Promise.all(open.map((ws) => new Promise<void>((resolve) => ws.once('close', () => resolve()))));
-      for (const ws of open) ws.close(CloseCode.goingAway, 'Server shutting down');
+      for (const ws of open) {
+        ws.resume(); // a sender paused by flow control must be read again, or its close reply is never seen
+        ws.close(CloseCode.goingAway, 'Server shutting down');
+      }
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);

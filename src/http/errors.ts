@@ -27,7 +27,7 @@ export function toRosterError(error: unknown): RosterError {
   if (error instanceof RosterError) return error;
   const fastifyError = error as Partial<FastifyError>;
   if (fastifyError.validation) return fromSchemaValidation(fastifyError as FastifyError);
-  const translate = fastifyError.code ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
+  const translate = fastifyError.code && Object.hasOwn(FRAMEWORK_ERRORS, fastifyError.code) ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
   if (translate) return translate(fastifyError as FastifyError);
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
