@@ -39,14 +39,8 @@ export interface ChatConfig {
   maxPayload: number;
   /** Interval of the server's protocol ping; a peer that missed the previous one is terminated. `WS_HEARTBEAT_MS`, default 30 s. */
   heartbeatMs: number;
-  /**
-   * Unsent bytes a connection may hold. Past it, senders are paused until it drains; if it has not
-   * drained within `slowConsumerMs` it is closed as a slow consumer (1013), and it may never pass 8×
-   * this. `WS_MAX_BACKLOG`, default 1 MiB.
-   */
+  /** Unsent bytes a connection may hold before it is closed as a slow consumer (1013). `WS_MAX_BACKLOG`, default 1 MiB. */
   maxBacklog: number;
-  /** How long a connection may stay over `maxBacklog` before it is closed (1013). `WS_SLOW_CONSUMER_MS`, default 2 s. */
-  slowConsumerMs: number;
   /** Open connections at most; the next handshake is refused with HTTP 503. `WS_MAX_CONNECTIONS`, default 10000. */
   maxConnections: number;
 }
@@ -90,7 +84,6 @@ export function loadConfig(env: Env): Config {
       maxPayload: bytes(read, 'WS_MAX_PAYLOAD', 256 * KIB, 64 * KIB, 1024 * MIB),
       heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
       maxBacklog: bytes(read, 'WS_MAX_BACKLOG', MIB, 1, 1024 * MIB),
-      slowConsumerMs: integer(read, 'WS_SLOW_CONSUMER_MS', 2_000, 10, 600_000),
       maxConnections: integer(read, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     },
   };

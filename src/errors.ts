@@ -1,6 +1,7 @@
 /**
- * The one error type of Roster. Thrown wherever a rule lives (service, store, HTTP plumbing) and turned
- * into the error envelope in exactly one place, `http/error-handler.ts`.
+ * The one error type of Roster. Thrown wherever a rule lives (service, store, HTTP plumbing); framework
+ * errors are translated to it in `http/errors.ts`, and `envelopeOf` below is the only code that turns
+ * one into the error envelope, whichever way the reply is then written.
  */
 
 export interface FieldDetail {
@@ -24,9 +25,6 @@ export class RosterError extends Error {
     this.name = 'RosterError';
   }
 }
-
-/** The error helper's default, as the contract states: status 400, code `ERROR`. */
-export const badRequest = (message: string, code = 'ERROR') => new RosterError(400, code, message);
 
 export const userNotFound = (id: string) =>
   new RosterError(404, 'USER_NOT_FOUND', `No user with id "${id.length > 64 ? `${id.slice(0, 64)}…` : id}"`);

@@ -26,8 +26,13 @@ export interface RosterServer {
   stop(): Promise<void>;
 }
 
-export async function createServer(config: Config, logger: Logger): Promise<RosterServer> {
-  const store: UserStore = new MemoryUserStore();
+export interface ServerParts {
+  /** The user store; the in-memory store of the contract unless another is given. */
+  store?: UserStore;
+}
+
+export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
+  const store: UserStore = parts.store ?? new MemoryUserStore();
   const schemas = userSchemas(config.roles, config.strictValidation);
   const service = new UserService(store, createUserValidator(schemas), createClock(), {
     maxPageSize: config.maxPageSize,

@@ -23,7 +23,6 @@ const DEFAULTS: Config = {
     maxPayload: 256 * KIB,
     heartbeatMs: 30_000,
     maxBacklog: MIB,
-    slowConsumerMs: 2_000,
     maxConnections: 10_000,
   },
 };
@@ -53,7 +52,6 @@ describe('loadConfig defaults', () => {
     'WS_MAX_PAYLOAD',
     'WS_HEARTBEAT_MS',
     'WS_MAX_BACKLOG',
-    'WS_SLOW_CONSUMER_MS',
     'WS_MAX_CONNECTIONS',
   ];
   for (const variable of variables) {
@@ -133,7 +131,6 @@ describe('loadConfig valid overrides', () => {
     ['WS_MAX_BACKLOG', '2048', { chat: { maxBacklog: 2048 } }],
     ['WS_MAX_BACKLOG', '4MiB', { chat: { maxBacklog: 4 * MIB } }],
     ['WS_MAX_BACKLOG', '64KiB', { chat: { maxBacklog: 64 * KIB } }],
-    ['WS_SLOW_CONSUMER_MS', '250', { chat: { slowConsumerMs: 250 } }],
     ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1 } }],
     ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50 } }],
   ];
@@ -158,7 +155,6 @@ describe('loadConfig valid overrides', () => {
       WS_MAX_PAYLOAD: '1MiB',
       WS_HEARTBEAT_MS: '5000',
       WS_MAX_BACKLOG: '2048',
-      WS_SLOW_CONSUMER_MS: '750',
       WS_MAX_CONNECTIONS: '3',
     });
     assert.deepEqual(config, {
@@ -171,7 +167,7 @@ describe('loadConfig valid overrides', () => {
       roles: ['admin', 'user', 'guest'],
       strictValidation: true,
       shutdownTimeoutMs: 500,
-      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, slowConsumerMs: 750, maxConnections: 3 },
+      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3 },
     });
   });
 });
@@ -225,8 +221,6 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['WS_MAX_BACKLOG', '0'],
     ['WS_MAX_BACKLOG', 'abc'],
     ['WS_MAX_BACKLOG', '1XB'],
-    ['WS_SLOW_CONSUMER_MS', '2s'],
-    ['WS_SLOW_CONSUMER_MS', '5'],
     ['WS_MAX_CONNECTIONS', '0'],
     ['WS_MAX_CONNECTIONS', '-1'],
     ['WS_MAX_CONNECTIONS', 'many'],

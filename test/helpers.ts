@@ -2,10 +2,10 @@
  * Test helpers: a real Roster on ephemeral ports (REST and chat), driven over real sockets.
  */
 import { once } from 'node:events';
-import { pino } from 'pino';
+import { pino, type DestinationStream } from 'pino';
 import { WebSocket } from 'ws';
 import { loadConfig, type Config } from '../src/config.js';
-import { createServer, type RosterServer } from '../src/server.js';
+import { createServer, type RosterServer, type ServerParts } from '../src/server.js';
 
 export interface Running {
   server: RosterServer;
@@ -20,10 +20,17 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-/** Starts Roster with the given environment on top of test defaults (ports 0, logging silent). */
-export async function startRoster(env: Record<string, string> = {}): Promise<Running> {
+/**
+ * Starts Roster with the given environment on top of test defaults (ports 0, logging silent), and
+ * optionally a store of the test's own and a stream that receives the log lines.
+ */
+export async function startRoster(
+  env: Record<string, string> = {},
+  options: ServerParts & { logTo?: DestinationStream } = {},
+): Promise<Running> {
   const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...env });
-  const server = await createServer(config, pino({ level: config.logLevel }));
+  const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
+  const server = await createServer(config, logger, options);
   const { port, wsPort } = await server.start();
   const origin = `http://127.0.0.1:${port}`;
   return { server, config, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop: () => server.stop() };

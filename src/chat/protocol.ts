@@ -29,8 +29,9 @@ export function parseClientText(text: string): ClientIntent {
 }
 
 /**
- * The `message` of a chat: the string sent, or the empty string when absent (contract). A non-string
- * value is sent on as its JSON text, so the outgoing `message` is always a string.
+ * The `message` of a chat: the string sent, or the empty string when absent (contract); `null` counts
+ * as absent, since JSON has no other way to say "no message". Any other non-string value is sent on as
+ * its JSON text, so the outgoing `message` is always the string the protocol table promises.
  */
 function messageText(message: unknown): string {
   if (message === undefined || message === null) return '';

@@ -3,8 +3,7 @@
  * between sockets and the `ChatRoom`. Protocol violations are `ws`'s job (1002 for framing errors,
  * 1007 for invalid UTF-8, 1009 for a message over `maxPayload`, decided from the frame header); this
  * file adds what decisions.md asks beyond that: handshake replies, binary frames (1003), the heartbeat,
- * slow consumers (1013, see flow-control.ts), the connection limit (503) and the going-away close
- * (1001) on shutdown.
+ * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -13,9 +12,9 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ChatConfig } from '../config.js';
-import { envelopeOf, RosterError } from '../errors.js';
-import { COMMON_HEADERS, writeRawError } from '../http/raw-reply.js';
-import { FlowControl } from './flow-control.js';
+import { RosterError } from '../errors.js';
+import { clientErrorHandler } from '../http/errors.js';
+import { writeRawError } from '../http/raw-reply.js';
 import type { ChatRoom, Member } from './room.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
@@ -44,6 +43,8 @@ interface Connection {
   readonly member: Member;
   /** Whether the peer answered the last protocol ping. */
   alive: boolean;
+  /** Set once Roster has started closing the connection: destroys it if the close handshake stalls. */
+  graceTimer?: NodeJS.Timeout;
 }
 
 export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Logger): ChatServer {
@@ -58,16 +59,18 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     clientTracking: false, // `connections` tracks them
   });
 
-  const server: Server = createServer((request, response) => {
+  const server: Server = createServer((request) => {
     // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
-    const body = JSON.stringify(envelopeOf(new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only')));
-    response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', ...COMMON_HEADERS });
-    response.end(body);
-    request.resume();
+    writeRawError(request.socket, new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only'));
   });
   server.headersTimeout = HANDSHAKE_TIMEOUT_MS;
   server.requestTimeout = HANDSHAKE_TIMEOUT_MS;
-  server.on('clientError', (_error, socket) => refuse(socket, 400, 'ERROR', 'Malformed handshake'));
+  // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
+  server.on('clientError', clientErrorHandler);
+  // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.
+  server.on('error', (error) => log.error({ err: error }, 'chat server error'));
+  // Handshakes ws itself refuses (a malformed extension or subprotocol header): in the envelope too.
+  wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 400, 'ERROR', error.message));
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', (error) => log.debug({ err: error }, 'socket error during handshake'));
@@ -90,7 +93,10 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
         id: randomUUID(),
         deliver(frame) {
           if (ws.readyState !== WebSocket.OPEN) return;
-          if (!flow.send(ws, frame)) dropSlowConsumer(ws);
+          // A slow consumer (decisions.md): closed once its unsent backlog passes the bound, so its
+          // memory stays within the bound plus one message, and nobody else waits for it.
+          if (ws.bufferedAmount > config.maxBacklog) return dropSlowConsumer(ws, connection);
+          ws.send(frame, { binary: false });
         },
       },
     };
@@ -104,16 +110,16 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       if (ws.readyState !== WebSocket.OPEN) return; // closing: whatever it still sends is not chat
       if (isBinary) return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
       room.receive(connection.member, data.toString('utf8'));
-      flow.afterReceive(ws);
     });
-    // A protocol error (1002, 1007, 1009): ws has already sent the matching close frame.
+    // A protocol error (1002, 1007, 1009), for which ws has already sent the matching close frame,
+    // or a socket error (reset), after which there is nobody to tell.
     ws.on('error', (error) => {
       log.debug({ err: error, id: connection.member.id }, 'chat connection error');
       closeConnection(ws, connection);
     });
     ws.on('close', (code: number) => {
       connections.delete(ws);
-      flow.forget(ws);
+      clearTimeout(connection.graceTimer);
       room.leave(connection.member);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
     });
@@ -127,19 +133,16 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
    * destroyed if the close handshake has not finished within CLOSE_GRACE_MS.
    */
   function closeConnection(ws: WebSocket, connection: Connection, code?: number, reason?: string): void {
-    flow.forget(ws);
+    if (connection.graceTimer) return; // already closing
     // After the current broadcast, if one is under way: the others then hear user_leave after the
     // message being delivered, not in the middle of it. Until then deliver() skips the closing socket.
     queueMicrotask(() => room.leave(connection.member));
     if (code !== undefined) ws.close(code, reason);
-    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+    connection.graceTimer = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+    connection.graceTimer.unref();
   }
 
-  const flow = new FlowControl(config, dropSlowConsumer);
-
-  function dropSlowConsumer(ws: WebSocket): void {
-    const connection = connections.get(ws);
-    if (!connection) return;
+  function dropSlowConsumer(ws: WebSocket, connection: Connection): void {
     log.warn({ id: connection.member.id, backlog: ws.bufferedAmount }, 'closing slow chat consumer');
     closeConnection(ws, connection, CloseCode.tryAgainLater, 'Too slow: unsent messages over the limit');
   }
@@ -148,12 +151,6 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
   // answer the previous ping. Terminating fires 'close', which counts the peer out of the room.
   const heartbeat = setInterval(() => {
     for (const [ws, connection] of connections) {
-      if (ws.isPaused) {
-        // Paused by flow control, so its pong may sit unread: not a dead peer. It gets a whole
-        // interval to answer once it is resumed.
-        connection.alive = true;
-        continue;
-      }
       if (!connection.alive) {
         ws.terminate();
         continue;
@@ -181,10 +178,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       server.close();
       const open = [...connections.keys()];
       const closed = Promise.all(open.map((ws) => new Promise<void>((resolve) => ws.once('close', () => resolve()))));
-      for (const ws of open) {
-        ws.resume(); // a sender paused by flow control must be read again, or its close reply is never seen
-        ws.close(CloseCode.goingAway, 'Server shutting down');
-      }
+      for (const ws of open) ws.close(CloseCode.goingAway, 'Server shutting down');
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);

@@ -37,8 +37,9 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     // Requests arriving on kept-alive connections during shutdown are served, not answered with a
     // bare 503 outside the envelope; the listening socket is closed, so no new connection arrives.
     return503OnClosing: false,
-    // Long ids must reach the handler (and get USER_NOT_FOUND), not fall off the router.
-    routerOptions: { maxParamLength: 2048 },
+    // Ids of any length must reach the handler (and get USER_NOT_FOUND), not fall off the router:
+    // this is more than Node's header size limit lets a request line carry.
+    routerOptions: { maxParamLength: 65_536 },
     frameworkErrors,
     clientErrorHandler,
   };
@@ -47,10 +48,11 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   // Checked below, in the envelope. Node reads this property on every request; @types/node lacks it.
   (app.server as typeof app.server & { requireHostHeader: boolean }).requireHostHeader = false;
 
-  // Query strings and path parameters are validated by Fastify with coercion ("2" -> 2). Bodies pass
-  // through here untouched: UserService validates them itself, because the contract checks a user's
-  // existence (404) before its body (422). The body schemas stay on the routes to describe them.
-  const paramsAjv = new Ajv({ coerceTypes: true, allErrors: true, verbose: true, useDefaults: false });
+  // Query strings and path parameters are validated here, as the strings they are (no coercion: see
+  // ListQuery for why numbers are patterns). Bodies pass through untouched: UserService validates them
+  // itself, because the contract checks a user's existence (404) before its body (422). The body
+  // schemas stay on the routes to describe them.
+  const paramsAjv = new Ajv({ coerceTypes: false, allErrors: true, verbose: true, useDefaults: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? () => true : paramsAjv.compile(schema)));
 
   const catalog = new RouteCatalog();

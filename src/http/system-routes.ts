@@ -1,6 +1,6 @@
 /** The service's own endpoints: health and the machine-readable description (`/api/v1/docs`). */
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
@@ -19,7 +19,7 @@ const Endpoint = Type.Object({
 });
 const Description = Type.Object({ version: Type.String(), title: Type.String(), endpoints: Type.Array(Endpoint) });
 
-type Endpoint = { path: string; method: string; description: string; parameters?: Record<string, string>; body?: Record<string, string> };
+type Endpoint = Static<typeof Endpoint>;
 
 export async function systemRoutes(app: FastifyInstance, options: { catalog: RouteCatalog }): Promise<void> {
   app.get(

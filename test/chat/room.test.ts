@@ -232,9 +232,12 @@ describe('chat messages', () => {
     const [a, b] = (await crowd(scope, 2)) as [ChatClient, ChatClient];
     a.send({ type: 'chat' });
     assert.equal((await b.next((m) => m.type === 'chat')).message, '');
+    a.send({ type: 'chat', message: null });
+    assert.equal((await b.next((m) => m.type === 'chat')).message, '');
     a.send({ type: 'chat', message: 42 });
-    const numeric = await b.next((m) => m.type === 'chat');
-    assert.equal(typeof numeric.message, 'string');
+    assert.equal((await b.next((m) => m.type === 'chat')).message, '42');
+    a.send({ type: 'chat', message: { nested: [1, true] } });
+    assert.equal((await b.next((m) => m.type === 'chat')).message, '{"nested":[1,true]}');
     a.send({ type: 'chat', message: 'héllo 👋 "quotes" \\ <b>' });
     assert.equal((await b.next((m) => m.type === 'chat')).message, 'héllo 👋 "quotes" \\ <b>');
   });

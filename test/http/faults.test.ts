@@ -1,0 +1,42 @@
+/** An unexpected fault: 500 INTERNAL_ERROR in the envelope, no internal detail in the body, all of it in the log. */
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { test } from 'node:test';
+import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { request, startRoster } from '../helpers.js';
+
+/** A working store whose list breaks, as a database might. */
+class BrokenListStore extends MemoryUserStore {
+  override async list(): Promise<never> {
+    throw new Error('connection to 10.0.0.7 lost: password=hunter2');
+  }
+}
+
+test('a fault inside the service: 500 INTERNAL_ERROR, detail only in the log, service still up', async () => {
+  const lines: Record<string, unknown>[] = [];
+  const logTo = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  const roster = await startRoster({ LOG_LEVEL: 'error' }, { store: new BrokenListStore(), logTo });
+  try {
+    const response = await request(`${roster.api}/users`);
+    assert.equal(response.status, 500);
+    assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(response.body, { status: 'error', error: { code: 'INTERNAL_ERROR', message: response.body.error.message } });
+    assert.doesNotMatch(response.text, /hunter2|10\.0\.0\.7|Error:|at /);
+
+    const logged = lines.find((line) => line.level === 50 && JSON.stringify(line).includes('hunter2'));
+    assert.ok(logged, `the detail is logged: ${JSON.stringify(lines)}`);
+    assert.match(JSON.stringify(logged), /"stack"/);
+
+    // Other operations still work.
+    assert.equal((await request(`${roster.api}/health`)).status, 200);
+    const users = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'After', email: 'after@example.com' } });
+    assert.equal(users.status, 201);
+  } finally {
+    await roster.stop();
+  }
+});
