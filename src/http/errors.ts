@@ -63,9 +63,13 @@ export function registerErrorHandling(app: FastifyInstance, catalog: RouteCatalo
     return sendError(reply, mapped);
   });
   // No route for this method and path: a 405 when the path exists with other methods, else a 404.
-  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
-    sendError(reply, notFoundOrNotAllowed(catalog, request.method, request.url)),
-  );
+  // Answered from onRequest already, before Fastify looks at a body for a route that does not exist
+  // (it refuses a QUERY without Content-Type with a 400, for instance).
+  const noRoute = (request: FastifyRequest) => notFoundOrNotAllowed(catalog, request.method, request.url);
+  app.addHook('onRequest', async (request) => {
+    if (request.is404) throw noRoute(request);
+  });
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => sendError(reply, noRoute(request)));
   // CONNECT never reaches Fastify: Node hands it to the 'connect' event, and without a listener
   // drops the socket without a word.
   app.server.on('connect', (request: IncomingMessage, socket: Duplex) => {

@@ -188,7 +188,7 @@ describe('unknown routes and methods', () => {
     });
   }
 
-  for (const method of ['PROPFIND', 'PURGE', 'SEARCH', 'LINK', 'TRACE']) {
+  for (const method of ['PROPFIND', 'PURGE', 'SEARCH', 'LINK', 'TRACE', 'QUERY']) {
     test(`${method}, a method the router may not know, on a known path: 405 in the envelope`, async () => {
       const reply = await raw(port(), `${method} /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       assert.match(reply, /^HTTP\/1\.1 405 /);
