@@ -62,10 +62,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
 
   // RFC 9112: an HTTP/1.1 request without Host is a 400. Node's own check answers with an empty body,
   // so it is turned off (`requireHostHeader` above) and done here, in the envelope.
-  app.addHook('onRequest', async (request) => {
-    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      throw new RosterError(400, 'ERROR', 'The Host header is required');
-    }
+  // Hooks on every request are written with callbacks, not async: no promise per request.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
+    done(missingHost ? new RosterError(400, 'ERROR', 'The Host header is required') : undefined);
   });
 
   // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
@@ -75,9 +75,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.headers(COMMON_HEADERS);
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });

@@ -66,9 +66,7 @@ export function registerErrorHandling(app: FastifyInstance, catalog: RouteCatalo
   // Answered from onRequest already, before Fastify looks at a body for a route that does not exist
   // (it refuses a QUERY without Content-Type with a 400, for instance).
   const noRoute = (request: FastifyRequest) => notFoundOrNotAllowed(catalog, request.method, request.url);
-  app.addHook('onRequest', async (request) => {
-    if (request.is404) throw noRoute(request);
-  });
+  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? noRoute(request) : undefined));
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => sendError(reply, noRoute(request)));
   // CONNECT never reaches Fastify: Node hands it to the 'connect' event, and without a listener
   // drops the socket without a word.
