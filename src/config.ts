@@ -29,6 +29,17 @@ export interface Config {
   chat: ChatConfig;
   /** How long shutdown waits for in-flight requests and chat close handshakes. `SHUTDOWN_TIMEOUT_MS`, default 10 s. */
   shutdownTimeoutMs: number;
+  /**
+   * Request headers (REST) and the handshake (chat) must arrive within this; slower clients get 408.
+   * `HEADERS_TIMEOUT_MS`, default 15 s (Node's own is 60 s; trickled headers are a cheap attack).
+   */
+  headersTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this. `REQUEST_TIMEOUT_MS`, default 30 s. */
+  requestTimeoutMs: number;
+  /** An idle kept-alive REST connection is closed after this. `KEEP_ALIVE_TIMEOUT_MS`, default 72 s. */
+  keepAliveTimeoutMs: number;
+  /** Open TCP connections on the REST port at most; more are dropped on accept. `MAX_CONNECTIONS`, default 10000. */
+  maxConnections: number;
 }
 
 export interface ChatConfig {
@@ -43,6 +54,8 @@ export interface ChatConfig {
   maxBacklog: number;
   /** Open connections at most; the next handshake is refused with HTTP 503. `WS_MAX_CONNECTIONS`, default 10000. */
   maxConnections: number;
+  /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
+  handshakeTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -68,6 +81,12 @@ export function loadConfig(env: Env): Config {
   };
 
   const restPort = port(read, 'PORT', 5000);
+  const headersTimeoutMs = integer(read, 'HEADERS_TIMEOUT_MS', 15_000, 100, 600_000);
+  const requestTimeoutMs = integer(read, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the request timeout, which contains it.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${headersTimeoutMs} > ${requestTimeoutMs})`);
+  }
   const wsPort = port(read, 'WS_PORT', 8765);
   if (restPort !== 0 && wsPort === restPort) throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
   return {
@@ -80,11 +99,16 @@ export function loadConfig(env: Env): Config {
     roles: roles(read),
     strictValidation: boolean(read, 'STRICT_VALIDATION', false),
     shutdownTimeoutMs: integer(read, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(read, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+    maxConnections: integer(read, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     chat: {
       maxPayload: bytes(read, 'WS_MAX_PAYLOAD', 256 * KIB, 64 * KIB, 1024 * MIB),
       heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
       maxBacklog: bytes(read, 'WS_MAX_BACKLOG', MIB, 1, 1024 * MIB),
       maxConnections: integer(read, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+      handshakeTimeoutMs: headersTimeoutMs,
     },
   };
 }

@@ -19,11 +19,16 @@ const DEFAULTS: Config = {
   roles: ['admin', 'user'],
   strictValidation: false,
   shutdownTimeoutMs: 10_000,
+  headersTimeoutMs: 15_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 72_000,
+  maxConnections: 10_000,
   chat: {
     maxPayload: 256 * KIB,
     heartbeatMs: 30_000,
     maxBacklog: MIB,
     maxConnections: 10_000,
+    handshakeTimeoutMs: 15_000,
   },
 };
 
@@ -53,6 +58,10 @@ describe('loadConfig defaults', () => {
     'WS_HEARTBEAT_MS',
     'WS_MAX_BACKLOG',
     'WS_MAX_CONNECTIONS',
+    'HEADERS_TIMEOUT_MS',
+    'REQUEST_TIMEOUT_MS',
+    'KEEP_ALIVE_TIMEOUT_MS',
+    'MAX_CONNECTIONS',
   ];
   for (const variable of variables) {
     test(`${variable} set to an empty or blank value means its default`, () => {
@@ -133,6 +142,12 @@ describe('loadConfig valid overrides', () => {
     ['WS_MAX_BACKLOG', '64KiB', { chat: { maxBacklog: 64 * KIB } }],
     ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1 } }],
     ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50 } }],
+    ['HEADERS_TIMEOUT_MS', '5000', { headersTimeoutMs: 5000, chat: { handshakeTimeoutMs: 5000 } }],
+    ['HEADERS_TIMEOUT_MS', '30000', { headersTimeoutMs: 30_000, chat: { handshakeTimeoutMs: 30_000 } }],
+    ['REQUEST_TIMEOUT_MS', '60000', { requestTimeoutMs: 60_000 }],
+    ['REQUEST_TIMEOUT_MS', '15000', { requestTimeoutMs: 15_000 }],
+    ['KEEP_ALIVE_TIMEOUT_MS', '5000', { keepAliveTimeoutMs: 5000 }],
+    ['MAX_CONNECTIONS', '100', { maxConnections: 100 }],
   ];
 
   for (const [variable, value, patch] of cases) {
@@ -156,6 +171,10 @@ describe('loadConfig valid overrides', () => {
       WS_HEARTBEAT_MS: '5000',
       WS_MAX_BACKLOG: '2048',
       WS_MAX_CONNECTIONS: '3',
+      HEADERS_TIMEOUT_MS: '2000',
+      REQUEST_TIMEOUT_MS: '4000',
+      KEEP_ALIVE_TIMEOUT_MS: '1000',
+      MAX_CONNECTIONS: '50',
     });
     assert.deepEqual(config, {
       port: 0,
@@ -167,7 +186,11 @@ describe('loadConfig valid overrides', () => {
       roles: ['admin', 'user', 'guest'],
       strictValidation: true,
       shutdownTimeoutMs: 500,
-      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3 },
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 4000,
+      keepAliveTimeoutMs: 1000,
+      maxConnections: 50,
+      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, handshakeTimeoutMs: 2000 },
     });
   });
 });
@@ -175,6 +198,13 @@ describe('loadConfig valid overrides', () => {
 describe('loadConfig bad values throw ConfigError naming the variable', () => {
   const cases: [variable: string, value: string][] = [
     ['PORT', 'abc'],
+    ['HEADERS_TIMEOUT_MS', '40000'],
+    ['HEADERS_TIMEOUT_MS', '50'],
+    ['HEADERS_TIMEOUT_MS', '1s'],
+    ['REQUEST_TIMEOUT_MS', '0'],
+    ['KEEP_ALIVE_TIMEOUT_MS', '-1'],
+    ['MAX_CONNECTIONS', '0'],
+    ['MAX_CONNECTIONS', 'many'],
     ['PORT', '70000'],
     ['PORT', '65536'],
     ['PORT', '-1'],

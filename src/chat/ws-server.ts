@@ -14,7 +14,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { ChatConfig } from '../config.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
-import { writeRawError } from '../http/raw-reply.js';
+import { timeouts, writeRawError } from '../http/raw-reply.js';
 import type { ChatRoom, Member } from './room.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
@@ -29,8 +29,6 @@ export const CloseCode = {
  * before the socket is destroyed. ws waits 30 s; a peer that misbehaved does not deserve that long.
  */
 const CLOSE_GRACE_MS = 2_000;
-/** Handshake headers must arrive within this. */
-const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 export interface ChatServer {
   readonly room: ChatRoom;
@@ -59,12 +57,14 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     clientTracking: false, // `connections` tracks them
   });
 
-  const server: Server = createServer((request) => {
+  const server: Server = createServer(timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs), (request) => {
     // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
     writeRawError(request.socket, new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only'));
   });
-  server.headersTimeout = HANDSHAKE_TIMEOUT_MS;
-  server.requestTimeout = HANDSHAKE_TIMEOUT_MS;
+  // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
+  // limit, so that the next ones get their 503 rather than a dropped connection; past that, the kernel
+  // backlog is the only queue.
+  server.maxConnections = 2 * config.maxConnections;
   // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
   server.on('clientError', clientErrorHandler);
   // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.

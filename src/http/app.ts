@@ -3,7 +3,8 @@
  * does, and tests drive it on an ephemeral port.
  */
 import { Ajv } from 'ajv';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { UserSchemas } from '../users/schema.js';
@@ -12,16 +13,12 @@ import { userRoutes } from '../users/routes.js';
 import { RouteCatalog } from './catalog.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { registerJsonBodies } from './json-body.js';
-import { COMMON_HEADERS } from './raw-reply.js';
+import { COMMON_HEADERS, timeouts } from './raw-reply.js';
 import { RosterError } from '../errors.js';
 import { systemRoutes } from './system-routes.js';
 
 export const API_PREFIX = '/api/v1';
 
-/** Slow or stalled clients: the whole request (headers and body) must arrive within this. */
-export const REQUEST_TIMEOUT_MS = 30_000;
-/** Headers must arrive within this (Node's default is 60 s; slow-header attacks are cheap). */
-export const HEADERS_TIMEOUT_MS = 15_000;
 
 export interface AppDependencies {
   logger: Logger;
@@ -29,11 +26,14 @@ export interface AppDependencies {
 }
 
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
-  const options: FastifyServerOptions = {
+  const options: FastifyHttpOptions<Server> = {
     loggerInstance: deps.logger,
     logController: new OneLinePerRequest(),
     bodyLimit: config.bodyLimit,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections.
+    http: timeouts(config.headersTimeoutMs, config.requestTimeoutMs),
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
     // Requests arriving on kept-alive connections during shutdown are served, not answered with a
     // bare 503 outside the envelope; the listening socket is closed, so no new connection arrives.
     return503OnClosing: false,
@@ -44,7 +44,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     clientErrorHandler,
   };
   const app = Fastify(options) as unknown as FastifyInstance;
-  app.server.headersTimeout = HEADERS_TIMEOUT_MS;
+  // Past this, Node drops new connections on accept: each costs memory even before it sends a byte.
+  app.server.maxConnections = config.maxConnections;
   // Checked below, in the envelope. Node reads this property on every request; @types/node lacks it.
   (app.server as typeof app.server & { requireHostHeader: boolean }).requireHostHeader = false;
 

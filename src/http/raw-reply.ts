@@ -3,9 +3,22 @@
  * errors, CONNECT requests, refused WebSocket handshakes. Same envelope and headers as every other
  * error reply.
  */
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerOptions } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { envelopeOf, type RosterError } from '../errors.js';
+
+/**
+ * Node server options for slow clients. Node checks these deadlines only every
+ * `connectionsCheckingInterval` (30 s by default), which would let a trickling client hold its socket
+ * for up to that much longer than the setting says; checking every second keeps the settings honest.
+ */
+export function timeouts(headersTimeoutMs: number, requestTimeoutMs: number): ServerOptions {
+  return {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+  };
+}
 
 /** Headers every reply of Roster carries. */
 export const COMMON_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff' };

@@ -7,6 +7,12 @@ export const SEED_USERS = [
   { name: 'Alan Turing', email: 'alan.turing@example.com', role: 'user' },
 ] as const;
 
+/**
+ * Creates the seed users in a store that holds none yet. A store that already holds users (a database
+ * that outlived a restart, a store filled by a benchmark) is left as it is.
+ */
 export async function seedUsers(users: UserService): Promise<void> {
+  const { pagination } = await users.list({ limit: '1' });
+  if (pagination.total > 0) return;
   for (const seed of SEED_USERS) await users.create({ ...seed });
 }

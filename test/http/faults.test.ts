@@ -5,10 +5,13 @@ import { test } from 'node:test';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { request, startRoster } from '../helpers.js';
 
-/** A working store whose list breaks, as a database might. */
+/** A working store whose list breaks once told to, as a database might. */
 class BrokenListStore extends MemoryUserStore {
-  override async list(): Promise<never> {
-    throw new Error('connection to 10.0.0.7 lost: password=hunter2');
+  broken = false;
+
+  override async list(...args: Parameters<MemoryUserStore['list']>): ReturnType<MemoryUserStore['list']> {
+    if (this.broken) throw new Error('connection to 10.0.0.7 lost: password=hunter2');
+    return super.list(...args);
   }
 }
 
@@ -20,7 +23,9 @@ test('a fault inside the service: 500 INTERNAL_ERROR, detail only in the log, se
       done();
     },
   });
-  const roster = await startRoster({ LOG_LEVEL: 'error' }, { store: new BrokenListStore(), logTo });
+  const store = new BrokenListStore();
+  const roster = await startRoster({ LOG_LEVEL: 'error' }, { store, logTo });
+  store.broken = true;
   try {
     const response = await request(`${roster.api}/users`);
     assert.equal(response.status, 500);
