@@ -42,6 +42,20 @@ export function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
+/**
+ * A string whose UTF-16 order (JavaScript's `<`, which runs natively) is the code-point order of `text`:
+ * `text` itself unless it holds units from U+D800 up, which are remapped as in compareCodePoints.
+ * Indexes keep these keys so their comparisons need no loop in JavaScript.
+ */
+export function codePointOrderKey(text: string): string {
+  if (!HIGH_UNIT.test(text)) return text;
+  let key = '';
+  for (let i = 0; i < text.length; i++) key += String.fromCharCode(fixup(text.charCodeAt(i)));
+  return key;
+}
+
+const HIGH_UNIT = /[\ud800-\uffff]/;
+
 function fixup(unit: number): number {
   if (unit < 0xd800) return unit;
   return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;

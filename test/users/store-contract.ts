@@ -6,12 +6,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { createClock } from '../../src/clock.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
 import type { UserStore } from '../../src/users/store.js';
 
-export function userStoreContract(name: string, makeStore: () => Promise<UserStore>): void {
+/** `numRuns` of the property tests; a database-backed store may ask for fewer. */
+export function userStoreContract(name: string, makeStore: () => Promise<UserStore>, options: { numRuns?: number } = {}): void {
+  const numRuns = Number(process.env.FUZZ_RUNS ?? options.numRuns ?? 60);
   describe(`UserStore contract: ${name}`, () => {
     const clock = createClock();
     const newUser = (fields: Partial<User> = {}): User => {
@@ -136,6 +139,73 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
       for (const query of queries) {
         const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, ...query };
         assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(query));
+      }
+    }));
+
+    test('property: after any sequence of writes, every list query equals the naive filter-sort-slice', async () => {
+      // Few distinct values, so that sort keys tie often; astral and accented letters test code-point order.
+      const names = fc.constantFrom('Ada', 'ada', 'ADA', 'Émile', 'Zoë', 'bob', '😀', '\uffff', 'ab', 'a', '', 'ΟΔΟΣ', 'x\u0000y');
+      const emails = fc.constantFrom('a@x.io', 'A@x.io', 'b@y.io', 'ada@corp.io', 'zed@corp.io', 'e@😀.io');
+      const roles = fc.constantFrom('admin', 'user', 'guest');
+      // Inserts outweigh removals so that stores grow to dozens of users, past several index chunks.
+      const operation = fc.oneof(
+        { weight: 5, arbitrary: fc.record({ op: fc.constant('insert' as const), name: names, email: emails, role: roles, n: fc.nat(999_999) }) },
+        { weight: 3, arbitrary: fc.record({ op: fc.constant('update' as const), pick: fc.nat(), name: fc.option(names), email: fc.option(emails), role: fc.option(roles) }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
+      );
+      const query = fc.record({
+        role: fc.option(roles, { nil: undefined }),
+        search: fc.option(fc.constantFrom('a', 'A', 'ad', 'corp', '😀', 'x.io', 'zz', '', 'io', '\u0000', 'ς', 'σ', 'a.a', '.', '@'), { nil: undefined }),
+        sort: fc.constantFrom('created_at', 'updated_at', 'id', 'name', 'email', 'role', 'nope', '__proto__'),
+        descending: fc.boolean(),
+        offset: fc.oneof(fc.constant(0), fc.nat(20), fc.nat(120)),
+        limit: fc.integer({ min: 1, max: 30 }),
+      });
+      await fc.assert(
+        fc.asyncProperty(fc.array(operation, { maxLength: 150, size: 'max' }), fc.array(query, { minLength: 1, maxLength: 15 }), async (operations, queries) => {
+          const store = await makeStore();
+          try {
+            const users: User[] = []; // the model: every stored user, in creation order
+            for (const operation of operations) {
+              if (operation.op === 'insert') {
+                // Emails mostly unique per insert; a taken one (by case or through an update) is refused.
+                const user = newUser({ name: operation.name, email: `${operation.n}.${operation.email}`, role: operation.role });
+                const taken = users.some((other) => other.email.toLowerCase() === user.email.toLowerCase());
+                assert.equal(await store.insert(user), taken ? 'email_taken' : 'ok');
+                if (!taken) users.push(user);
+              } else if (users.length > 0) {
+                const at = operation.pick % users.length;
+                const target = users[at]!;
+                if (operation.op === 'remove') {
+                  assert.equal(await store.remove(target.id), true);
+                  users.splice(at, 1);
+                } else {
+                  const changes = { updated_at: clock.next(), ...(operation.name === null ? {} : { name: operation.name }), ...(operation.email === null ? {} : { email: operation.email }), ...(operation.role === null ? {} : { role: operation.role }) };
+                  const changed = await store.update(target.id, changes, { uniqueEmail: false });
+                  assert.deepEqual(changed, { ...target, ...changes });
+                  users[at] = changed as User;
+                }
+              }
+            }
+            for (const params of queries) {
+              assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+            }
+          } finally {
+            await store.close();
+          }
+        }),
+        { numRuns },
+      );
+    });
+
+    test('users stored out of created_at order still sort by created_at correctly', withStore(async (store) => {
+      const later = clock.next();
+      const earlier = '2001-01-01T00:00:00.000000';
+      const users = [newUser({ created_at: later, updated_at: later }), newUser({ created_at: earlier, updated_at: earlier }), newUser()];
+      for (const user of users) await store.insert(user);
+      for (const descending of [true, false]) {
+        const params: ListParams = { sort: 'created_at', descending, offset: 0, limit: 10 };
+        assert.deepEqual(await store.list(params), queryUsers(users, params));
       }
     }));
   });

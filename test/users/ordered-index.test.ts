@@ -1,0 +1,58 @@
+/** OrderedIndex against a model: a plain array kept sorted by the same comparison. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { OrderedIndex } from '../../src/users/ordered-index.js';
+
+interface Item {
+  key: number;
+  seq: number;
+}
+
+const compare = (a: Item, b: Item): number => a.key - b.key || a.seq - b.seq;
+const numRuns = Number(process.env.FUZZ_RUNS ?? 200);
+
+test('property: insert, remove, at, slice, sliceDown and firstRank agree with a sorted array', () => {
+  const operation = fc.oneof(
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('insert' as const), key: fc.integer({ min: 0, max: 20 }) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('removeAbsent' as const), key: fc.integer({ min: 0, max: 20 }) }) },
+  );
+  fc.assert(
+    fc.property(fc.integer({ min: 2, max: 8 }), fc.array(operation, { maxLength: 300 }), (chunkSize, operations) => {
+      const index = new OrderedIndex<Item>(compare, { maxChunk: chunkSize });
+      const model: Item[] = [];
+      let seq = 0;
+      for (const operation of operations) {
+        if (operation.op === 'insert') {
+          const item = { key: operation.key, seq: seq++ };
+          index.insert(item);
+          model.push(item);
+          model.sort(compare);
+        } else if (operation.op === 'remove' && model.length > 0) {
+          const [item] = model.splice(operation.pick % model.length, 1);
+          assert.equal(index.remove(item!), true);
+        } else if (operation.op === 'removeAbsent') {
+          assert.equal(index.remove({ key: operation.key, seq: -1 }), false);
+        }
+        assert.equal(index.size, model.length);
+        // Reads between writes, so stale rank bookkeeping cannot hide behind a later write.
+        const rank = seq % (model.length + 1);
+        assert.equal(index.at(rank), model[rank]);
+        assert.equal(index.firstRank((item) => item.key >= 10), model.filter((item) => item.key < 10).length);
+      }
+      assert.deepEqual([...index], model);
+      assert.deepEqual(index.chunks().flat(), model);
+      for (let rank = -1; rank <= model.length; rank++) {
+        assert.equal(index.at(rank), model[rank]);
+        assert.deepEqual(index.slice(rank, 5), rank < 0 ? [] : model.slice(rank, rank + 5));
+        assert.deepEqual(index.sliceDown(rank, 5), rank < 0 || rank >= model.length ? [] : model.slice(Math.max(0, rank - 4), rank + 1).reverse());
+      }
+      for (let key = -1; key <= 21; key++) {
+        const expected = model.findIndex((item) => item.key >= key);
+        assert.equal(index.firstRank((item) => item.key >= key), expected === -1 ? model.length : expected);
+      }
+    }),
+    { numRuns },
+  );
+});
