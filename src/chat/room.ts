@@ -8,8 +8,11 @@ import { parseClientText, type ServerMessage } from './protocol.js';
 export interface Member {
   /** The connection's random, unguessable identifier: the `from` of its chat messages. */
   readonly id: string;
-  /** Queues one serialised message for this member. May throw; the room carries on with the others. */
-  deliver(frame: Buffer): void;
+  /**
+   * Queues one serialised message for this member. A broadcast hands every member the same Buffer,
+   * which they must not modify. May throw; the room carries on with the others.
+   */
+  deliver(payload: Buffer): void;
 }
 
 export interface RoomEvents {

@@ -15,6 +15,7 @@ import type { ChatConfig } from '../config.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
 import { timeouts, writeRawError } from '../http/raw-reply.js';
+import { Outbox } from './outbox.js';
 import type { ChatRoom, Member } from './room.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
@@ -48,6 +49,7 @@ interface Connection {
 export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Logger): ChatServer {
   const log = logger.child({ component: 'chat' });
   const connections = new Map<WebSocket, Connection>();
+  const outbox = new Outbox();
   let closing = false;
 
   const wss = new WebSocketServer({
@@ -83,20 +85,22 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
     }
     // ws checks what is left of the handshake (extension and subprotocol headers) and answers 400 itself.
-    wss.handleUpgrade(request, socket, head, (ws) => accept(ws));
+    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket));
   });
 
-  function accept(ws: WebSocket): void {
+  /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
+  function accept(ws: WebSocket, socket: Duplex): void {
     const connection: Connection = {
       alive: true,
       member: {
         id: randomUUID(),
-        deliver(frame) {
+        deliver(payload) {
           if (ws.readyState !== WebSocket.OPEN) return;
-          // A slow consumer (decisions.md): closed once its unsent backlog passes the bound, so its
-          // memory stays within the bound plus one message, and nobody else waits for it.
-          if (ws.bufferedAmount > config.maxBacklog) return dropSlowConsumer(ws, connection);
-          ws.send(frame, { binary: false });
+          // A slow consumer (decisions.md): closed once the backlog it had before this turn passes the
+          // bound, so its memory stays within the bound plus one turn's messages, and nobody else waits
+          // for it. (What this turn wrote is still corked, unsent by design, so it does not count.)
+          if (!outbox.isCorked(socket) && ws.bufferedAmount > config.maxBacklog) return dropSlowConsumer(ws, connection);
+          outbox.write(socket, payload);
         },
       },
     };

@@ -78,6 +78,38 @@ describe('pipelining', () => {
   });
 });
 
+describe('bursts (writes are framed once and coalesced per event-loop turn)', () => {
+  test('300 chats in one TCP write reach every member whole and in order, among pings and a ping reply', async (t) => {
+    const scope = await scoped(t);
+    const observers = await crowd(scope, 3);
+    const raw = await scope.raw();
+    for (const observer of observers) await observer.next((m) => m.online_count === 4);
+    const burst: Buffer[] = [];
+    for (let i = 0; i < 300; i++) {
+      burst.push(encodeFrame(Opcode.text, JSON.stringify({ type: 'chat', message: `m${i} ${'x'.repeat(i * 7)}` })));
+      if (i % 100 === 50) burst.push(encodeFrame(Opcode.ping, 'probe'), encodeFrame(Opcode.text, JSON.stringify({ type: 'ping' })));
+    }
+    raw.socket.write(Buffer.concat(burst));
+    const isLast = (m: { type: string; message?: string }) => m.type === 'chat' && m.message?.startsWith('m299 ');
+    for (let waited = 0; !observers.every((o) => o.messages.some(isLast)); waited += 10) {
+      assert.ok(waited < 10_000, 'every observer gets the last chat within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    for (const observer of observers) {
+      const chats = observer.messages.filter((m) => m.type === 'chat').map((m) => m.message.split(' ')[0]);
+      assert.deepEqual(chats, Array.from({ length: 300 }, (_, i) => `m${i}`));
+    }
+    await raw.nextMessage((m) => m.type === 'chat' && String(m.message).startsWith('m299 '));
+    // The sender sees its own chats in order, with its pongs (protocol and application) among them.
+    const kinds = raw.frames.map((f) => (f.opcode === Opcode.pong ? 'PONG' : (textMessage(f).type as string)));
+    assert.equal(kinds.filter((k) => k === 'PONG').length, 3);
+    assert.equal(kinds.filter((k) => k === 'pong').length, 3);
+    const own = raw.frames.filter((f) => f.opcode === Opcode.text).map((f) => textMessage(f)).filter((m) => m.type === 'chat');
+    assert.deepEqual(own.map((m) => String(m.message).split(' ')[0]), Array.from({ length: 300 }, (_, i) => `m${i}`));
+    assert.ok(own.every((m, i) => m.message === `m${i} ${'x'.repeat(i * 7)}`), 'payloads intact');
+  });
+});
+
 describe('data frames', () => {
   test('7-bit, 16-bit and 64-bit payload lengths arrive intact, both ways', async (t) => {
     const scope = await scoped(t);

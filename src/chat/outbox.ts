@@ -1,0 +1,63 @@
+/**
+ * The chat's write path, built for broadcast. Stock `ws` frames every `send()` anew and writes it to
+ * the socket at once: one header allocation and one system call per message per member. Here:
+ * - each message is framed once (with `ws`'s own `Sender.frame`), however many members receive it;
+ *   a broadcast hands the same payload to every member, so a one-entry cache suffices;
+ * - each socket is corked at its first write of an event-loop turn and uncorked after the turn's I/O
+ *   (setImmediate), so everything it receives in one turn goes out in one `writev`.
+ * Frames are written to the socket that `ws` itself writes to; nothing is queued on the `ws` side
+ * (compression is off), so its own frames (pong, ping, close) keep their order with ours.
+ */
+import type { Duplex } from 'node:stream';
+import * as wsModule from 'ws';
+
+/** The static half of ws's Sender that is used here (@types/ws does not describe it). */
+interface FrameOptions {
+  fin: boolean;
+  rsv1: boolean;
+  opcode: number;
+  mask: boolean;
+  readOnly: boolean;
+}
+const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, options: FrameOptions): Buffer[] } };
+const frame = Sender.frame.bind(Sender);
+const TEXT: FrameOptions = { fin: true, rsv1: false, opcode: 0x1, mask: false, readOnly: true };
+
+export class Outbox {
+  #lastPayload: Buffer | undefined;
+  #lastFrame: Buffer | undefined;
+  readonly #corked = new Set<Duplex>();
+  #flushScheduled = false;
+
+  /** Whether `socket` has been written to in this turn (its writes are still corked). */
+  isCorked(socket: Duplex): boolean {
+    return this.#corked.has(socket);
+  }
+
+  /** Writes `payload` as one text frame. */
+  write(socket: Duplex, payload: Buffer): void {
+    if (payload !== this.#lastPayload) {
+      this.#lastPayload = payload;
+      this.#lastFrame = Buffer.concat(frame(payload, TEXT));
+    }
+    if (!this.#corked.has(socket)) {
+      socket.cork();
+      this.#corked.add(socket);
+      this.#scheduleFlush();
+    }
+    socket.write(this.#lastFrame!);
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      // The payload cache would otherwise pin the last message until the next one.
+      this.#lastPayload = undefined;
+      this.#lastFrame = undefined;
+      for (const socket of this.#corked) socket.uncork();
+      this.#corked.clear();
+    });
+  }
+}
