@@ -50,7 +50,7 @@ export async function createServer(config: Config, logger: Logger, parts: Server
     rest,
     chat,
     async start() {
-      await rest.listen({ port: config.port, host: config.host });
+      await rest.listen({ port: config.port, host: config.host, backlog: 4096 });
       const chatAddress = await chat.listen(config.wsPort, config.host);
       const port = (rest.server.address() as AddressInfo).port;
       logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');

@@ -61,7 +61,8 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
 
   const server: Server = createServer(timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs), (request) => {
     // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
-    writeRawError(request.socket, new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only'));
+    const refusal = new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only');
+    writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
   });
   // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
   // limit, so that the next ones get their 503 rather than a dropped connection; past that, the kernel
@@ -170,7 +171,9 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => {
+        // A deeper accept queue than Node's 511, so a crowd connecting at once is not kept waiting on
+        // SYN retries (the kernel caps it at net.core.somaxconn).
+        server.listen({ port, host, backlog: 4096 }, () => {
           server.off('error', reject);
           resolve(server.address() as AddressInfo);
         });

@@ -16,8 +16,9 @@ import { registerJsonBodies } from './json-body.js';
 import { COMMON_HEADERS, timeouts } from './raw-reply.js';
 import { RosterError } from '../errors.js';
 import { systemRoutes } from './system-routes.js';
+import { API_PREFIX } from './prefix.js';
 
-export const API_PREFIX = '/api/v1';
+export { API_PREFIX };
 
 
 export interface AppDependencies {

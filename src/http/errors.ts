@@ -91,8 +91,11 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
  * Errors Node's HTTP parser raises before Fastify sees a request (malformed HTTP, headers too large,
  * request timeout). Written straight to the socket, still as the envelope.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // A HEAD request refused by the parser still gets no body. Node hands over only the packet it was
+  // parsing, which holds the request line when the request came in one piece (the usual case).
+  const headOnly = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
   writeRawError(
     socket,
     error.code === 'HPE_HEADER_OVERFLOW'
@@ -100,5 +103,6 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new RosterError(408, 'REQUEST_TIMEOUT', 'The request took too long')
         : new RosterError(400, 'ERROR', 'The request is malformed'),
+    { headOnly },
   );
 }

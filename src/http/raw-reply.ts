@@ -23,8 +23,11 @@ export function timeouts(headersTimeoutMs: number, requestTimeoutMs: number): Se
 /** Headers every reply of Roster carries. */
 export const COMMON_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff' };
 
-/** Writes the error as a complete HTTP/1.1 response, then closes the connection. */
-export function writeRawError(socket: Duplex, error: RosterError): void {
+/**
+ * Writes the error as a complete HTTP/1.1 response, then closes the connection. With `headOnly` (the
+ * request was a HEAD) the body is left out, as HTTP requires; Content-Length still gives its size.
+ */
+export function writeRawError(socket: Duplex, error: RosterError, options: { headOnly?: boolean } = {}): void {
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -41,5 +44,5 @@ export function writeRawError(socket: Duplex, error: RosterError): void {
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
   socket.once('finish', () => socket.destroy());
-  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head}\r\n${body}`);
+  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head}\r\n${options.headOnly ? '' : body}`);
 }

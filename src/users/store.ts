@@ -9,10 +9,18 @@ import type { User, UserFields } from './schema.js';
 /**
  * The key under which email uniqueness is decided (decisions.md): surrounding white space trimmed,
  * compared case-insensitively. Stores index by it; the stored email keeps what the client sent.
+ * Lower-casing alone is not case-insensitive for every script: `STRASSE` and `straße`, `ſam` and
+ * `sam`, `ΟΔΟΣ` and `οδοσ` differ after it. Upper- then lower-casing again folds those together
+ * (Unicode's full case folding, as far as JavaScript offers it). ASCII needs only the first step,
+ * which also keeps the key the same string as an already lower-case email (no copy in memory).
  */
 export function emailKey(email: string): string {
-  return email.trim().toLowerCase();
+  const lower = email.trim().toLowerCase();
+  return ASCII.test(lower) ? lower : lower.toUpperCase().toLowerCase();
 }
+
+// eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
+const ASCII = /^[\x00-\x7f]*$/;
 
 export type Changes = Partial<UserFields> & { updated_at: string };
 

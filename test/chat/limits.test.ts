@@ -3,6 +3,7 @@
  * connection limit, the protocol heartbeat, slow consumers, the message size limit and graceful stop.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
@@ -90,6 +91,20 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
     assert.equal(response.status, 400);
     assertErrorEnvelope(response);
     assert.equal(scope.roomSize, 0);
+  });
+
+  test('a HEAD request -> 400 with the headers only (HTTP forbids a body on a reply to HEAD)', async (t) => {
+    const scope = await scoped(t);
+    // Read raw bytes for a moment: a body would follow the blank line that ends the head.
+    const socket = connect(scope.port, '127.0.0.1');
+    socket.write(`HEAD / HTTP/1.1\r\nHost: 127.0.0.1:${scope.port}\r\n\r\n`);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+    assert.match(received, /^HTTP\/1\.1 400 /);
+    assert.match(received, /content-type: application\/json; charset=utf-8\r\n/i);
+    assert.ok(received.endsWith('\r\n\r\n'), `nothing after the head: ${JSON.stringify(received)}`);
   });
 
   test('a plain GET without Upgrade -> 400', async (t) => {
