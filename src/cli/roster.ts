@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+/**
+ * The `roster` command (package.json `bin`): `roster [command] [arguments]`, dispatched through the
+ * COMMANDS table. `serve` (also what a bare `roster` does) starts the service exactly as
+ * `node dist/src/main.js` does; `chat` is the terminal chat client. A new subcommand (`hash-password`,
+ * `migrate`, …) is one more entry in the table.
+ */
+import { CHAT_USAGE, chatCommand } from './chat.js';
+
+interface Command {
+  /** One line for `roster --help`. */
+  summary: string;
+  /** The command's own help (`roster <command> --help`). */
+  usage: string;
+  /**
+   * Runs the command with the arguments after its name. Resolves with the exit status, or with
+   * `undefined` when the command keeps the process running and ends it itself (`serve`).
+   */
+  run(args: string[]): Promise<number | undefined>;
+}
+
+const SERVE_USAGE = `Usage: roster serve
+
+Starts Roster: the REST API (PORT, default 5000) and the chat room (WS_PORT, default 8765), both on
+HOST (default 127.0.0.1). Every setting is an environment variable (see the README). Stops cleanly on
+Ctrl-C (SIGINT) or SIGTERM. Same as \`node dist/src/main.js\`; also what \`roster\` alone does.`;
+
+const COMMANDS = new Map<string, Command>([
+  [
+    'serve',
+    {
+      summary: 'start the REST API and the chat room (the default)',
+      usage: SERVE_USAGE,
+      async run(args) {
+        if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return help(SERVE_USAGE);
+        if (args.length > 0) return usageError('serve', `takes no arguments (got ${args.join(' ')}); settings are environment variables`);
+        // The entry point itself: it reads the environment, starts, and owns the process from here on
+        // (signals, exit status).
+        await import('../main.js');
+        return undefined;
+      },
+    },
+  ],
+  [
+    'chat',
+    {
+      summary: 'join the chat room from the terminal (--json for programs)',
+      usage: CHAT_USAGE,
+      run: chatCommand,
+    },
+  ],
+  // Further subcommands (e.g. 'hash-password', 'migrate') go here: a summary, a usage text and run().
+]);
+
+function usage(): string {
+  const width = Math.max(...[...COMMANDS.keys()].map((name) => name.length));
+  const lines = [...COMMANDS].map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
+  const details = [...COMMANDS.values()].map((command) => command.usage);
+  return [
+    'Usage: roster [command] [arguments]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    "With no command, roster serves. 'roster <command> --help' shows one command's help.",
+    '',
+    ...details.flatMap((text) => [text, '']),
+  ]
+    .join('\n')
+    .trimEnd();
+}
+
+function help(text: string): number {
+  process.stdout.write(`${text}\n`);
+  return 0;
+}
+
+function usageError(command: string | undefined, message: string): number {
+  const name = command === undefined ? 'roster' : `roster ${command}`;
+  process.stderr.write(`${name}: ${message}\nRun '${name} --help' for usage.\n`);
+  return 2;
+}
+
+async function main(argv: string[]): Promise<number | undefined> {
+  const [name, ...args] = argv;
+  if (name === undefined) return COMMANDS.get('serve')?.run([]);
+  if (name === '--help' || name === '-h' || name === 'help') return help(usage());
+  const command = COMMANDS.get(name);
+  if (!command) return usageError(undefined, `unknown command ${JSON.stringify(name)}`);
+  return command.run(args);
+}
+
+/**
+ * Ends the process with `code` once stdout and stderr have drained (writes to pipes may still be
+ * queued), rather than waiting for the event loop to empty: a chat client's stdin would hold it open.
+ */
+function exit(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 1_000).unref();
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}
+
+const code = await main(process.argv.slice(2));
+if (code !== undefined) exit(code);
