@@ -40,6 +40,15 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** Open TCP connections on the REST port at most; more are dropped on accept. `MAX_CONNECTIONS`, default 10000. */
   maxConnections: number;
+  /** Prometheus metrics at `GET /metrics` on the REST port. `METRICS`, default true. */
+  metrics: boolean;
+  /** The browser console at `/` on the REST port. `CONSOLE`, default true. */
+  console: boolean;
+  /**
+   * The chat address the browser console connects to, when it is not the page's host with WS_PORT
+   * (behind a proxy, say). `CHAT_PUBLIC_URL`, default unset; a ws:// or wss:// URL.
+   */
+  chatPublicUrl: string | undefined;
 }
 
 export interface ChatConfig {
@@ -103,6 +112,9 @@ export function loadConfig(env: Env): Config {
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(read, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     maxConnections: integer(read, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    metrics: boolean(read, 'METRICS', true),
+    console: boolean(read, 'CONSOLE', true),
+    chatPublicUrl: wsUrl(read, 'CHAT_PUBLIC_URL'),
     chat: {
       maxPayload: bytes(read, 'WS_MAX_PAYLOAD', 256 * KIB, 64 * KIB, 1024 * MIB),
       heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
@@ -156,6 +168,19 @@ function oneOf<T extends string>(read: Reader, name: string, allowed: readonly T
   if (raw === undefined) return fallback;
   if ((allowed as readonly string[]).includes(raw)) return raw as T;
   throw new ConfigError(name, `must be one of ${allowed.join(', ')} (got "${raw}")`);
+}
+
+function wsUrl(read: Reader, name: string): string | undefined {
+  const raw = read(name);
+  if (raw === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'ws:' && url.protocol !== 'wss:')) throw new ConfigError(name, `must be a ws:// or wss:// URL (got "${raw}")`);
+  return raw;
 }
 
 function host(read: Reader): string {

@@ -15,6 +15,7 @@ import { userSchemas } from './users/schema.js';
 import { seedUsers } from './users/seed.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
+import { Metrics, NO_CHAT_METRICS } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
 
 export interface RosterServer {
@@ -40,11 +41,12 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   });
   await seedUsers(service);
 
-  const rest = await buildApp(config, { logger, users: { service, schemas } });
+  const metrics = config.metrics ? new Metrics() : undefined;
+  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics });
   const room = new ChatRoom({
     deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
   });
-  const chat = createChatServer(config.chat, room, logger);
+  const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS);
 
   return {
     rest,

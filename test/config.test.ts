@@ -23,6 +23,9 @@ const DEFAULTS: Config = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 72_000,
   maxConnections: 10_000,
+  metrics: true,
+  console: true,
+  chatPublicUrl: undefined,
   chat: {
     maxPayload: 256 * KIB,
     heartbeatMs: 30_000,
@@ -62,6 +65,9 @@ describe('loadConfig defaults', () => {
     'REQUEST_TIMEOUT_MS',
     'KEEP_ALIVE_TIMEOUT_MS',
     'MAX_CONNECTIONS',
+    'METRICS',
+    'CONSOLE',
+    'CHAT_PUBLIC_URL',
   ];
   for (const variable of variables) {
     test(`${variable} set to an empty or blank value means its default`, () => {
@@ -148,6 +154,10 @@ describe('loadConfig valid overrides', () => {
     ['REQUEST_TIMEOUT_MS', '15000', { requestTimeoutMs: 15_000 }],
     ['KEEP_ALIVE_TIMEOUT_MS', '5000', { keepAliveTimeoutMs: 5000 }],
     ['MAX_CONNECTIONS', '100', { maxConnections: 100 }],
+    ['METRICS', 'false', { metrics: false }],
+    ['CONSOLE', 'off', { console: false }],
+    ['CHAT_PUBLIC_URL', 'wss://chat.example.com/room', { chatPublicUrl: 'wss://chat.example.com/room' }],
+    ['CHAT_PUBLIC_URL', 'ws://10.0.0.5:8765', { chatPublicUrl: 'ws://10.0.0.5:8765' }],
   ];
 
   for (const [variable, value, patch] of cases) {
@@ -190,6 +200,9 @@ describe('loadConfig valid overrides', () => {
       requestTimeoutMs: 4000,
       keepAliveTimeoutMs: 1000,
       maxConnections: 50,
+      metrics: true,
+      console: true,
+      chatPublicUrl: undefined,
       chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, handshakeTimeoutMs: 2000 },
     });
   });
@@ -205,6 +218,9 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['KEEP_ALIVE_TIMEOUT_MS', '-1'],
     ['MAX_CONNECTIONS', '0'],
     ['MAX_CONNECTIONS', 'many'],
+    ['METRICS', 'sometimes'],
+    ['CHAT_PUBLIC_URL', 'http://example.com'],
+    ['CHAT_PUBLIC_URL', 'not a url'],
     ['PORT', '70000'],
     ['PORT', '65536'],
     ['PORT', '-1'],

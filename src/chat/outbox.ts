@@ -24,10 +24,17 @@ const frame = Sender.frame.bind(Sender);
 const TEXT: FrameOptions = { fin: true, rsv1: false, opcode: 0x1, mask: false, readOnly: true };
 
 export class Outbox {
+  readonly #flushed: (frames: number) => void;
+  #frames = 0;
   #lastPayload: Buffer | undefined;
   #lastFrame: Buffer | undefined;
   readonly #corked = new Set<Duplex>();
   #flushScheduled = false;
+
+  /** `flushed` hears, once per turn, how many frames the turn wrote (for metrics, without a call per frame). */
+  constructor(flushed: (frames: number) => void = () => {}) {
+    this.#flushed = flushed;
+  }
 
   /** Whether `socket` has been written to in this turn (its writes are still corked). */
   isCorked(socket: Duplex): boolean {
@@ -46,6 +53,7 @@ export class Outbox {
       this.#scheduleFlush();
     }
     socket.write(this.#lastFrame!);
+    this.#frames++;
   }
 
   #scheduleFlush(): void {
@@ -58,6 +66,8 @@ export class Outbox {
       this.#lastFrame = undefined;
       for (const socket of this.#corked) socket.uncork();
       this.#corked.clear();
+      this.#flushed(this.#frames);
+      this.#frames = 0;
     });
   }
 }

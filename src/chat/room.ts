@@ -40,11 +40,12 @@ export class ChatRoom {
     this.#broadcast({ type: 'user_join', message: 'A user joined the chat', online_count: count, timestamp: timestamp() }, member);
   }
 
-  /** Removes the member and tells the rest; a second call for the same member does nothing. */
-  leave(member: Member): void {
-    if (this.#members.get(member.id) !== member) return;
+  /** Removes the member and tells the rest; false (and nothing done) when it was not a member. */
+  leave(member: Member): boolean {
+    if (this.#members.get(member.id) !== member) return false;
     this.#members.delete(member.id);
     this.#broadcast({ type: 'user_leave', message: 'A user left the chat', online_count: this.size, timestamp: timestamp() });
+    return true;
   }
 
   /** A text message from a member, handled as the contract's chat behaviour says. */

@@ -15,6 +15,7 @@ import type { ChatConfig } from '../config.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
 import { timeouts, writeRawError } from '../http/raw-reply.js';
+import { NO_CHAT_METRICS, type ChatMetrics } from '../metrics.js';
 import { Outbox } from './outbox.js';
 import type { ChatRoom, Member } from './room.js';
 
@@ -46,10 +47,10 @@ interface Connection {
   graceTimer?: NodeJS.Timeout;
 }
 
-export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Logger): ChatServer {
+export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Logger, metrics: ChatMetrics = NO_CHAT_METRICS): ChatServer {
   const log = logger.child({ component: 'chat' });
   const connections = new Map<WebSocket, Connection>();
-  const outbox = new Outbox();
+  const outbox = new Outbox((frames) => metrics.messagesOut(frames));
   let closing = false;
 
   const wss = new WebSocketServer({
@@ -106,6 +107,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       },
     };
     connections.set(ws, connection);
+    metrics.opened();
     log.debug({ id: connection.member.id, online: connections.size }, 'chat connection opened');
 
     ws.on('pong', () => {
@@ -114,6 +116,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (ws.readyState !== WebSocket.OPEN) return; // closing: whatever it still sends is not chat
       if (isBinary) return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
+      metrics.messageIn();
       room.receive(connection.member, data.toString('utf8'));
     });
     // A protocol error (1002, 1007, 1009), for which ws has already sent the matching close frame,
@@ -125,11 +128,17 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     ws.on('close', (code: number) => {
       connections.delete(ws);
       clearTimeout(connection.graceTimer);
-      room.leave(connection.member);
+      metrics.closed(code);
+      leave(connection);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
     });
 
     room.join(connection.member);
+    metrics.joined();
+  }
+
+  function leave(connection: Connection): void {
+    if (room.leave(connection.member)) metrics.left();
   }
 
   /**
@@ -141,7 +150,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     if (connection.graceTimer) return; // already closing
     // After the current broadcast, if one is under way: the others then hear user_leave after the
     // message being delivered, not in the middle of it. Until then deliver() skips the closing socket.
-    queueMicrotask(() => room.leave(connection.member));
+    queueMicrotask(() => leave(connection));
     if (code !== undefined) ws.close(code, reason);
     connection.graceTimer = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
     connection.graceTimer.unref();
@@ -149,6 +158,7 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
 
   function dropSlowConsumer(ws: WebSocket, connection: Connection): void {
     log.warn({ id: connection.member.id, backlog: ws.bufferedAmount }, 'closing slow chat consumer');
+    metrics.slowConsumerDropped();
     closeConnection(ws, connection, CloseCode.tryAgainLater, 'Too slow: unsent messages over the limit');
   }
 

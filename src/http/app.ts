@@ -3,6 +3,7 @@
  * does, and tests drive it on an ephemeral port.
  */
 import { Ajv } from 'ajv';
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -15,16 +16,29 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './er
 import { registerJsonBodies } from './json-body.js';
 import { COMMON_HEADERS, timeouts } from './raw-reply.js';
 import { RosterError } from '../errors.js';
-import { systemRoutes } from './system-routes.js';
+import { metricsRoute, systemRoutes } from './system-routes.js';
 import { API_PREFIX } from './prefix.js';
+import { openApiRoutes, registerOpenApi } from './openapi.js';
+import type { Metrics } from '../metrics.js';
 
 export { API_PREFIX };
-
 
 export interface AppDependencies {
   logger: Logger;
   users: { service: UserService; schemas: UserSchemas };
+  /** Served at /metrics and fed by every request; absent when METRICS=false. */
+  metrics?: Metrics;
 }
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route the app serves (catalog.ts). */
+    routeCatalog: RouteCatalog;
+  }
+}
+
+/** A client's X-Request-Id is kept when it is short, printable ASCII; otherwise (or without one) a UUID. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const options: FastifyHttpOptions<Server> = {
@@ -43,6 +57,13 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     routerOptions: { maxParamLength: 65_536 },
     frameworkErrors,
     clientErrorHandler,
+    // Every reply carries X-Request-Id, also in its log line (reqId). Read here rather than through
+    // Fastify's requestIdHeader, which would take any value at all into logs and headers.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
   };
   const app = Fastify(options) as unknown as FastifyInstance;
   // Past this, Node drops new connections on accept: each costs memory even before it sends a byte.
@@ -59,6 +80,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
 
   const catalog = new RouteCatalog();
   catalog.track(app);
+  app.decorate('routeCatalog', catalog);
   registerErrorHandling(app, catalog);
   registerJsonBodies(app);
 
@@ -77,14 +99,27 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(COMMON_HEADERS);
+    reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
 
+  const { metrics } = deps;
+  if (metrics) {
+    // By route pattern, never the raw URL (ids would make every user a new series).
+    app.addHook('onResponse', (request, reply, done) => {
+      metrics.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    });
+  }
+
+  await registerOpenApi(app);
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
   await app.register(systemRoutes, { prefix: API_PREFIX, catalog });
+  await app.register(openApiRoutes);
+  if (metrics) await app.register(metricsRoute, { metrics });
   return app;
 }
 

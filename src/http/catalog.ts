@@ -10,6 +10,8 @@ declare module 'fastify' {
   interface FastifySchema {
     /** What the operation does: shown by `/api/v1/docs` (and the OpenAPI document). */
     description?: string;
+    /** Left out of the OpenAPI document (asset routes of the reference page and the console). */
+    hide?: boolean;
   }
 }
 
@@ -17,12 +19,14 @@ export interface CatalogEntry {
   url: string;
   method: string;
   description?: string;
+  hidden: boolean;
   querystring?: unknown;
   body?: unknown;
 }
 
 interface DescribedSchema {
   description?: string;
+  hide?: boolean;
   querystring?: unknown;
   body?: unknown;
 }
@@ -41,6 +45,7 @@ export class RouteCatalog {
           url: route.url,
           method,
           description: schema.description,
+          hidden: schema.hide === true,
           querystring: schema.querystring,
           body: schema.body,
         });

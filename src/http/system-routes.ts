@@ -4,9 +4,10 @@ import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
+import { API_TITLE, API_VERSION, errorReplies } from './openapi.js';
+import type { Metrics } from '../metrics.js';
+import { API_PREFIX } from './prefix.js';
 
-export const API_VERSION = '1.0.0';
-export const API_TITLE = 'Roster User Management and Chat API';
 
 const HealthData = Type.Object({ status: Type.Literal('healthy'), timestamp: Type.String() });
 
@@ -24,14 +25,14 @@ type Endpoint = Static<typeof Endpoint>;
 export async function systemRoutes(app: FastifyInstance, options: { catalog: RouteCatalog }): Promise<void> {
   app.get(
     '/health',
-    { schema: { description: 'Health check of the service', response: { 200: successSchema(HealthData) } } },
+    { schema: { description: 'Health check of the service', tags: ['service'], response: { 200: successSchema(HealthData), ...errorReplies() } } },
     async () => success('Service is healthy', { status: 'healthy' as const, timestamp: timestamp() }),
   );
 
   let endpoints: Endpoint[] | undefined;
   app.get(
     '/docs',
-    { schema: { description: 'Machine-readable list of the API endpoints', response: { 200: successSchema(Description) } } },
+    { schema: { description: 'Machine-readable list of the API endpoints', tags: ['service'], response: { 200: successSchema(Description), ...errorReplies() } } },
     async () => {
       // Built on first use, when every route is registered; routes cannot change after start-up.
       endpoints ??= describe(options.catalog.entries);
@@ -40,10 +41,29 @@ export async function systemRoutes(app: FastifyInstance, options: { catalog: Rou
   );
 }
 
-/** One entry per described operation; `:id` path parameters are written `<id>` (contract). */
+/**
+ * Prometheus metrics, off the API prefix (`/metrics`, where scrapers look). Registered by the app at
+ * the root when metrics are on.
+ */
+export async function metricsRoute(app: FastifyInstance, options: { metrics: Metrics }): Promise<void> {
+  const { registry } = options.metrics;
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        description: 'Metrics in the Prometheus text format: HTTP requests, chat connections and messages, the process',
+        tags: ['service'],
+        response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errorReplies() },
+      },
+    },
+    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+  );
+}
+
+/** One entry per described operation of the API (under its prefix, so not /metrics); `:id` path parameters are written `<id>` (contract). */
 function describe(entries: readonly CatalogEntry[]): Endpoint[] {
   return entries
-    .filter((entry) => entry.description !== undefined && entry.method !== 'HEAD')
+    .filter((entry) => entry.description !== undefined && entry.method !== 'HEAD' && entry.url.startsWith(API_PREFIX))
     .map((entry) => {
       const endpoint: Endpoint = {
         path: entry.url.replace(/:(\w+)/g, '<$1>'),

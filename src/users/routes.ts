@@ -1,6 +1,7 @@
 /** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
 import type { FastifyInstance } from 'fastify';
 import { success, successSchema } from '../http/envelope.js';
+import { errorReplies } from '../http/openapi.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from './schema.js';
 import type { UserService } from './service.js';
 
@@ -12,43 +13,71 @@ export interface UserRoutesOptions {
 type WithId = { Params: { id: string } };
 
 export async function userRoutes(app: FastifyInstance, { service, schemas }: UserRoutesOptions): Promise<void> {
-  const one = { 200: successSchema(User) };
+  const one = successSchema(User);
+  const tags = ['users'];
 
   app.get<{ Querystring: ListQuery }>(
     '/users',
     {
       schema: {
         description: 'List users with role filter, search, sort and pagination',
+        tags,
         querystring: ListQuery,
-        response: { 200: successSchema(UserList) },
+        response: { 200: successSchema(UserList), ...errorReplies(400, 422) },
       },
     },
     async (request) => success('Users retrieved', await service.list(request.query)),
   );
 
-  app.get<WithId>('/users/:id', { schema: { description: 'Get one user by id', params: UserId, response: one } }, async (request) =>
-    success('User retrieved', await service.get(request.params.id)),
+  app.get<WithId>(
+    '/users/:id',
+    { schema: { description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
+    async (request) => success('User retrieved', await service.get(request.params.id)),
   );
 
   app.post(
     '/users',
-    { schema: { description: 'Create a user; the email must not be held by another user (case-insensitive)', body: schemas.write, response: { 201: successSchema(User) } } },
+    {
+      schema: {
+        description: 'Create a user; the email must not be held by another user (case-insensitive)',
+        tags,
+        body: schemas.write,
+        response: { 201: one, ...errorReplies(400, 409, 413, 415, 422) },
+      },
+    },
     async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),
   );
 
   app.put<WithId>(
     '/users/:id',
-    { schema: { description: 'Replace a user (role resets to "user" when omitted)', params: UserId, body: schemas.write, response: one } },
+    {
+      schema: {
+        description: 'Replace a user (role resets to "user" when omitted)',
+        tags,
+        params: UserId,
+        body: schemas.write,
+        response: { 200: one, ...errorReplies(400, 404, 409, 413, 415, 422) },
+      },
+    },
     async (request) => success('User updated', await service.replace(request.params.id, request.body)),
   );
 
   app.patch<WithId>(
     '/users/:id',
-    { schema: { description: 'Update some fields of a user', params: UserId, body: schemas.patch, response: one } },
+    {
+      schema: {
+        description: 'Update some fields of a user',
+        tags,
+        params: UserId,
+        body: schemas.patch,
+        response: { 200: one, ...errorReplies(400, 404, 409, 413, 415, 422) },
+      },
+    },
     async (request) => success('User updated', await service.update(request.params.id, request.body)),
   );
 
-  app.delete<WithId>('/users/:id', { schema: { description: 'Delete a user', params: UserId } }, async (request, reply) => {
+  const deleted = { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404) };
+  app.delete<WithId>('/users/:id', { schema: { description: 'Delete a user', tags, params: UserId, response: deleted } }, async (request, reply) => {
     await service.remove(request.params.id);
     return reply.code(204).send();
   });

@@ -37,7 +37,19 @@ export const User = Type.Object(
     created_at: Type.String({ description: 'Creation time, UTC, ISO 8601 without offset, microseconds' }),
     updated_at: Type.String({ description: 'Time of the last update, UTC, ISO 8601 without offset, microseconds' }),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        id: '3f1c2a9e-8d4b-4c6e-9a71-0b5d2e7f4c18',
+        name: 'Ada Lovelace',
+        email: 'ada.lovelace@example.com',
+        role: 'admin',
+        created_at: '2026-11-22T10:15:30.123456',
+        updated_at: '2026-11-22T10:15:30.123456',
+      },
+    ],
+  },
 );
 export type User = Static<typeof User>;
 
@@ -69,7 +81,10 @@ export interface UserSchemas {
 }
 
 export function userSchemas(roles: readonly string[], strict: boolean): UserSchemas {
-  const write = Type.Object({ name: nameSchema(), email: emailSchema(), role: Type.Optional(roleSchema(roles)) });
+  const write = Type.Object(
+    { name: nameSchema(), email: emailSchema(), role: Type.Optional(roleSchema(roles)) },
+    { examples: [{ name: 'Grace Hopper', email: 'grace.hopper@example.com', role: 'user' }] },
+  );
   const patch = strict
     ? Type.Object({
         name: Type.Optional(nameSchema()),

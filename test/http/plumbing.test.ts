@@ -64,6 +64,7 @@ describe('docs', () => {
       'DELETE /api/v1/users/<id>',
       'GET /api/v1/docs',
       'GET /api/v1/health',
+      'GET /api/v1/openapi.json',
       'GET /api/v1/users',
       'GET /api/v1/users/<id>',
       'PATCH /api/v1/users/<id>',
@@ -94,6 +95,7 @@ describe('docs', () => {
       'DELETE /api/v1/users/<id>': [404, 'USER_NOT_FOUND'],
       'GET /api/v1/health': [200, undefined],
       'GET /api/v1/docs': [200, undefined],
+      'GET /api/v1/openapi.json': [200, undefined],
     };
     for (const { method, path } of body.data.endpoints) {
       const url = `${roster.origin}${path.replace('<id>', 'no-such-id')}`;

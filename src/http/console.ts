@@ -1,0 +1,121 @@
+/**
+ * The browser console on the REST port: the page compiled from web/ (to dist/web) at `/`, its assets
+ * under `/console/`, and `/console/config.json`, which tells the page where the chat is. Nothing here
+ * is under the API prefix. Missing assets and other failures go through the app's error handler and
+ * not-found handler, so they get the error envelope like every other reply.
+ */
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where the build puts the console: dist/web, seen from dist/src/http/console.js. */
+export const CONSOLE_ROOT = fileURLToPath(new URL('../../web/', import.meta.url));
+
+/** Asset URLs start with this; the page refers to them relative to itself (`console/main.js`). */
+export const CONSOLE_PREFIX = '/console/';
+
+export interface ConsoleOptions {
+  /**
+   * The chat port, which the page combines with its own host name (`ws://<page host>:<chatPort>`).
+   * A function is asked on every request for the settings, so the port bound at start-up can be
+   * given when the configured one is 0.
+   */
+  chatPort: number | (() => number);
+  /**
+   * The chat's public address, used instead of the page's host and `chatPort` (behind a proxy, say):
+   * an absolute ws:, wss:, http: or https: URL, or a path starting with `/` on the page's host.
+   */
+  chatUrl?: string;
+  /** The compiled console: `CONSOLE_ROOT` in the build. */
+  root: string;
+  /** The allowed values of role, offered by the page's filter and forms. Default: admin, user. */
+  roles?: readonly string[];
+}
+
+/** What `/console/config.json` answers. */
+export interface ConsoleSettings {
+  chatPort: number;
+  chatUrl: string | null;
+  roles: string[];
+}
+
+/**
+ * The page's own resources only (`'self'`), and WebSocket connections to any host, since the chat
+ * runs on another port (another origin) or behind a proxy's address. No inline scripts or styles;
+ * no framing, so the delete buttons cannot be clickjacked.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self' ws: wss:",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+// Routes of the console are left out of the OpenAPI document (@fastify/swagger reads `hide`).
+const HIDDEN = { hide: true } as FastifySchema & { hide: boolean };
+
+export async function registerConsole(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
+  const chatUrl = options.chatUrl === undefined || options.chatUrl.trim() === '' ? null : checkChatUrl(options.chatUrl.trim());
+  const roles = [...(options.roles ?? ['admin', 'user'])];
+  const chatPort = typeof options.chatPort === 'function' ? options.chatPort : () => options.chatPort as number;
+  if (!existsSync(join(options.root, 'index.html'))) {
+    app.log.warn({ root: options.root }, 'browser console not built: no index.html (run the web build); / will answer 404');
+  }
+
+  // Encapsulated: the `sendFile` decorator and the headers below stay inside the console's routes.
+  await app.register(async (scope) => {
+    scope.addHook('onSend', (_request, reply, payload, done) => {
+      setConsoleHeaders(reply);
+      done(null, payload);
+    });
+
+    await scope.register(fastifyStatic, {
+      root: options.root,
+      prefix: CONSOLE_PREFIX,
+      index: false,
+      dotfiles: 'ignore',
+      // Assets keep their names across builds: revalidate each time (cheap, with ETag), never stale.
+      cacheControl: true,
+      maxAge: 0,
+      schemaHide: true,
+    });
+
+    scope.get('/', { schema: HIDDEN }, (_request, reply) => {
+      // The page names its assets without a version: always revalidated, so a new build shows at once.
+      reply.header('cache-control', 'no-cache');
+      return reply.sendFile('index.html', { cacheControl: false });
+    });
+
+    scope.get(`${CONSOLE_PREFIX}config.json`, { schema: HIDDEN }, async (_request, reply): Promise<ConsoleSettings> => {
+      reply.header('cache-control', 'no-store');
+      return { chatPort: chatPort(), chatUrl, roles };
+    });
+  });
+}
+
+function setConsoleHeaders(reply: FastifyReply): void {
+  reply.header('content-security-policy', CONSOLE_CSP);
+  reply.header('referrer-policy', 'no-referrer');
+  reply.header('x-frame-options', 'DENY');
+}
+
+/** The chat's public address must be one a browser can open a WebSocket to. */
+function checkChatUrl(value: string): string {
+  if (value.startsWith('/') && !value.startsWith('//')) return value;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError(`chatUrl must be a ws:, wss:, http: or https: URL, or a path starting with "/" (got "${value}")`);
+  }
+  if (!['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol)) {
+    throw new TypeError(`chatUrl must be a ws:, wss:, http: or https: URL, or a path starting with "/" (got "${value}")`);
+  }
+  return url.href;
+}

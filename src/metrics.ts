@@ -1,0 +1,79 @@
+/**
+ * Prometheus metrics (prom-client), served at `GET /metrics` on the REST port unless `METRICS=false`.
+ * One registry per Roster instance (not prom-client's global one), so several instances in one
+ * process, as in the tests, do not share counters.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What the chat door reports. Every method is cheap: counters and a gauge. */
+export interface ChatMetrics {
+  opened(): void;
+  /** A connection closed with `code` (RFC 6455; 1006 when it just dropped). */
+  closed(code: number): void;
+  joined(): void;
+  left(): void;
+  messageIn(): void;
+  /** Frames written for one broadcast or reply. */
+  messagesOut(count: number): void;
+  slowConsumerDropped(): void;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'roster_http_requests_total',
+    help: 'HTTP requests by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'roster_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly chat: ChatMetrics;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'roster_' });
+    const registers = [this.registry];
+    const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
+    const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });
+    const leaves = new Counter({ name: 'roster_chat_leaves_total', help: 'Connections that left the room', registers });
+    const received = new Counter({ name: 'roster_chat_messages_in_total', help: 'Text messages received from clients', registers });
+    const sent = new Counter({ name: 'roster_chat_messages_out_total', help: 'Messages written to clients (one per recipient)', registers });
+    const dropped = new Counter({ name: 'roster_chat_slow_consumers_dropped_total', help: 'Connections closed for an unsent backlog over WS_MAX_BACKLOG', registers });
+    const closes = new Counter({ name: 'roster_chat_closes_total', help: 'Closed chat connections by close code', labelNames: ['code'] as const, registers });
+    this.chat = {
+      opened: () => open.inc(),
+      closed: (code) => {
+        open.dec();
+        closes.inc({ code: String(code) });
+      },
+      joined: () => joins.inc(),
+      left: () => leaves.inc(),
+      messageIn: () => received.inc(),
+      messagesOut: (count) => sent.inc(count),
+      slowConsumerDropped: () => dropped.inc(),
+    };
+  }
+
+  /** Records one finished HTTP request. `route` is the route's pattern (`/api/v1/users/:id`), never the raw URL. */
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    const labels = { route, method, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
+  }
+}
+
+/** Metrics switched off: the same calls, doing nothing. */
+export const NO_CHAT_METRICS: ChatMetrics = {
+  opened() {},
+  closed() {},
+  joined() {},
+  left() {},
+  messageIn() {},
+  messagesOut() {},
+  slowConsumerDropped() {},
+};
