@@ -1,5 +1,6 @@
 // Lint rules for Roster: the recommended sets of ESLint and typescript-eslint, nothing exotic.
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -13,4 +14,8 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  // The browser console (web/src, compiled by web/tsconfig.json) runs in the browser; its build
+  // script (web/build.mjs) runs in Node.
+  { files: ['web/**'], languageOptions: { globals: globals.browser } },
+  { files: ['web/build.mjs'], languageOptions: { globals: globals.node } },
 );

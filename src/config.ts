@@ -46,7 +46,8 @@ export interface Config {
   console: boolean;
   /**
    * The chat address the browser console connects to, when it is not the page's host with WS_PORT
-   * (behind a proxy, say). `CHAT_PUBLIC_URL`, default unset; a ws:// or wss:// URL.
+   * (behind a proxy, say). `CHAT_PUBLIC_URL`, default unset; a ws://, wss://, http:// or https:// URL, or
+   * a path on the page's host such as `/chat`.
    */
   chatPublicUrl: string | undefined;
 }
@@ -173,13 +174,16 @@ function oneOf<T extends string>(read: Reader, name: string, allowed: readonly T
 function wsUrl(read: Reader, name: string): string | undefined {
   const raw = read(name);
   if (raw === undefined) return undefined;
+  if (/^\/(?!\/)\S*$/.test(raw)) return raw; // a path on the page's host
   let url: URL | undefined;
   try {
     url = new URL(raw);
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'ws:' && url.protocol !== 'wss:')) throw new ConfigError(name, `must be a ws:// or wss:// URL (got "${raw}")`);
+  if (!url || !['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol)) {
+    throw new ConfigError(name, `must be a ws://, wss://, http:// or https:// URL, or a path such as /chat (got "${raw}")`);
+  }
   return raw;
 }
 

@@ -42,7 +42,8 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   await seedUsers(service);
 
   const metrics = config.metrics ? new Metrics() : undefined;
-  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics });
+  let chatPort = config.wsPort;
+  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort });
   const room = new ChatRoom({
     deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
   });
@@ -54,6 +55,7 @@ export async function createServer(config: Config, logger: Logger, parts: Server
     async start() {
       await rest.listen({ port: config.port, host: config.host, backlog: 4096 });
       const chatAddress = await chat.listen(config.wsPort, config.host);
+      chatPort = chatAddress.port;
       const port = (rest.server.address() as AddressInfo).port;
       logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');
       return { port, wsPort: chatAddress.port };

@@ -158,6 +158,8 @@ describe('loadConfig valid overrides', () => {
     ['CONSOLE', 'off', { console: false }],
     ['CHAT_PUBLIC_URL', 'wss://chat.example.com/room', { chatPublicUrl: 'wss://chat.example.com/room' }],
     ['CHAT_PUBLIC_URL', 'ws://10.0.0.5:8765', { chatPublicUrl: 'ws://10.0.0.5:8765' }],
+    ['CHAT_PUBLIC_URL', '/chat', { chatPublicUrl: '/chat' }],
+    ['CHAT_PUBLIC_URL', 'https://example.com/chat', { chatPublicUrl: 'https://example.com/chat' }],
   ];
 
   for (const [variable, value, patch] of cases) {
@@ -219,7 +221,8 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['MAX_CONNECTIONS', '0'],
     ['MAX_CONNECTIONS', 'many'],
     ['METRICS', 'sometimes'],
-    ['CHAT_PUBLIC_URL', 'http://example.com'],
+    ['CHAT_PUBLIC_URL', 'ftp://example.com'],
+    ['CHAT_PUBLIC_URL', '//evil.example.com'],
     ['CHAT_PUBLIC_URL', 'not a url'],
     ['PORT', '70000'],
     ['PORT', '65536'],

@@ -19,6 +19,7 @@ import { RosterError } from '../errors.js';
 import { metricsRoute, systemRoutes } from './system-routes.js';
 import { API_PREFIX } from './prefix.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
+import { CONSOLE_ROOT, registerConsole } from './console.js';
 import type { Metrics } from '../metrics.js';
 
 export { API_PREFIX };
@@ -27,7 +28,9 @@ export interface AppDependencies {
   logger: Logger;
   users: { service: UserService; schemas: UserSchemas };
   /** Served at /metrics and fed by every request; absent when METRICS=false. */
-  metrics?: Metrics;
+  metrics?: Metrics | undefined;
+  /** The chat port actually bound (known only once it listens), for the browser console. */
+  chatPort?: () => number;
 }
 
 declare module 'fastify' {
@@ -120,6 +123,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(systemRoutes, { prefix: API_PREFIX, catalog });
   await app.register(openApiRoutes);
   if (metrics) await app.register(metricsRoute, { metrics });
+  if (config.console) {
+    const chatPort = deps.chatPort ?? (() => config.wsPort);
+    await registerConsole(app, { chatPort, chatUrl: config.chatPublicUrl, root: CONSOLE_ROOT, roles: config.roles });
+  }
   return app;
 }
 

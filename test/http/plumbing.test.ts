@@ -168,11 +168,25 @@ describe('malformed bodies', () => {
 });
 
 describe('unknown routes and methods', () => {
-  for (const path of ['/', '/nope', '/api/v1/nope', '/api/v2/users', '/api/v1/users/a/b', '/api/v1']) {
+  for (const path of ['/nope', '/api/v1/nope', '/api/v2/users', '/api/v1/users/a/b', '/api/v1']) {
     test(`GET ${path}: 404 NOT_FOUND`, async () => {
       assertError(await request(`${roster.origin}${path}`), 404, 'NOT_FOUND');
     });
   }
+
+  test('GET / is the browser console; with CONSOLE=false it is a 404 NOT_FOUND like any unknown path', async () => {
+    const page = await fetch(`${roster.origin}/`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+    await page.arrayBuffer();
+    const without = await startRoster({ CONSOLE: 'false' });
+    try {
+      assertError(await request(`${without.origin}/`), 404, 'NOT_FOUND');
+      assertError(await request(`${without.origin}/console/config.json`), 404, 'NOT_FOUND');
+    } finally {
+      await without.stop();
+    }
+  });
 
   const cases: [string, string, string][] = [
     ['DELETE', '/api/v1/users', 'GET, HEAD, POST'],

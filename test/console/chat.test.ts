@@ -1,0 +1,170 @@
+/**
+ * The console's chat panel in headless Chromium: two pages talk, see each other join and leave and
+ * the online count change, own messages are marked, the application ping goes out every 30 s, and a
+ * dropped connection is reported and re-established.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import {
+  artifactPath,
+  eventually,
+  launchBrowser,
+  noChromium,
+  openConsole,
+  startConsoleRoster,
+  TcpProxy,
+  waitForText,
+  type ConsoleRoster,
+} from './support.js';
+
+const status = (page: Page) => page.locator('#chat-status-text');
+const count = (page: Page) => page.locator('#online-count');
+const messages = (page: Page) => page.locator('#chat-log li.message');
+
+async function say(page: Page, text: string): Promise<void> {
+  await page.getByLabel('Message', { exact: true }).fill(text);
+  await page.getByLabel('Message', { exact: true }).press('Enter');
+}
+
+test('two pages chat: welcome, join and leave notices, online count, own messages marked', { skip: noChromium, timeout: 30_000 }, async () => {
+  let roster: ConsoleRoster | undefined;
+  let browser: Browser | undefined;
+  try {
+    roster = await startConsoleRoster();
+    browser = await launchBrowser();
+    const alice = await openConsole(browser, roster.origin);
+    await waitForText(status(alice.page), 'Connected');
+    await waitForText(alice.page.locator('#chat-log'), 'Welcome to the chat! 1 user online.');
+    await waitForText(count(alice.page), /^1$/);
+
+    const bob = await openConsole(browser, roster.origin);
+    await waitForText(status(bob.page), 'Connected');
+    await waitForText(bob.page.locator('#chat-log'), 'Welcome to the chat! 2 users online.');
+    await waitForText(count(bob.page), /^2$/);
+    await waitForText(alice.page.locator('#chat-log li.notice.join'), 'A user joined the chat');
+    await waitForText(count(alice.page), /^2$/);
+
+    await say(alice.page, 'Hello from Alice');
+    await waitForText(messages(bob.page).last(), 'Hello from Alice');
+    await waitForText(messages(alice.page).last(), 'Hello from Alice');
+    assert.equal(await alice.page.getByLabel('Message', { exact: true }).inputValue(), '', 'the input is cleared after sending');
+
+    await say(bob.page, 'Hi Alice, Bob here');
+    await waitForText(messages(alice.page).last(), 'Hi Alice, Bob here');
+    await waitForText(messages(bob.page).last(), 'Hi Alice, Bob here');
+
+    // Each page marks its own message, and only that one.
+    const marks = async (page: Page) =>
+      messages(page).evaluateAll((items) => items.map((item) => [item.querySelector('.text')?.textContent, item.getAttribute('data-own'), item.querySelector('.who')?.textContent]));
+    assert.deepEqual(await marks(alice.page), [
+      ['Hello from Alice', 'true', 'You'],
+      ['Hi Alice, Bob here', 'false', await messages(alice.page).last().locator('.who').textContent()],
+    ]);
+    assert.deepEqual((await marks(bob.page)).map(([text, own]) => [text, own]), [
+      ['Hello from Alice', 'false'],
+      ['Hi Alice, Bob here', 'true'],
+    ]);
+    assert.match((await marks(bob.page))[0]?.[2] ?? '', /^User [0-9a-f]{6}$/);
+
+    // A second message from Alice, with the same text Bob could send: still told apart by id.
+    await say(alice.page, 'Hi Alice, Bob here');
+    await eventually(async () => (await messages(bob.page).count()) === 3, 'the third message at Bob');
+    assert.equal(await messages(alice.page).nth(2).getAttribute('data-own'), 'true');
+    assert.equal(await messages(bob.page).nth(2).getAttribute('data-own'), 'false');
+
+    await bob.page.context().close();
+    await waitForText(alice.page.locator('#chat-log li.notice.leave'), 'A user left the chat');
+    await waitForText(count(alice.page), /^1$/);
+
+    assert.deepEqual([...alice.errors, ...bob.errors], []);
+    assert.deepEqual([...alice.consoleErrors, ...bob.consoleErrors], []);
+  } finally {
+    await browser?.close();
+    await roster?.stop();
+  }
+});
+
+test('the page sends the contract ping every 30 s and gets a pong', { skip: noChromium, timeout: 30_000 }, async () => {
+  let roster: ConsoleRoster | undefined;
+  let browser: Browser | undefined;
+  try {
+    roster = await startConsoleRoster();
+    browser = await launchBrowser();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // A fake clock: 30 s pass in an instant, while the network stays real.
+    await page.clock.install();
+    const sent: string[] = [];
+    const received: string[] = [];
+    page.on('websocket', (socket) => {
+      socket.on('framesent', (frame) => sent.push(String(frame.payload)));
+      socket.on('framereceived', (frame) => received.push(String(frame.payload)));
+    });
+    await page.goto(`${roster.origin}/`);
+    await waitForText(status(page), 'Connected');
+
+    await page.clock.runFor(29_000);
+    assert.deepEqual(sent, [], 'nothing is sent before 30 s');
+    await page.clock.runFor(1_000);
+    await eventually(async () => sent.length === 1, 'the first ping');
+    assert.deepEqual(JSON.parse(sent[0]!), { type: 'ping' });
+    await eventually(async () => received.some((text) => JSON.parse(text).type === 'pong'), 'the pong');
+
+    await page.clock.runFor(30_000);
+    await eventually(async () => sent.length === 2, 'the second ping');
+    await eventually(async () => received.filter((text) => JSON.parse(text).type === 'pong').length === 2, 'the second pong');
+    // Answered pings keep the connection: still the same one, still connected.
+    assert.equal(await status(page).textContent(), 'Connected');
+    assert.equal(roster.server.chat.room.size, 1);
+  } finally {
+    await browser?.close();
+    await roster?.stop();
+  }
+});
+
+test('a dropped connection shows "Reconnecting in … s" and comes back with backoff', { skip: noChromium, timeout: 30_000 }, async () => {
+  let roster: ConsoleRoster | undefined;
+  let browser: Browser | undefined;
+  let proxy: TcpProxy | undefined;
+  try {
+    // The page reaches the chat through a proxy (given as the public chat URL), which the test cuts.
+    let chatPort = 0;
+    proxy = new TcpProxy(() => chatPort);
+    const proxyPort = await proxy.listen();
+    roster = await startConsoleRoster({}, { chatUrl: `ws://127.0.0.1:${proxyPort}/` });
+    chatPort = roster.wsPort;
+    browser = await launchBrowser();
+    const { page, errors } = await openConsole(browser, roster.origin);
+    await waitForText(status(page), 'Connected');
+    await say(page, 'before the drop');
+    await eventually(async () => (await messages(page).first().getAttribute('data-own')) === 'true', 'own message marked');
+
+    // The network drops every connection and refuses new ones for a while.
+    proxy.accepting = false;
+    proxy.cut();
+    await waitForText(status(page), /^Connection lost\. Reconnecting in \d+ s…$/);
+    assert.equal(await page.locator('#chat-send').isDisabled(), true, 'sending is off while disconnected');
+    assert.equal(await count(page).textContent(), '–');
+    await waitForText(page.locator('#chat-log li.notice.lost'), 'Connection lost');
+    await page.locator('#chat').screenshot({ path: artifactPath('chat-reconnecting-1280.png') });
+    // Retries keep failing; the page keeps saying so.
+    await eventually(async () => proxy!.refused >= 2, 'two refused reconnection attempts', 8_000);
+    await waitForText(status(page), /^Connection lost\. Reconnecting in \d+ s…$|^Reconnecting…$/);
+
+    proxy.accepting = true;
+    await waitForText(status(page), 'Connected', 15_000);
+    await waitForText(count(page), /^1$/);
+    assert.equal(roster.server.chat.room.size, 1, 'the old connection is gone, the new one is in');
+
+    // A new connection has a new id: the page learns it again and marks its messages.
+    await say(page, 'after the reconnect');
+    await eventually(async () => (await messages(page).count()) === 2, 'the second message');
+    assert.equal(await messages(page).nth(1).getAttribute('data-own'), 'true');
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser?.close();
+    await proxy?.close();
+    await roster?.stop();
+  }
+});

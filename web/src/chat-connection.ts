@@ -1,0 +1,185 @@
+/**
+ * One logical chat connection that survives drops: it opens a WebSocket, sends the contract's
+ * application ping every 30 s, treats a ping left unanswered until the next one as a dead connection,
+ * and reconnects with exponential backoff and jitter whenever the socket closes.
+ */
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+
+/** Messages the service sends (contract: "Chat messages"). */
+export type ServerMessage =
+  | { type: 'system'; message: string; timestamp?: string }
+  | { type: 'user_join'; message: string; online_count: number; timestamp?: string }
+  | { type: 'user_leave'; message: string; online_count: number; timestamp?: string }
+  | { type: 'chat'; from: string; message: string; timestamp?: string }
+  | { type: 'pong'; timestamp?: string };
+
+export type ConnectionState =
+  /** Opening a socket; `attempt` is 0 for the first try after start or after a successful session. */
+  | { kind: 'connecting'; attempt: number }
+  | { kind: 'open' }
+  /** Waiting `delayMs` before the next try. `wasOpen`: this follows a drop of an open connection. */
+  | { kind: 'waiting'; attempt: number; delayMs: number; wasOpen: boolean };
+
+export interface ConnectionEvents {
+  state(state: ConnectionState): void;
+  message(message: ServerMessage): void;
+}
+
+export interface ConnectionOptions {
+  /** Contract: a client sends an application-level ping every 30 seconds. */
+  pingIntervalMs: number;
+  backoff: BackoffOptions;
+}
+
+export const DEFAULT_CONNECTION_OPTIONS: ConnectionOptions = { pingIntervalMs: 30_000, backoff: DEFAULT_BACKOFF };
+
+export class ChatConnection {
+  #socket: WebSocket | null = null;
+  /** Failed tries since the last successful session; drives the backoff. */
+  #attempt = 0;
+  #retryTimer: number | undefined;
+  #pingTimer: number | undefined;
+  #awaitingPong = false;
+  #stopped = false;
+
+  constructor(
+    private readonly resolveUrl: () => Promise<string>,
+    private readonly events: ConnectionEvents,
+    private readonly options: ConnectionOptions = DEFAULT_CONNECTION_OPTIONS,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.#socket?.readyState === WebSocket.OPEN;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    void this.#connect();
+  }
+
+  /** Skips the rest of the backoff wait (the "Retry now" button, or the browser coming back online). */
+  retryNow(): void {
+    if (this.#stopped || this.#socket !== null || this.#retryTimer === undefined) return;
+    void this.#connect();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    window.clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#stopHeartbeat();
+    const socket = this.#socket;
+    this.#socket = null;
+    socket?.close(1000, 'Leaving');
+  }
+
+  /** Sends one JSON message; false when there is no open connection. */
+  send(message: object): boolean {
+    const socket = this.#socket;
+    if (!socket || socket.readyState !== WebSocket.OPEN) return false;
+    socket.send(JSON.stringify(message));
+    return true;
+  }
+
+  async #connect(): Promise<void> {
+    window.clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.events.state({ kind: 'connecting', attempt: this.#attempt });
+    let socket: WebSocket;
+    try {
+      socket = new WebSocket(await this.resolveUrl());
+    } catch {
+      // The settings could not be loaded, or the address is not a valid WebSocket URL.
+      this.#scheduleRetry(false);
+      return;
+    }
+    if (this.#stopped) {
+      socket.close();
+      return;
+    }
+    this.#socket = socket;
+    socket.addEventListener('open', () => {
+      if (this.#socket !== socket) return;
+      this.#startHeartbeat();
+      this.events.state({ kind: 'open' });
+    });
+    socket.addEventListener('message', (event: MessageEvent) => {
+      if (this.#socket !== socket || typeof event.data !== 'string') return;
+      const message = parseServerMessage(event.data);
+      if (!message) return;
+      if (message.type === 'pong') this.#awaitingPong = false;
+      // The welcome: the room accepted this connection, so the backoff starts over next time.
+      if (message.type === 'system') this.#attempt = 0;
+      this.events.message(message);
+    });
+    // Every failure ends in 'close' (an 'error' event always precedes it), open or not.
+    socket.addEventListener('close', () => {
+      if (this.#socket !== socket) return;
+      this.#dropped();
+    });
+  }
+
+  #dropped(): void {
+    const wasOpen = this.#pingTimer !== undefined;
+    this.#socket = null;
+    this.#stopHeartbeat();
+    if (!this.#stopped) this.#scheduleRetry(wasOpen);
+  }
+
+  #scheduleRetry(wasOpen: boolean): void {
+    const delayMs = backoffDelay(this.#attempt, this.options.backoff);
+    const attempt = this.#attempt;
+    this.#attempt += 1;
+    this.#retryTimer = window.setTimeout(() => void this.#connect(), delayMs);
+    this.events.state({ kind: 'waiting', attempt, delayMs, wasOpen });
+  }
+
+  #startHeartbeat(): void {
+    this.#awaitingPong = false;
+    this.#pingTimer = window.setInterval(() => {
+      if (this.#awaitingPong) {
+        // No pong for a whole interval: the connection is dead even if the browser has not noticed
+        // (a silently dropped network path). Give up on it and reconnect.
+        const socket = this.#socket;
+        this.#dropped();
+        socket?.close();
+        return;
+      }
+      this.#awaitingPong = this.send({ type: 'ping' });
+    }, this.options.pingIntervalMs);
+  }
+
+  #stopHeartbeat(): void {
+    window.clearInterval(this.#pingTimer);
+    this.#pingTimer = undefined;
+    this.#awaitingPong = false;
+  }
+}
+
+/** A server message of a known type with the fields the console uses, or null. */
+export function parseServerMessage(text: string): ServerMessage | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const message = value as Record<string, unknown>;
+  const text_ = typeof message.message === 'string' ? message.message : '';
+  const timestamp = typeof message.timestamp === 'string' ? message.timestamp : undefined;
+  switch (message.type) {
+    case 'system':
+      return { type: 'system', message: text_, timestamp };
+    case 'user_join':
+    case 'user_leave':
+      if (typeof message.online_count !== 'number') return null;
+      return { type: message.type, message: text_, online_count: message.online_count, timestamp };
+    case 'chat':
+      return { type: 'chat', from: typeof message.from === 'string' ? message.from : '', message: text_, timestamp };
+    case 'pong':
+      return { type: 'pong', timestamp };
+    default:
+      return null;
+  }
+}

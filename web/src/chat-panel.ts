@@ -1,0 +1,144 @@
+/**
+ * The chat panel: connection state, the room's notices and online count, messages (the user's own
+ * marked), and the form to send one.
+ */
+import { ChatConnection, type ConnectionState, type ServerMessage } from './chat-connection.js';
+import { byId, formatTime, h, hiddenText, timeElement } from './dom.js';
+
+/** Entries kept in the log; older ones are dropped so a long session does not grow without bound. */
+const MAX_ENTRIES = 500;
+
+export class ChatPanel {
+  readonly #panel = byId('chat', HTMLElement);
+  readonly #status = byId('chat-status', HTMLElement);
+  readonly #statusText = byId('chat-status-text', HTMLElement);
+  readonly #retry = byId('chat-retry', HTMLButtonElement);
+  readonly #count = byId('online-count', HTMLElement);
+  readonly #log = byId('chat-log', HTMLOListElement);
+  readonly #form = byId('chat-form', HTMLFormElement);
+  readonly #input = byId('chat-input', HTMLInputElement);
+  readonly #send = byId('chat-send', HTMLButtonElement);
+  readonly #connection: ChatConnection;
+
+  /** This connection's id (`from` of its messages), learned from the echo of the first message sent. */
+  #ownId: string | null = null;
+  /** Texts sent on this connection whose echo has not arrived yet, oldest first. */
+  #pending: string[] = [];
+  /** Whether this page has been connected at all (a later failure is "lost", not "cannot reach"). */
+  #everConnected = false;
+
+  constructor(resolveUrl: () => Promise<string>) {
+    this.#connection = new ChatConnection(resolveUrl, {
+      state: (state) => this.#showState(state),
+      message: (message) => this.#receive(message),
+    });
+    this.#form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.#sendMessage();
+    });
+    this.#retry.addEventListener('click', () => this.#connection.retryNow());
+    window.addEventListener('online', () => this.#connection.retryNow());
+  }
+
+  start(): void {
+    this.#connection.start();
+  }
+
+  #sendMessage(): void {
+    const text = this.#input.value;
+    if (text.trim() === '') {
+      this.#input.focus();
+      return;
+    }
+    if (!this.#connection.send({ type: 'chat', message: text })) return;
+    this.#pending.push(text);
+    this.#input.value = '';
+    this.#input.focus();
+  }
+
+  #showState(state: ConnectionState): void {
+    this.#status.dataset.state = state.kind;
+    this.#panel.dataset.state = state.kind;
+    this.#send.disabled = state.kind !== 'open';
+    this.#retry.hidden = state.kind !== 'waiting';
+    if (state.kind === 'open') {
+      this.#everConnected = true;
+      this.#statusText.textContent = 'Connected';
+      return;
+    }
+    // A new connection has a new id: forget the old one and what was waiting for an echo on it.
+    this.#ownId = null;
+    this.#pending = [];
+    this.#count.textContent = '–';
+    if (state.kind === 'connecting') {
+      this.#statusText.textContent = this.#everConnected || state.attempt > 0 ? 'Reconnecting…' : 'Connecting…';
+      return;
+    }
+    const seconds = Math.max(1, Math.ceil(state.delayMs / 1000));
+    if (state.wasOpen) this.#notice('Connection lost', 'lost');
+    this.#statusText.textContent = this.#everConnected
+      ? `Connection lost. Reconnecting in ${seconds} s…`
+      : `Cannot reach the chat. Reconnecting in ${seconds} s…`;
+  }
+
+  #receive(message: ServerMessage): void {
+    switch (message.type) {
+      case 'system': {
+        this.#notice(message.message, 'system', message.timestamp);
+        const count = /(\d+)\s+users?\s+online/i.exec(message.message);
+        if (count) this.#count.textContent = count[1] ?? '–';
+        break;
+      }
+      case 'user_join':
+      case 'user_leave':
+        this.#notice(message.message, message.type === 'user_join' ? 'join' : 'leave', message.timestamp);
+        this.#count.textContent = String(message.online_count);
+        break;
+      case 'chat':
+        this.#chat(message.from, message.message, message.timestamp);
+        break;
+      case 'pong':
+        break;
+    }
+  }
+
+  #chat(from: string, text: string, timestamp?: string): void {
+    // The contract never tells a connection its own id. The first echo of the oldest text still
+    // waiting for one reveals it; from then on, messages from that id are this user's.
+    if (this.#ownId === null && this.#pending[0] === text) this.#ownId = from;
+    const own = this.#ownId !== null && from === this.#ownId;
+    if (own) {
+      const index = this.#pending.indexOf(text);
+      if (index >= 0) this.#pending.splice(index, 1);
+    }
+    const who = own ? 'You' : `User ${from.slice(0, 6) || '?'}`;
+    this.#add(
+      h(
+        'li',
+        { class: own ? 'entry message own' : 'entry message', 'data-own': String(own), 'data-from': from },
+        h('p', { class: 'meta' }, h('span', { class: 'who' }, who), hiddenText(' at '), timestamp ? timeElement(timestamp, formatTime) : null),
+        h('p', { class: 'text' }, text),
+      ),
+    );
+  }
+
+  #notice(text: string, kind: 'system' | 'join' | 'leave' | 'lost', timestamp?: string): void {
+    this.#add(
+      h(
+        'li',
+        { class: `entry notice ${kind}` },
+        h('span', { class: 'notice-text' }, text),
+        timestamp ? h('span', { class: 'notice-time' }, hiddenText(' at '), timeElement(timestamp, formatTime)) : null,
+      ),
+    );
+  }
+
+  #add(entry: HTMLLIElement): void {
+    const log = this.#log;
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+    log.append(entry);
+    while (log.childElementCount > MAX_ENTRIES) log.firstElementChild?.remove();
+    // Follow new entries, unless the user has scrolled up to read older ones.
+    if (atBottom) log.scrollTop = log.scrollHeight;
+  }
+}

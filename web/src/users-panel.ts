@@ -1,0 +1,477 @@
+/**
+ * The users panel: the list API's search, role filter, sort, order and pagination as a table, and
+ * create, edit (full PUT or partial PATCH) and delete through dialogs, with the API's validation
+ * errors shown next to the fields they name.
+ */
+import {
+  ApiError,
+  createUser,
+  deleteUser,
+  listUsers,
+  replaceUser,
+  updateUser,
+  type FieldDetail,
+  type ListQuery,
+  type User,
+  type UserFields,
+  type UserPage,
+} from './api.js';
+import { byId, h, hiddenText, timeElement } from './dom.js';
+
+const FIELDS = ['name', 'email', 'role'] as const;
+type Field = (typeof FIELDS)[number];
+
+const SORT_LABELS: Record<string, string> = { name: 'name', email: 'email', role: 'role', created_at: 'creation time', updated_at: 'update time' };
+const SEARCH_DELAY_MS = 250;
+
+type Mode = { kind: 'create' } | { kind: 'edit'; user: User };
+
+export class UsersPanel {
+  readonly #filters = byId('user-filters', HTMLFormElement);
+  readonly #search = byId('user-search', HTMLInputElement);
+  readonly #roleFilter = byId('role-filter', HTMLSelectElement);
+  readonly #order = byId('sort-order', HTMLButtonElement);
+  readonly #orderText = byId('sort-order-text', HTMLElement);
+  readonly #pageSize = byId('page-size', HTMLSelectElement);
+  readonly #notice = byId('users-notice', HTMLElement);
+  readonly #error = byId('users-error', HTMLElement);
+  readonly #errorText = byId('users-error-text', HTMLElement);
+  readonly #retry = byId('users-retry', HTMLButtonElement);
+  readonly #table = byId('users-table', HTMLTableElement);
+  readonly #caption = byId('users-caption', HTMLElement);
+  readonly #body = byId('users-body', HTMLTableSectionElement);
+  readonly #prev = byId('prev-page', HTMLButtonElement);
+  readonly #next = byId('next-page', HTMLButtonElement);
+  readonly #pageInfo = byId('page-info', HTMLElement);
+  readonly #add = byId('add-user', HTMLButtonElement);
+
+  readonly #dialog = byId('user-dialog', HTMLDialogElement);
+  readonly #form = byId('user-form', HTMLFormElement);
+  readonly #dialogTitle = byId('user-dialog-title', HTMLElement);
+  readonly #dialogHint = byId('user-dialog-hint', HTMLElement);
+  readonly #formError = byId('user-form-error', HTMLElement);
+  readonly #submit = byId('user-submit', HTMLButtonElement);
+  readonly #put = byId('user-put', HTMLButtonElement);
+  readonly #inputs: Record<Field, HTMLInputElement | HTMLSelectElement> = {
+    name: byId('user-name', HTMLInputElement),
+    email: byId('user-email', HTMLInputElement),
+    role: byId('user-role', HTMLSelectElement),
+  };
+
+  readonly #deleteDialog = byId('delete-dialog', HTMLDialogElement);
+  readonly #deleteForm = byId('delete-form', HTMLFormElement);
+  readonly #deleteText = byId('delete-dialog-text', HTMLElement);
+  readonly #deleteError = byId('delete-form-error', HTMLElement);
+  readonly #deleteConfirm = byId('delete-confirm', HTMLButtonElement);
+
+  #query: ListQuery = { page: 1, limit: 10, role: '', search: '', sort: 'created_at', order: 'desc' };
+  #roles: string[] = [];
+  #loading: AbortController | null = null;
+  #searchTimer: number | undefined;
+  #mode: Mode = { kind: 'create' };
+  #deleting: User | null = null;
+  /** Where focus goes back to when a dialog closes. */
+  #returnFocus: HTMLElement | null = null;
+
+  constructor(roles: readonly string[]) {
+    this.#query.limit = Number(this.#pageSize.value) || 10;
+    this.setRoles(roles);
+    this.#wireList();
+    this.#wireUserDialog();
+    this.#wireDeleteDialog();
+  }
+
+  /** The roles offered by the filter and the form (the service's ROLES). */
+  setRoles(roles: readonly string[]): void {
+    this.#roles = [...roles];
+    const selected = this.#roleFilter.value;
+    this.#roleFilter.replaceChildren(h('option', { value: '' }, 'All roles'), ...roles.map((role) => h('option', { value: role }, role)));
+    this.#roleFilter.value = roles.includes(selected) ? selected : '';
+  }
+
+  load(): void {
+    void this.#load();
+  }
+
+  // ---- The list ---------------------------------------------------------------------------------
+
+  #wireList(): void {
+    this.#filters.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.#applySearch();
+    });
+    this.#search.addEventListener('input', () => {
+      window.clearTimeout(this.#searchTimer);
+      this.#searchTimer = window.setTimeout(() => this.#applySearch(), SEARCH_DELAY_MS);
+    });
+    this.#roleFilter.addEventListener('change', () => this.#update({ role: this.#roleFilter.value, page: 1 }));
+    this.#pageSize.addEventListener('change', () => this.#update({ limit: Number(this.#pageSize.value), page: 1 }));
+    this.#order.addEventListener('click', () => this.#update({ order: this.#query.order === 'asc' ? 'desc' : 'asc' }));
+    for (const header of this.#sortHeaders()) {
+      header.querySelector('button')?.addEventListener('click', () => {
+        const sort = header.dataset.sort ?? 'created_at';
+        // The same column again flips the order; a new column starts ascending.
+        this.#update(sort === this.#query.sort ? { order: this.#query.order === 'asc' ? 'desc' : 'asc' } : { sort, order: 'asc', page: 1 });
+      });
+    }
+    this.#prev.addEventListener('click', () => this.#update({ page: Math.max(1, this.#query.page - 1) }));
+    this.#next.addEventListener('click', () => this.#update({ page: this.#query.page + 1 }));
+    this.#retry.addEventListener('click', () => this.load());
+    this.#add.addEventListener('click', () => this.#openUserDialog({ kind: 'create' }));
+  }
+
+  #applySearch(): void {
+    window.clearTimeout(this.#searchTimer);
+    if (this.#search.value === this.#query.search) return;
+    this.#update({ search: this.#search.value, page: 1 });
+  }
+
+  #update(change: Partial<ListQuery>): void {
+    this.#query = { ...this.#query, ...change };
+    this.load();
+  }
+
+  #sortHeaders(): HTMLTableCellElement[] {
+    return [...this.#table.querySelectorAll<HTMLTableCellElement>('th[data-sort]')];
+  }
+
+  async #load(): Promise<void> {
+    this.#loading?.abort();
+    const loading = new AbortController();
+    this.#loading = loading;
+    this.#showQuery();
+    this.#table.setAttribute('aria-busy', 'true');
+    try {
+      const page = await listUsers(this.#query, loading.signal);
+      if (loading.signal.aborted) return;
+      const { pages } = page.pagination;
+      // Past the last page (after a delete, or a smaller total): show the last page instead.
+      if (pages > 0 && this.#query.page > pages) {
+        this.#update({ page: pages });
+        return;
+      }
+      this.#error.hidden = true;
+      this.#render(page);
+    } catch (error) {
+      if (loading.signal.aborted) return;
+      this.#errorText.textContent = error instanceof ApiError ? describe(error) : 'Something went wrong while loading users.';
+      this.#error.hidden = false;
+      this.#body.replaceChildren();
+      this.#table.dataset.state = 'error';
+      this.#pageInfo.textContent = '';
+      this.#prev.disabled = true;
+      this.#next.disabled = true;
+    } finally {
+      if (this.#loading === loading) {
+        this.#loading = null;
+        this.#table.setAttribute('aria-busy', 'false');
+      }
+    }
+  }
+
+  /** Reflects the query in the controls: sort headers (aria-sort), order toggle, caption. */
+  #showQuery(): void {
+    const { sort, order } = this.#query;
+    for (const header of this.#sortHeaders()) {
+      if (header.dataset.sort === sort) header.setAttribute('aria-sort', order === 'asc' ? 'ascending' : 'descending');
+      else header.removeAttribute('aria-sort');
+    }
+    this.#orderText.textContent = order === 'asc' ? 'Ascending' : 'Descending';
+    this.#order.dataset.order = order;
+    this.#caption.textContent = `Users, sorted by ${SORT_LABELS[sort] ?? sort}, ${order === 'asc' ? 'ascending' : 'descending'}`;
+  }
+
+  #render(page: UserPage): void {
+    const { users, pagination } = page;
+    this.#table.dataset.state = users.length === 0 ? 'empty' : 'rows';
+    if (users.length === 0) {
+      const filtered = this.#query.search !== '' || this.#query.role !== '';
+      this.#body.replaceChildren(
+        h(
+          'tr',
+          { class: 'empty-row' },
+          h(
+            'td',
+            { colspan: 6 },
+            h('p', { class: 'empty-title' }, filtered ? 'No users match' : 'No users yet'),
+            h('p', { class: 'empty-text' }, filtered ? 'Try another search or role, or clear the filters.' : 'Add the first one with “Add user”.'),
+            filtered ? this.#clearFiltersButton() : null,
+          ),
+        ),
+      );
+    } else {
+      this.#body.replaceChildren(...users.map((user) => this.#row(user)));
+    }
+    const pages = Math.max(1, pagination.pages);
+    const total = `${pagination.total} ${pagination.total === 1 ? 'user' : 'users'}`;
+    this.#pageInfo.textContent = `Page ${pagination.page} of ${pages} · ${total}`;
+    this.#prev.disabled = pagination.page <= 1;
+    this.#next.disabled = pagination.page >= pages;
+    // The service may clamp the page size (MAX_PAGE_SIZE); show the size used.
+    if (pagination.limit !== this.#query.limit) {
+      this.#query.limit = pagination.limit;
+      if (![...this.#pageSize.options].some((option) => option.value === String(pagination.limit))) {
+        this.#pageSize.append(h('option', { value: pagination.limit }, String(pagination.limit)));
+      }
+      this.#pageSize.value = String(pagination.limit);
+    }
+  }
+
+  #clearFiltersButton(): HTMLButtonElement {
+    const button = h('button', { type: 'button', class: 'button' }, 'Clear filters');
+    button.addEventListener('click', () => {
+      this.#search.value = '';
+      this.#roleFilter.value = '';
+      this.#update({ search: '', role: '', page: 1 });
+      this.#search.focus();
+    });
+    return button;
+  }
+
+  #row(user: User): HTMLTableRowElement {
+    const edit = h('button', { type: 'button', class: 'button small', 'data-action': 'edit', 'data-user-id': user.id }, 'Edit', hiddenText(` ${user.name}`));
+    const remove = h(
+      'button',
+      { type: 'button', class: 'button small danger-outline', 'data-action': 'delete', 'data-user-id': user.id },
+      'Delete',
+      hiddenText(` ${user.name}`),
+    );
+    edit.addEventListener('click', () => this.#openUserDialog({ kind: 'edit', user }));
+    remove.addEventListener('click', () => this.#openDeleteDialog(user));
+    return h(
+      'tr',
+      { 'data-id': user.id },
+      h('td', { class: 'cell-name', 'data-label': 'Name' }, user.name),
+      h('td', { class: 'cell-email', 'data-label': 'Email' }, ...emailParts(user.email)),
+      h('td', { class: 'cell-role', 'data-label': 'Role' }, h('span', { class: `role-badge role-${cssToken(user.role)}` }, user.role)),
+      h('td', { class: 'cell-date', 'data-label': 'Created' }, timeElement(user.created_at)),
+      h('td', { class: 'cell-date', 'data-label': 'Updated' }, timeElement(user.updated_at)),
+      h('td', { class: 'cell-actions' }, h('div', { class: 'row-actions' }, edit, remove)),
+    );
+  }
+
+  #announce(text: string): void {
+    this.#notice.textContent = text;
+    this.#notice.dataset.visible = 'true';
+  }
+
+  // ---- Create and edit --------------------------------------------------------------------------
+
+  #wireUserDialog(): void {
+    this.#form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const action = (event.submitter as HTMLButtonElement | null)?.value ?? this.#submit.value;
+      void this.#saveUser(action === 'put' ? 'put' : this.#mode.kind === 'edit' ? 'patch' : 'create');
+    });
+    wireClose(this.#dialog);
+    this.#dialog.addEventListener('close', () => this.#restoreFocus());
+    // A field's error is cleared once the user changes it.
+    for (const field of FIELDS) {
+      this.#inputs[field].addEventListener('input', () => this.#setFieldError(field, null));
+    }
+  }
+
+  #openUserDialog(mode: Mode): void {
+    this.#mode = mode;
+    this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
+    const user = mode.kind === 'edit' ? mode.user : null;
+    this.#dialogTitle.textContent = user ? `Edit ${user.name}` : 'Add user';
+    this.#dialogHint.textContent = user
+      ? 'Save changes sends only the fields you changed (PATCH). Replace all fields sends name, email and role (PUT).'
+      : 'Name and email are required; role defaults to user.';
+    this.#submit.replaceChildren(...(user ? ['Save changes ', h('span', { class: 'method' }, 'PATCH')] : ['Create user']));
+    this.#submit.value = user ? 'patch' : 'create';
+    this.#put.hidden = user === null;
+    this.#fillRoles(user?.role ?? 'user');
+    this.#inputs.name.value = user?.name ?? '';
+    this.#inputs.email.value = user?.email ?? '';
+    this.#clearErrors();
+    this.#setBusy(false);
+    this.#dialog.showModal();
+    this.#inputs.name.focus();
+  }
+
+  /** The configured roles, plus the user's current role should it be another (PATCH stores any string). */
+  #fillRoles(current: string): void {
+    const roles = this.#roles.includes(current) ? this.#roles : [...this.#roles, current];
+    this.#inputs.role.replaceChildren(...roles.map((role) => h('option', { value: role }, role)));
+    this.#inputs.role.value = current;
+  }
+
+  async #saveUser(action: 'create' | 'put' | 'patch'): Promise<void> {
+    if (this.#form.getAttribute('aria-busy') === 'true') return;
+    this.#clearErrors();
+    const fields: UserFields = { name: this.#inputs.name.value, email: this.#inputs.email.value, role: this.#inputs.role.value };
+    const user = this.#mode.kind === 'edit' ? this.#mode.user : null;
+    let changes: Partial<UserFields> = fields;
+    if (action === 'patch' && user) {
+      changes = Object.fromEntries(FIELDS.filter((field) => fields[field] !== user[field]).map((field) => [field, fields[field]]));
+      if (Object.keys(changes).length === 0) {
+        this.#showFormError('Nothing to save: no field has changed.');
+        return;
+      }
+    }
+    this.#setBusy(true);
+    try {
+      let saved: User;
+      if (action === 'create') saved = await createUser(fields);
+      else if (!user) return;
+      else if (action === 'put') saved = await replaceUser(user.id, fields);
+      else saved = await updateUser(user.id, changes);
+      this.#returnFocus = action === 'create' ? this.#add : this.#returnFocus;
+      this.#dialog.close();
+      this.#announce(
+        action === 'create'
+          ? `Created ${saved.name}.`
+          : action === 'put'
+            ? `Replaced ${saved.name} (all fields).`
+            : `Updated ${saved.name} (${Object.keys(changes).join(', ')}).`,
+      );
+      await this.#load();
+      this.#restoreFocus();
+    } catch (error) {
+      this.#showSaveError(error);
+    } finally {
+      this.#setBusy(false);
+    }
+  }
+
+  #showSaveError(error: unknown): void {
+    if (!(error instanceof ApiError)) {
+      this.#showFormError('Something went wrong. Try again.');
+      return;
+    }
+    if (error.status === 409 && error.code === 'EMAIL_EXISTS') {
+      this.#setFieldError('email', error.message);
+    } else if (error.status === 422 && error.details.length > 0) {
+      const other: FieldDetail[] = [];
+      for (const detail of error.details) {
+        if (isField(detail.field)) this.#setFieldError(detail.field, detail.message);
+        else other.push(detail);
+      }
+      if (other.length > 0) this.#showFormError(error.message, other.map((detail) => `${detail.field}: ${detail.message}`));
+    } else if (error.status === 404) {
+      this.#showFormError('This user no longer exists; it may have been deleted meanwhile.');
+      this.load();
+    } else {
+      this.#showFormError(describe(error));
+    }
+    // Focus the first field with an error, so keyboard and screen reader users land on it.
+    const invalid = FIELDS.map((field) => this.#inputs[field]).find((input) => input.getAttribute('aria-invalid') === 'true');
+    invalid?.focus();
+  }
+
+  #setFieldError(field: Field, message: string | null): void {
+    const input = this.#inputs[field];
+    const output = byId(`user-${field}-error`, HTMLElement);
+    output.textContent = message ?? '';
+    output.hidden = message === null;
+    if (message === null) {
+      input.removeAttribute('aria-invalid');
+      input.removeAttribute('aria-describedby');
+    } else {
+      input.setAttribute('aria-invalid', 'true');
+      input.setAttribute('aria-describedby', output.id);
+    }
+  }
+
+  #showFormError(message: string, lines: string[] = []): void {
+    this.#formError.replaceChildren(h('p', {}, message));
+    if (lines.length > 0) this.#formError.append(h('ul', {}, ...lines.map((line) => h('li', {}, line))));
+    this.#formError.hidden = false;
+  }
+
+  #clearErrors(): void {
+    for (const field of FIELDS) this.#setFieldError(field, null);
+    this.#formError.hidden = true;
+    this.#formError.replaceChildren();
+  }
+
+  #setBusy(busy: boolean): void {
+    this.#form.setAttribute('aria-busy', String(busy));
+    this.#submit.disabled = busy;
+    this.#put.disabled = busy;
+  }
+
+  // ---- Delete -----------------------------------------------------------------------------------
+
+  #wireDeleteDialog(): void {
+    wireClose(this.#deleteDialog);
+    this.#deleteDialog.addEventListener('close', () => this.#restoreFocus());
+    this.#deleteForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void this.#confirmDelete();
+    });
+  }
+
+  #openDeleteDialog(user: User): void {
+    this.#deleting = user;
+    this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
+    this.#deleteText.replaceChildren(h('strong', {}, user.name), ` (${user.email}) will be removed. This cannot be undone.`);
+    this.#deleteError.hidden = true;
+    this.#deleteConfirm.disabled = false;
+    this.#deleteDialog.showModal();
+  }
+
+  async #confirmDelete(): Promise<void> {
+    const user = this.#deleting;
+    if (!user || this.#deleteConfirm.disabled) return;
+    this.#deleteConfirm.disabled = true;
+    try {
+      await deleteUser(user.id);
+      this.#announce(`Deleted ${user.name}.`);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) {
+        this.#deleteError.textContent = error instanceof ApiError ? describe(error) : 'Something went wrong. Try again.';
+        this.#deleteError.hidden = false;
+        this.#deleteConfirm.disabled = false;
+        return;
+      }
+      this.#announce(`${user.name} was already deleted.`);
+    }
+    // The row and its buttons are about to go: focus returns to the table's heading area.
+    this.#returnFocus = this.#add;
+    this.#deleting = null;
+    this.#deleteDialog.close();
+    await this.#load();
+  }
+
+  #restoreFocus(): void {
+    if (this.#dialog.open || this.#deleteDialog.open) return;
+    let target = this.#returnFocus;
+    // The table was drawn again meanwhile: the same button of the same user's new row.
+    if (target && !target.isConnected && target.dataset.userId !== undefined) {
+      const selector = `[data-user-id="${CSS.escape(target.dataset.userId)}"][data-action="${CSS.escape(target.dataset.action ?? '')}"]`;
+      target = this.#body.querySelector<HTMLElement>(selector) ?? this.#add;
+    }
+    if (target?.isConnected) target.focus();
+  }
+}
+
+/** Buttons marked `data-close` close their dialog; Escape does too (the dialog's own behaviour). */
+function wireClose(dialog: HTMLDialogElement): void {
+  for (const button of dialog.querySelectorAll<HTMLButtonElement>('[data-close]')) {
+    button.addEventListener('click', () => dialog.close());
+  }
+}
+
+function isField(field: string): field is Field {
+  return (FIELDS as readonly string[]).includes(field);
+}
+
+/** An email with a line-break opportunity after the @, so a narrow column wraps it there first. */
+function emailParts(email: string): (string | Node)[] {
+  const at = email.lastIndexOf('@');
+  return at <= 0 ? [email] : [email.slice(0, at + 1), h('wbr'), email.slice(at + 1)];
+}
+
+function cssToken(value: string): string {
+  return value.toLowerCase().replace(/[^a-z0-9_-]/g, '-');
+}
+
+/** A one-line explanation of an API failure for the error states. */
+function describe(error: ApiError): string {
+  if (error.status === 0) return error.message;
+  if (error.status >= 500) return `The server had a problem (${error.status} ${error.code}). Try again in a moment.`;
+  return `${error.message} (${error.status} ${error.code}).`;
+}
