@@ -2,6 +2,7 @@
  * Test helpers: a real Roster on ephemeral ports (REST and chat), driven over real sockets.
  */
 import { once } from 'node:events';
+import { Writable } from 'node:stream';
 import { pino, type DestinationStream } from 'pino';
 import { WebSocket } from 'ws';
 import { loadConfig, type Config } from '../src/config.js';
@@ -125,4 +126,25 @@ export class ChatClient {
 export async function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
   const [code, reason] = await once(ws, 'close');
   return { code: code as number, reason: String(reason) };
+}
+
+/** Rejects if `promise` has not settled within `ms`: every wait on an event is bounded, so no test hangs. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** A log destination for startRoster's `logTo` that keeps every JSON line it receives. */
+export function captureLog(): { lines: Record<string, unknown>[]; logTo: Writable } {
+  const lines: Record<string, unknown>[] = [];
+  const logTo = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { lines, logTo };
 }

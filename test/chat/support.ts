@@ -121,11 +121,4 @@ export function pings(ws: WebSocket, count: number, timeoutMs = 3000): Promise<v
   });
 }
 
-/** Rejects if `promise` has not settled within `ms`: every wait on an event is bounded, so no test hangs. */
-export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+export { within } from '../helpers.js';

@@ -18,18 +18,9 @@ export const EVENT_MS = 5_000;
 export const EXIT_MS = 8_000;
 export const TEST_MS = 30_000;
 
-/** Rejects when `promise` has not settled within `ms`. */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+import { within } from '../helpers.js';
+
+export { within };
 
 /** Text written to a stream, with a wait for what it will contain. */
 export class Transcript {

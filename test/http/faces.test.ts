@@ -3,10 +3,9 @@
  * Prometheus metrics, and request ids.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { ChatClient, request, startRoster, type Running } from '../helpers.js';
+import { captureLog, ChatClient, request, startRoster, type Running } from '../helpers.js';
 
 /** The examples of a media type, wherever @fastify/swagger put them (schema `examples`, media `example(s)`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -179,13 +178,7 @@ describe('metrics', () => {
 
 describe('request ids', () => {
   test('every reply has X-Request-Id; a sane one from the client is kept; it is in the log line', async () => {
-    const lines: Record<string, unknown>[] = [];
-    const logTo = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    });
+    const { lines, logTo } = captureLog();
     const local = await startRoster({ LOG_LEVEL: 'info' }, { logTo });
     try {
       const generated = await request(`${local.api}/health`);

@@ -1,9 +1,8 @@
 /** An unexpected fault: 500 INTERNAL_ERROR in the envelope, no internal detail in the body, all of it in the log. */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
-import { request, startRoster } from '../helpers.js';
+import { captureLog, request, startRoster } from '../helpers.js';
 
 /** A working store whose list breaks once told to, as a database might. */
 class BrokenListStore extends MemoryUserStore {
@@ -16,13 +15,7 @@ class BrokenListStore extends MemoryUserStore {
 }
 
 test('a fault inside the service: 500 INTERNAL_ERROR, detail only in the log, service still up', async () => {
-  const lines: Record<string, unknown>[] = [];
-  const logTo = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  });
+  const { lines, logTo } = captureLog();
   const store = new BrokenListStore();
   const roster = await startRoster({ LOG_LEVEL: 'error' }, { store, logTo });
   store.broken = true;
