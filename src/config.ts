@@ -5,7 +5,11 @@
  * result down. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as one line
  * before exiting with status 2. Every setting is listed here with its default and in the README.
  */
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
+import { parsePasswordHash } from './auth/password.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -50,6 +54,44 @@ export interface Config {
    * a path on the page's host such as `/chat`.
    */
   chatPublicUrl: string | undefined;
+  /** Authentication of the REST API and the chat handshake (`AUTH` and its credentials); scheme `none` by default. */
+  auth: AuthConfig;
+  /**
+   * Requests per client and window on the REST port (health excepted), chat handshakes and chat messages.
+   * `RATE_LIMIT`, e.g. `100/minute`; default unset (no rate limiting).
+   */
+  rateLimit: RateLimit | undefined;
+  /**
+   * Whether X-Forwarded-For is believed, passed to Fastify's `trustProxy` (and used for chat handshakes).
+   * `TRUST_PROXY`: `false` (default), `true`, a hop count, or a comma list of addresses/CIDRs.
+   */
+  trustProxy: boolean | number | readonly string[];
+  /** Certificate and key (PEM, read at start-up) for HTTPS and WSS on the same ports. `TLS_CERT` / `TLS_KEY`, default unset. */
+  tls: { cert: Buffer; key: Buffer } | undefined;
+  /** Origins allowed cross-origin REST calls and chat handshakes. `CORS_ORIGINS`, default unset (no CORS, no Origin check). */
+  corsOrigins: readonly string[] | undefined;
+  /** Security headers (@fastify/helmet) on every REST reply. `SECURITY_HEADERS`, default false (replies unchanged). */
+  securityHeaders: boolean;
+}
+
+export type AuthScheme = 'none' | 'apikey' | 'basic' | 'jwt' | 'oauth2';
+
+export interface AuthConfig {
+  scheme: AuthScheme;
+  /** `API_KEYS`: `key[:role]`, comma-separated; role `admin` unless given. */
+  apiKeys: readonly { key: string; role: string }[];
+  /** `BASIC_USERS`: `name:hash[:role]`, comma-separated; hashes from `roster hash-password`; role `admin` unless given. */
+  basicUsers: readonly { name: string; hash: string; role: string }[];
+  /** `JWT_SECRET`: the HS256 key, at least 32 bytes. */
+  jwtSecret: string | undefined;
+  /** `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`. */
+  oauth2: { jwksUrl: string; issuer: string; audience: string } | undefined;
+}
+
+export interface RateLimit {
+  /** Requests (or messages) allowed per window. */
+  max: number;
+  windowMs: number;
 }
 
 export interface ChatConfig {
@@ -99,6 +141,7 @@ export function loadConfig(env: Env): Config {
   }
   const wsPort = port(read, 'WS_PORT', 8765);
   if (restPort !== 0 && wsPort === restPort) throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
+  const auth = authConfig(read);
   return {
     port: restPort,
     wsPort,
@@ -116,6 +159,12 @@ export function loadConfig(env: Env): Config {
     metrics: boolean(read, 'METRICS', true),
     console: boolean(read, 'CONSOLE', true),
     chatPublicUrl: wsUrl(read, 'CHAT_PUBLIC_URL'),
+    auth,
+    rateLimit: rateLimit(read),
+    trustProxy: trustProxy(read),
+    tls: tls(read),
+    corsOrigins: corsOrigins(read, auth.scheme),
+    securityHeaders: boolean(read, 'SECURITY_HEADERS', false),
     chat: {
       maxPayload: bytes(read, 'WS_MAX_PAYLOAD', 256 * KIB, 64 * KIB, 1024 * MIB),
       heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
@@ -206,6 +255,196 @@ function roles(read: Reader): readonly string[] {
   }
   for (const required of ['admin', 'user']) {
     if (!list.includes(required)) throw new ConfigError('ROLES', `must include "${required}" (got "${raw}")`);
+  }
+  return list;
+}
+
+// --- Protection (all off by default) ---
+
+const AUTH_SCHEMES: readonly AuthScheme[] = ['none', 'apikey', 'basic', 'jwt', 'oauth2'];
+const ROLE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * AUTH and the credentials of its scheme. A credential setting given for another scheme is refused
+ * rather than ignored: a deployment that sets API_KEYS but forgets AUTH=apikey must not believe it is
+ * protected.
+ */
+function authConfig(read: Reader): AuthConfig {
+  const scheme = oneOf(read, 'AUTH', AUTH_SCHEMES, 'none');
+  const owners: Record<string, AuthScheme> = {
+    API_KEYS: 'apikey',
+    BASIC_USERS: 'basic',
+    JWT_SECRET: 'jwt',
+    OAUTH2_JWKS_URL: 'oauth2',
+    OAUTH2_ISSUER: 'oauth2',
+    OAUTH2_AUDIENCE: 'oauth2',
+  };
+  for (const [name, owner] of Object.entries(owners)) {
+    if (read(name) !== undefined && scheme !== owner) throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
+    if (read(name) === undefined && scheme === owner) throw new ConfigError(name, `is required when AUTH=${owner}`);
+  }
+  return {
+    scheme,
+    apiKeys: scheme === 'apikey' ? apiKeys(read) : [],
+    basicUsers: scheme === 'basic' ? basicUsers(read) : [],
+    jwtSecret: scheme === 'jwt' ? jwtSecret(read) : undefined,
+    oauth2:
+      scheme === 'oauth2'
+        ? { jwksUrl: jwksUrl(read), issuer: read('OAUTH2_ISSUER')!, audience: read('OAUTH2_AUDIENCE')! }
+        : undefined,
+  };
+}
+
+function roleOf(name: string, raw: string | undefined): string {
+  if (raw === undefined) return 'admin';
+  if (!ROLE_NAME.test(raw)) throw new ConfigError(name, `has a role that is not a name of letters, digits, "_", "." or "-" ("${raw}")`);
+  return raw;
+}
+
+/** `key[:role]`: keys of 16 to 256 URL-safe characters (they travel in a header or a query string). */
+function apiKeys(read: Reader): { key: string; role: string }[] {
+  const entries = read('API_KEYS')!.split(',').map((entry) => entry.trim());
+  return entries.map((entry, index) => {
+    const [key = '', role, ...rest] = entry.split(':');
+    if (rest.length > 0 || !/^[A-Za-z0-9._~+/=-]{16,256}$/.test(key)) {
+      // The key itself is never echoed: configuration errors end up in logs.
+      throw new ConfigError('API_KEYS', `entry ${index + 1} must be key[:role] with a key of 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = -`);
+    }
+    return { key, role: roleOf('API_KEYS', role) };
+  });
+}
+
+/** `name:hash[:role]`, the hash in the format of `roster hash-password`. */
+function basicUsers(read: Reader): { name: string; hash: string; role: string }[] {
+  const names = new Set<string>();
+  return read('BASIC_USERS')!
+    .split(',')
+    .map((entry) => entry.trim())
+    .map((entry, index) => {
+      const [name = '', hash = '', role, ...rest] = entry.split(':');
+      if (rest.length > 0 || !/^[^\s:]{1,128}$/.test(name)) {
+        throw new ConfigError('BASIC_USERS', `entry ${index + 1} must be name:hash[:role] (a name of 1 to 128 characters without ":" or spaces)`);
+      }
+      if (!parsePasswordHash(hash)) {
+        throw new ConfigError('BASIC_USERS', `entry ${index + 1} (${name}) has a hash that is not in the format of "roster hash-password" (scrypt$N$r$p$salt$hash)`);
+      }
+      if (names.has(name)) throw new ConfigError('BASIC_USERS', `lists the user "${name}" twice`);
+      names.add(name);
+      return { name, hash, role: roleOf('BASIC_USERS', role) };
+    });
+}
+
+/** At least 32 bytes: HS256 with a shorter key is guessable offline from any one token (RFC 7518 3.2). */
+function jwtSecret(read: Reader): string {
+  const secret = read('JWT_SECRET')!;
+  const length = Buffer.byteLength(secret, 'utf8');
+  if (length < 32) throw new ConfigError('JWT_SECRET', `must be at least 32 bytes long (got ${length})`);
+  return secret;
+}
+
+/** https, except on the loopback interface (a local identity provider, or a test). */
+function jwksUrl(read: Reader): string {
+  const raw = read('OAUTH2_JWKS_URL')!;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  const loopback = url !== undefined && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && loopback))) {
+    throw new ConfigError('OAUTH2_JWKS_URL', `must be an https:// URL (http:// only on localhost) (got "${raw}")`);
+  }
+  return url.href;
+}
+
+const WINDOWS: Record<string, number> = { second: 1_000, s: 1_000, sec: 1_000, minute: 60_000, m: 60_000, min: 60_000, hour: 3_600_000, h: 3_600_000 };
+
+function rateLimit(read: Reader): RateLimit | undefined {
+  const raw = read('RATE_LIMIT');
+  if (raw === undefined) return undefined;
+  const match = /^(\d{1,9})\s*\/\s*([a-z]+)$/i.exec(raw);
+  const windowMs = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
+  const max = match ? Number(match[1]) : 0;
+  if (!match || windowMs === undefined || max < 1) {
+    throw new ConfigError('RATE_LIMIT', `must be a count per second, minute or hour such as 100/minute (got "${raw}")`);
+  }
+  return { max, windowMs };
+}
+
+function trustProxy(read: Reader): boolean | number | readonly string[] {
+  const raw = read('TRUST_PROXY');
+  if (raw === undefined) return false;
+  const lower = raw.toLowerCase();
+  if (['true', 'false'].includes(lower)) return lower === 'true';
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  const list = raw.split(',').map((entry) => entry.trim());
+  for (const entry of list) {
+    const [address = '', prefix, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    if (family === 0 || rest.length > 0 || (prefix !== undefined && (!/^\d{1,3}$/.test(prefix) || Number(prefix) > bits))) {
+      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or a comma list of addresses and CIDRs (got "${raw}")`);
+    }
+  }
+  return list;
+}
+
+/** Both or neither; read and checked now, so a bad file stops the start with the variable named. */
+function tls(read: Reader): { cert: Buffer; key: Buffer } | undefined {
+  const certPath = read('TLS_CERT');
+  const keyPath = read('TLS_KEY');
+  if (certPath === undefined && keyPath === undefined) return undefined;
+  if (certPath === undefined) throw new ConfigError('TLS_CERT', 'is required when TLS_KEY is set');
+  if (keyPath === undefined) throw new ConfigError('TLS_KEY', 'is required when TLS_CERT is set');
+  const load = (name: string, path: string, check: (pem: Buffer) => unknown): Buffer => {
+    let pem: Buffer;
+    try {
+      pem = readFileSync(path);
+    } catch (error) {
+      throw new ConfigError(name, `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}: ${path})`);
+    }
+    try {
+      check(pem);
+    } catch {
+      throw new ConfigError(name, `is not a PEM ${name === 'TLS_CERT' ? 'certificate' : 'private key'} (${path})`);
+    }
+    return pem;
+  };
+  const cert = load('TLS_CERT', certPath, (pem) => new X509Certificate(pem));
+  const key = load('TLS_KEY', keyPath, (pem) => createPrivateKey(pem));
+  try {
+    createSecureContext({ cert, key });
+  } catch {
+    throw new ConfigError('TLS_KEY', `does not match the certificate of TLS_CERT (${keyPath})`);
+  }
+  return { cert, key };
+}
+
+/**
+ * Exact origins (scheme, host, port). `*` is refused when authentication is on: any web page could then
+ * drive the API with a credential it holds (an API key a user pasted, say); list the origins instead.
+ */
+function corsOrigins(read: Reader, scheme: AuthScheme): readonly string[] | undefined {
+  const raw = read('CORS_ORIGINS');
+  if (raw === undefined) return undefined;
+  const list = [...new Set(raw.split(',').map((entry) => entry.trim()))];
+  if (list.includes('*')) {
+    if (list.length > 1) throw new ConfigError('CORS_ORIGINS', 'must be "*" alone or a list of origins');
+    if (scheme !== 'none') throw new ConfigError('CORS_ORIGINS', `must list origins, not "*", when AUTH is ${scheme}`);
+    return ['*'];
+  }
+  for (const entry of list) {
+    let origin: string | undefined;
+    try {
+      const url = new URL(entry);
+      origin = ['http:', 'https:'].includes(url.protocol) ? url.origin : undefined;
+    } catch {
+      origin = undefined;
+    }
+    if (origin !== entry) {
+      throw new ConfigError('CORS_ORIGINS', `must be a comma list of origins such as https://app.example.com (no path, no trailing slash) (got "${entry}")`);
+    }
   }
   return list;
 }

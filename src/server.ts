@@ -2,14 +2,17 @@
  * Roster as one process: builds the REST door and the chat door from one configuration, starts them,
  * and stops them gracefully.
  */
+import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAuthenticator } from './auth/authenticator.js';
 import type { Logger } from 'pino';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
 import { createClock } from './clock.js';
 import type { Config } from './config.js';
-import { buildApp } from './http/app.js';
+import { buildApp, hopsTrusted } from './http/app.js';
 import { MemoryUserStore } from './users/memory-store.js';
 import { userSchemas } from './users/schema.js';
 import { seedUsers } from './users/seed.js';
@@ -17,6 +20,7 @@ import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
 import { Metrics, NO_CHAT_METRICS } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
+import { rateLimited } from './http/protection.js';
 
 export interface RosterServer {
   readonly rest: FastifyInstance;
@@ -43,11 +47,20 @@ export async function createServer(config: Config, logger: Logger, parts: Server
 
   const metrics = config.metrics ? new Metrics() : undefined;
   let chatPort = config.wsPort;
-  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort });
+  // One authenticator for both doors (and one cache of verified credentials).
+  const authenticator = createAuthenticator(config.auth);
+  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator });
   const room = new ChatRoom({
     deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
   });
-  const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS);
+  const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS, {
+    tls: config.tls,
+    origins: config.corsOrigins,
+    authenticator,
+    limitHandshake: config.rateLimit ? handshakeLimiter(rest, config.rateLimit) : undefined,
+    messageLimit: config.rateLimit,
+    addressOf: config.trustProxy === false ? undefined : addressOf(config.trustProxy),
+  });
 
   return {
     rest,
@@ -75,4 +88,28 @@ async function closeWithin(app: FastifyInstance, timeoutMs: number): Promise<voi
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Chat handshakes counted by @fastify/rate-limit too (its own store, apart from the REST port's
+ * counts), with the same limit per client, so both ports answer 429 by the same rule.
+ */
+function handshakeLimiter(rest: FastifyInstance, limit: NonNullable<Config['rateLimit']>) {
+  const check = rest.createRateLimit({
+    max: limit.max,
+    timeWindow: limit.windowMs,
+    keyGenerator: (request) => (request as unknown as { key: string }).key,
+  });
+  return async (key: string) => {
+    // The plugin reads routeOptions.config of what it is given; a handshake has no route.
+    const result = await check({ key: `chat:${key}`, routeOptions: {} } as never);
+    return !result.isAllowed && result.isExceeded ? rateLimited(result.max, result.ttl) : undefined;
+  };
+}
+
+/** The client address of a handshake as Fastify computes request.ip for the same TRUST_PROXY. */
+function addressOf(trust: true | number | readonly string[]): (request: IncomingMessage) => string {
+  const trusted =
+    trust === true ? () => true : typeof trust === 'number' ? hopsTrusted(trust) : proxyAddr.compile([...trust]);
+  return (request) => proxyAddr(request, trusted);
 }

@@ -26,6 +26,12 @@ const DEFAULTS: Config = {
   metrics: true,
   console: true,
   chatPublicUrl: undefined,
+  auth: { scheme: 'none', apiKeys: [], basicUsers: [], jwtSecret: undefined, oauth2: undefined },
+  rateLimit: undefined,
+  trustProxy: false,
+  tls: undefined,
+  corsOrigins: undefined,
+  securityHeaders: false,
   chat: {
     maxPayload: 256 * KIB,
     heartbeatMs: 30_000,
@@ -68,6 +74,19 @@ describe('loadConfig defaults', () => {
     'METRICS',
     'CONSOLE',
     'CHAT_PUBLIC_URL',
+    'AUTH',
+    'API_KEYS',
+    'BASIC_USERS',
+    'JWT_SECRET',
+    'OAUTH2_JWKS_URL',
+    'OAUTH2_ISSUER',
+    'OAUTH2_AUDIENCE',
+    'RATE_LIMIT',
+    'TRUST_PROXY',
+    'TLS_CERT',
+    'TLS_KEY',
+    'CORS_ORIGINS',
+    'SECURITY_HEADERS',
   ];
   for (const variable of variables) {
     test(`${variable} set to an empty or blank value means its default`, () => {
@@ -160,6 +179,20 @@ describe('loadConfig valid overrides', () => {
     ['CHAT_PUBLIC_URL', 'ws://10.0.0.5:8765', { chatPublicUrl: 'ws://10.0.0.5:8765' }],
     ['CHAT_PUBLIC_URL', '/chat', { chatPublicUrl: '/chat' }],
     ['CHAT_PUBLIC_URL', 'https://example.com/chat', { chatPublicUrl: 'https://example.com/chat' }],
+    ['AUTH', 'none', {}],
+    ['RATE_LIMIT', '100/minute', { rateLimit: { max: 100, windowMs: 60_000 } }],
+    ['RATE_LIMIT', '10/second', { rateLimit: { max: 10, windowMs: 1000 } }],
+    ['RATE_LIMIT', '1000 / hour', { rateLimit: { max: 1000, windowMs: 3_600_000 } }],
+    ['RATE_LIMIT', '5/s', { rateLimit: { max: 5, windowMs: 1000 } }],
+    ['TRUST_PROXY', 'false', {}],
+    ['TRUST_PROXY', 'true', { trustProxy: true }],
+    ['TRUST_PROXY', 'TRUE', { trustProxy: true }],
+    ['TRUST_PROXY', '2', { trustProxy: 2 }],
+    ['TRUST_PROXY', '10.0.0.0/8, 127.0.0.1,::1,fd00::/8', { trustProxy: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8'] }],
+    ['CORS_ORIGINS', 'https://app.example.com', { corsOrigins: ['https://app.example.com'] }],
+    ['CORS_ORIGINS', 'https://a.example.com, http://localhost:3000', { corsOrigins: ['https://a.example.com', 'http://localhost:3000'] }],
+    ['CORS_ORIGINS', '*', { corsOrigins: ['*'] }],
+    ['SECURITY_HEADERS', 'true', { securityHeaders: true }],
   ];
 
   for (const [variable, value, patch] of cases) {
@@ -205,6 +238,12 @@ describe('loadConfig valid overrides', () => {
       metrics: true,
       console: true,
       chatPublicUrl: undefined,
+      auth: DEFAULTS.auth,
+      rateLimit: undefined,
+      trustProxy: false,
+      tls: undefined,
+      corsOrigins: undefined,
+      securityHeaders: false,
       chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, handshakeTimeoutMs: 2000 },
     });
   });
@@ -300,4 +339,92 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
       (error: unknown) => error instanceof ConfigError && error.variable === 'LOG_LEVEL',
     );
   });
+});
+
+describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)', () => {
+  const KEY = 'k3y-0123456789abcdef';
+  const SECRET = 's'.repeat(32);
+
+  test('AUTH=apikey: keys with an optional role, admin by default', () => {
+    const config = loadConfig({ AUTH: 'apikey', API_KEYS: `${KEY}, ${KEY}-reader:user` });
+    assert.deepEqual(config.auth, {
+      scheme: 'apikey',
+      apiKeys: [{ key: KEY, role: 'admin' }, { key: `${KEY}-reader`, role: 'user' }],
+      basicUsers: [],
+      jwtSecret: undefined,
+      oauth2: undefined,
+    });
+  });
+
+  test('AUTH=basic: name:hash[:role]', () => {
+    const hash = 'scrypt$16384$8$1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g';
+    const config = loadConfig({ AUTH: 'basic', BASIC_USERS: `ada:${hash},bob:${hash}:user` });
+    assert.deepEqual(config.auth.basicUsers, [
+      { name: 'ada', hash, role: 'admin' },
+      { name: 'bob', hash, role: 'user' },
+    ]);
+  });
+
+  test('AUTH=jwt and AUTH=oauth2', () => {
+    assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET }).auth.jwtSecret, SECRET);
+    const oauth2 = { OAUTH2_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', OAUTH2_ISSUER: 'https://idp.example.com/', OAUTH2_AUDIENCE: 'roster' };
+    assert.deepEqual(loadConfig({ AUTH: 'oauth2', ...oauth2 }).auth.oauth2, {
+      jwksUrl: oauth2.OAUTH2_JWKS_URL,
+      issuer: oauth2.OAUTH2_ISSUER,
+      audience: 'roster',
+    });
+    assert.equal(loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_JWKS_URL: 'http://127.0.0.1:9999/jwks' }).auth.oauth2?.jwksUrl, 'http://127.0.0.1:9999/jwks');
+  });
+
+  const oauth2 = { OAUTH2_JWKS_URL: 'https://idp.example.com/jwks', OAUTH2_ISSUER: 'https://idp.example.com/', OAUTH2_AUDIENCE: 'roster' };
+  const bad: [variable: string, env: Record<string, string>][] = [
+    ['AUTH', { AUTH: 'token' }],
+    ['API_KEYS', { AUTH: 'apikey' }],
+    ['API_KEYS', { AUTH: 'apikey', API_KEYS: 'short' }],
+    ['API_KEYS', { AUTH: 'apikey', API_KEYS: `${KEY}:a b` }],
+    ['API_KEYS', { AUTH: 'apikey', API_KEYS: `${KEY}:admin:extra` }],
+    ['API_KEYS', { API_KEYS: KEY }],
+    ['BASIC_USERS', { AUTH: 'basic' }],
+    ['BASIC_USERS', { AUTH: 'basic', BASIC_USERS: 'ada:plaintext-password' }],
+    ['BASIC_USERS', { AUTH: 'basic', BASIC_USERS: 'ada' }],
+    ['BASIC_USERS', { AUTH: 'basic', BASIC_USERS: 'ada:scrypt$3$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA' }],
+    ['JWT_SECRET', { AUTH: 'jwt' }],
+    ['JWT_SECRET', { AUTH: 'jwt', JWT_SECRET: 's'.repeat(31) }],
+    ['JWT_SECRET', { AUTH: 'apikey', API_KEYS: KEY, JWT_SECRET: SECRET }],
+    ['OAUTH2_JWKS_URL', { AUTH: 'oauth2', OAUTH2_ISSUER: 'x', OAUTH2_AUDIENCE: 'y' }],
+    ['OAUTH2_ISSUER', { AUTH: 'oauth2', OAUTH2_JWKS_URL: oauth2.OAUTH2_JWKS_URL, OAUTH2_AUDIENCE: 'y' }],
+    ['OAUTH2_AUDIENCE', { AUTH: 'oauth2', OAUTH2_JWKS_URL: oauth2.OAUTH2_JWKS_URL, OAUTH2_ISSUER: 'x' }],
+    ['OAUTH2_JWKS_URL', { AUTH: 'oauth2', ...oauth2, OAUTH2_JWKS_URL: 'http://idp.example.com/jwks' }],
+    ['OAUTH2_JWKS_URL', { AUTH: 'oauth2', ...oauth2, OAUTH2_JWKS_URL: 'not a url' }],
+    ['RATE_LIMIT', { RATE_LIMIT: '100' }],
+    ['RATE_LIMIT', { RATE_LIMIT: '0/minute' }],
+    ['RATE_LIMIT', { RATE_LIMIT: '10/fortnight' }],
+    ['RATE_LIMIT', { RATE_LIMIT: '-1/second' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '10.0.0.0/33' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '10.0.0.1,example.com' }],
+    ['TLS_CERT', { TLS_KEY: '/nonexistent/key.pem' }],
+    ['TLS_KEY', { TLS_CERT: '/nonexistent/cert.pem' }],
+    ['TLS_CERT', { TLS_CERT: '/nonexistent/cert.pem', TLS_KEY: '/nonexistent/key.pem' }],
+    ['TLS_CERT', { TLS_CERT: '/etc/hostname', TLS_KEY: '/etc/hostname' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'https://app.example.com/' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'app.example.com' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'https://a.example.com,*' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: '*', AUTH: 'apikey', API_KEYS: KEY }],
+    ['SECURITY_HEADERS', { SECURITY_HEADERS: 'sometimes' }],
+  ];
+  for (const [variable, env] of bad) {
+    test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.equal(error.variable, variable, error.message);
+          assert.doesNotMatch(error.message, /\n/);
+          assert.ok(!error.message.includes(KEY), 'a key is never echoed');
+          return true;
+        },
+      );
+    });
+  }
 });

@@ -4,8 +4,10 @@
  */
 
 export type ServerMessage =
-  | { type: 'system'; message: string; timestamp: string }
-  | { type: 'user_join'; message: string; online_count: number; timestamp: string }
+  // `name`: the authenticated principal's name (system: the welcome's addressee; user_join: who
+  // joined), only when authentication is on.
+  | { type: 'system'; message: string; name?: string; timestamp: string }
+  | { type: 'user_join'; message: string; name?: string; online_count: number; timestamp: string }
   | { type: 'user_leave'; message: string; online_count: number; timestamp: string }
   | { type: 'chat'; from: string; message: string; timestamp: string }
   | { type: 'pong'; timestamp: string };

@@ -8,6 +8,8 @@ import { parseClientText, type ServerMessage } from './protocol.js';
 export interface Member {
   /** The connection's random, unguessable identifier: the `from` of its chat messages. */
   readonly id: string;
+  /** The authenticated principal's name, when authentication is on: told to the others on join, and in the welcome. */
+  readonly name?: string;
   /**
    * Queues one serialised message for this member. A broadcast hands every member the same Buffer,
    * which they must not modify. May throw; the room carries on with the others.
@@ -32,12 +34,20 @@ export class ChatRoom {
   join(member: Member): void {
     this.#members.set(member.id, member);
     const count = this.size;
+    // `name` only for an authenticated member: without authentication the messages are as before.
+    const name = member.name === undefined ? {} : { name: member.name };
     this.#send(member, {
       type: 'system',
       message: `Welcome to the chat! ${count} ${count === 1 ? 'user' : 'users'} online.`,
+      ...name,
       timestamp: timestamp(),
     });
-    this.#broadcast({ type: 'user_join', message: 'A user joined the chat', online_count: count, timestamp: timestamp() }, member);
+    this.#broadcast({ type: 'user_join', message: 'A user joined the chat', ...name, online_count: count, timestamp: timestamp() }, member);
+  }
+
+  /** A `system` message to one member only (a rate-limit notice, say). */
+  notify(member: Member, message: string): void {
+    this.#send(member, { type: 'system', message, timestamp: timestamp() });
   }
 
   /** Removes the member and tells the rest; false (and nothing done) when it was not a member. */

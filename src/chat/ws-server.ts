@@ -3,15 +3,21 @@
  * between sockets and the `ChatRoom`. Protocol violations are `ws`'s job (1002 for framing errors,
  * 1007 for invalid UTF-8, 1009 for a message over `maxPayload`, decided from the frame header); this
  * file adds what decisions.md asks beyond that: handshake replies, binary frames (1003), the heartbeat,
- * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown.
+ * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown; and,
+ * when configured (`ChatProtection`), TLS, the Origin check (403), authentication (401) and rate limits
+ * of handshakes (429) and messages (a notice, then 1008), all decided before the upgrade.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { ChatConfig } from '../config.js';
+import type { Authenticator, Principal } from '../auth/authenticator.js';
+import { credentialsOf } from '../auth/authenticator.js';
+import type { ChatConfig, RateLimit } from '../config.js';
+import { clientKey, originAllowed } from '../http/protection.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
 import { timeouts, writeRawError } from '../http/raw-reply.js';
@@ -23,8 +29,25 @@ import type { ChatRoom, Member } from './room.js';
 export const CloseCode = {
   goingAway: 1001,
   unsupportedData: 1003,
+  policyViolation: 1008,
   tryAgainLater: 1013,
 } as const;
+
+/** What protects the chat door; every part optional and off unless configured (config.ts). */
+export interface ChatProtection {
+  /** TLS_CERT / TLS_KEY: the port speaks WSS. */
+  tls?: { cert: Buffer; key: Buffer } | undefined;
+  /** CORS_ORIGINS: a handshake whose Origin is not listed gets 403 (none at all is a non-browser client: allowed). */
+  origins?: readonly string[] | undefined;
+  /** AUTH: the handshake must carry a credential (header, or api_key / access_token in the URL); 401 otherwise. */
+  authenticator?: Authenticator | undefined;
+  /** RATE_LIMIT for handshakes, by client key: resolves with the 429 to send, or undefined to go on. */
+  limitHandshake?: ((key: string) => Promise<RosterError | undefined>) | undefined;
+  /** RATE_LIMIT for messages, per connection (MessageBudget). */
+  messageLimit?: RateLimit | undefined;
+  /** The client's address, X-Forwarded-For believed as TRUST_PROXY says. */
+  addressOf?: ((request: IncomingMessage) => string) | undefined;
+}
 
 /**
  * How long a close handshake that Roster starts (binary frame, slow consumer, protocol error) may take
@@ -47,7 +70,13 @@ interface Connection {
   graceTimer?: NodeJS.Timeout;
 }
 
-export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Logger, metrics: ChatMetrics = NO_CHAT_METRICS): ChatServer {
+export function createChatServer(
+  config: ChatConfig,
+  room: ChatRoom,
+  logger: Logger,
+  metrics: ChatMetrics = NO_CHAT_METRICS,
+  protection: ChatProtection = {},
+): ChatServer {
   const log = logger.child({ component: 'chat' });
   const connections = new Map<WebSocket, Connection>();
   const outbox = new Outbox((frames) => metrics.messagesOut(frames));
@@ -60,11 +89,18 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
     clientTracking: false, // `connections` tracks them
   });
 
-  const server: Server = createServer(timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs), (request) => {
+  const plainRequest = (request: IncomingMessage) => {
     // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
     const refusal = new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only');
     writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
-  });
+  };
+  const serverOptions = timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs);
+  const server: Server = protection.tls
+    ? (createTlsServer({ ...serverOptions, cert: protection.tls.cert, key: protection.tls.key }, plainRequest) as unknown as Server)
+    : createServer(serverOptions, plainRequest);
+  const { origins, authenticator, limitHandshake, messageLimit } = protection;
+  const guarded = origins !== undefined || authenticator !== undefined || limitHandshake !== undefined;
+  const addressOf = protection.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? '');
   // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
   // limit, so that the next ones get their 503 rather than a dropped connection; past that, the kernel
   // backlog is the only queue.
@@ -87,15 +123,54 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
     }
     // ws checks what is left of the handshake (extension and subprotocol headers) and answers 400 itself.
-    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket));
+    if (!guarded) return wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket));
+    admit(request).then(
+      (verdict) => {
+        if (socket.destroyed) return;
+        if (verdict instanceof RosterError) return writeRawError(socket, verdict);
+        if (closing) return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
+        wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, verdict));
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'chat handshake check failed');
+        refuse(socket, 500, 'INTERNAL_ERROR', 'An unexpected error occurred');
+      },
+    );
   });
 
+  /**
+   * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403), then
+   * credentials, recorded; the rate limit (429) per principal or address; then the credentials' 401.
+   */
+  async function admit(request: IncomingMessage): Promise<Principal | undefined | RosterError> {
+    const origin = request.headers.origin;
+    if (!originAllowed(origins, origin)) return new RosterError(403, 'FORBIDDEN', 'This origin may not connect to the chat');
+    let principal: Principal | undefined;
+    let failure: unknown;
+    if (authenticator) {
+      try {
+        principal = await authenticator.authenticate(credentialsOf(request.headers, request.url ?? '', { accessToken: true }));
+      } catch (error) {
+        failure = error;
+      }
+    }
+    const limited = limitHandshake ? await limitHandshake(clientKey(principal, addressOf(request))) : undefined;
+    if (limited) return limited;
+    if (failure !== undefined) {
+      if (failure instanceof RosterError) return failure;
+      throw failure;
+    }
+    return principal;
+  }
+
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
-  function accept(ws: WebSocket, socket: Duplex): void {
+  function accept(ws: WebSocket, socket: Duplex, principal?: Principal): void {
+    const budget = messageLimit ? new MessageBudget(messageLimit) : undefined;
     const connection: Connection = {
       alive: true,
       member: {
         id: randomUUID(),
+        ...(principal ? { name: principal.name } : {}),
         deliver(payload) {
           if (ws.readyState !== WebSocket.OPEN) return;
           // A slow consumer (decisions.md): closed once the backlog it had before this turn passes the
@@ -117,6 +192,12 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       if (ws.readyState !== WebSocket.OPEN) return; // closing: whatever it still sends is not chat
       if (isBinary) return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
       metrics.messageIn();
+      if (budget) {
+        const verdict = budget.take(Date.now());
+        if (verdict === 'close') return closeConnection(ws, connection, CloseCode.policyViolation, 'Too many messages');
+        if (verdict === 'notify') room.notify(connection.member, `Slow down: at most ${budget.max} messages per ${budget.windowMs / 1000} s; messages over the limit are dropped.`);
+        if (verdict !== 'ok') return;
+      }
       room.receive(connection.member, data.toString('utf8'));
     });
     // A protocol error (1002, 1007, 1009), for which ws has already sent the matching close frame,
@@ -207,6 +288,45 @@ export function createChatServer(config: ChatConfig, room: ChatRoom, logger: Log
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
+}
+
+/**
+ * RATE_LIMIT for chat messages, per connection: a token bucket of `max` messages refilled at `max` per
+ * window, so a steady sender at the limit is never cut and a burst is allowed up to `max`. Written by
+ * hand because the rate-limit libraries at hand (@fastify/rate-limit) count HTTP requests, not messages
+ * on an open socket. Past the budget a message is dropped (the sender hears so once per window); a
+ * sender that keeps going — twice the limit dropped within one window, i.e. three times the limit sent —
+ * is closed with 1008.
+ */
+export class MessageBudget {
+  readonly max: number;
+  readonly windowMs: number;
+  #tokens: number;
+  #refilledAt = 0;
+  #windowStart = 0;
+  #dropped = 0;
+
+  constructor(limit: RateLimit) {
+    this.max = limit.max;
+    this.windowMs = limit.windowMs;
+    this.#tokens = limit.max;
+  }
+
+  take(now: number): 'ok' | 'notify' | 'drop' | 'close' {
+    if (this.#refilledAt !== 0) this.#tokens = Math.min(this.max, this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs);
+    this.#refilledAt = now;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 'ok';
+    }
+    if (now - this.#windowStart >= this.windowMs) {
+      this.#windowStart = now;
+      this.#dropped = 0;
+    }
+    this.#dropped += 1;
+    if (this.#dropped >= 2 * this.max) return 'close';
+    return this.#dropped === 1 ? 'notify' : 'drop';
+  }
 }
 
 function isWebSocketUpgrade(request: IncomingMessage): boolean {

@@ -6,6 +6,7 @@
  * `migrate`, …) is one more entry in the table.
  */
 import { CHAT_USAGE, chatCommand } from './chat.js';
+import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
 
 interface Command {
   /** One line for `roster --help`. */
@@ -49,7 +50,23 @@ const COMMANDS = new Map<string, Command>([
       run: chatCommand,
     },
   ],
-  // Further subcommands (e.g. 'hash-password', 'migrate') go here: a summary, a usage text and run().
+  [
+    'hash-password',
+    {
+      summary: 'print the hash of a password for BASIC_USERS (read from stdin, no echo)',
+      usage: HASH_PASSWORD_USAGE,
+      run: (args) => hashPasswordCommand(args),
+    },
+  ],
+  [
+    'token',
+    {
+      summary: 'mint an HS256 token for AUTH=jwt (signed with JWT_SECRET)',
+      usage: TOKEN_USAGE,
+      run: (args) => tokenCommand(args),
+    },
+  ],
+  // Further subcommands (e.g. 'migrate') go here: a summary, a usage text and run().
 ]);
 
 function usage(): string {

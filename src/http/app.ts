@@ -21,6 +21,8 @@ import { API_PREFIX } from './prefix.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { CONSOLE_ROOT, registerConsole } from './console.js';
 import type { Metrics } from '../metrics.js';
+import type { Authenticator } from '../auth/authenticator.js';
+import { accessOf, registerGate, registerProtection } from './protection.js';
 
 export { API_PREFIX };
 
@@ -31,6 +33,8 @@ export interface AppDependencies {
   metrics?: Metrics | undefined;
   /** The chat port actually bound (known only once it listens), for the browser console. */
   chatPort?: () => number;
+  /** Checks credentials when AUTH is not `none` (shared with the chat door). */
+  authenticator?: Authenticator | undefined;
 }
 
 declare module 'fastify' {
@@ -48,8 +52,16 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     loggerInstance: deps.logger,
     logController: new OneLinePerRequest(),
     bodyLimit: config.bodyLimit,
-    // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections.
-    http: timeouts(config.headersTimeoutMs, config.requestTimeoutMs),
+    // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections. With
+    // TLS_CERT/TLS_KEY the same port speaks HTTPS, with the same limits.
+    ...(config.tls
+      ? { https: { ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs), cert: config.tls.cert, key: config.tls.key } }
+      : { http: timeouts(config.headersTimeoutMs, config.requestTimeoutMs) }),
+    // Whether X-Forwarded-For is believed for request.ip (rate limiting); off unless TRUST_PROXY says.
+    // (A hop count as a function: Fastify's types lack the number form its runtime accepts.)
+    ...(config.trustProxy === false
+      ? {}
+      : { trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : (config.trustProxy as boolean | string[]) }),
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     // Requests arriving on kept-alive connections during shutdown are served, not answered with a
@@ -68,7 +80,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
   };
-  const app = Fastify(options) as unknown as FastifyInstance;
+  const app = Fastify(options as FastifyHttpOptions<Server>) as unknown as FastifyInstance;
   // Past this, Node drops new connections on accept: each costs memory even before it sends a byte.
   app.server.maxConnections = config.maxConnections;
   // Checked below, in the envelope. Node reads this property on every request; @types/node lacks it.
@@ -84,6 +96,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const catalog = new RouteCatalog();
   catalog.track(app);
   app.decorate('routeCatalog', catalog);
+  // Off by default; each part registers its hooks only when its setting is on (protection.ts).
+  await registerProtection(app, config, deps.authenticator);
   registerErrorHandling(app, catalog);
   registerJsonBodies(app);
 
@@ -94,6 +108,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
     done(missingHost ? new RosterError(400, 'ERROR', 'The Host header is required') : undefined);
   });
+  registerGate(app, deps.authenticator);
 
   // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
   // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
@@ -118,7 +133,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     });
   }
 
-  await registerOpenApi(app);
+  await registerOpenApi(app, {
+    auth: config.auth.scheme,
+    rateLimited: config.rateLimit !== undefined,
+    isProtected: (method, url) => accessOf(method, url) !== 'public',
+    isLimited: (url) => url !== `${API_PREFIX}/health`,
+  });
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
   await app.register(systemRoutes, { prefix: API_PREFIX, catalog });
   await app.register(openApiRoutes);
@@ -130,14 +150,41 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   return app;
 }
 
+/** TRUST_PROXY as a hop count: the nearest `hops` addresses of X-Forwarded-For are proxies. */
+export function hopsTrusted(hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops;
+}
+
 /** One `info` line per request, written when it completes, instead of Fastify's two. */
 class OneLinePerRequest extends LogController {
   override incomingRequest(): void {}
   override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 };
+    const line = { method: request.method, url: redactCredentials(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
     else reply.log.info(line, 'request');
   }
+}
+
+/**
+ * The request URL as logged: values of `api_key` and `access_token` replaced, so that credentials sent
+ * in a query string never reach the logs (headers are never logged at all).
+ */
+export function redactCredentials(url: string): string {
+  const query = url.indexOf('?');
+  if (query === -1) return url;
+  const pairs = url.slice(query + 1).split('&').map((pair) => {
+    const equals = pair.indexOf('=');
+    const name = equals === -1 ? pair : pair.slice(0, equals);
+    // Names as URLSearchParams reads them (credentialsOf), so `api%5Fkey` is caught too.
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+    } catch {
+      decoded = name;
+    }
+    return equals !== -1 && (decoded === 'api_key' || decoded === 'access_token') ? `${name}=[REDACTED]` : pair;
+  });
+  return `${url.slice(0, query)}?${pairs.join('&')}`;
 }

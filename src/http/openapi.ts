@@ -8,6 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import type { AuthScheme } from '../config.js';
 import { API_PREFIX } from './prefix.js';
 
 export const API_VERSION = '1.0.0';
@@ -63,8 +64,56 @@ export function errorReplies(...statuses: ErrorStatus[]): Partial<Record<ErrorSt
   return Object.fromEntries([...statuses, 500 as const].map((status) => [status, ERRORS[status]]));
 }
 
+/** How the document describes the protection that is on (protection.ts): nothing when all is off. */
+export interface DocumentedProtection {
+  auth: AuthScheme;
+  rateLimited: boolean;
+  /** Whether an operation needs a principal (protection.ts `accessOf`). */
+  isProtected(method: string, url: string): boolean;
+  /** Whether an operation is rate limited (everything but health). */
+  isLimited(url: string): boolean;
+}
+
+const SECURITY_SCHEMES: Record<Exclude<AuthScheme, 'none'>, Record<string, object>> = {
+  apikey: {
+    apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A key of API_KEYS' },
+    apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: 'A key of API_KEYS, as a query parameter' },
+  },
+  basic: { basicAuth: { type: 'http', scheme: 'basic', description: 'A user of BASIC_USERS' } },
+  jwt: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An HS256 token signed with JWT_SECRET; claims sub, name, role, exp' } },
+  oauth2: {
+    oauth2Bearer: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: 'An access token of the OAuth 2.0 authorization server (OAUTH2_ISSUER, for OAUTH2_AUDIENCE), RS256 or ES256, checked against OAUTH2_JWKS_URL',
+    },
+  },
+};
+
+/**
+ * Adds the security requirement and the 401/403 replies to protected operations, and 429 to limited
+ * ones. An onRoute hook that must be added before the document generator's own (which reads the
+ * schemas as routes are registered) and before the routes.
+ */
+function documentProtection(app: FastifyInstance, protection: DocumentedProtection): void {
+  const security = protection.auth === 'none' ? [] : Object.keys(SECURITY_SCHEMES[protection.auth]).map((name) => ({ [name]: [] }));
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as (Record<string, unknown> & { hide?: boolean; response?: Record<string, unknown> }) | undefined;
+    if (!schema || schema.hide) return;
+    const methods = [route.method].flat();
+    const extra: ErrorStatus[] = [];
+    const secured = security.length > 0 && methods.some((method) => protection.isProtected(method, route.url));
+    if (secured) extra.push(401, 403);
+    if (protection.rateLimited && protection.isLimited(route.url)) extra.push(429);
+    if (extra.length === 0) return;
+    route.schema = { ...schema, ...(secured ? { security } : {}), response: { ...schema.response, ...errorReplies(...extra) } };
+  });
+}
+
 /** Registers the document generator; must come before the routes it describes. */
-export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, protection?: DocumentedProtection): Promise<void> {
+  if (protection && (protection.auth !== 'none' || protection.rateLimited)) documentProtection(app, protection);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -79,6 +128,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'users', description: 'User records' },
         { name: 'service', description: 'Health and self-description' },
       ],
+      ...(protection && protection.auth !== 'none' ? { components: { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> } } : {}),
     },
   });
 }

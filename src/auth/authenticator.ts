@@ -1,0 +1,220 @@
+/**
+ * Authentication: one `Authenticator` per scheme, built from configuration, that turns the credentials
+ * of a request (REST) or a handshake (chat) into a `Principal`, or throws RosterError 401 with a
+ * `WWW-Authenticate` challenge naming the scheme. Signatures and tokens are checked by jose only;
+ * secrets (API keys, passwords) are compared in constant time.
+ *
+ * Successful verifications are cached for a short while (`VerificationCache`), keyed by a digest of the
+ * credential, so that a client sending the same credential on every request pays scrypt (Basic) or a
+ * signature check (tokens) once a minute rather than every time.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
+import type { AuthConfig, AuthScheme } from '../config.js';
+import { RosterError } from '../errors.js';
+import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';
+
+export interface Principal {
+  /** Who: the Basic user name, `api-key-<n>` (n-th entry of API_KEYS), or a token's `name` claim, else its `sub`. */
+  name: string;
+  /** `admin` may write users; any other role may read. */
+  role: string;
+  scheme: Exclude<AuthScheme, 'none'>;
+}
+
+/** What a request or handshake carries; the caller decides which places count (see credentialsOf). */
+export interface Credentials {
+  /** The Authorization header. */
+  authorization?: string | undefined;
+  /** X-API-Key, or the `api_key` query parameter. */
+  apiKey?: string | undefined;
+  /** The `access_token` query parameter (chat handshakes from browsers, which cannot set headers). */
+  accessToken?: string | undefined;
+}
+
+export interface Authenticator {
+  readonly scheme: Exclude<AuthScheme, 'none'>;
+  /** The `WWW-Authenticate` challenge of a 401 without an error (credentials missing). */
+  readonly challenge: string;
+  authenticate(credentials: Credentials): Promise<Principal>;
+}
+
+/** Seconds of clock difference tolerated on exp, nbf and iat. */
+export const CLOCK_TOLERANCE_S = 5;
+/**
+ * At most one JWKS fetch per this many ms when a token names a key id that is not cached (jose's
+ * `cooldownDuration`; its default is 30 s). Short enough that a rotation is picked up at once, long
+ * enough that tokens with made-up key ids cannot make Roster hammer the identity provider.
+ */
+export const JWKS_COOLDOWN_MS = 2_000;
+const JWKS_TIMEOUT_MS = 5_000;
+/** How long a successful verification is reused; never past a token's exp. */
+export const CACHE_TTL_MS = 60_000;
+const CACHE_ENTRIES = 4_096;
+const REALM = 'realm="roster"';
+
+export function createAuthenticator(config: AuthConfig): Authenticator | undefined {
+  switch (config.scheme) {
+    case 'none':
+      return undefined;
+    case 'apikey':
+      return apiKeyAuthenticator(config.apiKeys);
+    case 'basic':
+      return basicAuthenticator(config.basicUsers);
+    case 'jwt':
+      return tokenAuthenticator('jwt', new TextEncoder().encode(config.jwtSecret), { algorithms: ['HS256'] });
+    case 'oauth2': {
+      const { jwksUrl, issuer, audience } = config.oauth2!;
+      const jwks = createRemoteJWKSet(new URL(jwksUrl), { cooldownDuration: JWKS_COOLDOWN_MS, timeoutDuration: JWKS_TIMEOUT_MS });
+      return tokenAuthenticator('oauth2', jwks, { algorithms: ['RS256', 'ES256'], issuer, audience });
+    }
+  }
+}
+
+/** The credentials of a request: headers, plus `api_key` (and with `accessToken`, `access_token`) from the query. */
+export function credentialsOf(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  url: string,
+  options: { accessToken: boolean },
+): Credentials {
+  const credentials: Credentials = { authorization: single(headers.authorization), apiKey: single(headers['x-api-key']) };
+  const query = url.indexOf('?');
+  if (query !== -1 && (url.includes('api_key=', query) || url.includes('access_token=', query))) {
+    const params = new URLSearchParams(url.slice(query + 1));
+    credentials.apiKey ??= params.get('api_key') ?? undefined;
+    if (options.accessToken) credentials.accessToken = params.get('access_token') ?? undefined;
+  }
+  return credentials;
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function unauthorized(challenge: string, message: string): RosterError {
+  return new RosterError(401, 'UNAUTHORIZED', message, undefined, { 'WWW-Authenticate': challenge });
+}
+
+const sha256 = (value: string | Buffer) => createHash('sha256').update(value).digest();
+
+function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
+  const challenge = `ApiKey ${REALM}, header="X-API-Key", query="api_key"`;
+  // Digests have one length whatever the key's, so timingSafeEqual applies and leaks no length.
+  const entries = keys.map((entry, index) => ({ digest: sha256(entry.key), principal: { name: `api-key-${index + 1}`, role: entry.role, scheme: 'apikey' as const } }));
+  return {
+    scheme: 'apikey',
+    challenge,
+    async authenticate({ apiKey }) {
+      if (apiKey === undefined || apiKey === '') throw unauthorized(challenge, 'An API key is required (X-API-Key header or api_key parameter)');
+      const digest = sha256(apiKey);
+      let found: Principal | undefined;
+      // Every key is compared, match or not: the time taken says nothing about which key (if any) matched.
+      for (const entry of entries) {
+        const equal = timingSafeEqual(digest, entry.digest);
+        if (equal && found === undefined) found = entry.principal;
+      }
+      if (!found) throw unauthorized(challenge, 'The API key is not valid');
+      return found;
+    },
+  };
+}
+
+function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
+  const challenge = `Basic ${REALM}, charset="UTF-8"`;
+  const byName = new Map(users.map((user) => [user.name, { hash: parsePasswordHash(user.hash)!, principal: { name: user.name, role: user.role, scheme: 'basic' as const } }]));
+  // An unknown user costs one scrypt like a known one, with the parameters of a real entry, so the
+  // time taken does not tell which user names exist.
+  const first = [...byName.values()][0]!.hash;
+  const decoy: PasswordHash = { ...first, salt: randomBytes(first.salt.length), hash: randomBytes(first.hash.length) };
+  const cache = new VerificationCache();
+  return {
+    scheme: 'basic',
+    challenge,
+    async authenticate({ authorization }) {
+      if (authorization === undefined) throw unauthorized(challenge, 'Credentials are required (Authorization: Basic)');
+      const match = /^Basic +([A-Za-z0-9+/]{1,4096}={0,2}) *$/i.exec(authorization);
+      const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : '';
+      const colon = decoded.indexOf(':');
+      if (colon <= 0) throw unauthorized(challenge, 'The Authorization header is not valid Basic credentials');
+      return cache.verify(authorization, async () => {
+        const user = byName.get(decoded.slice(0, colon));
+        const ok = await verifyPassword(decoded.slice(colon + 1), user?.hash ?? decoy);
+        if (!ok || !user) throw unauthorized(challenge, 'The user name or password is not valid');
+        return { principal: user.principal, expiresAt: Date.now() + CACHE_TTL_MS };
+      });
+    },
+  };
+}
+
+type VerifyKey = Parameters<typeof jwtVerify>[1];
+
+function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: JWTVerifyOptions): Authenticator {
+  const challenge = `Bearer ${REALM}`;
+  const invalid = (description: string) => unauthorized(`Bearer ${REALM}, error="invalid_token", error_description="${description}"`, description);
+  const verifyOptions: JWTVerifyOptions = { ...options, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] };
+  const cache = new VerificationCache();
+  return {
+    scheme,
+    challenge,
+    async authenticate({ authorization, accessToken }) {
+      let token = accessToken;
+      if (authorization !== undefined) {
+        const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(authorization);
+        if (!match) throw invalid('The Authorization header is not a Bearer token');
+        token = match[1];
+      }
+      if (token === undefined || token === '') throw unauthorized(challenge, 'A bearer token is required (Authorization: Bearer)');
+      const jwt = token;
+      return cache.verify(jwt, async () => {
+        let payload: JWTPayload;
+        try {
+          ({ payload } = await jwtVerify(jwt, key as Parameters<typeof jwtVerify>[1] & Uint8Array, verifyOptions));
+        } catch (error) {
+          if (error instanceof joseErrors.JWTExpired) throw invalid('The token has expired');
+          if (error instanceof joseErrors.JWKSTimeout || (scheme === 'oauth2' && !(error instanceof joseErrors.JOSEError))) {
+            // The identity provider did not answer: not the client's fault.
+            throw new RosterError(503, 'SERVICE_UNAVAILABLE', 'The token cannot be checked now; try again later', undefined, { 'Retry-After': '5' });
+          }
+          throw invalid('The token is not valid');
+        }
+        // jose checks iat only with maxTokenAge; a token issued in the future is refused here.
+        if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S) throw invalid('The token is not valid yet');
+        const name = typeof payload.name === 'string' && payload.name !== '' ? payload.name : payload.sub!;
+        const role = typeof payload.role === 'string' ? payload.role : 'user';
+        return { principal: { name, role, scheme }, expiresAt: Math.min(Date.now() + CACHE_TTL_MS, payload.exp! * 1000) };
+      });
+    },
+  };
+}
+
+/**
+ * Recent successful verifications by a digest of the credential: a small LRU with expiry. Concurrent
+ * checks of one uncached credential share one verification. Failures are never cached.
+ */
+class VerificationCache {
+  readonly #done = new Map<string, { principal: Principal; expiresAt: number }>();
+  readonly #pending = new Map<string, Promise<{ principal: Principal; expiresAt: number }>>();
+
+  async verify(credential: string, check: () => Promise<{ principal: Principal; expiresAt: number }>): Promise<Principal> {
+    const key = sha256(credential).toString('base64');
+    const hit = this.#done.get(key);
+    if (hit) {
+      this.#done.delete(key);
+      if (hit.expiresAt > Date.now()) {
+        this.#done.set(key, hit); // most recently used goes last
+        return hit.principal;
+      }
+    }
+    let pending = this.#pending.get(key);
+    if (!pending) {
+      pending = check().finally(() => this.#pending.delete(key));
+      this.#pending.set(key, pending);
+    }
+    const result = await pending;
+    if (result.expiresAt > Date.now()) {
+      this.#done.set(key, result);
+      if (this.#done.size > CACHE_ENTRIES) this.#done.delete(this.#done.keys().next().value!);
+    }
+    return result.principal;
+  }
+}

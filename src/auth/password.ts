@@ -1,0 +1,61 @@
+/**
+ * Password hashes for HTTP Basic users (`BASIC_USERS`), made by `roster hash-password`:
+ * `scrypt$N$r$p$salt$hash`, salt (16 bytes) and hash (32 bytes) in base64url. The parameters travel
+ * with the hash, so stronger ones can be used later without breaking old entries.
+ *
+ * N = 2^15, r = 8, p = 1 by default: about 32 MiB and a few tens of milliseconds per check. Stronger
+ * settings cost every request that misses the verification cache (basic.ts), and cost an attacker who
+ * tries unknown users too, so they are a trade-off against denial of service, not a free win.
+ */
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+export const SCRYPT_DEFAULTS = { N: 2 ** 15, r: 8, p: 1 } as const;
+const SALT_BYTES = 16;
+const HASH_BYTES = 32;
+
+export interface PasswordHash {
+  N: number;
+  r: number;
+  p: number;
+  salt: Buffer;
+  hash: Buffer;
+}
+
+const B64URL = /^[A-Za-z0-9_-]+$/;
+
+/** The parsed hash, or undefined when `encoded` is not one (the config check uses this). */
+export function parsePasswordHash(encoded: string): PasswordHash | undefined {
+  const parts = encoded.split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return undefined;
+  const [, n, r, p, salt = '', hash = ''] = parts;
+  const N = Number(n);
+  const R = Number(r);
+  const P = Number(p);
+  const powerOfTwo = Number.isInteger(N) && N >= 2 ** 10 && N <= 2 ** 20 && (N & (N - 1)) === 0;
+  if (!powerOfTwo || !Number.isInteger(R) || R < 1 || R > 32 || !Number.isInteger(P) || P < 1 || P > 16) return undefined;
+  if (!B64URL.test(salt) || !B64URL.test(hash)) return undefined;
+  const saltBytes = Buffer.from(salt, 'base64url');
+  const hashBytes = Buffer.from(hash, 'base64url');
+  if (saltBytes.length < 8 || hashBytes.length < 16 || hashBytes.length > 64) return undefined;
+  return { N, r: R, p: P, salt: saltBytes, hash: hashBytes };
+}
+
+function derive(password: string | Buffer, salt: Buffer, length: number, params: { N: number; r: number; p: number }): Promise<Buffer> {
+  // Node refuses a cost above its default memory cap (32 MiB) unless told: 128 * N * r, plus slack.
+  const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r + 1024 * 1024 };
+  return new Promise((resolve, reject) => {
+    scrypt(password, salt, length, options, (error, key) => (error ? reject(error) : resolve(key)));
+  });
+}
+
+export async function hashPassword(password: string, params: { N: number; r: number; p: number } = SCRYPT_DEFAULTS): Promise<string> {
+  const salt = randomBytes(SALT_BYTES);
+  const hash = await derive(password, salt, HASH_BYTES, params);
+  return `scrypt$${params.N}$${params.r}$${params.p}$${salt.toString('base64url')}$${hash.toString('base64url')}`;
+}
+
+/** Always runs scrypt once and compares in constant time. */
+export async function verifyPassword(password: string | Buffer, stored: PasswordHash): Promise<boolean> {
+  const candidate = await derive(password, stored.salt, stored.hash.length, stored);
+  return timingSafeEqual(candidate, stored.hash);
+}

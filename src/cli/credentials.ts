@@ -1,0 +1,147 @@
+/**
+ * `roster hash-password` and `roster token`: the credentials of the README's examples. The first makes
+ * a BASIC_USERS hash (src/auth/password.ts); the second mints an HS256 token for AUTH=jwt, with jose,
+ * for trying the API and for tests (a real deployment's tokens come from whoever issues them).
+ */
+import { SignJWT } from 'jose';
+import { parseArgs } from 'node:util';
+import { hashPassword } from '../auth/password.js';
+
+export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
+
+Reads a password and prints its hash for BASIC_USERS (name:hash[:role]): scrypt, in the form
+scrypt$N$r$p$salt$hash. On a terminal the password is asked for twice, without echo; otherwise it
+is the first line of the standard input:
+  echo 'correct horse battery staple' | roster hash-password`;
+
+export const TOKEN_USAGE = `Usage: roster token --sub SUBJECT [--name NAME] [--role ROLE] [--expires-in TIME] [--secret SECRET]
+
+Prints an HS256 JSON Web Token for AUTH=jwt, signed with --secret or else $JWT_SECRET (at least 32
+bytes). Claims: sub, name (optional), role (admin may write users; anything else reads), iat, exp.
+
+Options:
+  --sub SUBJECT       the sub claim (required)
+  --name NAME         the name claim: shown to others when the holder joins the chat
+  --role ROLE         the role claim (default: user)
+  --expires-in TIME   lifetime such as 30s, 15m, 1h, 7d (default: 1h)
+  --secret SECRET     the signing secret (default: $JWT_SECRET)`;
+
+interface Io {
+  input: NodeJS.ReadStream;
+  output: NodeJS.WritableStream;
+  errors: NodeJS.WritableStream;
+}
+
+const STANDARD: Io = { input: process.stdin, output: process.stdout, errors: process.stderr };
+
+export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Promise<number> {
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return print(io, HASH_PASSWORD_USAGE);
+  if (args.length > 0) return usageError(io, 'hash-password', `takes no arguments (got ${args.join(' ')}); the password comes from the standard input`);
+  let password: string;
+  if (io.input.isTTY) {
+    password = await askHidden(io, 'Password: ');
+    const again = await askHidden(io, 'Again: ');
+    if (again !== password) {
+      io.errors.write('roster hash-password: the passwords differ\n');
+      return 1;
+    }
+  } else {
+    password = (await readAll(io.input)).split(/\r?\n/)[0] ?? '';
+  }
+  if (password === '') {
+    io.errors.write('roster hash-password: the password is empty\n');
+    return 1;
+  }
+  io.output.write(`${await hashPassword(password)}\n`);
+  return 0;
+}
+
+export async function tokenCommand(args: string[], io: Io = STANDARD, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let values: { sub?: string; name?: string; role?: string; 'expires-in'?: string; secret?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        sub: { type: 'string' },
+        name: { type: 'string' },
+        role: { type: 'string' },
+        'expires-in': { type: 'string' },
+        secret: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return usageError(io, 'token', (error as Error).message);
+  }
+  if (values.help) return print(io, TOKEN_USAGE);
+  if (!values.sub) return usageError(io, 'token', '--sub is required');
+  const secret = values.secret ?? env.JWT_SECRET;
+  if (!secret || Buffer.byteLength(secret) < 32) return usageError(io, 'token', 'needs --secret or JWT_SECRET of at least 32 bytes');
+  const expiresIn = values['expires-in'] ?? '1h';
+  if (!/^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i.test(expiresIn)) {
+    return usageError(io, 'token', `--expires-in must be a time such as 30s, 15m, 1h or 7d (got "${expiresIn}")`);
+  }
+  const claims: Record<string, string> = { role: values.role ?? 'user' };
+  if (values.name) claims.name = values.name;
+  const token = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(values.sub)
+    .setIssuedAt()
+    .setExpirationTime(expiresIn)
+    .sign(new TextEncoder().encode(secret));
+  io.output.write(`${token}\n`);
+  return 0;
+}
+
+function print(io: Io, text: string): number {
+  io.output.write(`${text}\n`);
+  return 0;
+}
+
+function usageError(io: Io, command: string, message: string): number {
+  io.errors.write(`roster ${command}: ${message}\nRun 'roster ${command} --help' for usage.\n`);
+  return 2;
+}
+
+async function readAll(input: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  input.setEncoding('utf8');
+  for await (const chunk of input) text += chunk as string;
+  return text;
+}
+
+/** One line from the terminal in raw mode, echoing nothing; Ctrl-C aborts. */
+function askHidden(io: Io, prompt: string): Promise<string> {
+  io.errors.write(prompt);
+  const input = io.input;
+  return new Promise((resolve, reject) => {
+    let line = '';
+    input.setRawMode(true);
+    input.setEncoding('utf8');
+    input.resume();
+    const onData = (chunk: string) => {
+      for (const char of chunk) {
+        if (char === '\r' || char === '\n' || char === '\u0004') {
+          finish();
+          io.errors.write('\n');
+          return resolve(line);
+        }
+        if (char === '\u0003') {
+          finish();
+          io.errors.write('\n');
+          return reject(new Error('interrupted'));
+        }
+        if (char === '\u007f' || char === '\b') line = line.slice(0, -1);
+        else line += char;
+      }
+    };
+    const finish = () => {
+      input.off('data', onData);
+      input.setRawMode(false);
+      input.pause();
+    };
+    input.on('data', onData);
+  });
+}

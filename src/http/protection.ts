@@ -1,0 +1,172 @@
+/**
+ * Protection of the REST port, all opt-in (config.ts): security headers (@fastify/helmet), CORS
+ * (@fastify/cors), authentication and authorization (src/auth), and rate limiting
+ * (@fastify/rate-limit). Each is registered only when its setting is on: with everything off, no hook
+ * is added and every reply is what it was before.
+ *
+ * Order of the onRequest hooks, by design:
+ *   helmet, CORS (their headers reach every reply, errors included)
+ *   -> authenticate (records the principal or the failure; throws nothing yet)
+ *   -> rate limit (per principal when authenticated, else per address; health is exempt)
+ *   -> 404/405 for unknown routes, missing Host (http/errors.ts, app.ts)
+ *   -> gate: 401 for a failed or missing credential, 403 for a reader on a write
+ * so a client over its limit gets 429 even with bad credentials (guessing is rate limited too), the
+ * route map (public anyway, in the OpenAPI document) answers 404/405 before credentials are asked
+ * for, and 401/403 come before the body is read or validated and before a user is looked up: a client
+ * without the right never learns which ids exist.
+ */
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { credentialsOf, type Authenticator, type Principal } from '../auth/authenticator.js';
+import type { Config, RateLimit } from '../config.js';
+import { RosterError } from '../errors.js';
+import { CONSOLE_PREFIX } from './console.js';
+import { API_PREFIX } from './prefix.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated principal, when authentication is on and the route is not public. */
+    principal: Principal | null;
+    /** Why authentication failed (a 401), raised by the gate once the rate limit has had its say. */
+    authFailure: unknown;
+  }
+}
+
+export type Access = 'public' | 'reader' | 'admin';
+
+const HEALTH = `${API_PREFIX}/health`;
+const PUBLIC_ROUTES = new Set([HEALTH, `${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`, '/metrics', '/', '*']);
+const PUBLIC_PREFIXES = [`${API_PREFIX}/reference`, CONSOLE_PREFIX];
+
+/**
+ * What a route needs, in one place. Public: health, the description, the OpenAPI document and its
+ * reference page, the console's files, /metrics, and CORS preflights. Everything else (the user routes,
+ * and any route added later: deny by default) needs a principal to read (GET, HEAD) and an admin to
+ * write.
+ */
+export function accessOf(method: string, routeUrl: string | undefined): Access {
+  if (routeUrl === undefined || method === 'OPTIONS' || PUBLIC_ROUTES.has(routeUrl)) return 'public';
+  if (PUBLIC_PREFIXES.some((prefix) => routeUrl.startsWith(prefix))) return 'public';
+  return method === 'GET' || method === 'HEAD' ? 'reader' : 'admin';
+}
+
+export const forbidden = () => new RosterError(403, 'FORBIDDEN', 'This needs the admin role');
+
+/** The 429 of decisions.md, headers included, for REST requests and chat handshakes alike. */
+export function rateLimited(max: number, ttlMs: number): RosterError {
+  const seconds = String(Math.max(1, Math.ceil(ttlMs / 1000)));
+  return new RosterError(429, 'RATE_LIMITED', `Too many requests; try again in ${seconds} s`, undefined, {
+    'Retry-After': seconds,
+    'RateLimit-Limit': String(max),
+    'RateLimit-Remaining': '0',
+    'RateLimit-Reset': seconds,
+  });
+}
+
+/** The rate-limit key of a client: its principal when authenticated, else its address (TRUST_PROXY decides which). */
+export function clientKey(principal: Principal | null | undefined, address: string): string {
+  return principal ? `principal:${principal.scheme}:${principal.name}` : `address:${address}`;
+}
+
+/** Helmet, CORS, authentication and rate limiting: what must run before the app's own onRequest hooks. */
+export async function registerProtection(app: FastifyInstance, config: Config, authenticator: Authenticator | undefined): Promise<void> {
+  if (config.securityHeaders) await app.register(helmet, helmetOptions(config));
+  if (config.corsOrigins) await app.register(cors, corsOptions(config.corsOrigins));
+
+  if (authenticator) {
+    app.decorateRequest('principal', null);
+    app.decorateRequest('authFailure', null);
+    app.addHook('onRequest', async (request) => {
+      if (accessOf(request.method, request.routeOptions.url) === 'public') return;
+      try {
+        request.principal = await authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }));
+      } catch (error) {
+        request.authFailure = error;
+      }
+    });
+  }
+
+  if (config.rateLimit) await registerRateLimit(app, config.rateLimit);
+}
+
+/** The 401/403 decision, after the rate limit and the router's 404/405. */
+export function registerGate(app: FastifyInstance, authenticator: Authenticator | undefined): void {
+  if (!authenticator) return;
+  app.addHook('onRequest', (request, _reply, done) => {
+    const access = accessOf(request.method, request.routeOptions.url);
+    if (access === 'public') return done();
+    if (request.authFailure) return done(request.authFailure as Error);
+    if (access === 'admin' && request.principal?.role !== 'admin') return done(forbidden());
+    done();
+  });
+}
+
+async function registerRateLimit(app: FastifyInstance, limit: RateLimit): Promise<void> {
+  await app.register(rateLimit, {
+    global: false, // applied by the hook below, to every request (unknown routes too), not route by route
+    max: limit.max,
+    timeWindow: limit.windowMs,
+    enableDraftSpec: true, // RateLimit-Limit / -Remaining / -Reset rather than X-RateLimit-*
+    keyGenerator: (request: FastifyRequest) => clientKey(request.principal, request.ip),
+    // On a 429 the headers come with the error (rateLimited), so the one error handler writes them.
+    addHeaders: { 'ratelimit-limit': false, 'ratelimit-remaining': false, 'ratelimit-reset': false, 'retry-after': false },
+    addHeadersOnExceeding: { 'ratelimit-limit': true, 'ratelimit-remaining': true, 'ratelimit-reset': true },
+    errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl),
+  });
+  const limiter = app.rateLimit();
+  app.addHook('onRequest', async (request, reply) => {
+    // Health stays answerable to load balancers and orchestrators however busy a client is.
+    if (request.routeOptions.url === HEALTH) return;
+    await limiter.call(app, request, reply);
+  });
+}
+
+/**
+ * For a JSON API, Swagger UI (its own scripts and styles, no inline script) and the console (which
+ * sets its own, stricter policy in console.ts, replacing this one on its pages). HSTS only over TLS:
+ * sent over plain HTTP it is ignored at best.
+ */
+function helmetOptions(config: Config) {
+  return {
+    global: true,
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        'default-src': ["'self'"],
+        'base-uri': ["'self'"],
+        'connect-src': ["'self'"],
+        'font-src': ["'self'", 'data:'],
+        'form-action': ["'self'"],
+        'frame-ancestors': ["'none'"],
+        'img-src': ["'self'", 'data:'],
+        'object-src': ["'none'"],
+        'script-src': ["'self'"],
+        'script-src-attr': ["'none'"],
+        'style-src': ["'self'", "'unsafe-inline'"], // Swagger UI sets style attributes from script
+      },
+    },
+    frameguard: { action: 'deny' as const },
+    hsts: config.tls ? { maxAge: 15_552_000, includeSubDomains: false } : false,
+    referrerPolicy: { policy: 'no-referrer' as const },
+  };
+}
+
+function corsOptions(origins: readonly string[]) {
+  return {
+    origin: origins.includes('*') ? '*' : [...origins],
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-Request-Id'],
+    exposedHeaders: ['X-Request-Id', 'WWW-Authenticate', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Allow'],
+    maxAge: 600,
+    // A non-preflight OPTIONS from an allowed origin gets the preflight answer rather than the
+    // plugin's plain-text 400 (not in the envelope); OPTIONS from elsewhere still gets 405.
+    strictPreflight: false,
+  };
+}
+
+/** Whether a chat handshake's Origin may connect: any without CORS_ORIGINS, and non-browser clients (no Origin). */
+export function originAllowed(origins: readonly string[] | undefined, origin: string | undefined): boolean {
+  return origins === undefined || origin === undefined || origins.includes('*') || origins.includes(origin);
+}

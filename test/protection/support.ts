@@ -1,0 +1,147 @@
+/**
+ * Shared pieces of the protection tests: tokens and keys (jose), a JWKS server that can rotate its
+ * keys, chat handshakes whose refusal is read in full, and the checks of a 401/403/429 reply.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import { WebSocket, type ClientOptions } from 'ws';
+import { assertErrorEnvelope } from '../hardening/health-check.js';
+import { within, type JsonResponse } from '../helpers.js';
+
+export const SECRET = 'test-secret-of-at-least-32-bytes-0123456789';
+export const API_KEY_ADMIN = 'admin-key-0123456789abcdef';
+export const API_KEY_READER = 'reader-key-0123456789abcdef';
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/** An HS256 token (or another algorithm with `key`); claims default to a valid admin token for an hour. */
+export async function token(
+  claims: JWTPayload = {},
+  options: { key?: CryptoKey | Uint8Array; alg?: string; kid?: string; exp?: number; iat?: number; nbf?: number; omit?: string[] } = {},
+): Promise<string> {
+  const payload: JWTPayload = { sub: 'u-1', name: 'Ada', role: 'admin', iat: options.iat ?? now(), exp: options.exp ?? now() + 3600, ...claims };
+  if (options.nbf !== undefined) payload.nbf = options.nbf;
+  for (const name of options.omit ?? []) delete payload[name];
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: options.alg ?? 'HS256', typ: 'JWT', ...(options.kid ? { kid: options.kid } : {}) })
+    .sign(options.key ?? new TextEncoder().encode(SECRET));
+}
+
+/** A token with `alg: none` and no signature: built by hand, since no library should make one. */
+export function unsignedToken(claims: JWTPayload = {}): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${encode({ alg: 'none', typ: 'JWT' })}.${encode({ sub: 'u-1', role: 'admin', iat: now(), exp: now() + 3600, ...claims })}.`;
+}
+
+/** The token with one character of its payload changed (the signature no longer matches). */
+export function tampered(jwt: string): string {
+  const [header, payload, signature] = jwt.split('.') as [string, string, string];
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as JWTPayload;
+  claims.role = claims.role === 'admin' ? 'user' : 'admin';
+  return `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
+}
+
+export const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+export interface SigningKey {
+  kid: string;
+  alg: 'RS256' | 'ES256';
+  privateKey: CryptoKey;
+  jwk: JWK;
+}
+
+export async function signingKey(kid: string, alg: 'RS256' | 'ES256'): Promise<SigningKey> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  return { kid, alg, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
+}
+
+/** A JWKS endpoint of the test's own; `keys` can be replaced (a rotation); `fetches` counts requests. */
+export class JwksServer {
+  keys: SigningKey[] = [];
+  fetches = 0;
+  readonly server: Server;
+
+  private constructor() {
+    this.server = createServer((_request, response) => {
+      this.fetches += 1;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ keys: this.keys.map((key) => key.jwk) }));
+    });
+  }
+
+  static async start(keys: SigningKey[]): Promise<JwksServer> {
+    const jwks = new JwksServer();
+    jwks.keys = keys;
+    jwks.server.listen(0, '127.0.0.1');
+    await once(jwks.server, 'listening');
+    return jwks;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/.well-known/jwks.json`;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+export interface Handshake {
+  /** 101 when accepted. */
+  status: number;
+  headers: IncomingMessage['headers'];
+  text: string;
+  /** The open connection when accepted (the caller closes it), with the messages received so far. */
+  ws?: WebSocket;
+  messages: Record<string, unknown>[];
+}
+
+/** Opens a chat connection and reports the outcome: accepted (with the welcome), or refused with status, headers and body. */
+export async function handshake(url: string, options: ClientOptions = {}): Promise<Handshake> {
+  const ws = new WebSocket(url, options);
+  const messages: Record<string, unknown>[] = [];
+  ws.on('message', (data) => messages.push(JSON.parse(String(data)) as Record<string, unknown>));
+  ws.on('error', () => {});
+  const outcome = await within(
+    Promise.race([
+      once(ws, 'unexpected-response').then(([, response]) => response as IncomingMessage),
+      once(ws, 'open').then(() => undefined),
+    ]),
+    5000,
+    'the handshake outcome',
+  );
+  if (outcome === undefined) {
+    await within(
+      new Promise<void>((resolve) => {
+        const check = () => (messages.some((m) => m.type === 'system') ? resolve() : setTimeout(check, 5));
+        check();
+      }),
+      5000,
+      'the welcome',
+    );
+    return { status: 101, headers: {}, text: '', ws, messages };
+  }
+  let text = '';
+  outcome.setEncoding('utf8');
+  for await (const chunk of outcome) text += chunk as string;
+  ws.terminate();
+  return { status: outcome.statusCode ?? 0, headers: outcome.headers, text, messages };
+}
+
+/** A refusal in the envelope with the status and code, and (for 401) a challenge naming `scheme`. */
+export function assertRefused(
+  response: JsonResponse | Handshake,
+  status: number,
+  code: string,
+  scheme?: RegExp,
+  what = 'the reply',
+): void {
+  const headers = response.headers instanceof Headers ? Object.fromEntries(response.headers) : (response.headers as Record<string, string>);
+  assertErrorEnvelope({ status: response.status, headers, text: response.text }, { status, code }, what);
+  if (scheme) assert.match(headers['www-authenticate'] ?? '', scheme, `${what}: WWW-Authenticate`);
+  if (status === 403) assert.equal(headers['www-authenticate'], undefined, `${what}: no challenge on 403`);
+}
