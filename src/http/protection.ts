@@ -155,7 +155,9 @@ function helmetOptions(config: Config) {
 
 function corsOptions(origins: readonly string[]) {
   return {
-    origin: origins.includes('*') ? '*' : [...origins],
+    // A function rather than the list: for an origin it refuses, the plugin then stays out entirely,
+    // so a foreign preflight gets the app's 405 like any OPTIONS, not a 204 without CORS headers.
+    origin: origins.includes('*') ? '*' : (origin: string | undefined, callback: (error: Error | null, allow: boolean) => void) => callback(null, origin !== undefined && origins.includes(origin)),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-Request-Id'],
     exposedHeaders: ['X-Request-Id', 'WWW-Authenticate', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Allow'],
