@@ -8,7 +8,8 @@
  * credential, so that a client sending the same credential on every request pays scrypt (Basic) or a
  * signature check (tokens) once a minute rather than every time.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as crypto from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { AuthConfig, AuthScheme } from '../config.js';
 import { RosterError } from '../errors.js';
@@ -36,7 +37,12 @@ export interface Authenticator {
   readonly scheme: Exclude<AuthScheme, 'none'>;
   /** The `WWW-Authenticate` challenge of a 401 without an error (credentials missing). */
   readonly challenge: string;
-  authenticate(credentials: Credentials): Promise<Principal>;
+  /**
+   * The principal, or throws the 401. Synchronous when it can be (API keys; a credential verified
+   * recently), so that the common request costs no promise; a promise when it must wait (scrypt, a
+   * signature check, a JWKS fetch).
+   */
+  authenticate(credentials: Credentials): Principal | Promise<Principal>;
 }
 
 /** Seconds of clock difference tolerated on exp, nbf and iat. */
@@ -95,7 +101,13 @@ function unauthorized(challenge: string, message: string): RosterError {
   return new RosterError(401, 'UNAUTHORIZED', message, undefined, { 'WWW-Authenticate': challenge });
 }
 
-const sha256 = (value: string | Buffer) => createHash('sha256').update(value).digest();
+// crypto.hash (one-shot, Node >= 20.12) is two to four times as fast as createHash for these short
+// inputs, and it runs on every authenticated request; older Node 20 falls back to createHash.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: string) => Buffer | string }).hash;
+const sha256 = (value: string): Buffer =>
+  oneShot ? (oneShot('sha256', value, 'buffer') as Buffer) : crypto.createHash('sha256').update(value).digest();
+const sha256Text = (value: string): string =>
+  oneShot ? (oneShot('sha256', value, 'base64') as string) : crypto.createHash('sha256').update(value).digest('base64');
 
 function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
   const challenge = `ApiKey ${REALM}, header="X-API-Key", query="api_key"`;
@@ -104,7 +116,7 @@ function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
   return {
     scheme: 'apikey',
     challenge,
-    async authenticate({ apiKey }) {
+    authenticate({ apiKey }) {
       if (apiKey === undefined || apiKey === '') throw unauthorized(challenge, 'An API key is required (X-API-Key header or api_key parameter)');
       const digest = sha256(apiKey);
       let found: Principal | undefined;
@@ -130,8 +142,10 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
   return {
     scheme: 'basic',
     challenge,
-    async authenticate({ authorization }) {
+    authenticate({ authorization }) {
       if (authorization === undefined) throw unauthorized(challenge, 'Credentials are required (Authorization: Basic)');
+      const known = cache.get(authorization);
+      if (known) return known;
       const match = /^Basic +([A-Za-z0-9+/]{1,4096}={0,2}) *$/i.exec(authorization);
       const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : '';
       const colon = decoded.indexOf(':');
@@ -156,7 +170,7 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
   return {
     scheme,
     challenge,
-    async authenticate({ authorization, accessToken }) {
+    authenticate({ authorization, accessToken }) {
       let token = accessToken;
       if (authorization !== undefined) {
         const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(authorization);
@@ -165,6 +179,8 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
       }
       if (token === undefined || token === '') throw unauthorized(challenge, 'A bearer token is required (Authorization: Bearer)');
       const jwt = token;
+      const known = cache.get(jwt);
+      if (known) return known;
       return cache.verify(jwt, async () => {
         let payload: JWTPayload;
         try {
@@ -195,16 +211,20 @@ class VerificationCache {
   readonly #done = new Map<string, { principal: Principal; expiresAt: number }>();
   readonly #pending = new Map<string, Promise<{ principal: Principal; expiresAt: number }>>();
 
-  async verify(credential: string, check: () => Promise<{ principal: Principal; expiresAt: number }>): Promise<Principal> {
-    const key = sha256(credential).toString('base64');
+  /** The principal of a credential verified recently, if any. */
+  get(credential: string): Principal | undefined {
+    const key = sha256Text(credential);
     const hit = this.#done.get(key);
-    if (hit) {
-      this.#done.delete(key);
-      if (hit.expiresAt > Date.now()) {
-        this.#done.set(key, hit); // most recently used goes last
-        return hit.principal;
-      }
-    }
+    if (!hit) return undefined;
+    this.#done.delete(key);
+    if (hit.expiresAt <= Date.now()) return undefined;
+    this.#done.set(key, hit); // most recently used goes last
+    return hit.principal;
+  }
+
+  /** Verifies (once, however many ask at the same time) and remembers a success. */
+  async verify(credential: string, check: () => Promise<{ principal: Principal; expiresAt: number }>): Promise<Principal> {
+    const key = sha256Text(credential);
     let pending = this.#pending.get(key);
     if (!pending) {
       pending = check().finally(() => this.#pending.delete(key));

@@ -108,7 +108,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
     done(missingHost ? new RosterError(400, 'ERROR', 'The Host header is required') : undefined);
   });
-  registerGate(app, deps.authenticator);
+  registerGate(app, config, deps.authenticator);
 
   // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
   // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"

@@ -47,6 +47,20 @@ const PUBLIC_PREFIXES = [`${API_PREFIX}/reference`, CONSOLE_PREFIX];
  * write.
  */
 export function accessOf(method: string, routeUrl: string | undefined): Access {
+  if (routeUrl === undefined) return 'public';
+  const key = `${method} ${routeUrl}`;
+  let access = ACCESS.get(key);
+  if (access === undefined) {
+    access = decideAccess(method, routeUrl);
+    ACCESS.set(key, access);
+  }
+  return access;
+}
+
+/** Routes are fixed after start-up: each one's access is decided once (a few dozen entries). */
+const ACCESS = new Map<string, Access>();
+
+function decideAccess(method: string, routeUrl: string | undefined): Access {
   if (routeUrl === undefined || method === 'OPTIONS' || PUBLIC_ROUTES.has(routeUrl)) return 'public';
   if (PUBLIC_PREFIXES.some((prefix) => routeUrl.startsWith(prefix))) return 'public';
   return method === 'GET' || method === 'HEAD' ? 'reader' : 'admin';
@@ -78,28 +92,61 @@ export async function registerProtection(app: FastifyInstance, config: Config, a
   if (authenticator) {
     app.decorateRequest('principal', null);
     app.decorateRequest('authFailure', null);
-    app.addHook('onRequest', async (request) => {
-      if (accessOf(request.method, request.routeOptions.url) === 'public') return;
-      try {
-        request.principal = await authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }));
-      } catch (error) {
-        request.authFailure = error;
-      }
+  }
+  // With rate limiting, authentication runs before it (the key is the principal) and only records its
+  // outcome; the gate after the router decides. Without, the gate does it all in one hook.
+  if (authenticator && config.rateLimit) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (accessOf(request.method, request.routeOptions.url) === 'public') return done();
+      authenticateRequest(authenticator, request, () => done());
     });
   }
 
   if (config.rateLimit) await registerRateLimit(app, config.rateLimit);
 }
 
+/**
+ * Sets request.principal, or request.authFailure, then calls `next`: at once when the authenticator
+ * answers synchronously (the common case: a key, a credential verified recently), else when it settles.
+ */
+function authenticateRequest(authenticator: Authenticator, request: FastifyRequest, next: () => void): void {
+  let result: Principal | Promise<Principal>;
+  try {
+    result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }));
+  } catch (error) {
+    request.authFailure = error;
+    return next();
+  }
+  if (!(result instanceof Promise)) {
+    request.principal = result;
+    return next();
+  }
+  result.then(
+    (principal) => {
+      request.principal = principal;
+      next();
+    },
+    (error: unknown) => {
+      request.authFailure = error;
+      next();
+    },
+  );
+}
+
 /** The 401/403 decision, after the rate limit and the router's 404/405. */
-export function registerGate(app: FastifyInstance, authenticator: Authenticator | undefined): void {
+export function registerGate(app: FastifyInstance, config: Config, authenticator: Authenticator | undefined): void {
   if (!authenticator) return;
+  const authenticated = config.rateLimit !== undefined; // by the hook before the rate limit
   app.addHook('onRequest', (request, _reply, done) => {
     const access = accessOf(request.method, request.routeOptions.url);
     if (access === 'public') return done();
-    if (request.authFailure) return done(request.authFailure as Error);
-    if (access === 'admin' && request.principal?.role !== 'admin') return done(forbidden());
-    done();
+    const decide = () => {
+      if (request.authFailure) return done(request.authFailure as Error);
+      if (access === 'admin' && request.principal?.role !== 'admin') return done(forbidden());
+      done();
+    };
+    if (authenticated) decide();
+    else authenticateRequest(authenticator, request, decide);
   });
 }
 
