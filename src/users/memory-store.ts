@@ -128,11 +128,12 @@ export class MemoryUserStore implements UserStore {
     this.#creation.replace(before, next);
     if (before.role === next.role) this.#roleIndex(before.role).replace(before, next);
     else this.#roleIndex(before.role).remove(before);
-    this.#releaseEmail(oldKey, before);
+    if (oldKey === newKey) this.#swapEmailHolder(oldKey, before, next);
+    else this.#releaseEmail(oldKey, before);
     this.#oddKeys.delete(before);
 
     this.#byId.set(id, next);
-    this.#holdEmail(newKey, next);
+    if (oldKey !== newKey) this.#holdEmail(newKey, next);
     this.#noteOddKeys(next);
     for (const field of SORTED_FIELDS) if (before[field] !== next[field]) this.#fields[field].insert(next);
     if (before.role !== next.role) this.#roleIndex(next.role).insert(next);
@@ -293,6 +294,13 @@ export class MemoryUserStore implements UserStore {
     if (held === undefined) this.#byEmail.set(key, user);
     else if (Array.isArray(held)) held.push(user);
     else this.#byEmail.set(key, [held, user]);
+  }
+
+  /** The same email key, held now by the updated object (no Map delete and re-insert). */
+  #swapEmailHolder(key: string, before: User, next: User): void {
+    const held = this.#byEmail.get(key);
+    if (held === before) this.#byEmail.set(key, next);
+    else if (Array.isArray(held) && held.includes(before)) held[held.indexOf(before)] = next;
   }
 
   #releaseEmail(key: string, user: User): void {
