@@ -59,11 +59,20 @@ export class Metrics {
     };
   }
 
+  /** Per label set, the counter's and histogram's children: labels are hashed once, not per request. */
+  readonly #series = new Map<string, { requests: { inc(): void }; duration: { observe(value: number): void } }>();
+
   /** Records one finished HTTP request. `route` is the route's pattern (`/api/v1/users/:id`), never the raw URL. */
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    const labels = { route, method, status: String(status) };
-    this.httpRequests.inc(labels);
-    this.httpDuration.observe(labels, seconds);
+    const key = `${status} ${method} ${route}`;
+    let series = this.#series.get(key);
+    if (!series) {
+      const labels = { route, method, status: String(status) };
+      series = { requests: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
+      this.#series.set(key, series);
+    }
+    series.requests.inc();
+    series.duration.observe(seconds);
   }
 }
 
