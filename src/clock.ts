@@ -14,10 +14,17 @@ function nowMicros(): number {
   return Math.floor((performance.timeOrigin + performance.now()) * 1000);
 }
 
+/** The `YYYY-MM-DDTHH:MM:SS.` part of the last second formatted: it changes once a second, not per call. */
+let cachedSecond = NaN;
+let cachedPrefix = '';
+
 export function formatMicros(micros: number): string {
-  const millis = Math.floor(micros / 1000);
-  const iso = new Date(millis).toISOString(); // 2026-11-22T10:15:30.123Z
-  return `${iso.slice(0, 23)}${String(micros - millis * 1000).padStart(3, '0')}`;
+  const second = Math.floor(micros / 1_000_000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 20); // 2026-11-22T10:15:30.
+  }
+  return cachedPrefix + String(micros - second * 1_000_000).padStart(6, '0');
 }
 
 /** An ISO timestamp for messages (health, chat) where strict ordering does not matter. */

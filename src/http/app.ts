@@ -161,6 +161,8 @@ class OneLinePerRequest extends LogController {
   override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    // LOG_LEVEL above info (warn, as in production under load): no line, so nothing to build.
+    if (!error && !(reply.log as unknown as Logger).isLevelEnabled('info')) return;
     const line = { method: request.method, url: redactCredentials(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
     else reply.log.info(line, 'request');
