@@ -1,0 +1,105 @@
+/**
+ * `npm run bench`: Roster against baselines measured in the same run — a minimal node:http server over
+ * a Map (the REST ceiling) and a stock `ws` broadcast server (the chat ceiling). Every server runs in
+ * its own process on one CPU, every load generator in its own process on the other. Prints one
+ * Markdown table per section with PASS/FAIL lines for the targets, and writes them to BENCHMARKS.md.
+ *
+ *   npm run bench                  1 000 and 100 000 users; 1 000 and 5 000 chat clients; 10 000 idle
+ *   npm run bench -- --full        adds 1 000 000 users
+ *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
+ */
+import { execFileSync } from 'node:child_process';
+import { relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { benchPids, killAllChildren, LOAD_CPU, pinned, SERVER_CPU } from './ipc.js';
+import { machine, percent, writeGeneratedSection } from './report.js';
+import { chatSection } from './sections/chat.js';
+import { planFor, progress, sleep } from './sections/common.js';
+import { restSection } from './sections/rest.js';
+import { otherLoadMeter } from './stats.js';
+
+function commandLine(args: readonly string[]): string {
+  if (process.env.npm_lifecycle_event === 'bench') return `npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
+  const script = process.argv[1] ?? 'dist/bench/run.js';
+  const local = relative(process.cwd(), script);
+  return ['node', local.startsWith('..') ? script : local, ...args].join(' ');
+}
+
+function revision(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return `commit ${commit}${dirty ? ' with uncommitted changes in src/' : ''}`;
+  } catch {
+    return 'commit unknown';
+  }
+}
+
+function preamble(command: string, backgroundLoad: number): string {
+  return [
+    '## Results',
+    '',
+    `- Command: \`${command}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, Roster ${revision()}`,
+    `- Machine: ${machine()}; Node ${process.version}`,
+    `- ${pinned ? `Each server runs alone on CPU ${SERVER_CPU}, each load generator on CPU ${LOAD_CPU} (taskset).` : 'Processes are not pinned to CPUs (taskset not found), so figures are less comparable.'} ` +
+      `CPU busy figures are ${pinned ? 'of the whole CPU, kernel network work (softirq) included' : 'of each process'}. ` +
+      `Other processes used ${percent(backgroundLoad)} of a CPU just before the run.`,
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const { values: flags } = parseArgs({
+    args,
+    options: { quick: { type: 'boolean', default: false }, full: { type: 'boolean', default: false }, write: { type: 'boolean', default: false } },
+  });
+  if (flags.quick && flags.full) throw new Error('--quick and --full exclude each other');
+  const plan = planFor(flags);
+  const started = performance.now();
+  const background = otherLoadMeter(benchPids);
+  await sleep(1000);
+  const head = preamble(commandLine(args), background());
+  console.log(`${head}\n`);
+
+  const rest = await restSection(plan);
+  console.log(`${rest.markdown}\n`);
+  const chat = await chatSection(plan);
+  console.log(`${chat.markdown}\n`);
+
+  const targets = [...rest.targets, ...chat.targets];
+  const failed = targets.filter((target) => target.pass === false).length;
+  const passed = targets.filter((target) => target.pass === true).length;
+  const summary = [
+    `Targets: ${passed} pass, ${failed} fail, ${targets.length - passed - failed} not measured.`,
+    rest.errors + chat.errors > 0 ? `**Measurements that failed: ${rest.errors + chat.errors}** (see the tables).` : '',
+    `Run took ${Math.round((performance.now() - started) / 1000)} s.`,
+  ]
+    .filter(Boolean)
+    .join(' ');
+  console.log(summary);
+  // Targets are reported, not enforced; a measurement that could not be made fails the run (a smoke check).
+  if (rest.errors + chat.errors > 0) process.exitCode = 1;
+
+  if (!flags.quick || flags.write) {
+    const file = resolve('BENCHMARKS.md');
+    writeGeneratedSection(file, [head, rest.markdown, chat.markdown, summary].join('\n\n'));
+    progress(`wrote ${file}`);
+  }
+}
+
+process.on('exit', killAllChildren);
+for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.on(signal, () => {
+    killAllChildren();
+    process.exit(status);
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+} finally {
+  killAllChildren();
+}

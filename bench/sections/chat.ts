@@ -1,0 +1,259 @@
+/**
+ * The chat section: Roster's chat and the stock ws broadcast baseline, each with N raw clients of the
+ * chat load generator, with one and with several senders; then the idle connections held on Roster
+ * for the memory each costs.
+ */
+import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
+import type { ChatCommand, ChatConnected, ChatResult } from '../load/chat.js';
+import { bytes, integer, megabytes, ms, percent, ratio, table, targetLines, type Target } from '../report.js';
+import type { RosterCommand, RosterStarted } from '../servers/roster.js';
+import type { WsBaselineCommand } from '../servers/ws-baseline.js';
+import { otherLoadMeter } from '../stats.js';
+import {
+  benchScript,
+  cpuCell,
+  disturbed,
+  errorText,
+  isDisturbed,
+  judge,
+  progress,
+  ROSTER_ENV,
+  SERVERS,
+  type Plan,
+  type SectionReport,
+  type ServerName,
+} from './common.js';
+
+interface ChatServer {
+  child: BenchChild;
+  wsPort: number;
+}
+
+async function startChatServer(name: ServerName): Promise<ChatServer> {
+  if (name === 'Roster') {
+    const child = new BenchChild('Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS);
+    const started = await child.request<RosterStarted>({ cmd: 'start', users: 0, env: ROSTER_ENV } satisfies RosterCommand, 60_000);
+    return { child, wsPort: started.wsPort };
+  }
+  const child = new BenchChild('ws baseline', benchScript('servers/ws-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
+  const started = await child.request<{ wsPort: number }>({ cmd: 'start' } satisfies WsBaselineCommand, 60_000);
+  return { child, wsPort: started.wsPort };
+}
+
+interface ChatRow {
+  clients: number;
+  senders: number;
+  server: ServerName;
+  result?: ChatResult;
+  /** CPU used by processes outside the benchmark meanwhile, as a share of one CPU. */
+  otherLoad?: number;
+  error?: string;
+}
+
+interface ChatFindings {
+  rows: ChatRow[];
+  notes: string[];
+  idle?: { connections: number; rssBefore: number; rssWith: number; connected: ChatConnected } | { connections: number; error: string };
+}
+
+/** How long the parent waits for a connect command: its own deadline, its grace to settle, and some. */
+const connectTimeout = (plan: Plan) => (plan.chat.connectSeconds + 120) * 1000;
+
+async function measureChat(plan: Plan): Promise<ChatFindings> {
+  const findings: ChatFindings = { rows: [], notes: [] };
+  const generator = new BenchChild('chat load generator', benchScript('load/chat.js'), LOAD_CPU);
+  const { window, warmupSeconds, seconds } = plan.chat;
+  try {
+    for (const clients of plan.chat.clients) {
+      for (const name of SERVERS) {
+        let server: ChatServer | undefined;
+        try {
+          server = await startChatServer(name);
+          const senders = Math.max(...plan.chat.senders);
+          const connect: ChatCommand = {
+            cmd: 'connect',
+            port: server.wsPort,
+            serverPid: server.child.pid,
+            clients,
+            senders,
+            expectWelcome: name === 'Roster',
+            maxSeconds: plan.chat.connectSeconds,
+          };
+          const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
+          findings.notes.push(connectNote(name, clients, connected));
+          progress(findings.notes[findings.notes.length - 1]!);
+          if (connected.connected < clients) throw new Error(`only ${integer(connected.connected)} clients connected in time: not measured`);
+          if (!connected.settled) throw new Error('join notices still arriving: not measured');
+          for (const active of plan.chat.senders) {
+            const run: ChatCommand = { cmd: 'run', serverPid: server.child.pid, senders: active, window, warmupSeconds, seconds };
+            const row: ChatRow = { clients, senders: active, server: name };
+            try {
+              const others = otherLoadMeter(benchPids);
+              row.result = await generator.request<ChatResult>(run, (warmupSeconds + seconds) * 1000 + 60_000);
+              row.otherLoad = others();
+              progress(`chat ${integer(clients)} clients, ${active} sender(s), ${name}: ${integer(row.result.deliveriesPerSecond)} deliveries/s`);
+            } catch (error) {
+              row.error = errorText(error);
+            }
+            findings.rows.push(row);
+          }
+        } catch (error) {
+          for (const active of plan.chat.senders) findings.rows.push({ clients, senders: active, server: name, error: errorText(error) });
+        } finally {
+          // The server first: clients leaving one by one would make Roster send everyone a leave notice.
+          await server?.child.kill();
+          await resetClients(generator);
+        }
+      }
+    }
+    if (plan.idleConnections !== undefined) findings.idle = await idleConnections(generator, plan, plan.idleConnections);
+  } finally {
+    await generator.kill();
+  }
+  return findings;
+}
+
+/** Drops the generator's clients. If the generator is gone, the next command says so: nothing to add here. */
+async function resetClients(generator: BenchChild): Promise<void> {
+  await generator.request({ cmd: 'reset' } satisfies ChatCommand, 60_000).catch(() => undefined);
+}
+
+function connectNote(name: ServerName, clients: number, connected: ChatConnected): string {
+  const what = name === 'Roster' ? 'join notices delivered' : 'ready';
+  const count = connected.connected < clients ? `**only ${integer(connected.connected)} of ${integer(clients)} clients connected in time**` : `${integer(clients)} clients connected`;
+  const timing = connected.settled ? `${what} in ${connected.seconds.toFixed(1)} s` : `**join notices still arriving after ${connected.seconds.toFixed(0)} s**`;
+  const closes = connected.closes > 0 ? `; **${connected.closes} closed by the server**` : '';
+  const cpu = `CPU server / generator ${percent(connected.serverCpu)} / ${percent(connected.generatorCpu)}`;
+  return `${name}: ${count}, ${timing} (${cpu})${closes}.`;
+}
+
+async function idleConnections(generator: BenchChild, plan: Plan, connections: number): Promise<NonNullable<ChatFindings['idle']>> {
+  let server: ChatServer | undefined;
+  try {
+    server = await startChatServer('Roster');
+    const rssBefore = (await server.child.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
+    const connect: ChatCommand = {
+      cmd: 'connect',
+      port: server.wsPort,
+      serverPid: server.child.pid,
+      clients: connections,
+      senders: 0,
+      expectWelcome: true,
+      maxSeconds: plan.chat.connectSeconds,
+    };
+    const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
+    progress(connectNote('Roster', connections, connected));
+    const rssWith = (await server.child.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
+    progress(`${integer(connected.connected)} idle connections on Roster: ${bytes((rssWith - rssBefore) / connected.connected)} each`);
+    return { connections, rssBefore, rssWith, connected };
+  } catch (error) {
+    return { connections, error: errorText(error) };
+  } finally {
+    await server?.child.kill();
+    await resetClients(generator);
+  }
+}
+
+function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
+  const rowOf = (clients: number, senders: number, server: ServerName) =>
+    findings.rows.find((row) => row.clients === clients && row.senders === senders && row.server === server);
+  const deliveries = (clients: number, senders: number, server: ServerName) => rowOf(clients, senders, server)?.result?.deliveriesPerSecond ?? NaN;
+  const rows = findings.rows.map((row) => {
+    const r = row.result;
+    const vsBaseline = row.server === 'Roster' ? ratio(deliveries(row.clients, row.senders, 'Roster') / deliveries(row.clients, row.senders, 'baseline')) : '';
+    if (!r) return [integer(row.clients), row.senders, row.server, `error: ${row.error ?? '?'}`, '', '', '', '', '', '', vsBaseline];
+    return [
+      integer(row.clients),
+      row.senders,
+      row.server,
+      integer(r.deliveriesPerSecond),
+      integer(r.messagesPerSecond),
+      ms(r.p50Ms),
+      ms(r.p99Ms),
+      integer(r.lost),
+      integer(r.closes),
+      cpuCell(r, row.otherLoad),
+      vsBaseline,
+    ];
+  });
+  const chatTable = table(
+    ['Clients', 'Senders', 'Server', 'deliveries/s', 'messages/s', 'p50 ms', 'p99 ms', 'lost', 'closed', 'CPU server / generator / others', 'Roster / baseline'],
+    rows,
+  );
+  const targets: Target[] = [];
+  for (const clients of plan.chat.clients) {
+    for (const senders of plan.chat.senders) {
+      const value = deliveries(clients, senders, 'Roster') / deliveries(clients, senders, 'baseline');
+      targets.push({
+        label: `chat deliveries/s, ${integer(clients)} clients, ${senders} sender(s)`,
+        figure: `${ratio(value)} baseline`,
+        goal: '≥ 3×',
+        pass: judge(value, (v) => v >= 3),
+        disturbed: SERVERS.some((server) => isDisturbed(rowOf(clients, senders, server)?.otherLoad)),
+      });
+    }
+  }
+
+  const sections = [
+    '### Chat',
+    '',
+    `Raw-socket clients counting frames; ${plan.chat.warmupSeconds} s warm-up then ${plan.chat.seconds} s measured. ` +
+      'Deliveries: chat frames received by all clients together per second. ' +
+      `Latency: from a sender's send to its own echo; senders are the last clients to connect, so their echo is the last delivery of each broadcast. ` +
+      `Each sender keeps ${plan.chat.window} messages in flight. ` +
+      `Roster runs with ${Object.entries(ROSTER_ENV).map(([key, value]) => `${key}=${value}`).join(', ')}.`,
+    '',
+    chatTable,
+    '',
+    ...findings.notes.map((note) => `- ${note}`),
+    ...disturbed(findings.rows),
+    '',
+    'Targets:',
+    '',
+    targetLines(targets),
+  ];
+  const idle = findings.idle;
+  if (idle) {
+    const { markdown, target } = idleReport(idle);
+    targets.push(target);
+    sections.push('', '### Idle chat connections (Roster)', '', markdown, '', 'Targets:', '', targetLines([target]));
+  }
+  const errors = findings.rows.filter((row) => row.error !== undefined).length + (idle && 'error' in idle ? 1 : 0);
+  return { markdown: sections.join('\n'), targets, errors };
+}
+
+function idleReport(idle: NonNullable<ChatFindings['idle']>): { markdown: string; target: Target } {
+  const label = `Roster RSS per idle connection, ${integer(idle.connections)} held, each with its welcome`;
+  if ('error' in idle) {
+    return {
+      markdown: `Could not hold ${integer(idle.connections)} connections: ${idle.error}`,
+      target: { label, figure: 'not measured', goal: '< 20 KiB', pass: undefined },
+    };
+  }
+  const { connected } = idle;
+  const perConnection = (idle.rssWith - idle.rssBefore) / connected.connected;
+  const complete = connected.settled && connected.connected === idle.connections;
+  const markdown = table(
+    ['Connections held', 'RSS before', 'RSS with connections', 'per connection', 'connect time', 'closed'],
+    [
+      [
+        connected.connected === idle.connections ? integer(connected.connected) : `${integer(connected.connected)} of ${integer(idle.connections)}`,
+        megabytes(idle.rssBefore),
+        megabytes(idle.rssWith),
+        bytes(perConnection),
+        connected.settled ? `${connected.seconds.toFixed(1)} s` : `> ${connected.seconds.toFixed(0)} s (join notices still arriving)`,
+        integer(connected.closes),
+      ],
+    ],
+  );
+  // Fewer connections, or join notices still queued, do not show the cost of 10 000 idle connections.
+  const figure = complete
+    ? bytes(perConnection)
+    : `${bytes(perConnection)} with ${integer(connected.connected)} held${connected.settled ? '' : ', join notices still arriving'}`;
+  return { markdown, target: { label, figure, goal: '< 20 KiB', pass: complete ? judge(perConnection, (v) => v < 20 * 1024) : undefined } };
+}
+
+/** Runs the chat section and reports it. */
+export async function chatSection(plan: Plan): Promise<SectionReport> {
+  return chatReport(plan, await measureChat(plan));
+}

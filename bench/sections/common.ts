@@ -1,0 +1,91 @@
+/**
+ * What the benchmark's sections share: the plan of a run, the servers compared, Roster's settings, how
+ * a section reports (with the helpers for its PASS/FAIL lines and CPU figures), and small helpers of
+ * the parent process.
+ */
+import type { RestJob } from '../load/rest.js';
+import { percent, type Target } from '../report.js';
+
+export interface Plan {
+  sizes: number[];
+  rest: Pick<RestJob, 'connections' | 'seconds' | 'timeoutSeconds'> & { warmupSeconds: number };
+  chat: {
+    clients: number[];
+    senders: number[];
+    window: number;
+    warmupSeconds: number;
+    seconds: number;
+    /** Connecting, and the join notices Roster sends meanwhile, must be over within this. */
+    connectSeconds: number;
+  };
+  /** Idle connections held on Roster for the memory-per-connection figure; none in quick mode. */
+  idleConnections: number | undefined;
+}
+
+export function planFor(flags: { quick: boolean; full: boolean }): Plan {
+  if (flags.quick) {
+    return {
+      sizes: [1_000],
+      rest: { connections: 50, warmupSeconds: 0.25, seconds: 1, timeoutSeconds: 10 },
+      chat: { clients: [1_000], senders: [1, 4], window: 16, warmupSeconds: 0.25, seconds: 1, connectSeconds: 30 },
+      idleConnections: undefined,
+    };
+  }
+  return {
+    sizes: flags.full ? [1_000, 100_000, 1_000_000] : [1_000, 100_000],
+    rest: { connections: 50, warmupSeconds: 1, seconds: 5, timeoutSeconds: 10 },
+    chat: { clients: [1_000, 5_000], senders: [1, 4], window: 16, warmupSeconds: 1, seconds: 5, connectSeconds: 120 },
+    idleConnections: 10_000,
+  };
+}
+
+export type ServerName = 'baseline' | 'Roster';
+export const SERVERS: readonly ServerName[] = ['baseline', 'Roster'];
+
+/**
+ * Roster's settings for the benchmark: room for the idle connections, no slow-consumer drops caused by
+ * the bench's own bursts (join notices), no heartbeat traffic. Everything else is Roster's default.
+ */
+export const ROSTER_ENV = { WS_MAX_CONNECTIONS: '20000', WS_MAX_BACKLOG: '64MiB', WS_HEARTBEAT_MS: '3600000' };
+
+/** A compiled bench module, by its path under bench/ ("servers/roster.js"). */
+export const benchScript = (path: string) => new URL(`../${path}`, import.meta.url);
+export const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+export const progress = (text: string) => console.error(`[bench] ${text}`);
+export const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+export interface SectionReport {
+  markdown: string;
+  targets: Target[];
+  /** Measurements that could not be made. */
+  errors: number;
+}
+
+/** Share of a CPU above which other processes are taken to have disturbed a measurement. */
+const DISTURBED = 0.1;
+
+/** Whether other processes took enough CPU during a measurement to skew it. */
+export function isDisturbed(otherLoad: number | undefined): boolean {
+  return (otherLoad ?? 0) > DISTURBED;
+}
+
+/**
+ * "CPU server / generator / others": how busy the server's and the generator's CPUs were, and how much
+ * CPU processes outside the benchmark took meanwhile (flagged when it is enough to skew the figures).
+ */
+export function cpuCell(result: { serverCpu: number | undefined; generatorCpu: number | undefined }, otherLoad: number | undefined): string {
+  const others = percent(otherLoad);
+  return `${percent(result.serverCpu)} / ${percent(result.generatorCpu)} / ${isDisturbed(otherLoad) ? `**${others}**` : others}`;
+}
+
+export function disturbed(rows: readonly { otherLoad?: number }[]): string[] {
+  const count = rows.filter((row) => isDisturbed(row.otherLoad)).length;
+  return count === 0
+    ? []
+    : [`- **Other processes used more than ${percent(DISTURBED)} of a CPU during ${count} of these measurements** (bold in the CPU column): those figures are unreliable.`];
+}
+
+/** PASS/FAIL for a figure, or n/a when it could not be computed. */
+export function judge(value: number, pass: (value: number) => boolean): boolean | undefined {
+  return Number.isFinite(value) ? pass(value) : undefined;
+}

@@ -1,0 +1,419 @@
+/**
+ * The REST section: Roster and the node:http baseline, each filled with the same users, driven by the
+ * REST load generator scenario by scenario (warm-up, settle, measure, settle), at each size of the
+ * plan; then the table, the derived checks against the targets, and the memory figures.
+ */
+import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
+import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
+import { bytes, integer, megabytes, ms, rate, ratio, table, targetLines, type Target } from '../report.js';
+import type { HttpBaselineCommand, HttpBaselineStarted } from '../servers/http-baseline.js';
+import type { RosterCommand, RosterStarted } from '../servers/roster.js';
+import { otherLoadMeter, processCpuSeconds } from '../stats.js';
+import { idPool, SEARCH_TERM } from '../users.js';
+import {
+  benchScript,
+  cpuCell,
+  disturbed,
+  errorText,
+  isDisturbed,
+  judge,
+  progress,
+  ROSTER_ENV,
+  SERVERS,
+  sleep,
+  type Plan,
+  type SectionReport,
+  type ServerName,
+} from './common.js';
+
+type ScenarioKey = 'health' | 'get' | 'list' | 'role' | 'search' | 'sorted' | 'create' | 'patch';
+
+interface Scenario {
+  key: ScenarioKey;
+  label: string;
+  target(ids: string[]): RestTarget;
+}
+
+const USERS_PATH = '/api/v1/users';
+const HEALTH_PATH = '/api/v1/health';
+/** How many known ids get-by-id and patch pick from. */
+const ID_POOL = 10_000;
+
+/** In this order: the writes come last, so every list scenario sees the same users on both servers. */
+const SCENARIOS: readonly Scenario[] = [
+  { key: 'health', label: 'health', target: () => ({ kind: 'get', path: HEALTH_PATH }) },
+  { key: 'get', label: 'get by id', target: (ids) => ({ kind: 'get-by-id', ids }) },
+  { key: 'list', label: 'list, default page', target: () => ({ kind: 'get', path: USERS_PATH }) },
+  { key: 'role', label: 'list ?role=admin', target: () => ({ kind: 'get', path: `${USERS_PATH}?role=admin` }) },
+  { key: 'search', label: `list ?search=${SEARCH_TERM}`, target: () => ({ kind: 'get', path: `${USERS_PATH}?search=${SEARCH_TERM}` }) },
+  { key: 'sorted', label: 'list ?sort=name&order=asc', target: () => ({ kind: 'get', path: `${USERS_PATH}?sort=name&order=asc` }) },
+  { key: 'create', label: 'create', target: () => ({ kind: 'create' }) },
+  { key: 'patch', label: 'patch (name)', target: (ids) => ({ kind: 'patch', ids }) },
+];
+const LIST_KEYS: readonly ScenarioKey[] = ['list', 'role', 'sorted'];
+
+interface RestServer {
+  name: ServerName;
+  users: number;
+  child: BenchChild;
+  port: number;
+  /** The first start's figures (a restart, see settle, fills the same users again). */
+  started: HttpBaselineStarted;
+  /** After the read-only scenarios, before create and patch add users. */
+  afterReads?: Memory;
+}
+
+interface RestRow {
+  scenario: Scenario;
+  users: number;
+  server: ServerName;
+  result?: RestResult;
+  /** CPU used by processes outside the benchmark meanwhile, as a share of one CPU. */
+  otherLoad?: number;
+  error?: string;
+}
+
+interface RestFindings {
+  rows: RestRow[];
+  memory: { users: number; server: RestServer }[];
+  notes: string[];
+}
+
+async function startRestServer(name: ServerName, users: number): Promise<RestServer> {
+  const child =
+    name === 'Roster'
+      ? new BenchChild(`Roster (${integer(users)} users)`, benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
+      : new BenchChild(`HTTP baseline (${integer(users)} users)`, benchScript('servers/http-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
+  try {
+    const timeout = 60_000 + users / 10; // a million users take a few seconds to generate and store
+    const started =
+      name === 'Roster'
+        ? await child.request<RosterStarted>({ cmd: 'start', users, env: ROSTER_ENV } satisfies RosterCommand, timeout)
+        : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand, timeout);
+    progress(`${name} up with ${integer(users)} users (filled in ${started.fillSeconds.toFixed(1)} s)`);
+    return { name, users, child, port: started.port, started };
+  } catch (error) {
+    await child.kill();
+    throw error;
+  }
+}
+
+/** GET a JSON document, failing after `timeoutMs`. */
+async function getJson(port: number, path: string, timeoutMs: number): Promise<unknown> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+  return response.json();
+}
+
+/**
+ * Checks that both servers answer the list scenarios alike (same page of ids, same pagination) before
+ * anything is timed, so the baseline is known to do the same work. Returns notes for the report.
+ */
+async function probe(servers: readonly RestServer[], users: number): Promise<string[]> {
+  const notes: string[] = [];
+  const paths = SCENARIOS.flatMap((scenario) => {
+    const target = scenario.target([]);
+    return target.kind === 'get' && target.path !== HEALTH_PATH ? [target.path] : [];
+  });
+  paths.push(`${USERS_PATH}/${idPool(users, 1)[0]!}`);
+  const disagreements: string[] = [];
+  for (const path of paths) {
+    const answers = await Promise.all(
+      servers.map(async (server) => {
+        const body = (await getJson(server.port, path, 120_000)) as { data?: { users?: { id: string }[]; pagination?: unknown; id?: string } };
+        const data = body.data;
+        return JSON.stringify(data?.users ? { ids: data.users.map((user) => user.id), pagination: data.pagination } : data?.id);
+      }),
+    );
+    if (new Set(answers).size > 1) disagreements.push(path);
+    if (path.includes('search=')) {
+      const total = (JSON.parse(answers[0]!) as { pagination: { total: number } }).pagination.total;
+      notes.push(`\`?search=${SEARCH_TERM}\` matches ${integer(total)} of ${integer(users)} users (${((100 * total) / users).toFixed(1)} %).`);
+    }
+  }
+  notes.push(
+    disagreements.length === 0
+      ? `Baseline and Roster return the same page and pagination for every list scenario and a get by id at ${integer(users)} users.`
+      : `**Baseline and Roster disagree** at ${integer(users)} users on: ${disagreements.map((path) => `\`${path}\``).join(', ')}.`,
+  );
+  return notes;
+}
+
+/**
+ * Waits until the server is idle again: requests it accepted before the generator hung up (slow lists,
+ * say) are still worked through, even for connections that are gone. Idle means its own CPU time over
+ * IDLE_WINDOW_MS stays under 10 % and it answers health promptly (one quick answer alone proves
+ * nothing: it may have slipped in between two queued requests). False if that takes over `maxSeconds`.
+ */
+async function waitUntilIdle(server: RestServer, maxSeconds: number): Promise<boolean> {
+  const started = performance.now();
+  for (;;) {
+    const cpuBefore = processCpuSeconds(server.child.pid);
+    await sleep(IDLE_WINDOW_MS);
+    const cpu = (processCpuSeconds(server.child.pid) ?? 0) - (cpuBefore ?? 0);
+    const sent = performance.now();
+    try {
+      await getJson(server.port, HEALTH_PATH, 5_000);
+      if (cpu < (0.1 * IDLE_WINDOW_MS) / 1000 && performance.now() - sent < 250) return true;
+    } catch {
+      // still busy
+    }
+    if (performance.now() - started > maxSeconds * 1000) return false;
+  }
+}
+
+/** How long a server may take to work off a backlog before it is restarted instead. */
+const BACKLOG_SECONDS = 60;
+/** The interval over which a server's CPU time tells whether it is idle. */
+const IDLE_WINDOW_MS = 200;
+
+/**
+ * Makes sure the server is ready for the next measurement: waits for it to work off its backlog, or,
+ * when that would take longer than BACKLOG_SECONDS, restarts it with the same users. Returns a note
+ * for the report when either took a while.
+ */
+async function settle(server: RestServer, after: string): Promise<string | undefined> {
+  const started = performance.now();
+  if (await waitUntilIdle(server, BACKLOG_SECONDS)) {
+    const waited = (performance.now() - started) / 1000;
+    return waited > 1.5 ? `${server.name} needed ${waited.toFixed(1)} s to work off its backlog after ${after}.` : undefined;
+  }
+  await server.child.kill();
+  const fresh = await startRestServer(server.name, server.users);
+  server.child = fresh.child;
+  server.port = fresh.port;
+  return `${server.name} still had a backlog ${BACKLOG_SECONDS} s after ${after}, and was restarted.`;
+}
+
+async function measureRest(plan: Plan): Promise<RestFindings> {
+  const findings: RestFindings = { rows: [], memory: [], notes: [] };
+  const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
+  try {
+    for (const users of plan.sizes) {
+      const servers: RestServer[] = [];
+      try {
+        for (const name of SERVERS) servers.push(await startRestServer(name, users));
+        findings.notes.push(...(await probe(servers, users)));
+        const ids = idPool(users, ID_POOL);
+        for (const scenario of SCENARIOS) {
+          if (scenario.key === 'create') {
+            for (const server of servers) server.afterReads = await server.child.request<Memory>({ cmd: 'memory' }, 60_000);
+          }
+          for (const server of servers) {
+            findings.rows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
+          }
+        }
+      } catch (error) {
+        findings.notes.push(`**${integer(users)} users: stopped early**: ${errorText(error)}`);
+      } finally {
+        for (const server of servers) findings.memory.push({ users, server });
+        await Promise.all(servers.map((server) => server.child.kill()));
+      }
+    }
+  } finally {
+    await generator.kill();
+  }
+  return findings;
+}
+
+/** Warm-up, then the measured run, each followed by `settle`. A failure is reported in the row. */
+async function runRest(
+  generator: BenchChild,
+  server: RestServer,
+  scenario: Scenario,
+  ids: string[],
+  plan: Plan,
+  notes: string[],
+): Promise<RestRow> {
+  const row: RestRow = { scenario, users: server.users, server: server.name };
+  const what = `${integer(server.users)} users, ${scenario.label}, ${server.name}`;
+  const job = (seconds: number): RestJob => ({
+    cmd: 'run',
+    url: `http://127.0.0.1:${server.port}`,
+    serverPid: server.child.pid,
+    target: scenario.target(ids),
+    connections: plan.rest.connections,
+    timeoutSeconds: plan.rest.timeoutSeconds,
+    seconds,
+  });
+  const timeout = (seconds: number) => (seconds + plan.rest.timeoutSeconds) * 1000 + 30_000;
+  const settled = async (after: string) => {
+    const note = await settle(server, after);
+    if (note) notes.push(note);
+  };
+  const measured = `"${scenario.label}" at ${integer(server.users)} users`;
+  try {
+    await generator.request<RestResult>(job(plan.rest.warmupSeconds), timeout(plan.rest.warmupSeconds));
+    await settled(`the warm-up of ${measured}`);
+    const others = otherLoadMeter(benchPids);
+    row.result = await generator.request<RestResult>(job(plan.rest.seconds), timeout(plan.rest.seconds));
+    row.otherLoad = others();
+    progress(`${what}: ${integer(row.result.requestsPerSecond)} req/s, p99 ${ms(row.result.p99Ms)} ms`);
+  } catch (error) {
+    row.error = errorText(error);
+    progress(`${what}: ${row.error}`);
+  }
+  // Also after a failure: a server that died or hangs is restarted here.
+  await settled(measured);
+  return row;
+}
+
+/** Bytes per user are shown from this many users on. */
+const PER_USER_FROM = 100_000;
+
+function restReport(plan: Plan, findings: RestFindings): SectionReport {
+  type RowKey = [key: ScenarioKey, users: number, server: ServerName];
+  const rowOf = ([key, users, server]: RowKey) =>
+    findings.rows.find((row) => row.scenario.key === key && row.users === users && row.server === server);
+  const find = (key: ScenarioKey, users: number, server: ServerName) => rowOf([key, users, server])?.result;
+  const rps = (key: ScenarioKey, users: number, server: ServerName) => find(key, users, server)?.requestsPerSecond ?? NaN;
+  const shaky = (...keys: RowKey[]) => keys.some((key) => isDisturbed(rowOf(key)?.otherLoad));
+
+  const rows = findings.rows.map((row) => {
+    const r = row.result;
+    const vsBaseline = row.server === 'Roster' ? ratio(rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline')) : '';
+    if (!r) return [row.scenario.label, integer(row.users), row.server, `error: ${row.error ?? '?'}`, '', '', '', '', '', vsBaseline];
+    return [
+      row.scenario.label,
+      integer(row.users),
+      row.server,
+      rate(r.requestsPerSecond),
+      ms(r.p50Ms),
+      ms(r.p99Ms),
+      integer(r.non2xx),
+      integer(r.errors),
+      cpuCell(r, row.otherLoad),
+      vsBaseline,
+    ];
+  });
+  const restTable = table(
+    ['Scenario', 'Users', 'Server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU server / generator / others', 'Roster / baseline'],
+    rows,
+  );
+
+  const targets: Target[] = [];
+  for (const users of plan.sizes) {
+    for (const key of ['get', 'health'] as const) {
+      const value = rps(key, users, 'Roster') / rps(key, users, 'baseline');
+      targets.push({
+        label: `${key === 'get' ? 'get by id' : 'health'} at ${integer(users)} users`,
+        figure: `${ratio(value)} baseline`,
+        goal: '≥ 0.85×',
+        pass: judge(value, (v) => v >= 0.85),
+        disturbed: shaky([key, users, 'Roster'], [key, users, 'baseline']),
+      });
+    }
+  }
+  const smallest = plan.sizes[0]!;
+  const largest = plan.sizes[plan.sizes.length - 1]!;
+  for (const key of LIST_KEYS) {
+    const label = SCENARIOS.find((scenario) => scenario.key === key)!.label;
+    const growth = (find(key, largest, 'Roster')?.p99Ms ?? NaN) / (find(key, smallest, 'Roster')?.p99Ms ?? NaN);
+    targets.push({
+      label: `${label}: p99 at ${integer(largest)} users / p99 at ${integer(smallest)} users`,
+      figure: largest === smallest ? 'one size only' : ratio(growth),
+      goal: '≤ 1.5×',
+      pass: largest === smallest ? undefined : judge(growth, (v) => v <= 1.5),
+      disturbed: shaky([key, largest, 'Roster'], [key, smallest, 'Roster']),
+    });
+    for (const users of plan.sizes) {
+      const value = rps(key, users, 'Roster') / rps('get', users, 'Roster');
+      targets.push({
+        label: `${label} at ${integer(users)} users, throughput`,
+        figure: `${ratio(value)} Roster's get by id`,
+        goal: '≥ 0.8×',
+        pass: judge(value, (v) => v >= 0.8),
+        disturbed: shaky([key, users, 'Roster'], ['get', users, 'Roster']),
+      });
+    }
+  }
+  const searchP50 = find('search', 100_000, 'Roster')?.p50Ms ?? NaN;
+  targets.push({
+    label: 'search p50 at 100 000 users',
+    figure: plan.sizes.includes(100_000) ? `${ms(searchP50)} ms` : 'not measured (needs 100 000 users)',
+    goal: '< 5 ms',
+    pass: judge(searchP50, (v) => v < 5),
+    disturbed: shaky(['search', 100_000, 'Roster']),
+  });
+  for (const users of plan.sizes) {
+    for (const key of ['create', 'patch'] as const) {
+      const value = rps(key, users, 'Roster') / rps('create', users, 'baseline');
+      targets.push({
+        label: `${key} at ${integer(users)} users`,
+        figure: `${ratio(value)} baseline create`,
+        goal: '≥ 0.7×',
+        pass: judge(value, (v) => v >= 0.7),
+        disturbed: shaky([key, users, 'Roster'], ['create', users, 'baseline']),
+      });
+    }
+  }
+
+  const memoryRows = findings.memory.map(({ users, server }) => {
+    const { empty, filled, fillSeconds } = server.started;
+    const afterReads = server.afterReads ?? { rss: NaN, heap: NaN };
+    const perUser = (now: number, then: number) => (users >= PER_USER_FROM ? bytes((now - then) / users) : 'too few users');
+    return [
+      integer(users),
+      server.name,
+      megabytes(empty.rss),
+      megabytes(filled.rss),
+      megabytes(afterReads.rss),
+      perUser(filled.rss, empty.rss),
+      perUser(afterReads.rss, empty.rss),
+      perUser(afterReads.heap, empty.heap),
+      `${fillSeconds.toFixed(1)} s`,
+    ];
+  });
+  const memoryTable = table(
+    ['Users', 'Server', 'RSS empty', 'RSS filled', 'RSS after reads', 'RSS/user filled', 'RSS/user after reads', 'heap/user after reads', 'fill time'],
+    memoryRows,
+  );
+  const million = findings.memory.find(({ users, server }) => users === 1_000_000 && server.name === 'Roster')?.server;
+  const millionRss = million ? Math.max(million.started.filled.rss, million.afterReads?.rss ?? NaN) : NaN;
+  const memoryTargets: Target[] = [
+    {
+      label: 'Roster RSS with 1 000 000 users',
+      figure: million ? megabytes(millionRss) : 'not measured (needs --full)',
+      goal: '< 600 MB (572 MiB)',
+      pass: judge(millionRss, (v) => v < 600 * 1000 * 1000),
+    },
+  ];
+
+  const { connections, warmupSeconds, seconds } = plan.rest;
+  const markdown = [
+    '### REST',
+    '',
+    `autocannon, ${connections} keep-alive connections, ${warmupSeconds} s warm-up then ${seconds} s measured per scenario; latency of every response. ` +
+      `Both servers hold the same deterministic users (seeded PRNG, 10 % admins); get by id and patch pick among ${integer(ID_POOL)} known ids. ` +
+      'Roster runs with LOG_LEVEL=warn (no line per request) and its defaults otherwise.',
+    '',
+    restTable,
+    '',
+    ...findings.notes.map((note) => `- ${note}`),
+    ...disturbed(findings.rows),
+    '',
+    'Targets:',
+    '',
+    targetLines(targets),
+    '',
+    '### Memory of the REST servers',
+    '',
+    'After a full garbage collection. "After reads" is after the read-only scenarios (indexes a store builds lazily included), before create and patch add users. ' +
+      'RSS keeps the heap at its high-water mark, so RSS per user also carries a fixed overhead; heap per user counts live objects alone. ' +
+      `Per-user figures from ${integer(PER_USER_FROM)} users on: below that, what the load itself left behind outweighs the users.`,
+    '',
+    memoryTable,
+    '',
+    'Targets:',
+    '',
+    targetLines(memoryTargets),
+  ].join('\n');
+  // A size stopped early leaves rows missing: at least one failure.
+  const missing = plan.sizes.length * SCENARIOS.length * SERVERS.length - findings.rows.length;
+  const errors = findings.rows.filter((row) => row.error !== undefined).length + missing;
+  return { markdown, targets: [...targets, ...memoryTargets], errors };
+}
+
+/** Runs the REST section and reports it. */
+export async function restSection(plan: Plan): Promise<SectionReport> {
+  return restReport(plan, await measureRest(plan));
+}
