@@ -2,6 +2,7 @@
  * Test helpers: a real Roster on ephemeral ports (REST and chat), driven over real sockets.
  */
 import { once } from 'node:events';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino, type DestinationStream } from 'pino';
 import { WebSocket } from 'ws';
@@ -147,4 +148,14 @@ export function captureLog(): { lines: Record<string, unknown>[]; logTo: Writabl
     },
   });
   return { lines, logTo };
+}
+
+/** A port that was free a moment ago: nothing listens there. */
+export async function freePort(): Promise<number> {
+  const server = createTcpServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

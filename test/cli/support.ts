@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -18,9 +18,9 @@ export const EVENT_MS = 5_000;
 export const EXIT_MS = 8_000;
 export const TEST_MS = 30_000;
 
-import { within } from '../helpers.js';
+import { freePort, within } from '../helpers.js';
 
-export { within };
+export { freePort, within };
 
 /** Text written to a stream, with a wait for what it will contain. */
 export class Transcript {
@@ -141,15 +141,6 @@ export class Cli {
   }
 }
 
-/** A port that was free a moment ago: nothing listens there. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** What a bare WebSocket server saw of its one client. */
 export interface Peer {
