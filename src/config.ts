@@ -72,6 +72,13 @@ export interface Config {
   corsOrigins: readonly string[] | undefined;
   /** Security headers (@fastify/helmet) on every REST reply. `SECURITY_HEADERS`, default false (replies unchanged). */
   securityHeaders: boolean;
+  /**
+   * PostgreSQL holds the users instead of memory. `DATABASE_URL` (a postgres:// or postgresql:// URL),
+   * default unset; `DATABASE_POOL_SIZE`, default 10 connections per instance.
+   */
+  database: { url: string; poolSize: number } | undefined;
+  /** Redis carries the chat between instances. `REDIS_URL` (redis:// or rediss://), default unset: one process, one room. */
+  redis: { url: string } | undefined;
 }
 
 export type AuthScheme = 'none' | 'apikey' | 'basic' | 'jwt' | 'oauth2';
@@ -165,6 +172,8 @@ export function loadConfig(env: Env): Config {
     tls: tls(read),
     corsOrigins: corsOrigins(read, auth.scheme),
     securityHeaders: boolean(read, 'SECURITY_HEADERS', false),
+    database: database(read),
+    redis: engineUrl(read, 'REDIS_URL', ['redis:', 'rediss:']),
     chat: {
       maxPayload: bytes(read, 'WS_MAX_PAYLOAD', 256 * KIB, 64 * KIB, 1024 * MIB),
       heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
@@ -176,6 +185,28 @@ export function loadConfig(env: Env): Config {
 }
 
 type Reader = (name: string) => string | undefined;
+
+function database(read: Reader): Config['database'] {
+  const engine = engineUrl(read, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const poolSize = integer(read, 'DATABASE_POOL_SIZE', 10, 1, 1000);
+  return engine && { url: engine.url, poolSize };
+}
+
+/** The URL of an engine (PostgreSQL, Redis): parsed so a typo fails at start-up, not at first use. */
+function engineUrl(read: Reader, name: string, protocols: readonly string[]): { url: string } | undefined {
+  const raw = read(name);
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL such as ${protocols[0]}//127.0.0.1 (got an unparsable value)`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.map((p) => `${p}//`).join(' or ')} (got ${url.protocol}//)`);
+  }
+  return { url: raw };
+}
 
 function integer(read: Reader, name: string, fallback: number, min: number, max: number): number {
   const raw = read(name);

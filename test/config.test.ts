@@ -32,6 +32,8 @@ const DEFAULTS: Config = {
   tls: undefined,
   corsOrigins: undefined,
   securityHeaders: false,
+  database: undefined,
+  redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
     heartbeatMs: 30_000,
@@ -87,6 +89,9 @@ describe('loadConfig defaults', () => {
     'TLS_KEY',
     'CORS_ORIGINS',
     'SECURITY_HEADERS',
+    'DATABASE_URL',
+    'DATABASE_POOL_SIZE',
+    'REDIS_URL',
   ];
   for (const variable of variables) {
     test(`${variable} set to an empty or blank value means its default`, () => {
@@ -193,6 +198,12 @@ describe('loadConfig valid overrides', () => {
     ['CORS_ORIGINS', 'https://a.example.com, http://localhost:3000', { corsOrigins: ['https://a.example.com', 'http://localhost:3000'] }],
     ['CORS_ORIGINS', '*', { corsOrigins: ['*'] }],
     ['SECURITY_HEADERS', 'true', { securityHeaders: true }],
+    ['DATABASE_URL', 'postgres://127.0.0.1/test', { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 } }],
+    ['DATABASE_URL', 'postgresql://roster:secret@db:5432/roster', { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 } }],
+    // The pool size alone changes nothing: there is no database to pool.
+    ['DATABASE_POOL_SIZE', '4', {}],
+    ['REDIS_URL', 'redis://127.0.0.1:6379', { redis: { url: 'redis://127.0.0.1:6379' } }],
+    ['REDIS_URL', 'rediss://cache:6380/2', { redis: { url: 'rediss://cache:6380/2' } }],
   ];
 
   for (const [variable, value, patch] of cases) {
@@ -220,6 +231,9 @@ describe('loadConfig valid overrides', () => {
       REQUEST_TIMEOUT_MS: '4000',
       KEEP_ALIVE_TIMEOUT_MS: '1000',
       MAX_CONNECTIONS: '50',
+      DATABASE_URL: 'postgres://127.0.0.1:5432/roster',
+      DATABASE_POOL_SIZE: '3',
+      REDIS_URL: 'redis://127.0.0.1:6379/1',
     });
     assert.deepEqual(config, {
       port: 0,
@@ -244,6 +258,8 @@ describe('loadConfig valid overrides', () => {
       tls: undefined,
       corsOrigins: undefined,
       securityHeaders: false,
+      database: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3 },
+      redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, handshakeTimeoutMs: 2000 },
     });
   });
@@ -312,6 +328,12 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['WS_MAX_CONNECTIONS', '0'],
     ['WS_MAX_CONNECTIONS', '-1'],
     ['WS_MAX_CONNECTIONS', 'many'],
+    ['DATABASE_URL', 'mysql://127.0.0.1/test'],
+    ['DATABASE_URL', 'not a url'],
+    ['DATABASE_POOL_SIZE', '0'],
+    ['DATABASE_POOL_SIZE', 'ten'],
+    ['REDIS_URL', 'http://127.0.0.1:6379'],
+    ['REDIS_URL', '127.0.0.1:6379'],
     // Not a host at all: refused here, not later inside listen().
     ['HOST', 'http://0.0.0.0:5000'],
   ];
