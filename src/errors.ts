@@ -31,6 +31,10 @@ export const userNotFound = (id: string) =>
 
 export const emailExists = () => new RosterError(409, 'EMAIL_EXISTS', 'A user with this email already exists');
 
+/** An engine Roster depends on (PostgreSQL) cannot be reached: the request was not carried out. */
+export const serviceUnavailable = (message: string, details?: readonly FieldDetail[]) =>
+  new RosterError(503, 'SERVICE_UNAVAILABLE', message, details);
+
 export const validationFailed = (details: readonly FieldDetail[]) =>
   new RosterError(422, 'VALIDATION_ERROR', 'The request is not valid', details);
 

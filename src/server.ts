@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAuthenticator } from './auth/authenticator.js';
 import type { Logger } from 'pino';
+import type { Dependency } from './health.js';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
 import { createClock } from './clock.js';
@@ -34,6 +35,8 @@ export interface RosterServer {
 export interface ServerParts {
   /** The user store; the in-memory store of the contract unless another is given. */
   store?: UserStore;
+  /** Engines the health check reports on, beyond those the configuration brings. */
+  dependencies?: readonly Dependency[];
 }
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
@@ -49,7 +52,8 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   let chatPort = config.wsPort;
   // One authenticator for both doors (and one cache of verified credentials).
   const authenticator = createAuthenticator(config.auth);
-  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator });
+  const dependencies: Dependency[] = [...(parts.dependencies ?? [])];
+  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, dependencies });
   const room = new ChatRoom({
     deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
   });

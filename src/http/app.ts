@@ -22,6 +22,7 @@ import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { CONSOLE_ROOT, registerConsole } from './console.js';
 import type { Metrics } from '../metrics.js';
 import type { Authenticator } from '../auth/authenticator.js';
+import type { Dependency } from '../health.js';
 import { accessOf, registerGate, registerProtection } from './protection.js';
 
 export { API_PREFIX };
@@ -35,6 +36,8 @@ export interface AppDependencies {
   chatPort?: () => number;
   /** Checks credentials when AUTH is not `none` (shared with the chat door). */
   authenticator?: Authenticator | undefined;
+  /** Engines the health check reports on (PostgreSQL, Redis); none in the default single process. */
+  dependencies?: readonly Dependency[];
 }
 
 declare module 'fastify' {
@@ -140,7 +143,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     isLimited: (url) => url !== `${API_PREFIX}/health`,
   });
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
-  await app.register(systemRoutes, { prefix: API_PREFIX, catalog });
+  await app.register(systemRoutes, { prefix: API_PREFIX, catalog, dependencies: deps.dependencies ?? [] });
   await app.register(openApiRoutes);
   if (metrics) await app.register(metricsRoute, { metrics });
   if (config.console) {

@@ -55,6 +55,10 @@ const ERRORS = {
   ]),
   429: errorEnvelope('Too many requests (only when rate limiting is enabled); see Retry-After', [['RATE_LIMITED', 'Too many requests; try again in 12 s']]),
   500: errorEnvelope('An unexpected fault; the detail is in the log, not here', [['INTERNAL_ERROR', 'An unexpected error occurred']]),
+  503: errorEnvelope('An engine Roster depends on (PostgreSQL, with DATABASE_URL) is unreachable; nothing was changed', [
+    ['SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly'],
+    ['SERVICE_UNAVAILABLE', 'Service is degraded: database is down', [{ field: 'database', message: 'down: connect ECONNREFUSED 127.0.0.1:5432' }]],
+  ]),
 } as const;
 
 export type ErrorStatus = keyof typeof ERRORS;

@@ -2,6 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
+import { serviceUnavailable } from '../errors.js';
+import { healthOf, type Dependency } from '../health.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
 import { API_TITLE, API_VERSION, errorReplies } from './openapi.js';
@@ -9,7 +11,17 @@ import type { Metrics } from '../metrics.js';
 import { API_PREFIX } from './prefix.js';
 
 
-const HealthData = Type.Object({ status: Type.Literal('healthy'), timestamp: Type.String() });
+const HealthData = Type.Object({
+  status: Type.Union([Type.Literal('healthy'), Type.Literal('degraded')], {
+    description: '`healthy`; `degraded` (still 200) when a dependency the REST API can do without, the Redis chat bus, is down',
+  }),
+  timestamp: Type.String(),
+  checks: Type.Optional(
+    Type.Record(Type.String(), Type.Union([Type.Literal('up'), Type.Literal('down')]), {
+      description: 'Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down`',
+    }),
+  ),
+});
 
 const Endpoint = Type.Object({
   path: Type.String(),
@@ -22,11 +34,28 @@ const Description = Type.Object({ version: Type.String(), title: Type.String(), 
 
 type Endpoint = Static<typeof Endpoint>;
 
-export async function systemRoutes(app: FastifyInstance, options: { catalog: RouteCatalog }): Promise<void> {
+export async function systemRoutes(app: FastifyInstance, options: { catalog: RouteCatalog; dependencies: readonly Dependency[] }): Promise<void> {
   app.get(
     '/health',
-    { schema: { description: 'Health check of the service', tags: ['service'], response: { 200: successSchema(HealthData), ...errorReplies() } } },
-    async () => success('Service is healthy', { status: 'healthy' as const, timestamp: timestamp() }),
+    {
+      schema: {
+        description: 'Health check of the service. 503 (in the error envelope) when the database is down.',
+        tags: ['service'],
+        response: { 200: successSchema(HealthData), ...errorReplies(503) },
+      },
+    },
+    async () => {
+      const { status, checks, down } = healthOf(options.dependencies);
+      const critical = down.filter((dependency) => dependency.critical);
+      if (critical.length > 0) {
+        throw serviceUnavailable(
+          `Service is degraded: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
+          down.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
+        );
+      }
+      const data = { status, timestamp: timestamp(), ...(checks ? { checks } : {}) };
+      return success(status === 'healthy' ? 'Service is healthy' : `Service is degraded: ${down.map((d) => d.name).join(' and ')} down`, data);
+    },
   );
 
   let endpoints: Endpoint[] | undefined;

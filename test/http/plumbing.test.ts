@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import type { Dependency, DependencyState } from '../../src/health.js';
 import { request, startRoster, type Running } from '../helpers.js';
 
 let roster: Running;
@@ -48,6 +49,46 @@ describe('health', () => {
     assert.equal(body.data.status, 'healthy');
     assert.match(body.data.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/);
     assert.ok(Math.abs(Date.parse(`${body.data.timestamp}Z`) - Date.now()) < 60_000, 'UTC, and now');
+    assert.deepEqual(Object.keys(body.data).sort(), ['status', 'timestamp'], 'no checks without engines');
+  });
+
+  test('with engines: each one reported; a non-critical one down is degraded with 200, a critical one down is 503', async () => {
+    const states: Record<string, DependencyState> = { database: { up: true }, chat_bus: { up: true } };
+    const dependencies: Dependency[] = [
+      { name: 'database', critical: true, state: () => states.database! },
+      { name: 'chat_bus', critical: false, state: () => states.chat_bus! },
+    ];
+    const local = await startRoster({}, { dependencies });
+    try {
+      let response = await request(`${local.api}/health`);
+      assert.equal(response.status, 200);
+      assert.equal(response.body.data.status, 'healthy');
+      assert.deepEqual(response.body.data.checks, { database: 'up', chat_bus: 'up' });
+
+      states.chat_bus = { up: false, reason: 'connect ECONNREFUSED 127.0.0.1:6379' };
+      response = await request(`${local.api}/health`);
+      assert.equal(response.status, 200);
+      assert.equal(response.body.data.status, 'degraded');
+      assert.deepEqual(response.body.data.checks, { database: 'up', chat_bus: 'down' });
+      assert.match(response.body.message, /chat_bus/);
+
+      states.database = { up: false, reason: 'connect ECONNREFUSED 127.0.0.1:5432' };
+      response = await request(`${local.api}/health`);
+      assertError(response, 503, 'SERVICE_UNAVAILABLE');
+      assert.match(response.body.error.message, /degraded: database down/);
+      assert.deepEqual(response.body.error.details, [
+        { field: 'database', message: 'down: connect ECONNREFUSED 127.0.0.1:5432' },
+        { field: 'chat_bus', message: 'down: connect ECONNREFUSED 127.0.0.1:6379' },
+      ]);
+
+      states.database = { up: true };
+      states.chat_bus = { up: true };
+      response = await request(`${local.api}/health`);
+      assert.equal(response.status, 200);
+      assert.equal(response.body.data.status, 'healthy');
+    } finally {
+      await local.stop();
+    }
   });
 });
 
