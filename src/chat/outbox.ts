@@ -28,6 +28,10 @@ export class Outbox {
   #frames = 0;
   #lastPayload: Buffer | undefined;
   #lastFrame: Buffer | undefined;
+  /** The last batch written with writeMany: its frames back to back, and where each one starts. */
+  #lastBatch: readonly Buffer[] | undefined;
+  #lastBatchFrames: Buffer | undefined;
+  #lastBatchOffsets: number[] = [];
   readonly #corked = new Set<Duplex>();
   #flushScheduled = false;
 
@@ -47,13 +51,37 @@ export class Outbox {
       this.#lastPayload = payload;
       this.#lastFrame = Buffer.concat(frame(payload, TEXT));
     }
-    if (!this.#corked.has(socket)) {
-      socket.cork();
-      this.#corked.add(socket);
-      this.#scheduleFlush();
-    }
+    this.#cork(socket);
     socket.write(this.#lastFrame!);
     this.#frames++;
+  }
+
+  /**
+   * Writes `payloads[from]` onwards as text frames, in one write. A batch handed to many sockets (the
+   * room's coalesced notices) is framed once, into one buffer, and each socket gets a view of its part.
+   */
+  writeMany(socket: Duplex, payloads: readonly Buffer[], from: number): void {
+    if (payloads !== this.#lastBatch) {
+      this.#lastBatch = payloads;
+      const frames = payloads.flatMap((payload) => frame(payload, TEXT));
+      this.#lastBatchFrames = Buffer.concat(frames);
+      this.#lastBatchOffsets = [];
+      let offset = 0;
+      for (const payload of payloads) {
+        this.#lastBatchOffsets.push(offset);
+        offset += payload.length + headerLength(payload.length);
+      }
+    }
+    this.#cork(socket);
+    socket.write(this.#lastBatchFrames!.subarray(this.#lastBatchOffsets[from]));
+    this.#frames += payloads.length - from;
+  }
+
+  #cork(socket: Duplex): void {
+    if (this.#corked.has(socket)) return;
+    socket.cork();
+    this.#corked.add(socket);
+    this.#scheduleFlush();
   }
 
   #scheduleFlush(): void {
@@ -64,10 +92,17 @@ export class Outbox {
       // The payload cache would otherwise pin the last message until the next one.
       this.#lastPayload = undefined;
       this.#lastFrame = undefined;
+      this.#lastBatch = undefined;
+      this.#lastBatchFrames = undefined;
       for (const socket of this.#corked) socket.uncork();
       this.#corked.clear();
       this.#flushed(this.#frames);
       this.#frames = 0;
     });
   }
+}
+
+/** The length of an unmasked frame's header (RFC 6455 5.2): 2 bytes, or 4 or 10 with the extended length. */
+function headerLength(payloadLength: number): number {
+  return payloadLength < 126 ? 2 : payloadLength < 0x10000 ? 4 : 10;
 }

@@ -166,18 +166,27 @@ export function createChatServer(
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
   function accept(ws: WebSocket, socket: Duplex, principal?: Principal): void {
     const budget = messageLimit ? new MessageBudget(messageLimit) : undefined;
+    const writable = (): boolean => {
+      if (ws.readyState !== WebSocket.OPEN) return false;
+      // A slow consumer (decisions.md): closed once the backlog it had before this turn passes the
+      // bound, so its memory stays within the bound plus one turn's messages, and nobody else waits
+      // for it. (What this turn wrote is still corked, unsent by design, so it does not count.)
+      if (!outbox.isCorked(socket) && ws.bufferedAmount > config.maxBacklog) {
+        dropSlowConsumer(ws, connection);
+        return false;
+      }
+      return true;
+    };
     const connection: Connection = {
       alive: true,
       member: {
         id: randomUUID(),
         ...(principal ? { name: principal.name } : {}),
         deliver(payload) {
-          if (ws.readyState !== WebSocket.OPEN) return;
-          // A slow consumer (decisions.md): closed once the backlog it had before this turn passes the
-          // bound, so its memory stays within the bound plus one turn's messages, and nobody else waits
-          // for it. (What this turn wrote is still corked, unsent by design, so it does not count.)
-          if (!outbox.isCorked(socket) && ws.bufferedAmount > config.maxBacklog) return dropSlowConsumer(ws, connection);
-          outbox.write(socket, payload);
+          if (writable()) outbox.write(socket, payload);
+        },
+        deliverMany(payloads, from) {
+          if (writable()) outbox.writeMany(socket, payloads, from);
         },
       },
     };
