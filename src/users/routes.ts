@@ -4,6 +4,9 @@ import { success, successSchema } from '../http/envelope.js';
 import { errorReplies } from '../http/openapi.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from './schema.js';
 import type { UserService } from './service.js';
+import { listReplyJson } from './list-json.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -26,7 +29,8 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
         response: { 200: successSchema(UserList), ...errorReplies(400, 422) },
       },
     },
-    async (request) => success('Users retrieved', await service.list(request.query)),
+    // The reply is JSON text already (list-json.ts), sent as it is; the schema above still describes it.
+    async (request, reply) => reply.type(JSON_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
   );
 
   app.get<WithId>(

@@ -1,0 +1,80 @@
+/**
+ * The list reply written from cached per-user JSON (list-json.ts) must be byte for byte what Fastify's
+ * serializer makes of the same page, and must never serve a user's JSON from before a change.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import fc from 'fast-check';
+import fastJson from 'fast-json-stringify';
+import { successSchema } from '../../src/http/envelope.js';
+import { listReplyJson, userJson } from '../../src/users/list-json.js';
+import { UserList, type User } from '../../src/users/schema.js';
+import { request, startRoster, type Running } from '../helpers.js';
+
+const viaSchema = fastJson(successSchema(UserList));
+
+// Any text at all in the string fields: quotes, backslashes, control characters, lone surrogates, astral.
+const text = fc.oneof(fc.string({ unit: 'binary' }), fc.string(), fc.constantFrom('"', '\\', '\u2028', '\ud800', '\u0000', '😀'));
+const user: fc.Arbitrary<User> = fc.record({ id: text, name: text, email: text, role: text, created_at: text, updated_at: text });
+
+describe('list reply JSON', () => {
+  test('equals the schema serializer for any page', () => {
+    fc.assert(
+      fc.property(
+        fc.array(user, { maxLength: 25 }),
+        fc.record({ total: fc.nat(), page: fc.integer({ min: 1 }), limit: fc.integer({ min: 1, max: 100 }), pages: fc.nat() }),
+        text,
+        (users, pagination, message) => {
+          const list = { users, pagination };
+          const ours = listReplyJson(message, list);
+          assert.equal(ours, viaSchema({ status: 'success', message, data: list }));
+          // And it is JSON that reads back as the same value.
+          assert.deepEqual(JSON.parse(ours), JSON.parse(JSON.stringify({ status: 'success', message, data: list })));
+        },
+      ),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 300) },
+    );
+  });
+
+  test('a user object is serialised once; another object with the same id is serialised anew', () => {
+    const first: User = { id: 'a', name: 'Before', email: 'a@example.com', role: 'user', created_at: 't', updated_at: 't' };
+    assert.equal(userJson(first), userJson(first));
+    const changed = { ...first, name: 'After' };
+    assert.match(userJson(changed), /"name":"After"/);
+    assert.match(userJson(first), /"name":"Before"/);
+  });
+});
+
+describe('list replies over HTTP after changes', () => {
+  let roster: Running;
+  before(async () => {
+    roster = await startRoster();
+  });
+  after(() => roster.stop());
+
+  test('PUT, PATCH and DELETE show in the next list at once', async () => {
+    const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Cache Probe', email: 'cache.probe@example.com' } });
+    assert.equal(created.status, 201);
+    const id = created.body.data.id as string;
+    const listed = async () => (await request(`${roster.api}/users?limit=100`)).body.data.users.find((u: User) => u.id === id) as User | undefined;
+    assert.equal((await listed())?.name, 'Cache Probe');
+
+    await request(`${roster.api}/users/${id}`, { method: 'PATCH', body: { name: 'Patched Probe' } });
+    assert.equal((await listed())?.name, 'Patched Probe');
+
+    const put = await request(`${roster.api}/users/${id}`, { method: 'PUT', body: { name: 'Put Probe', email: 'put.probe@example.com', role: 'admin' } });
+    assert.deepEqual(await listed(), put.body.data);
+
+    await request(`${roster.api}/users/${id}`, { method: 'DELETE' });
+    assert.equal(await listed(), undefined);
+  });
+
+  test('the reply has the JSON content type and the length of its bytes', async () => {
+    await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Zoë Ünïcode 😀', email: 'zoe.unicode@example.com' } });
+    const response = await fetch(`${roster.api}/users?search=unicode`);
+    assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
+    const bytes = Buffer.from(await response.arrayBuffer());
+    assert.equal(Number(response.headers.get('content-length')), bytes.length);
+    assert.equal(JSON.parse(bytes.toString('utf8')).data.users[0].name, 'Zoë Ünïcode 😀');
+  });
+});
