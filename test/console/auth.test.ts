@@ -103,6 +103,8 @@ test('AUTH=apikey: asked first, a wrong key refused, the right one lists users a
     assert.equal(await page.evaluate('document.activeElement.id'), 'sign-in-key');
     await page.keyboard.type(ADMIN_KEY);
     await page.keyboard.press('Enter');
+    await waitForText(pageInfo(page), '3 users');
+    assert.equal(await page.evaluate('document.activeElement.id'), 'users', 'focus goes on to the users panel');
     await assertWorking(page, 'Hello with an API key');
     await waitForText(page.locator('#session-text'), 'Signed in with an API key');
     assert.ok(userRequests.includes(ADMIN_KEY), 'the REST calls carry X-API-Key');
@@ -132,7 +134,8 @@ test('AUTH=apikey: asked first, a wrong key refused, the right one lists users a
     await assertWorking(page, 'Back again');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await assertAsked(page, 'sign-in-key');
-    await waitForText(formError(page), 'Signed out.');
+    await waitForText(page.locator('#sign-in-notice'), 'Signed out.');
+    assert.equal(await formError(page).isHidden(), true, 'signing out is not an error');
     assert.deepEqual(await stored(page), [0, 0, null]);
     assert.equal(await page.locator('#chat-log li').count(), 0, 'the conversation is gone');
     assert.equal(await page.getByLabel('API key').inputValue(), '', 'the key is not left in the form');

@@ -71,7 +71,7 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
     },
     signOut() {
       stop();
-      signIn.showForm('Signed out.');
+      signIn.showForm({ notice: 'Signed out.' });
     },
   });
 
@@ -94,14 +94,26 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
     users.clear();
   }
 
+  const refused = (error: ApiError) => signIn.showForm({ error: `Your credential was refused: ${error.message}. Sign in again.` });
   onUnauthorized((error) => {
     stop();
-    signIn.showForm(`Your credential was refused: ${error.message}. Sign in again.`);
+    refused(error);
   });
 
   const saved = loadCredential(signIn.kind);
-  if (saved) use(saved, signingOf(saved));
-  else signIn.showForm();
+  if (!saved) return signIn.showForm();
+  // Signed in earlier in this tab: checked once before the panels start, so that a credential Roster
+  // no longer accepts brings the form back rather than a refused chat handshake. If it cannot be
+  // checked now (Roster unreachable), the panels start anyway and report that themselves.
+  const savedSigning = signingOf(saved);
+  checkCredential(savedSigning).then(
+    () => use(saved, savedSigning),
+    (error: unknown) => {
+      if (!(error instanceof ApiError && error.status === 401)) return use(saved, savedSigning);
+      forgetCredential();
+      refused(error);
+    },
+  );
 }
 
 /** What the form says when a credential could not be checked or was refused. */

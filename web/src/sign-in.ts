@@ -24,6 +24,7 @@ export class SignIn {
   readonly #section = byId('sign-in', HTMLElement);
   readonly #form = byId('sign-in-form', HTMLFormElement);
   readonly #hint = byId('sign-in-hint', HTMLElement);
+  readonly #notice = byId('sign-in-notice', HTMLElement);
   readonly #error = byId('sign-in-error', HTMLElement);
   readonly #submit = byId('sign-in-submit', HTMLButtonElement);
   readonly #key = byId('sign-in-key', HTMLInputElement);
@@ -56,8 +57,11 @@ export class SignIn {
     return this.#kind;
   }
 
-  /** The form in place of the panels, with a message (why the user is asked again) or none. */
-  showForm(message: string | null = null): void {
+  /**
+   * The form in place of the panels, with why the user is asked (again): an error (a credential
+   * refused) or a notice (signed out), or nothing at the start.
+   */
+  showForm(message: { error: string } | { notice: string } | null = null): void {
     for (const panel of this.panels) panel.hidden = true;
     this.#session.hidden = true;
     this.#sessionText.textContent = '';
@@ -66,7 +70,8 @@ export class SignIn {
     this.#password.value = '';
     this.#token.value = '';
     this.#setBusy(false);
-    this.#showError(message);
+    this.#showError(message && 'error' in message ? message.error : null);
+    this.#notice.textContent = message && 'notice' in message ? message.notice : '';
     this.#section.hidden = false;
     const first = this.#kind === 'basic' && this.#user.value !== '' ? this.#password : this.#inputs()[0];
     first?.focus();
@@ -76,6 +81,7 @@ export class SignIn {
   showSignedIn(credential: Credential): void {
     this.#section.hidden = true;
     this.#showError(null);
+    this.#notice.textContent = '';
     this.#key.value = '';
     this.#password.value = '';
     this.#token.value = '';
@@ -97,7 +103,12 @@ export class SignIn {
       problem = 'Something went wrong. Try again.';
     }
     this.#setBusy(false);
-    if (problem === null) return;
+    if (problem === null) {
+      // The form is gone: keyboard and screen reader users go on from the first panel.
+      this.panels[0]?.focus();
+      return;
+    }
+    this.#notice.textContent = '';
     this.#showError(problem);
     const retry = this.#kind === 'basic' ? this.#password : this.#inputs()[0];
     if (!retry) return;
