@@ -148,7 +148,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   if (metrics) await app.register(metricsRoute, { metrics });
   if (config.console) {
     const chatPort = deps.chatPort ?? (() => config.wsPort);
-    await registerConsole(app, { chatPort, chatUrl: config.chatPublicUrl, root: CONSOLE_ROOT, roles: config.roles });
+    await registerConsole(app, { chatPort, chatUrl: config.chatPublicUrl, root: CONSOLE_ROOT, roles: config.roles, auth: config.auth.scheme });
   }
   return app;
 }

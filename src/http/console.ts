@@ -1,11 +1,13 @@
 /**
  * The browser console on the REST port: the page compiled from web/ (to dist/web) at `/`, its assets
- * under `/console/`, and `/console/config.json`, which tells the page where the chat is. Nothing here
+ * under `/console/`, and `/console/config.json`, which tells the page where the chat is and which
+ * authentication scheme is on (its name only: never a key, hash or secret). Nothing here
  * is under the API prefix. Missing assets and other failures go through the app's error handler and
  * not-found handler, so they get the error envelope like every other reply.
  */
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
+import type { AuthScheme } from '../config.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +34,8 @@ export interface ConsoleOptions {
   root: string;
   /** The allowed values of role, offered by the page's filter and forms. Default: admin, user. */
   roles?: readonly string[];
+  /** The `AUTH` scheme, so the page knows which credential to ask for. Default: none. */
+  auth?: AuthScheme;
 }
 
 /** What `/console/config.json` answers. */
@@ -39,6 +43,8 @@ export interface ConsoleSettings {
   chatPort: number;
   chatUrl: string | null;
   roles: string[];
+  /** Which credential the page must send: the scheme's name, nothing more. */
+  auth: AuthScheme;
 }
 
 /**
@@ -63,6 +69,7 @@ const HIDDEN = { hide: true } as FastifySchema & { hide: boolean };
 export async function registerConsole(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   const chatUrl = options.chatUrl === undefined || options.chatUrl.trim() === '' ? null : checkChatUrl(options.chatUrl.trim());
   const roles = [...(options.roles ?? ['admin', 'user'])];
+  const auth = options.auth ?? 'none';
   const chatPort = typeof options.chatPort === 'function' ? options.chatPort : () => options.chatPort as number;
   if (!existsSync(join(options.root, 'index.html'))) {
     app.log.warn({ root: options.root }, 'browser console not built: no index.html (run the web build); / will answer 404');
@@ -94,7 +101,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
 
     scope.get(`${CONSOLE_PREFIX}config.json`, { schema: HIDDEN }, async (_request, reply): Promise<ConsoleSettings> => {
       reply.header('cache-control', 'no-store');
-      return { chatPort: chatPort(), chatUrl, roles };
+      return { chatPort: chatPort(), chatUrl, roles, auth };
     });
   });
 }

@@ -48,7 +48,7 @@ describe('console serving', () => {
     const response = await request(`${roster.origin}/console/config.json`);
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('cache-control'), 'no-store');
-    assert.deepEqual(response.body, { chatPort: roster.wsPort, chatUrl: null, roles: ['admin', 'user', 'auditor'] });
+    assert.deepEqual(response.body, { chatPort: roster.wsPort, chatUrl: null, roles: ['admin', 'user', 'auditor'], auth: 'none' });
   });
 
   test('a missing asset is a 404 in the error envelope', async () => {

@@ -1,5 +1,6 @@
 /** The user API (`api/v1/users`), with its error envelope turned into `ApiError`. */
 import { API_BASE } from './config.js';
+import type { Signing } from './credentials.js';
 
 export interface User {
   id: string;
@@ -44,13 +45,30 @@ export class ApiError extends Error {
   }
 }
 
-async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T | undefined> {
+/** How requests are signed while a credential is in use (AUTH on); null sends none (AUTH=none). */
+let signing: Signing | null = null;
+let unauthorized: (error: ApiError) => void = () => undefined;
+
+/** Every request from now on carries this credential (null: none). */
+export function signRequests(value: Signing | null): void {
+  signing = value;
+}
+
+/** Called with a 401 to a request signed with the credential in use, before the error is thrown. */
+export function onUnauthorized(handler: (error: ApiError) => void): void {
+  unauthorized = handler;
+}
+
+async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal, sign: Signing | null = signing): Promise<T | undefined> {
   let response: Response;
   try {
+    const headers: Record<string, string> = { ...sign?.headers, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
     response = await fetch(`${API_BASE}${path}`, {
       method,
       signal,
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      headers,
+      ...(sign ? { credentials: sign.credentials } : {}),
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (error) {
@@ -69,12 +87,20 @@ async function call<T>(method: string, path: string, body?: unknown, signal?: Ab
   const details = Array.isArray(error.details)
     ? error.details.filter((d): d is FieldDetail => typeof d?.field === 'string' && typeof d?.message === 'string')
     : [];
-  throw new ApiError(
+  const failure = new ApiError(
     response.status,
     typeof error.code === 'string' ? error.code : 'ERROR',
     typeof error.message === 'string' ? error.message : `The server answered ${response.status}.`,
     details,
   );
+  // Only for the credential still in use: a late answer to one signed out of since changes nothing.
+  if (failure.status === 401 && sign === signing) unauthorized(failure);
+  throw failure;
+}
+
+/** Reads one user with this credential (any principal may read): resolves if Roster accepts it, else throws its ApiError. */
+export async function checkCredential(sign: Signing): Promise<void> {
+  await call<UserPage>('GET', '/users?page=1&limit=1', undefined, undefined, sign);
 }
 
 export function listUsers(query: ListQuery, signal?: AbortSignal): Promise<UserPage> {

@@ -41,6 +41,8 @@ export class ChatConnection {
   #pingTimer: number | undefined;
   #awaitingPong = false;
   #stopped = false;
+  /** Counts start() calls: a connect still resolving its URL from before a stop and start gives up. */
+  #generation = 0;
 
   constructor(
     private readonly resolveUrl: () => Promise<string>,
@@ -54,6 +56,8 @@ export class ChatConnection {
 
   start(): void {
     this.#stopped = false;
+    this.#attempt = 0;
+    this.#generation += 1;
     void this.#connect();
   }
 
@@ -85,15 +89,17 @@ export class ChatConnection {
     window.clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
     this.events.state({ kind: 'connecting', attempt: this.#attempt });
+    const generation = this.#generation;
     let socket: WebSocket;
     try {
       socket = new WebSocket(await this.resolveUrl());
     } catch {
+      if (this.#stopped || generation !== this.#generation) return;
       // The settings could not be loaded, or the address is not a valid WebSocket URL.
       this.#scheduleRetry(false);
       return;
     }
-    if (this.#stopped) {
+    if (this.#stopped || generation !== this.#generation) {
       socket.close();
       return;
     }

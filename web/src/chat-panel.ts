@@ -27,9 +27,19 @@ export class ChatPanel {
   /** Whether this page has been connected at all (a later failure is "lost", not "cannot reach"). */
   #everConnected = false;
 
-  constructor(resolveUrl: () => Promise<string>) {
+  /**
+   * `refused`: called when a connection attempt fails before opening. A browser is not told why a
+   * handshake failed (a 401 looks like an unreachable server), so the caller can find out another way.
+   */
+  constructor(
+    resolveUrl: () => Promise<string>,
+    private readonly refused: () => void = () => undefined,
+  ) {
     this.#connection = new ChatConnection(resolveUrl, {
-      state: (state) => this.#showState(state),
+      state: (state) => {
+        this.#showState(state);
+        if (state.kind === 'waiting' && !state.wasOpen) this.refused();
+      },
       message: (message) => this.#receive(message),
     });
     this.#form.addEventListener('submit', (event) => {
@@ -42,6 +52,22 @@ export class ChatPanel {
 
   start(): void {
     this.#connection.start();
+  }
+
+  /** Leaves the room and forgets the conversation (on sign-out: the next user of the tab sees none of it). */
+  stop(): void {
+    this.#connection.stop();
+    this.#log.replaceChildren();
+    this.#everConnected = false;
+    this.#ownId = null;
+    this.#pending = [];
+    this.#input.value = '';
+    this.#count.textContent = '–';
+    this.#send.disabled = true;
+    this.#retry.hidden = true;
+    this.#status.dataset.state = 'connecting';
+    this.#panel.dataset.state = 'connecting';
+    this.#statusText.textContent = 'Not connected';
   }
 
   #sendMessage(): void {

@@ -1,5 +1,10 @@
 /** The console's settings, served by Roster at console/config.json (src/http/console.ts). */
 
+/** Roster's `AUTH` setting: which credential the API and the chat want. */
+export type AuthScheme = 'none' | 'apikey' | 'basic' | 'jwt' | 'oauth2';
+
+const AUTH_SCHEMES: readonly string[] = ['none', 'apikey', 'basic', 'jwt', 'oauth2'];
+
 export interface ConsoleConfig {
   /** The chat's port on the page's host, used unless `chatUrl` is set. */
   chatPort: number;
@@ -7,6 +12,8 @@ export interface ConsoleConfig {
   chatUrl: string | null;
   /** Allowed values of a user's role. */
   roles: string[];
+  /** The authentication scheme in force; `none` when the server does not say (an older Roster). */
+  auth: AuthScheme;
 }
 
 export const DEFAULT_ROLES = ['admin', 'user'];
@@ -23,6 +30,7 @@ export async function loadConfig(): Promise<ConsoleConfig> {
     chatPort: body.chatPort,
     chatUrl: typeof body.chatUrl === 'string' && body.chatUrl !== '' ? body.chatUrl : null,
     roles: Array.isArray(body.roles) && body.roles.every((role) => typeof role === 'string') && body.roles.length > 0 ? body.roles : DEFAULT_ROLES,
+    auth: typeof body.auth === 'string' && AUTH_SCHEMES.includes(body.auth) ? body.auth : 'none',
   };
 }
 

@@ -1,6 +1,13 @@
-/** Entry point of the browser console: loads the settings, then starts the users and chat panels. */
+/**
+ * Entry point of the browser console: loads the settings, then starts the users and chat panels; with
+ * authentication on, behind the sign-in form (sign-in.ts) and with the credential on every call.
+ */
+import { ApiError, checkCredential, onUnauthorized, signRequests } from './api.js';
 import { ChatPanel } from './chat-panel.js';
-import { chatAddress, DEFAULT_ROLES, loadConfig, type ConsoleConfig } from './config.js';
+import { chatAddress, DEFAULT_ROLES, loadConfig, type AuthScheme, type ConsoleConfig } from './config.js';
+import { chatAddressWith, forgetCredential, loadCredential, saveCredential, signingOf, type Credential, type Signing } from './credentials.js';
+import { byId } from './dom.js';
+import { SignIn } from './sign-in.js';
 import { UsersPanel } from './users-panel.js';
 
 let config: Promise<ConsoleConfig> | null = null;
@@ -14,16 +21,108 @@ function settings(): Promise<ConsoleConfig> {
   return config;
 }
 
-function main(): void {
-  const users = new UsersPanel(DEFAULT_ROLES);
-  users.load();
-  void settings().then(
-    (loaded) => users.setRoles(loaded.roles),
-    () => undefined, // the default roles stay; the chat reports the problem and retries
-  );
+const pageUrl = () => new URL(window.location.href);
 
-  const chat = new ChatPanel(async () => chatAddress(await settings(), new URL(window.location.href)));
-  chat.start();
+async function main(): Promise<void> {
+  const users = new UsersPanel(DEFAULT_ROLES);
+  let loaded: ConsoleConfig | null = null;
+  try {
+    loaded = await settings();
+  } catch {
+    // The default roles stay; the chat reports the problem and retries.
+  }
+  if (loaded) users.setRoles(loaded.roles);
+  if (loaded === null || loaded.auth === 'none') {
+    users.load();
+    new ChatPanel(async () => chatAddress(await settings(), pageUrl())).start();
+    return;
+  }
+  startSignedIn(loaded.auth, users);
 }
 
-main();
+/** Authentication on: the panels run only while a credential Roster accepts is in use. */
+function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): void {
+  let credential: Credential | null = null;
+  let signing: Signing | null = null;
+
+  const chat = new ChatPanel(
+    async () => {
+      if (!credential) throw new Error('not signed in');
+      return chatAddressWith(chatAddress(await settings(), pageUrl()), credential);
+    },
+    () => {
+      // The handshake failed and the browser does not say why: a REST call with the same credential
+      // does. A 401 there signs out (through onUnauthorized); anything else, the chat keeps retrying.
+      if (signing) checkCredential(signing).catch(() => undefined);
+    },
+  );
+  // While signed out the form stands alone: the panels, and the links that lead to them, are hidden.
+  const panels = [byId('users', HTMLElement), byId('chat', HTMLElement), ...document.querySelectorAll<HTMLElement>('.sections, .skip-link')];
+  const signIn = new SignIn(scheme, panels, {
+    async submit(candidate) {
+      const candidateSigning = signingOf(candidate);
+      try {
+        await checkCredential(candidateSigning);
+      } catch (error) {
+        return refusal(error);
+      }
+      use(candidate, candidateSigning);
+      return null;
+    },
+    signOut() {
+      stop();
+      signIn.showForm({ notice: 'Signed out.' });
+    },
+  });
+
+  function use(accepted: Credential, acceptedSigning: Signing): void {
+    credential = accepted;
+    signing = acceptedSigning;
+    saveCredential(accepted);
+    signRequests(acceptedSigning);
+    signIn.showSignedIn(accepted);
+    users.load();
+    chat.start();
+  }
+
+  function stop(): void {
+    credential = null;
+    signing = null;
+    forgetCredential();
+    signRequests(null);
+    chat.stop();
+    users.clear();
+  }
+
+  const refused = (error: ApiError) => signIn.showForm({ error: `Your credential was refused: ${error.message}. Sign in again.` });
+  onUnauthorized((error) => {
+    stop();
+    refused(error);
+  });
+
+  const saved = loadCredential(signIn.kind);
+  if (!saved) return signIn.showForm();
+  // Signed in earlier in this tab: checked once before the panels start, so that a credential Roster
+  // no longer accepts brings the form back rather than a refused chat handshake. If it cannot be
+  // checked now (Roster unreachable), the panels start anyway and report that themselves.
+  const savedSigning = signingOf(saved);
+  checkCredential(savedSigning).then(
+    () => use(saved, savedSigning),
+    (error: unknown) => {
+      if (!(error instanceof ApiError && error.status === 401)) return use(saved, savedSigning);
+      forgetCredential();
+      refused(error);
+    },
+  );
+}
+
+/** What the form says when a credential could not be checked or was refused. */
+function refusal(error: unknown): string {
+  if (!(error instanceof ApiError)) return 'Something went wrong. Try again.';
+  if (error.status === 401) return `Not signed in: ${error.message}.`;
+  if (error.status === 0) return error.message;
+  if (error.status === 429) return `${error.message}.`;
+  return `The credential could not be checked: ${error.message} (${error.status} ${error.code}).`;
+}
+
+void main();

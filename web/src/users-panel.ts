@@ -93,6 +93,22 @@ export class UsersPanel {
     void this.#load();
   }
 
+  /** Drops what was shown (on sign-out or a refused credential): the next user of the tab sees none of it. */
+  clear(): void {
+    this.#loading?.abort();
+    this.#loading = null;
+    this.#returnFocus = null;
+    if (this.#dialog.open) this.#dialog.close();
+    if (this.#deleteDialog.open) this.#deleteDialog.close();
+    this.#body.replaceChildren();
+    this.#table.setAttribute('aria-busy', 'false');
+    delete this.#table.dataset.state;
+    this.#error.hidden = true;
+    this.#notice.textContent = '';
+    delete this.#notice.dataset.visible;
+    this.#pageInfo.textContent = '';
+  }
+
   // ---- The list ---------------------------------------------------------------------------------
 
   #wireList(): void {
@@ -472,6 +488,7 @@ function cssToken(value: string): string {
 /** A one-line explanation of an API failure for the error states. */
 function describe(error: ApiError): string {
   if (error.status === 0) return error.message;
+  if (error.status === 403) return `${error.message}: you are signed in with a credential that may read users but not change them (403 ${error.code}).`;
   if (error.status >= 500) return `The server had a problem (${error.status} ${error.code}). Try again in a moment.`;
   return `${error.message} (${error.status} ${error.code}).`;
 }
