@@ -3,6 +3,7 @@
  * REST load generator scenario by scenario (warm-up, settle, measure, settle), at each size of the
  * plan; then the table, the derived checks against the targets, and the memory figures.
  */
+import { benchAuths, type BenchAuth } from '../auth.js';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
 import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
 import { bytes, integer, megabytes, ms, rate, ratio, table, targetLines, type Target } from '../report.js';
@@ -60,6 +61,8 @@ const LIST_KEYS: readonly ScenarioKey[] = ['list', 'role', 'sorted'];
 
 interface RestServer {
   name: ServerName;
+  /** Roster with authentication on: the credentials it takes. */
+  auth?: BenchAuth;
   users: number;
   child: BenchChild;
   port: number;
@@ -73,6 +76,7 @@ interface RestRow {
   scenario: Scenario;
   users: number;
   server: ServerName;
+  auth?: BenchAuth['scheme'];
   result?: RestResult;
   /** CPU used by processes outside the benchmark meanwhile, as a share of one CPU. */
   otherLoad?: number;
@@ -89,24 +93,31 @@ interface SearchCheck {
 
 interface RestFindings {
   rows: RestRow[];
+  /** Get by id on Roster with authentication on, one row per scheme. */
+  authRows: RestRow[];
   memory: { users: number; server: RestServer }[];
   searchChecks: SearchCheck[];
   notes: string[];
 }
 
-async function startRestServer(name: ServerName, users: number): Promise<RestServer> {
+/** The server as the report names it: "Roster (AUTH=jwt)" when authentication is on. */
+const serverLabel = (name: ServerName, scheme: BenchAuth['scheme'] | undefined) => (scheme ? `${name} (AUTH=${scheme})` : name);
+
+async function startRestServer(name: ServerName, users: number, auth?: BenchAuth): Promise<RestServer> {
+  const label = serverLabel(name, auth?.scheme);
   const child =
     name === 'Roster'
-      ? new BenchChild(`Roster (${integer(users)} users)`, benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
+      ? new BenchChild(`${label} (${integer(users)} users)`, benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
       : new BenchChild(`HTTP baseline (${integer(users)} users)`, benchScript('servers/http-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
   try {
     const timeout = 60_000 + users / 10; // a million users take a few seconds to generate and store
+    const env = { ...ROSTER_ENV, ...auth?.env };
     const started =
       name === 'Roster'
-        ? await child.request<RosterStarted>({ cmd: 'start', users, env: ROSTER_ENV } satisfies RosterCommand, timeout)
+        ? await child.request<RosterStarted>({ cmd: 'start', users, env } satisfies RosterCommand, timeout)
         : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand, timeout);
-    progress(`${name} up with ${integer(users)} users (filled in ${started.fillSeconds.toFixed(1)} s)`);
-    return { name, users, child, port: started.port, started };
+    progress(`${label} up with ${integer(users)} users (filled in ${started.fillSeconds.toFixed(1)} s)`);
+    return { name, ...(auth && { auth }), users, child, port: started.port, started };
   } catch (error) {
     await child.kill();
     throw error;
@@ -198,17 +209,17 @@ async function settle(server: RestServer, after: string): Promise<string | undef
   const started = performance.now();
   if (await waitUntilIdle(server, BACKLOG_SECONDS)) {
     const waited = (performance.now() - started) / 1000;
-    return waited > 1.5 ? `${server.name} needed ${waited.toFixed(1)} s to work off its backlog after ${after}.` : undefined;
+    return waited > 1.5 ? `${serverLabel(server.name, server.auth?.scheme)} needed ${waited.toFixed(1)} s to work off its backlog after ${after}.` : undefined;
   }
   await server.child.kill();
-  const fresh = await startRestServer(server.name, server.users);
+  const fresh = await startRestServer(server.name, server.users, server.auth);
   server.child = fresh.child;
   server.port = fresh.port;
-  return `${server.name} still had a backlog ${BACKLOG_SECONDS} s after ${after}, and was restarted.`;
+  return `${serverLabel(server.name, server.auth?.scheme)} still had a backlog ${BACKLOG_SECONDS} s after ${after}, and was restarted.`;
 }
 
 async function measureRest(plan: Plan): Promise<RestFindings> {
-  const findings: RestFindings = { rows: [], memory: [], searchChecks: [], notes: [] };
+  const findings: RestFindings = { rows: [], authRows: [], memory: [], searchChecks: [], notes: [] };
   const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   try {
     for (const users of plan.sizes) {
@@ -226,6 +237,10 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
           for (const server of servers) {
             findings.rows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
           }
+          // Right after the unauthenticated figure it is compared with, under the same conditions.
+          if (scenario.key === 'get' && users === AUTH_USERS) {
+            findings.authRows.push(...(await measureAuth(generator, scenario, users, ids, plan, findings.notes)));
+          }
         }
       } catch (error) {
         findings.notes.push(`**${integer(users)} users: stopped early**: ${errorText(error)}`);
@@ -240,7 +255,55 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
   return findings;
 }
 
-/** Warm-up, then the measured run, each followed by `settle`. A failure is reported in the row. */
+/** The size at which get by id is measured with authentication on. */
+const AUTH_USERS = 1_000;
+/** Get by id with authentication on, at least this share of the unauthenticated figure. */
+const AUTH_RATIO = 0.8;
+
+/**
+ * Get by id on Roster started again with authentication on, once per scheme, with the credential on
+ * every request. Each server is checked first to refuse a request without it.
+ */
+async function measureAuth(generator: BenchChild, scenario: Scenario, users: number, ids: string[], plan: Plan, notes: string[]): Promise<RestRow[]> {
+  const rows: RestRow[] = [];
+  for (const auth of await benchAuths()) {
+    const authenticated: Scenario = {
+      ...scenario,
+      label: `${scenario.label}, ${auth.carrier}`,
+      target: (pool) => ({ kind: 'get-by-id', ids: pool, headers: auth.headers }),
+    };
+    let server: RestServer | undefined;
+    try {
+      server = await startRestServer('Roster', users, auth);
+      await checkCredentials(server, ids[0]!, auth);
+      // As warm as the unauthenticated server was by then: it had run health (warm-up and measured) first.
+      rows.push(await runRest(generator, server, authenticated, ids, plan, notes, 2 * plan.rest.warmupSeconds + plan.rest.seconds));
+    } catch (error) {
+      rows.push({ scenario: authenticated, users, server: 'Roster', auth: auth.scheme, error: errorText(error) });
+      progress(`${integer(users)} users, ${authenticated.label}: ${errorText(error)}`);
+    } finally {
+      await server?.child.kill();
+    }
+  }
+  return rows;
+}
+
+/** Fails unless the server refuses a get by id without the credential (401) and answers it with (200). */
+async function checkCredentials(server: RestServer, id: string, auth: BenchAuth): Promise<void> {
+  const url = `http://127.0.0.1:${server.port}${USERS_PATH}/${id}`;
+  const without = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  await without.arrayBuffer();
+  const withIt = await fetch(url, { headers: auth.headers, signal: AbortSignal.timeout(10_000) });
+  await withIt.arrayBuffer();
+  if (without.status !== 401 || withIt.status !== 200) {
+    throw new Error(`AUTH=${auth.scheme} not in force: status ${without.status} without the credential, ${withIt.status} with it`);
+  }
+}
+
+/**
+ * Warm-up (`warmupSeconds`, the plan's unless given), then the measured run, each followed by
+ * `settle`. A failure is reported in the row.
+ */
 async function runRest(
   generator: BenchChild,
   server: RestServer,
@@ -248,9 +311,10 @@ async function runRest(
   ids: string[],
   plan: Plan,
   notes: string[],
+  warmupSeconds = plan.rest.warmupSeconds,
 ): Promise<RestRow> {
-  const row: RestRow = { scenario, users: server.users, server: server.name };
-  const what = `${integer(server.users)} users, ${scenario.label}, ${server.name}`;
+  const row: RestRow = { scenario, users: server.users, server: server.name, ...(server.auth && { auth: server.auth.scheme }) };
+  const what = `${integer(server.users)} users, ${scenario.label}, ${serverLabel(server.name, server.auth?.scheme)}`;
   const job = (seconds: number): RestJob => ({
     cmd: 'run',
     url: `http://127.0.0.1:${server.port}`,
@@ -267,7 +331,7 @@ async function runRest(
   };
   const measured = `"${scenario.label}" at ${integer(server.users)} users`;
   try {
-    await generator.request<RestResult>(job(plan.rest.warmupSeconds), timeout(plan.rest.warmupSeconds));
+    await generator.request<RestResult>(job(warmupSeconds), timeout(warmupSeconds));
     await settled(`the warm-up of ${measured}`);
     const others = otherLoadMeter(benchPids);
     row.result = await generator.request<RestResult>(job(plan.rest.seconds), timeout(plan.rest.seconds));
@@ -297,27 +361,34 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   const rps = (key: ScenarioKey, users: number, server: ServerName) => find(key, users, server)?.requestsPerSecond ?? NaN;
   const shaky = (...keys: RowKey[]) => keys.some((key) => isDisturbed(rowOf(key)?.otherLoad));
 
-  const rows = findings.rows.map((row) => {
+  const cells = (row: RestRow, comparison: string) => {
     const r = row.result;
-    const vsBaseline = row.server === 'Roster' ? ratio(rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline')) : '';
-    if (!r) return [row.scenario.label, integer(row.users), row.server, `error: ${row.error ?? '?'}`, '', '', '', '', '', vsBaseline];
-    return [
-      row.scenario.label,
-      integer(row.users),
-      row.server,
-      rate(r.requestsPerSecond),
-      ms(r.p50Ms),
-      ms(r.p99Ms),
-      integer(r.non2xx),
-      integer(r.errors),
-      cpuCell(r, row.otherLoad),
-      vsBaseline,
-    ];
-  });
-  const restTable = table(
-    ['Scenario', 'Users', 'Server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU server / generator / others', 'Roster / baseline'],
-    rows,
+    const server = serverLabel(row.server, row.auth);
+    if (!r) return [row.scenario.label, integer(row.users), server, `error: ${row.error ?? '?'}`, '', '', '', '', '', comparison];
+    return [row.scenario.label, integer(row.users), server, rate(r.requestsPerSecond), ms(r.p50Ms), ms(r.p99Ms), integer(r.non2xx), integer(r.errors), cpuCell(r, row.otherLoad), comparison];
+  };
+  const header = ['Scenario', 'Users', 'Server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU server / generator / others'];
+  const rows = findings.rows.map((row) =>
+    cells(row, row.server === 'Roster' ? ratio(rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline')) : ''),
   );
+  const restTable = table([...header, 'Roster / baseline'], rows);
+  const authVsPlain = (row: RestRow) => (row.result?.requestsPerSecond ?? NaN) / rps('get', row.users, 'Roster');
+  const authTable = table(
+    [...header, 'authenticated / unauthenticated'],
+    findings.authRows.map((row) => cells(row, ratio(authVsPlain(row)))),
+  );
+  const authTargets: Target[] = findings.authRows.map((row) => {
+    const value = authVsPlain(row);
+    // A credential refused is no measurement of authentication's cost.
+    const refused = row.result?.non2xx ?? 0;
+    return {
+      label: `get by id with AUTH=${row.auth ?? '?'} at ${integer(row.users)} users`,
+      figure: `${ratio(value)} unauthenticated${refused > 0 ? `, **${integer(refused)} non-2xx**` : ''}`,
+      goal: `≥ ${AUTH_RATIO}×, no non-2xx`,
+      pass: refused > 0 ? false : judge(value, (v) => v >= AUTH_RATIO),
+      disturbed: isDisturbed(row.otherLoad) || shaky(['get', row.users, 'Roster']),
+    };
+  });
 
   const targets: Target[] = [];
   for (const users of plan.sizes) {
@@ -446,6 +517,18 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     '',
     targetLines(targets),
     '',
+    '### REST with authentication (Roster)',
+    '',
+    `Roster started again at ${integer(AUTH_USERS)} users, once with AUTH=apikey (a key with the user role) and once with AUTH=jwt (an HS256 token minted with jose, as \`roster token\` does), ` +
+      'each checked to refuse a request without its credential; get by id with the credential on every request, run right after the unauthenticated get by id it is compared with. ' +
+      'Otherwise as above.',
+    '',
+    authTable,
+    '',
+    'Targets:',
+    '',
+    targetLines(authTargets),
+    '',
     '### Memory of the REST servers',
     '',
     'After a full garbage collection. "After reads" is after the read-only scenarios (indexes a store builds lazily included), before create and patch add users. ' +
@@ -460,8 +543,8 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   ].join('\n');
   // A size stopped early leaves rows missing: at least one failure.
   const missing = plan.sizes.length * SCENARIOS.length * SERVERS.length - findings.rows.length;
-  const errors = findings.rows.filter((row) => row.error !== undefined).length + missing;
-  return { markdown, targets: [...targets, ...memoryTargets], errors };
+  const errors = [...findings.rows, ...findings.authRows].filter((row) => row.error !== undefined).length + missing;
+  return { markdown, targets: [...targets, ...authTargets, ...memoryTargets], errors };
 }
 
 /** Runs the REST section and reports it. */
