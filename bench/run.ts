@@ -4,10 +4,11 @@
  * its own process on one CPU, every load generator in its own process on the other. Prints one
  * Markdown table per section with PASS/FAIL lines for the targets, and writes them to BENCHMARKS.md.
  *
- *   npm run bench                  1 000 and 100 000 users; 1 000 and 5 000 chat clients; 10 000 idle
+ *   npm run bench                  1 000 and 100 000 users; 1 000 and 5 000 chat clients; a storm of
+ *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
- *   npm run bench -- --only chat   one section (rest, chat); prints only, never writes
+ *   npm run bench -- --only chat   one section (rest, chat, connections); prints only, never writes
  */
 import { execFileSync } from 'node:child_process';
 import { relative, resolve } from 'node:path';
@@ -15,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { benchPids, killAllChildren, LOAD_CPU, pinned, SERVER_CPU } from './ipc.js';
 import { machine, percent, writeGeneratedSection } from './report.js';
 import { chatSection } from './sections/chat.js';
+import { connectionsSection } from './sections/connections.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
 import { otherLoadMeter } from './stats.js';
@@ -23,6 +25,7 @@ import { otherLoadMeter } from './stats.js';
 const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<SectionReport>])[] = [
   ['rest', restSection],
   ['chat', chatSection],
+  ['connections', connectionsSection],
 ];
 
 function commandLine(args: readonly string[]): string {

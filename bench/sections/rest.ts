@@ -277,7 +277,7 @@ async function measureAuth(generator: BenchChild, scenario: Scenario, users: num
       server = await startRestServer('Roster', users, auth);
       await checkCredentials(server, ids[0]!, auth);
       // As warm as the unauthenticated server was by then: it had run health (warm-up and measured) first.
-      rows.push(await runRest(generator, server, authenticated, ids, plan, notes, 2 * plan.rest.warmupSeconds + plan.rest.seconds));
+      rows.push(await runRest(generator, server, authenticated, ids, plan, notes, plan.rest.freshWarmupSeconds));
     } catch (error) {
       rows.push({ scenario: authenticated, users, server: 'Roster', auth: auth.scheme, error: errorText(error) });
       progress(`${integer(users)} users, ${authenticated.label}: ${errorText(error)}`);
