@@ -4,9 +4,11 @@
  * its own process on one CPU, every load generator in its own process on the other. Prints one
  * Markdown table per section with PASS/FAIL lines for the targets, and writes them to BENCHMARKS.md.
  *
- *   npm run bench                  1 000 and 100 000 users; 1 000 and 5 000 chat clients; 10 000 idle
+ *   npm run bench                  1 000 and 100 000 users; 1 000 and 5 000 chat clients; a storm of
+ *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
+ *   npm run bench -- --only chat   one section (rest, chat, connections); prints only, never writes
  */
 import { execFileSync } from 'node:child_process';
 import { relative, resolve } from 'node:path';
@@ -14,9 +16,17 @@ import { parseArgs } from 'node:util';
 import { benchPids, killAllChildren, LOAD_CPU, pinned, SERVER_CPU } from './ipc.js';
 import { machine, percent, writeGeneratedSection } from './report.js';
 import { chatSection } from './sections/chat.js';
-import { planFor, progress, sleep } from './sections/common.js';
+import { connectionsSection } from './sections/connections.js';
+import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
 import { otherLoadMeter } from './stats.js';
+
+/** The sections, in the order they run and are reported. */
+const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<SectionReport>])[] = [
+  ['rest', restSection],
+  ['chat', chatSection],
+  ['connections', connectionsSection],
+];
 
 function commandLine(args: readonly string[]): string {
   if (process.env.npm_lifecycle_event === 'bench') return `npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
@@ -51,9 +61,20 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const { values: flags } = parseArgs({
     args,
-    options: { quick: { type: 'boolean', default: false }, full: { type: 'boolean', default: false }, write: { type: 'boolean', default: false } },
+    options: {
+      quick: { type: 'boolean', default: false },
+      full: { type: 'boolean', default: false },
+      write: { type: 'boolean', default: false },
+      only: { type: 'string' },
+    },
   });
   if (flags.quick && flags.full) throw new Error('--quick and --full exclude each other');
+  const only = flags.only;
+  if (only !== undefined && !SECTIONS.some(([name]) => name === only)) {
+    throw new Error(`--only takes one of ${SECTIONS.map(([name]) => name).join(', ')} (got "${only}")`);
+  }
+  // Some sections alone are not a report: BENCHMARKS.md keeps its figures.
+  if (only !== undefined && flags.write) throw new Error('--only and --write exclude each other');
   const plan = planFor(flags);
   const started = performance.now();
   const background = otherLoadMeter(benchPids);
@@ -61,28 +82,32 @@ async function main(): Promise<void> {
   const head = preamble(commandLine(args), background());
   console.log(`${head}\n`);
 
-  const rest = await restSection(plan);
-  console.log(`${rest.markdown}\n`);
-  const chat = await chatSection(plan);
-  console.log(`${chat.markdown}\n`);
+  const reports: SectionReport[] = [];
+  for (const [name, section] of SECTIONS) {
+    if (only !== undefined && name !== only) continue;
+    const report = await section(plan);
+    console.log(`${report.markdown}\n`);
+    reports.push(report);
+  }
 
-  const targets = [...rest.targets, ...chat.targets];
+  const targets = reports.flatMap((report) => report.targets);
+  const errors = reports.reduce((sum, report) => sum + report.errors, 0);
   const failed = targets.filter((target) => target.pass === false).length;
   const passed = targets.filter((target) => target.pass === true).length;
   const summary = [
     `Targets: ${passed} pass, ${failed} fail, ${targets.length - passed - failed} not measured.`,
-    rest.errors + chat.errors > 0 ? `**Measurements that failed: ${rest.errors + chat.errors}** (see the tables).` : '',
+    errors > 0 ? `**Measurements that failed: ${errors}** (see the tables).` : '',
     `Run took ${Math.round((performance.now() - started) / 1000)} s.`,
   ]
     .filter(Boolean)
     .join(' ');
   console.log(summary);
   // Targets are reported, not enforced; a measurement that could not be made fails the run (a smoke check).
-  if (rest.errors + chat.errors > 0) process.exitCode = 1;
+  if (errors > 0) process.exitCode = 1;
 
-  if (!flags.quick || flags.write) {
+  if (only === undefined && (!flags.quick || flags.write)) {
     const file = resolve('BENCHMARKS.md');
-    writeGeneratedSection(file, [head, rest.markdown, chat.markdown, summary].join('\n\n'));
+    writeGeneratedSection(file, [head, ...reports.map((report) => report.markdown), summary].join('\n\n'));
     progress(`wrote ${file}`);
   }
 }

@@ -122,3 +122,18 @@ export function idPool(total: number, count: number): string[] {
   const next = mulberry32(SEED ^ total);
   return Array.from({ length: Math.min(count, total) }, () => benchUser(next() % total).id);
 }
+
+/**
+ * How many of the first `total` users `?search=term` must find, by the contract's rule: the term is a
+ * case-insensitive substring of the name or of the email. Counted from the generated users, so a
+ * server's `total` is checked against the users themselves rather than against another server.
+ */
+export function searchMatches(total: number, term: string = SEARCH_TERM): number {
+  const needle = term.toLowerCase();
+  let count = 0;
+  for (let index = 0; index < total; index++) {
+    const user = benchUser(index);
+    if (user.name.toLowerCase().includes(needle) || user.email.toLowerCase().includes(needle)) count++;
+  }
+  return count;
+}

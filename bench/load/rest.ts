@@ -14,7 +14,8 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 /** What each request of a scenario is. */
 export type RestTarget =
   | { kind: 'get'; path: string }
-  | { kind: 'get-by-id'; ids: string[] }
+  /** `headers`: sent with every request, such as credentials. */
+  | { kind: 'get-by-id'; ids: string[]; headers?: Record<string, string> }
   | { kind: 'create' }
   | { kind: 'patch'; ids: string[] };
 
@@ -66,7 +67,7 @@ function requestsFor(target: RestTarget): Requests {
     case 'get':
       return { requests: [{ method: 'GET', path: target.path }] };
     case 'get-by-id':
-      return onRandomIds(target.ids, (id) => ({ method: 'GET', path: `${USERS_PATH}/${id}` }));
+      return onRandomIds(target.ids, (id) => ({ method: 'GET', path: `${USERS_PATH}/${id}`, ...(target.headers && { headers: target.headers }) }));
     case 'patch':
       return onRandomIds(target.ids, (id) => ({
         method: 'PATCH',
@@ -97,6 +98,9 @@ function cannon(job: RestJob, onResponse: (status: number, ms: number) => void):
       {
         url: job.url,
         connections: job.connections,
+        // One request at a time per connection, stated rather than left to autocannon's default: with
+        // one connection, latency is then the server's own time, without queueing.
+        pipelining: 1,
         duration: job.seconds,
         // autocannon stops at a sample tick; at its default of 1 s, a run would overshoot by up to 1 s.
         sampleInt: 100,

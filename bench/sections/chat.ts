@@ -1,11 +1,10 @@
 /**
  * The chat section: Roster's chat and the stock ws broadcast baseline, each with N raw clients of the
- * chat load generator, with one and with several senders; then the idle connections held on Roster
- * for the memory each costs.
+ * chat load generator, with one and with several senders.
  */
-import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
+import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS } from '../ipc.js';
 import type { ChatCommand, ChatConnected, ChatResult } from '../load/chat.js';
-import { bytes, integer, megabytes, ms, percent, ratio, table, targetLines, type Target } from '../report.js';
+import { integer, ms, percent, ratio, table, targetLines, type Target } from '../report.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import type { WsBaselineCommand } from '../servers/ws-baseline.js';
 import { otherLoadMeter } from '../stats.js';
@@ -24,20 +23,30 @@ import {
   type ServerName,
 } from './common.js';
 
-interface ChatServer {
+export interface ChatServer {
   child: BenchChild;
   wsPort: number;
 }
 
-async function startChatServer(name: ServerName): Promise<ChatServer> {
-  if (name === 'Roster') {
-    const child = new BenchChild('Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS);
-    const started = await child.request<RosterStarted>({ cmd: 'start', users: 0, env: ROSTER_ENV } satisfies RosterCommand, 60_000);
+/**
+ * Roster, or the stock ws baseline: with `joinNotices`, the baseline greets each newcomer and tells
+ * the others, as Roster always does; without, it sends nothing on connect.
+ */
+export async function startChatServer(name: ServerName, options: { joinNotices?: boolean } = {}): Promise<ChatServer> {
+  const child =
+    name === 'Roster'
+      ? new BenchChild('Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
+      : new BenchChild('ws baseline', benchScript('servers/ws-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
+  try {
+    const started =
+      name === 'Roster'
+        ? await child.request<RosterStarted>({ cmd: 'start', users: 0, env: ROSTER_ENV } satisfies RosterCommand, 60_000)
+        : await child.request<{ wsPort: number }>({ cmd: 'start', ...options } satisfies WsBaselineCommand, 60_000);
     return { child, wsPort: started.wsPort };
+  } catch (error) {
+    await child.kill();
+    throw error;
   }
-  const child = new BenchChild('ws baseline', benchScript('servers/ws-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
-  const started = await child.request<{ wsPort: number }>({ cmd: 'start' } satisfies WsBaselineCommand, 60_000);
-  return { child, wsPort: started.wsPort };
 }
 
 interface ChatRow {
@@ -53,7 +62,6 @@ interface ChatRow {
 interface ChatFindings {
   rows: ChatRow[];
   notes: string[];
-  idle?: { connections: number; rssBefore: number; rssWith: number; connected: ChatConnected } | { connections: number; error: string };
 }
 
 /** How long the parent waits for a connect command: its own deadline, its grace to settle, and some. */
@@ -106,7 +114,6 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
         }
       }
     }
-    if (plan.idleConnections !== undefined) findings.idle = await idleConnections(generator, plan, plan.idleConnections);
   } finally {
     await generator.kill();
   }
@@ -125,33 +132,6 @@ function connectNote(name: ServerName, clients: number, connected: ChatConnected
   const closes = connected.closes > 0 ? `; **${connected.closes} closed by the server**` : '';
   const cpu = `CPU server / generator ${percent(connected.serverCpu)} / ${percent(connected.generatorCpu)}`;
   return `${name}: ${count}, ${timing} (${cpu})${closes}.`;
-}
-
-async function idleConnections(generator: BenchChild, plan: Plan, connections: number): Promise<NonNullable<ChatFindings['idle']>> {
-  let server: ChatServer | undefined;
-  try {
-    server = await startChatServer('Roster');
-    const rssBefore = (await server.child.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
-    const connect: ChatCommand = {
-      cmd: 'connect',
-      port: server.wsPort,
-      serverPid: server.child.pid,
-      clients: connections,
-      senders: 0,
-      expectWelcome: true,
-      maxSeconds: plan.chat.connectSeconds,
-    };
-    const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
-    progress(connectNote('Roster', connections, connected));
-    const rssWith = (await server.child.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
-    progress(`${integer(connected.connected)} idle connections on Roster: ${bytes((rssWith - rssBefore) / connected.connected)} each`);
-    return { connections, rssBefore, rssWith, connected };
-  } catch (error) {
-    return { connections, error: errorText(error) };
-  } finally {
-    await server?.child.kill();
-    await resetClients(generator);
-  }
 }
 
 function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
@@ -212,45 +192,8 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
     '',
     targetLines(targets),
   ];
-  const idle = findings.idle;
-  if (idle) {
-    const { markdown, target } = idleReport(idle);
-    targets.push(target);
-    sections.push('', '### Idle chat connections (Roster)', '', markdown, '', 'Targets:', '', targetLines([target]));
-  }
-  const errors = findings.rows.filter((row) => row.error !== undefined).length + (idle && 'error' in idle ? 1 : 0);
+  const errors = findings.rows.filter((row) => row.error !== undefined).length;
   return { markdown: sections.join('\n'), targets, errors };
-}
-
-function idleReport(idle: NonNullable<ChatFindings['idle']>): { markdown: string; target: Target } {
-  const label = `Roster RSS per idle connection, ${integer(idle.connections)} held, each with its welcome`;
-  if ('error' in idle) {
-    return {
-      markdown: `Could not hold ${integer(idle.connections)} connections: ${idle.error}`,
-      target: { label, figure: 'not measured', goal: '< 20 KiB', pass: undefined },
-    };
-  }
-  const { connected } = idle;
-  const perConnection = (idle.rssWith - idle.rssBefore) / connected.connected;
-  const complete = connected.settled && connected.connected === idle.connections;
-  const markdown = table(
-    ['Connections held', 'RSS before', 'RSS with connections', 'per connection', 'connect time', 'closed'],
-    [
-      [
-        connected.connected === idle.connections ? integer(connected.connected) : `${integer(connected.connected)} of ${integer(idle.connections)}`,
-        megabytes(idle.rssBefore),
-        megabytes(idle.rssWith),
-        bytes(perConnection),
-        connected.settled ? `${connected.seconds.toFixed(1)} s` : `> ${connected.seconds.toFixed(0)} s (join notices still arriving)`,
-        integer(connected.closes),
-      ],
-    ],
-  );
-  // Fewer connections, or join notices still queued, do not show the cost of 10 000 idle connections.
-  const figure = complete
-    ? bytes(perConnection)
-    : `${bytes(perConnection)} with ${integer(connected.connected)} held${connected.settled ? '' : ', join notices still arriving'}`;
-  return { markdown, target: { label, figure, goal: '< 20 KiB', pass: complete ? judge(perConnection, (v) => v < 20 * 1024) : undefined } };
 }
 
 /** Runs the chat section and reports it. */
