@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
-import { RedisBus } from './chat/redis-bus.js';
+import { RedisBus, type RedisBusOptions } from './chat/redis-bus.js';
 import { createClock } from './clock.js';
 import type { Config } from './config.js';
 import { buildApp, hopsTrusted } from './http/app.js';
@@ -38,6 +38,8 @@ export interface ServerParts {
   store?: UserStore;
   /** Engines the health check reports on, beyond those the configuration brings. */
   dependencies?: readonly Dependency[];
+  /** Tuning of the Redis chat bus (REDIS_URL), for tests: its defaults are those of a deployment. */
+  chatBus?: Partial<RedisBusOptions>;
 }
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
@@ -55,7 +57,7 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   const authenticator = createAuthenticator(config.auth);
   const dependencies: Dependency[] = [...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
-  const bus = config.redis ? new RedisBus(config.redis.url, logger) : undefined;
+  const bus = config.redis ? new RedisBus(config.redis.url, logger, parts.chatBus) : undefined;
   if (bus) dependencies.push(bus);
   const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, dependencies });
   const room = new ChatRoom({

@@ -22,14 +22,19 @@ import type { Logger } from 'pino';
 import type { Dependency, DependencyState } from '../health.js';
 import type { BusRoom, ChatBus, SharedMessage } from './bus.js';
 
-export interface RedisBusTiming {
+export interface RedisBusOptions {
   /** How often an instance repeats its member count. */
   heartbeatMs: number;
   /** An instance not heard from for this long no longer counts; also how long a Redis reply may take. */
   ttlMs: number;
+  /**
+   * Publications sent but not yet acknowledged, at most; past it Redis is not keeping up, and further
+   * events are dropped (and counted) rather than held in memory until `ttlMs` gives up on Redis.
+   */
+  maxPending: number;
 }
 
-export const DEFAULT_TIMING: RedisBusTiming = { heartbeatMs: 1_000, ttlMs: 4_000 };
+export const BUS_DEFAULTS: RedisBusOptions = { heartbeatMs: 1_000, ttlMs: 4_000, maxPending: 10_000 };
 
 /** The channel's name after ioredis's `keyPrefix` (settable in REDIS_URL as `?keyPrefix=`), so deployments can share one Redis. */
 const DEFAULT_PREFIX = 'roster:';
@@ -63,7 +68,7 @@ export class RedisBus implements ChatBus, Dependency {
   readonly #pub: Redis;
   readonly #sub: Redis;
   readonly #log: Logger;
-  readonly #timing: RedisBusTiming;
+  readonly #options: RedisBusOptions;
   readonly #peers = new Map<string, Peer>();
   #room: BusRoom | undefined;
   #pubReady = false;
@@ -75,14 +80,16 @@ export class RedisBus implements ChatBus, Dependency {
   /** Events of this instance's members that did not reach the other instances during the current outage. */
   #lost = 0;
   #heartbeat: NodeJS.Timeout | undefined;
+  /** Events dropped since Redis fell behind (logged once when it starts, once when it ends). */
+  #behind: number | undefined;
   #answerScheduled = false;
   #closing = false;
   #settleStart: () => void = () => {};
 
-  constructor(url: string, logger: Logger, timing: RedisBusTiming = DEFAULT_TIMING) {
+  constructor(url: string, logger: Logger, options: Partial<RedisBusOptions> = {}) {
     this.#log = logger.child({ component: 'chat_bus' });
-    this.#timing = timing;
-    const options: RedisOptions = {
+    this.#options = { ...BUS_DEFAULTS, ...options };
+    const connection: RedisOptions = {
       lazyConnect: true,
       // An outage must not pile up messages in memory, nor deliver old ones late (or twice) afterwards.
       enableOfflineQueue: false,
@@ -91,10 +98,10 @@ export class RedisBus implements ChatBus, Dependency {
       retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RETRY_DELAY_MS),
       connectTimeout: START_WAIT_MS,
       // A connection whose replies stop (Redis hung, network gone without a reset) is dropped and redialled.
-      socketTimeout: timing.ttlMs,
+      socketTimeout: this.#options.ttlMs,
     };
-    this.#pub = new Redis(url, { ...options, connectionName: 'roster-chat-pub' });
-    this.#sub = new Redis(url, { ...options, connectionName: 'roster-chat-sub' });
+    this.#pub = new Redis(url, { ...connection, connectionName: 'roster-chat-pub' });
+    this.#sub = new Redis(url, { ...connection, connectionName: 'roster-chat-sub' });
     this.#channel = `${this.#pub.options.keyPrefix || DEFAULT_PREFIX}${CHANNEL}`;
 
     this.#pub.on('ready', () => {
@@ -138,7 +145,7 @@ export class RedisBus implements ChatBus, Dependency {
     // Failures are reported through the events above; ioredis keeps retrying.
     this.#pub.connect().catch(() => {});
     this.#sub.connect().catch(() => {});
-    this.#heartbeat = setInterval(() => this.#beat(), this.#timing.heartbeatMs);
+    this.#heartbeat = setInterval(() => this.#beat(), this.#options.heartbeatMs);
     this.#heartbeat.unref();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, START_WAIT_MS)))]);
@@ -153,7 +160,7 @@ export class RedisBus implements ChatBus, Dependency {
     const now = performance.now();
     let total = 0;
     for (const [id, peer] of this.#peers) {
-      if (now - peer.heardAt > this.#timing.ttlMs) this.#peers.delete(id);
+      if (now - peer.heardAt > this.#options.ttlMs) this.#peers.delete(id);
       else total += peer.count;
     }
     return total;
@@ -176,6 +183,18 @@ export class RedisBus implements ChatBus, Dependency {
     if (this.#pub.status !== 'ready') {
       if (envelope.m) this.#lost++;
       return;
+    }
+    if (this.#pub.commandQueue.length >= this.#options.maxPending) {
+      if (this.#behind === undefined) {
+        this.#log.warn({ pending: this.#options.maxPending }, 'chat bus falling behind: events reach this instance’s members only until Redis catches up');
+        this.#behind = 0;
+      }
+      if (envelope.m) this.#behind++;
+      return;
+    }
+    if (this.#behind !== undefined) {
+      this.#log.info({ lost: this.#behind }, 'chat bus caught up');
+      this.#behind = undefined;
     }
     this.#pub.publish(this.#channel, JSON.stringify(envelope)).catch(envelope.m ? this.#lostOne : ignore);
   }

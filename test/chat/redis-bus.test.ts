@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
+import type { ServerParts } from '../../src/server.js';
 import { ChatClient, request, startRoster, type Running } from '../helpers.js';
 import { barrier, within } from './support.js';
 import { LogWatch, RedisProxy, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
@@ -44,10 +45,10 @@ class Instance {
   }
 }
 
-async function start(t: TestContext, redisUrl: string, logTo?: LogWatch): Promise<Instance> {
+async function start(t: TestContext, redisUrl: string, logTo?: LogWatch, chatBus?: ServerParts['chatBus']): Promise<Instance> {
   const running = await startRoster(
     { REDIS_URL: redisUrl, SHUTDOWN_TIMEOUT_MS: '2000', ...(logTo ? { LOG_LEVEL: 'info' } : {}) },
-    logTo ? { logTo: logTo.stream } : {},
+    { ...(logTo ? { logTo: logTo.stream } : {}), chatBus },
   );
   const instance = new Instance(running);
   t.after(async () => {
@@ -217,5 +218,40 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     assert.deepEqual(chatsOf(b1, 'while Redis is away'), [], 'nothing from the outage is delivered late');
     b1.send('B hears A again');
     await within(a1.next((m) => m.message === 'B hears A again'), 5000, 'B → A after the outage');
+  });
+
+  test('when Redis stops answering, events past the bound are dropped for the other instances, not held; local chat goes on', async (t) => {
+    const proxy = await RedisProxy.start();
+    t.after(() => proxy.close());
+    const url = roomUrl();
+    const log = new LogWatch();
+    const MAX_PENDING = 20;
+    const a = await start(t, via(url, proxy.port), log, { maxPending: MAX_PENDING });
+    const b = await start(t, url);
+    const a1 = await a.member();
+    const b1 = await b.member();
+    await a1.next((m) => m.type === 'user_join');
+
+    proxy.stall();
+    const behind = log.until(/chat bus falling behind/);
+    const SENT = MAX_PENDING + 30;
+    for (let i = 0; i < SENT; i++) a1.send(`stalled-${i}`);
+    await within(behind, 5000, 'the falling-behind warning');
+    // Every one of them reached the sender's own instance at once.
+    await a1.next((m) => m.message === `stalled-${SENT - 1}`);
+    assert.equal(a1.messages.filter((m) => m.type === 'chat').length, SENT - 1);
+
+    // Redis answers the held-back publications in one batch; the next heartbeat then goes out and says so.
+    const caughtUp = log.until(/chat bus caught up/);
+    proxy.resume();
+    const line = await within(caughtUp, 5000, 'the caught-up line');
+    a1.send('after');
+    await within(b1.next((m) => m.message === 'after'), 5000, 'a message after the stall');
+    // Before the bound: carried (late). Past it: dropped and counted, never carried. Nothing twice.
+    const carried = b1.messages.filter((m) => m.type === 'chat').map((m) => m.message as string);
+    assert.deepEqual(carried, carried.map((_, i) => `stalled-${i}`), 'the first ones, in order');
+    assert.ok(carried.length <= MAX_PENDING && carried.length >= MAX_PENDING - 5, `${carried.length} carried`);
+    assert.equal(line.lost, SENT - carried.length, 'every event either carried or counted as lost');
+    assert.equal(log.lines.filter((l) => /falling behind/.test(l.msg as string)).length, 1, 'warned once');
   });
 });

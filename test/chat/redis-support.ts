@@ -30,9 +30,14 @@ export function via(url: string, port: number): string {
   return through.toString();
 }
 
-/** A TCP proxy to Redis: `cut` drops every connection and refuses new ones until `restore`. */
+/**
+ * A TCP proxy to Redis: `cut` drops every connection and refuses new ones until `restore`; `stall`
+ * holds back what clients send (Redis hears nothing, answers nothing) until `resume`.
+ */
 export class RedisProxy {
   readonly #sockets = new Set<Socket>();
+  /** Each client connection and its connection to Redis. */
+  readonly #pairs = new Map<Socket, Socket>();
   #open = true;
   /** Connections refused while cut: ioredis's reconnection attempts. */
   refused = 0;
@@ -67,6 +72,17 @@ export class RedisProxy {
     this.#open = true;
   }
 
+  stall(): void {
+    for (const [client, upstream] of this.#pairs) {
+      client.unpipe(upstream);
+      client.pause();
+    }
+  }
+
+  resume(): void {
+    for (const [client, upstream] of this.#pairs) client.pipe(upstream);
+  }
+
   /** Resolves once `count` connections in all have been refused. */
   refusals(count: number, timeoutMs = 5000): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -95,6 +111,8 @@ export class RedisProxy {
       return;
     }
     const upstream = connect(this.target.port, this.target.host);
+    this.#pairs.set(client, upstream);
+    client.on('close', () => this.#pairs.delete(client));
     for (const [from, to] of [
       [client, upstream],
       [upstream, client],
