@@ -76,7 +76,7 @@ export class RedisBus implements ChatBus, Dependency {
   /** What the log and health last said; `starting` until the first connection succeeds or fails. */
   #reported: 'starting' | 'up' | 'down' = 'starting';
   /** Why the bus is down, from the last connection error; undefined while up. */
-  #reason: string | undefined = 'connecting';
+  #reason: string | undefined;
   /** Events of this instance's members that did not reach the other instances during the current outage. */
   #lost = 0;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -114,18 +114,21 @@ export class RedisBus implements ChatBus, Dependency {
           this.#subscribed = true;
           this.#maybeUp();
         },
-        (error: unknown) => this.#down(error), // the connection went away meanwhile; 'ready' comes again
+        ignore, // the connection went away meanwhile ('close'), and 'ready' comes again
       );
     });
     this.#sub.on('message', (channel: string, text: string) => {
       if (channel === this.#channel) this.#received(text);
     });
     for (const redis of [this.#pub, this.#sub]) {
-      redis.on('error', (error: unknown) => this.#down(error));
+      // The reason only: a connection that fails is also closed, and 'close' is what says it is down.
+      redis.on('error', (error: unknown) => {
+        this.#reason = error instanceof Error ? error.message : String(error);
+      });
       redis.on('close', () => {
         if (redis === this.#pub) this.#pubReady = false;
         else this.#subscribed = false;
-        this.#down(undefined);
+        this.#down();
       });
     }
   }
@@ -247,9 +250,8 @@ export class RedisBus implements ChatBus, Dependency {
     this.#settleStart();
   }
 
-  #down(error: unknown): void {
-    if (error !== undefined) this.#reason = error instanceof Error ? error.message : String(error);
-    else this.#reason ??= 'connection to Redis closed';
+  #down(): void {
+    this.#reason ??= 'connection to Redis closed';
     if (this.#closing || this.#reported === 'down') return;
     this.#reported = 'down';
     this.#log.warn({ reason: this.#reason }, 'chat bus down: chat reaches this instance’s members only until Redis is back');

@@ -254,4 +254,28 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     assert.equal(line.lost, SENT - carried.length, 'every event either carried or counted as lost');
     assert.equal(log.lines.filter((l) => /falling behind/.test(l.msg as string)).length, 1, 'warned once');
   });
+
+  test('an instance started while Redis is unreachable opens its ports anyway and joins the room once Redis is there', async (t) => {
+    const proxy = await RedisProxy.start();
+    t.after(() => proxy.close());
+    proxy.cut();
+    const url = roomUrl();
+    const log = new LogWatch();
+    const a = await start(t, via(url, proxy.port), log);
+    assert.equal((await a.health()).checks.chat_bus, 'down');
+    const a1 = await a.member();
+    a1.send('alone');
+    await a1.next((m) => m.message === 'alone');
+
+    const b = await start(t, url);
+    const b1 = await b.member();
+    const back = log.until(/chat bus is back/, 10_000, 0);
+    proxy.restore();
+    await back;
+    b1.send('now everywhere');
+    await within(a1.next((m) => m.message === 'now everywhere'), 5000, 'B → A once A is connected');
+    // B's message carried B's count: a newcomer on A counts a1, b1 and itself.
+    const { welcome } = await a.join();
+    assert.equal(welcomeCount(welcome), 3);
+  });
 });
