@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
+import { RedisBus, type RedisBusOptions } from './chat/redis-bus.js';
 import { createClock } from './clock.js';
 import type { Config } from './config.js';
 import { buildApp, hopsTrusted } from './http/app.js';
@@ -37,6 +38,8 @@ export interface ServerParts {
   store?: UserStore;
   /** Engines the health check reports on, beyond those the configuration brings. */
   dependencies?: readonly Dependency[];
+  /** Tuning of the Redis chat bus (REDIS_URL), for tests: its defaults are those of a deployment. */
+  chatBus?: Partial<RedisBusOptions>;
 }
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
@@ -53,10 +56,13 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   // One authenticator for both doors (and one cache of verified credentials).
   const authenticator = createAuthenticator(config.auth);
   const dependencies: Dependency[] = [...(parts.dependencies ?? [])];
+  // REDIS_URL: the room is shared with the other instances on the same Redis.
+  const bus = config.redis ? new RedisBus(config.redis.url, logger, parts.chatBus) : undefined;
+  if (bus) dependencies.push(bus);
   const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, dependencies });
   const room = new ChatRoom({
     deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
-  });
+  }, bus);
   const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS, {
     tls: config.tls,
     origins: config.corsOrigins,
@@ -70,6 +76,8 @@ export async function createServer(config: Config, logger: Logger, parts: Server
     rest,
     chat,
     async start() {
+      // Before the ports open, so the first members are already heard elsewhere (bounded: see RedisBus).
+      await bus?.start();
       await rest.listen({ port: config.port, host: config.host, backlog: 4096 });
       const chatAddress = await chat.listen(config.wsPort, config.host);
       chatPort = chatAddress.port;
@@ -80,6 +88,8 @@ export async function createServer(config: Config, logger: Logger, parts: Server
     async stop() {
       await Promise.all([chat.close(config.shutdownTimeoutMs), closeWithin(rest, config.shutdownTimeoutMs)]);
       await store.close();
+      // After the chat has closed: its members' leaves go out first, then the goodbye.
+      await bus?.close();
     },
   };
 }

@@ -11,6 +11,7 @@
  * member still sees every message in the order the room produced them.
  */
 import { timestamp } from '../clock.js';
+import { localBus, type ChatBus, type SharedMessage } from './bus.js';
 import { parseClientText, type ServerMessage } from './protocol.js';
 
 export interface Member {
@@ -49,15 +50,27 @@ export class ChatRoom {
   /** Cancels the scheduled flush of the pending notices. */
   #cancelFlush: (() => void) | undefined;
 
-  constructor(private readonly events: RoomEvents = {}) {}
+  /** `bus`: the other instances of a deployment (bus.ts); none by default. */
+  constructor(
+    private readonly events: RoomEvents = {},
+    private readonly bus: ChatBus = localBus,
+  ) {
+    bus.attach({ localCount: () => this.size, deliver: (message) => this.#fromElsewhere(message) });
+  }
 
+  /** Members connected to this instance. */
   get size(): number {
     return this.#members.size;
   }
 
+  /** Members of the whole room: this instance's and, with a bus, the other instances'. */
+  #online(): number {
+    return this.size + this.bus.remoteCount();
+  }
+
   join(member: Member): void {
     this.#members.set(member.id, member);
-    const count = this.size;
+    const count = this.#online();
     // `name` only for an authenticated member: without authentication the messages are as before.
     const name = member.name === undefined ? {} : { name: member.name };
     // The welcome needs no flush first: none of the pending notices is for the new member.
@@ -68,7 +81,9 @@ export class ChatRoom {
       timestamp: timestamp(),
     }));
     this.#joinedAt.set(member, this.#notices.length);
-    this.#notice({ type: 'user_join', message: 'A user joined the chat', ...name, online_count: count, timestamp: timestamp() });
+    const notice: SharedMessage = { type: 'user_join', message: 'A user joined the chat', ...name, online_count: count, timestamp: timestamp() };
+    this.#notice(notice);
+    this.bus.publish(notice, this.size);
   }
 
   /** A `system` message to one member only (a rate-limit notice, say). */
@@ -81,7 +96,9 @@ export class ChatRoom {
     if (this.#members.get(member.id) !== member) return false;
     this.#members.delete(member.id);
     this.#joinedAt.delete(member);
-    this.#notice({ type: 'user_leave', message: 'A user left the chat', online_count: this.size, timestamp: timestamp() });
+    const notice: SharedMessage = { type: 'user_leave', message: 'A user left the chat', online_count: this.#online(), timestamp: timestamp() };
+    this.#notice(notice);
+    this.bus.publish(notice, this.size);
     return true;
   }
 
@@ -112,8 +129,19 @@ export class ChatRoom {
     const intent = parseClientText(text);
     if (intent.kind === 'ping') this.#send(member, { type: 'pong', timestamp: timestamp() });
     else if (intent.kind === 'chat') {
-      this.#broadcast({ type: 'chat', from: member.id, message: intent.message, timestamp: timestamp() });
+      const chat: SharedMessage = { type: 'chat', from: member.id, message: intent.message, timestamp: timestamp() };
+      this.#broadcast(chat);
+      this.bus.publish(chat, this.size);
     }
+  }
+
+  /**
+   * What a member of another instance did, told to every member here as if it were local. A notice's
+   * count is this instance's view of the room (the bus has already taken in the sender's new count).
+   */
+  #fromElsewhere(message: SharedMessage): void {
+    if (message.type === 'chat') this.#broadcast(message);
+    else this.#notice({ ...message, online_count: this.#online() });
   }
 
   #notice(message: ServerMessage): void {

@@ -1,0 +1,294 @@
+/**
+ * The chat bus of several instances: Redis pub/sub on one channel, with two ioredis connections (a
+ * subscribing connection can do nothing else).
+ *
+ * - Delivery: each instance publishes its members' events on its one publishing connection, in order;
+ *   Redis hands every subscriber each publication once and keeps one publisher's order, so a sender's
+ *   messages reach every member in the order sent. An instance skips its own publications (its members
+ *   already have them).
+ * - Counts: every publication carries the sender's member count after the event, and each instance
+ *   repeats its count every `heartbeatMs`. An instance not heard from for `ttlMs` (killed, cut off) no
+ *   longer counts; one that stops cleanly says goodbye and is dropped at once. A (re)connected instance
+ *   says hello, and the others answer with their counts at once instead of at their next heartbeat.
+ * - Outages: nothing is queued (no offline queue, no resending): what happens while Redis is away reaches
+ *   this instance's members only, is counted, and is reported once when the bus is back. ioredis
+ *   reconnects by itself; the health check says `chat_bus: down` meanwhile, and the counts of the other
+ *   instances expire, so the room's count falls back to this instance's.
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Dependency, DependencyState } from '../health.js';
+import type { BusRoom, ChatBus, SharedMessage } from './bus.js';
+
+export interface RedisBusOptions {
+  /** How often an instance repeats its member count. */
+  heartbeatMs: number;
+  /** An instance not heard from for this long no longer counts; also how long a Redis reply may take. */
+  ttlMs: number;
+  /**
+   * Publications sent but not yet acknowledged, at most; past it Redis is not keeping up, and further
+   * events are dropped (and counted) rather than held in memory until `ttlMs` gives up on Redis.
+   */
+  maxPending: number;
+}
+
+export const BUS_DEFAULTS: RedisBusOptions = { heartbeatMs: 1_000, ttlMs: 4_000, maxPending: 10_000 };
+
+/** The channel's name after ioredis's `keyPrefix` (settable in REDIS_URL as `?keyPrefix=`), so deployments can share one Redis. */
+const DEFAULT_PREFIX = 'roster:';
+const CHANNEL = 'chat';
+/** Reconnection attempts are this far apart at most, so the bus is back within about a second of Redis. */
+const MAX_RETRY_DELAY_MS = 1_000;
+/** How long `start` waits for Redis before Roster opens its ports without it. */
+const START_WAIT_MS = 3_000;
+
+/** One publication: the sender instance, its member count, and what happened (nothing: a heartbeat). */
+interface Envelope {
+  i: string;
+  n: number;
+  m?: SharedMessage;
+  /** hello: a (re)connected instance asks for everyone's count. */
+  h?: 1;
+  /** goodbye: the instance stops. */
+  b?: 1;
+}
+
+interface Peer {
+  count: number;
+  heardAt: number;
+}
+
+export class RedisBus implements ChatBus, Dependency {
+  readonly name = 'chat_bus';
+  readonly critical = false;
+  readonly #id = randomUUID();
+  readonly #channel: string;
+  readonly #pub: Redis;
+  readonly #sub: Redis;
+  readonly #log: Logger;
+  readonly #options: RedisBusOptions;
+  readonly #peers = new Map<string, Peer>();
+  #room: BusRoom | undefined;
+  #pubReady = false;
+  #subscribed = false;
+  /** What the log and health last said; `starting` until the first connection succeeds or fails. */
+  #reported: 'starting' | 'up' | 'down' = 'starting';
+  /** Why the bus is down, from the last connection error; undefined while up. */
+  #reason: string | undefined;
+  /** Events of this instance's members that did not reach the other instances during the current outage. */
+  #lost = 0;
+  #heartbeat: NodeJS.Timeout | undefined;
+  /** Events dropped since Redis fell behind (logged once when it starts, once when it ends). */
+  #behind: number | undefined;
+  #answerScheduled = false;
+  #closing = false;
+  #settleStart: () => void = () => {};
+
+  constructor(url: string, logger: Logger, options: Partial<RedisBusOptions> = {}) {
+    this.#log = logger.child({ component: 'chat_bus' });
+    this.#options = { ...BUS_DEFAULTS, ...options };
+    const connection: RedisOptions = {
+      lazyConnect: true,
+      // An outage must not pile up messages in memory, nor deliver old ones late (or twice) afterwards.
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      autoResubscribe: false, // subscribed anew on every 'ready' (below), so the state follows the reply
+      retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RETRY_DELAY_MS),
+      connectTimeout: START_WAIT_MS,
+      // A connection whose replies stop (Redis hung, network gone without a reset) is dropped and redialled.
+      socketTimeout: this.#options.ttlMs,
+    };
+    this.#pub = new Redis(url, { ...connection, connectionName: 'roster-chat-pub' });
+    this.#sub = new Redis(url, { ...connection, connectionName: 'roster-chat-sub' });
+    this.#channel = `${this.#pub.options.keyPrefix || DEFAULT_PREFIX}${CHANNEL}`;
+
+    this.#pub.on('ready', () => {
+      this.#pubReady = true;
+      this.#maybeUp();
+    });
+    this.#sub.on('ready', () => {
+      this.#sub.subscribe(this.#channel).then(
+        () => {
+          this.#subscribed = true;
+          this.#maybeUp();
+        },
+        ignore, // the connection went away meanwhile ('close'), and 'ready' comes again
+      );
+    });
+    this.#sub.on('message', (channel: string, text: string) => {
+      if (channel === this.#channel) this.#received(text);
+    });
+    for (const redis of [this.#pub, this.#sub]) {
+      // The reason only: a connection that fails is also closed, and 'close' is what says it is down.
+      redis.on('error', (error: unknown) => {
+        this.#reason = error instanceof Error ? error.message : String(error);
+      });
+      redis.on('close', () => {
+        if (redis === this.#pub) this.#pubReady = false;
+        else this.#subscribed = false;
+        this.#down();
+      });
+    }
+  }
+
+  attach(room: BusRoom): void {
+    this.#room = room;
+  }
+
+  /**
+   * Connects; resolves once subscribed, or once the first attempt has failed (Roster then runs on its
+   * own until Redis is reachable), within a few seconds either way.
+   */
+  async start(): Promise<void> {
+    const settled = new Promise<void>((resolve) => {
+      this.#settleStart = resolve;
+    });
+    // Failures are reported through the events above; ioredis keeps retrying.
+    this.#pub.connect().catch(() => {});
+    this.#sub.connect().catch(() => {});
+    this.#heartbeat = setInterval(() => this.#beat(), this.#options.heartbeatMs);
+    this.#heartbeat.unref();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, START_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  publish(message: SharedMessage, localCount: number): void {
+    this.#send({ i: this.#id, n: localCount, m: message });
+  }
+
+  remoteCount(): number {
+    const now = performance.now();
+    let total = 0;
+    for (const [id, peer] of this.#peers) {
+      if (now - peer.heardAt > this.#options.ttlMs) this.#peers.delete(id);
+      else total += peer.count;
+    }
+    return total;
+  }
+
+  state(): DependencyState {
+    return this.#reported === 'up' ? { up: true } : { up: false, reason: this.#reason ?? 'connecting' };
+  }
+
+  /** Says goodbye (the others stop counting this instance at once) and closes both connections. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    clearInterval(this.#heartbeat);
+    // On the publishing connection before its QUIT, so it goes out first.
+    if (this.#pub.status === 'ready') this.#pub.publish(this.#channel, JSON.stringify({ i: this.#id, n: 0, b: 1 })).catch(() => {});
+    await Promise.all([quit(this.#pub), quit(this.#sub)]);
+  }
+
+  #send(envelope: Envelope): void {
+    if (this.#pub.status !== 'ready') {
+      if (envelope.m) this.#lost++;
+      return;
+    }
+    if (this.#pub.commandQueue.length >= this.#options.maxPending) {
+      if (this.#behind === undefined) {
+        this.#log.warn({ pending: this.#options.maxPending }, 'chat bus falling behind: events reach this instance’s members only until Redis catches up');
+        this.#behind = 0;
+      }
+      if (envelope.m) this.#behind++;
+      return;
+    }
+    if (this.#behind !== undefined) {
+      this.#log.info({ lost: this.#behind }, 'chat bus caught up');
+      this.#behind = undefined;
+    }
+    this.#pub.publish(this.#channel, JSON.stringify(envelope)).catch(envelope.m ? this.#lostOne : ignore);
+  }
+
+  readonly #lostOne = (): void => {
+    this.#lost++;
+  };
+
+  #beat(): void {
+    this.#send({ i: this.#id, n: this.#room?.localCount() ?? 0 });
+    // A subscribed connection otherwise only listens: the ping lets socketTimeout notice a dead one.
+    if (this.#subscribed) this.#sub.ping().catch(ignore);
+  }
+
+  #received(text: string): void {
+    const envelope = decode(text);
+    if (envelope === undefined) {
+      this.#log.debug({ text: text.slice(0, 200) }, 'ignoring a chat bus message that is not Roster’s');
+      return;
+    }
+    if (envelope.i === this.#id) return;
+    if (envelope.b) {
+      this.#peers.delete(envelope.i);
+      return;
+    }
+    this.#peers.set(envelope.i, { count: envelope.n, heardAt: performance.now() });
+    if (envelope.h) this.#answerSoon();
+    if (envelope.m) this.#room?.deliver(envelope.m);
+  }
+
+  /** One heartbeat answers every hello of this turn (instances often start together). */
+  #answerSoon(): void {
+    if (this.#answerScheduled) return;
+    this.#answerScheduled = true;
+    setImmediate(() => {
+      this.#answerScheduled = false;
+      this.#beat();
+    });
+  }
+
+  #maybeUp(): void {
+    if (!this.#pubReady || !this.#subscribed || this.#closing) return;
+    const was = this.#reported;
+    this.#reported = 'up';
+    this.#reason = undefined;
+    if (was === 'down') this.#log.info({ lost: this.#lost }, 'chat bus is back: chat reaches the other instances again');
+    else this.#log.info({ channel: this.#channel }, 'chat bus connected');
+    this.#lost = 0;
+    this.#send({ i: this.#id, n: this.#room?.localCount() ?? 0, h: 1 });
+    this.#settleStart();
+  }
+
+  #down(): void {
+    this.#reason ??= 'connection to Redis closed';
+    if (this.#closing || this.#reported === 'down') return;
+    this.#reported = 'down';
+    this.#log.warn({ reason: this.#reason }, 'chat bus down: chat reaches this instance’s members only until Redis is back');
+    this.#settleStart();
+  }
+}
+
+function ignore(): void {}
+
+async function quit(redis: Redis): Promise<void> {
+  if (redis.status !== 'ready') return redis.disconnect();
+  try {
+    await redis.quit();
+  } catch {
+    redis.disconnect();
+  }
+}
+
+const SHARED_TYPES: ReadonlySet<string> = new Set(['chat', 'user_join', 'user_leave']);
+
+/** An envelope from another Roster instance, or undefined for anything else published on the channel. */
+function decode(text: string): Envelope | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { i, n, m } = value as Partial<Record<keyof Envelope, unknown>>;
+  if (typeof i !== 'string' || !Number.isSafeInteger(n) || (n as number) < 0) return undefined;
+  if (m !== undefined && !isShared(m)) return undefined;
+  return value as Envelope;
+}
+
+function isShared(value: unknown): value is SharedMessage {
+  if (typeof value !== 'object' || value === null) return false;
+  const { type, message, timestamp } = value as Record<string, unknown>;
+  return typeof type === 'string' && SHARED_TYPES.has(type) && typeof message === 'string' && typeof timestamp === 'string';
+}
