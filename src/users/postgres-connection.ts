@@ -92,7 +92,7 @@ export class DatabaseHealth implements Dependency {
   }
 
   failed(error: unknown): void {
-    const reason = error instanceof Error ? error.message || (error as { code?: string }).code || error.name : String(error);
+    const reason = reasonOf(error);
     if (this.#down === undefined) this.logger.error({ err: error }, 'the database is unreachable');
     this.#down = reason;
     if (this.#probe || this.#closed) return;
@@ -114,9 +114,16 @@ export class DatabaseHealth implements Dependency {
       await this.pool.query('SELECT 1');
       if (!this.#closed) this.succeeded();
     } catch (error) {
-      if (!this.#closed && this.#down !== undefined) this.#down = error instanceof Error ? error.message : String(error);
+      if (!this.#closed && this.#down !== undefined) this.#down = reasonOf(error);
     } finally {
       this.#checking = false;
     }
   }
+}
+
+/** Why the database is down, for the health reply: the error code where there is one (a message may name hosts). */
+function reasonOf(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return `unreachable (${code})`;
+  return error instanceof Error ? error.message : String(error);
 }
