@@ -12,9 +12,9 @@
  * change a user's email key, and removals, run in a transaction holding an advisory lock per key
  * involved, and pass the claim on to another holder when the claimer leaves.
  *
- * Lock order, which keeps these transactions from deadlocking one another: advisory locks on email
- * keys, then user rows, then the clock row; the clock is taken last and held only by a statement that
- * waits for nothing else.
+ * Lock order, which keeps these transactions from deadlocking one another: the advisory lock on the
+ * user written, advisory locks on email keys, then user rows, then the clock row; the clock is taken
+ * last and held only by a statement that waits for nothing else.
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -31,8 +31,10 @@ const columns = (table = '') =>
   `${table}id, ${table}name, ${table}email, ${table}role, to_char(${table}created_at, ${FORMAT}) AS created_at, to_char(${table}updated_at, ${FORMAT}) AS updated_at`;
 /** The next timestamp: later than every one handed out before, and not behind the database's clock. */
 const NEXT_STAMP = `UPDATE roster_clock SET last = greatest(last + interval '1 microsecond', clock_timestamp() AT TIME ZONE 'UTC') RETURNING last`;
-/** Key of the advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
+/** Advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
 const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 0))`;
+/** Advisory lock on a user, taken first: while held, no one else changes the user's email key. */
+const USER_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.user:' || $1, 0))`;
 /** Key of the session lock held while seeding, per schema. */
 const SEED_LOCK = `hashtextextended('roster.seed:' || current_schema(), 0)`;
 /** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
@@ -241,11 +243,12 @@ export class PostgresUserStore implements UserStore {
   }
 
   /**
-   * Takes the advisory locks of the user's current email key (and `newKey`), then the user's row.
-   * Undefined when there is no such user. A key that changed between reading it and locking it means
-   * the locks taken are the wrong ones: the whole write is tried again.
+   * Takes the user's advisory lock, which keeps its email key from changing under us (every write that
+   * changes it holds that lock), then the locks of that key (and `newKey`), then the user's row.
+   * Undefined when there is no such user.
    */
   async #lockUser(client: pg.PoolClient, id: string, newKey: string | undefined): Promise<{ email_key: string; claims_email: boolean } | undefined> {
+    await client.query(`SELECT ${USER_LOCK}`, [id]);
     const { rows: seen } = await client.query<{ email_key: string }>('SELECT email_key FROM users WHERE id = $1', [id]);
     if (!seen[0]) return undefined;
     // Sorted, so that two transactions locking the same two keys take them in the same order.
@@ -256,7 +259,7 @@ export class PostgresUserStore implements UserStore {
       [id],
     );
     if (!rows[0]) return undefined;
-    if (rows[0].email_key !== seen[0].email_key) throw new Retry();
+    if (rows[0].email_key !== seen[0].email_key) throw new Retry(); // only by a write that ignored the user lock
     return rows[0];
   }
 
