@@ -19,10 +19,14 @@ if (!DATABASE_URL) {
     before(async () => {
       schema = await freshSchema();
       // Started at the same moment: both migrate and seed, under locks, so once.
-      [one, two] = await Promise.all([startRoster({ DATABASE_URL: schema.url }), startRoster({ DATABASE_URL: schema.url })]);
+      const started = await Promise.allSettled([startRoster({ DATABASE_URL: schema.url }), startRoster({ DATABASE_URL: schema.url })]);
+      [one, two] = started.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : undefined!));
+      const failed = started.find((outcome) => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
     });
     after(async () => {
-      await Promise.all([one.stop(), two.stop()]);
+      // Whatever started is stopped and the schema dropped, also when start-up failed.
+      await Promise.allSettled([one, two].filter(Boolean).map((roster) => roster.stop()));
       await schema.drop();
     });
 
