@@ -16,17 +16,19 @@ if (!DATABASE_URL) {
     let schema: TestSchema;
     let one: Running;
     let two: Running;
+    const running: Running[] = [];
     before(async () => {
       schema = await freshSchema();
       // Started at the same moment: both migrate and seed, under locks, so once.
       const started = await Promise.allSettled([startRoster({ DATABASE_URL: schema.url }), startRoster({ DATABASE_URL: schema.url })]);
-      [one, two] = started.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : undefined!));
+      for (const outcome of started) if (outcome.status === 'fulfilled') running.push(outcome.value);
       const failed = started.find((outcome) => outcome.status === 'rejected');
       if (failed) throw failed.reason;
+      [one, two] = running as [Running, Running];
     });
     after(async () => {
       // Whatever started is stopped and the schema dropped, also when start-up failed.
-      await Promise.allSettled([one, two].filter(Boolean).map((roster) => roster.stop()));
+      await Promise.allSettled(running.map((roster) => roster.stop()));
       await schema.drop();
     });
 
