@@ -42,14 +42,8 @@ const MAX_OFFSET = 2 ** 62;
 /** Attempts of a write that lost a race (a deadlock, an email claimed meanwhile) before giving up. */
 const ATTEMPTS = 5;
 
-interface Row {
-  id: string;
-  name: string;
-  email: string;
-  role: string;
-  created_at: string;
-  updated_at: string;
-}
+/** A user as stored: every field text, some of it escaped (postgres-text.ts). */
+type Row = Record<keyof User, string>;
 
 const userOf = (row: Row): User => ({
   id: fromStored(row.id),
