@@ -1,10 +1,12 @@
 /**
- * The list reply, written from cached JSON of each user. A page of 20 users serialised field by field
- * costs more than the rest of the request; but a user's JSON only changes when the user does, and
- * stores hand out a new object on every change (the memory store never mutates a stored user), so the
- * JSON can be kept per object. Each user is serialised by fast-json-stringify from the `User` schema,
- * the serializer Fastify would use, and the envelope around the users is the `UserList` reply's shape
- * (a test compares the bytes with Fastify's own serialisation of random pages).
+ * The replies of reads (a list page, a get by id), written from each user's JSON. A page of 20 users
+ * serialised field by field costs more than the rest of the request; but a user's JSON only changes
+ * when the user does. A store with stable objects (UserStore.stableObjects: the memory store) hands out
+ * a new object on every change, so the JSON is kept per object; a store that makes new objects per read
+ * (PostgreSQL) would only churn the cache, so its users are serialised each time. Each user is
+ * serialised by fast-json-stringify from the `User` schema, the serializer Fastify would use, and the
+ * envelope around is the reply schema's shape (a test compares the bytes with Fastify's own
+ * serialisation of random replies).
  */
 import fastJson from 'fast-json-stringify';
 import { User, type UserList } from './schema.js';
@@ -19,7 +21,8 @@ const serializeUser = fastJson(User);
 const MAX_CACHED = 50_000;
 const cached = new Map<User, string>();
 
-export function userJson(user: User): string {
+export function userJson(user: User, cache = true): string {
+  if (!cache) return serializeUser(user);
   let json = cached.get(user);
   if (json === undefined) {
     json = serializeUser(user);
@@ -29,11 +32,16 @@ export function userJson(user: User): string {
   return json;
 }
 
+/** The success envelope of one user, as JSON text. */
+export function userReplyJson(message: string, user: User, cache = true): string {
+  return `{"status":"success","message":${JSON.stringify(message)},"data":${userJson(user, cache)}}`;
+}
+
 /** The success envelope of a list reply, as JSON text. */
-export function listReplyJson(message: string, list: UserList): string {
+export function listReplyJson(message: string, list: UserList, cache = true): string {
   const { total, page, limit, pages } = list.pagination;
   let users = '';
-  for (let index = 0; index < list.users.length; index++) users += (index === 0 ? '' : ',') + userJson(list.users[index]!);
+  for (let index = 0; index < list.users.length; index++) users += (index === 0 ? '' : ',') + userJson(list.users[index]!, cache);
   return (
     `{"status":"success","message":${JSON.stringify(message)},"data":{"users":[${users}],` +
     `"pagination":{"total":${total},"page":${page},"limit":${limit},"pages":${pages}}}}`

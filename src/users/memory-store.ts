@@ -37,6 +37,8 @@ const creationOrder = (a: User, b: User): number =>
   a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
 export class MemoryUserStore implements UserStore {
+  /** Stored users are never mutated: an update stores a new object. */
+  readonly stableObjects = true;
   readonly #byId = new Map<string, User>();
   /**
    * Users by email key. Usually one, but the contract's default PUT and PATCH apply no uniqueness

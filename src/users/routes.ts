@@ -4,7 +4,7 @@ import { success, successSchema } from '../http/envelope.js';
 import { errorReplies } from '../http/openapi.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from './schema.js';
 import type { UserService } from './service.js';
-import { listReplyJson } from './list-json.js';
+import { listReplyJson, userReplyJson } from './list-json.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -17,6 +17,8 @@ type WithId = { Params: { id: string } };
 
 export async function userRoutes(app: FastifyInstance, { service, schemas }: UserRoutesOptions): Promise<void> {
   const one = successSchema(User);
+  // Replies of reads are written from per-user JSON (list-json.ts), kept per object when the store's are stable.
+  const cache = service.stableUsers;
   const tags = ['users'];
 
   app.get<{ Querystring: ListQuery }>(
@@ -30,13 +32,13 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
       },
     },
     // The reply is JSON text already (list-json.ts), sent as it is; the schema above still describes it.
-    async (request, reply) => reply.type(JSON_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
+    async (request, reply) => reply.type(JSON_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query), cache)),
   );
 
   app.get<WithId>(
     '/users/:id',
     { schema: { description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
-    async (request) => success('User retrieved', await service.get(request.params.id)),
+    async (request, reply) => reply.type(JSON_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id), cache)),
   );
 
   app.post(

@@ -29,6 +29,11 @@ export class UserService {
     private readonly options: UserServiceOptions,
   ) {}
 
+  /** Whether user objects stay the same until they change (UserStore.stableObjects). */
+  get stableUsers(): boolean {
+    return this.store.stableObjects === true;
+  }
+
   async list(query: ListQuery): Promise<UserList> {
     // page and limit arrive as validated digit strings (see ListQuery); a huge limit is clamped.
     const page = query.page === undefined ? DEFAULT_PAGE : Number(query.page);

@@ -25,6 +25,11 @@ const ASCII = /^[\x00-\x7f]*$/;
 export type Changes = Partial<UserFields> & { updated_at: string };
 
 export interface UserStore {
+  /**
+   * True when the store hands out the same object for a user until it changes, and a new object on
+   * every change (the memory store), so what is derived from a user object may be kept per object.
+   */
+  readonly stableObjects?: boolean;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**

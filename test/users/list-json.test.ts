@@ -7,11 +7,12 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import fastJson from 'fast-json-stringify';
 import { successSchema } from '../../src/http/envelope.js';
-import { listReplyJson, userJson } from '../../src/users/list-json.js';
-import { UserList, type User } from '../../src/users/schema.js';
+import { listReplyJson, userJson, userReplyJson } from '../../src/users/list-json.js';
+import { User, UserList } from '../../src/users/schema.js';
 import { request, startRoster, type Running } from '../helpers.js';
 
 const viaSchema = fastJson(successSchema(UserList));
+const oneViaSchema = fastJson(successSchema(User));
 
 // Any text at all in the string fields: quotes, backslashes, control characters, lone surrogates, astral.
 const text = fc.oneof(fc.string({ unit: 'binary' }), fc.string(), fc.constantFrom('"', '\\', '\u2028', '\ud800', '\u0000', '😀'));
@@ -32,6 +33,15 @@ describe('list reply JSON', () => {
           assert.deepEqual(JSON.parse(ours), JSON.parse(JSON.stringify({ status: 'success', message, data: list })));
         },
       ),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 300) },
+    );
+  });
+
+  test('equals the schema serializer for one user', () => {
+    fc.assert(
+      fc.property(user, text, (one, message) => {
+        assert.equal(userReplyJson(message, one), oneViaSchema({ status: 'success', message, data: one }));
+      }),
       { numRuns: Number(process.env.FUZZ_RUNS ?? 300) },
     );
   });
