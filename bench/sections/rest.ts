@@ -8,6 +8,7 @@ import { benchAuths, type BenchAuth } from '../auth.js';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
 import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
 import { bytes, integer, megabytes, ms, rate, ratio, table, targetLines, type Target } from '../report.js';
+import type { FastifyFloorCommand } from '../servers/fastify-floor.js';
 import type { HttpBaselineCommand, HttpBaselineStarted } from '../servers/http-baseline.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import { otherLoadMeter, processCpuSeconds } from '../stats.js';
@@ -59,9 +60,17 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'patch', label: 'patch (name)', target: (ids) => ({ kind: 'patch', ids }) },
 ];
 const LIST_KEYS: readonly ScenarioKey[] = ['list', 'role', 'sorted'];
+/** The scenarios the Fastify floor answers. */
+const FLOOR_KEYS: readonly ScenarioKey[] = ['health', 'get'];
+
+/**
+ * The servers of the section: the two every scenario runs on, and the Fastify floor (a bare Fastify
+ * app, see servers/fastify-floor.ts), which runs health and get by id only.
+ */
+type RestServerName = ServerName | 'Fastify floor';
 
 interface RestServer {
-  name: ServerName;
+  name: RestServerName;
   /** Roster with authentication on: the credentials it takes. */
   auth?: BenchAuth;
   users: number;
@@ -76,7 +85,7 @@ interface RestServer {
 interface RestRow {
   scenario: Scenario;
   users: number;
-  server: ServerName;
+  server: RestServerName;
   auth?: BenchAuth['scheme'];
   result?: RestResult;
   /** CPU used by processes outside the benchmark meanwhile, as a share of one CPU. */
@@ -89,34 +98,34 @@ interface SearchCheck {
   users: number;
   /** Counted from the generated users (searchMatches). */
   expected: number;
-  totals: Partial<Record<ServerName, number>>;
+  totals: Partial<Record<RestServerName, number>>;
 }
 
 interface RestFindings {
   rows: RestRow[];
   /** Get by id on Roster with authentication on, one row per scheme. */
   authRows: RestRow[];
+  /** Health and get by id on the Fastify floor. */
+  floorRows: RestRow[];
   memory: { users: number; server: RestServer }[];
   searchChecks: SearchCheck[];
   notes: string[];
 }
 
 /** The server as the report names it: "Roster (AUTH=jwt)" when authentication is on. */
-const serverLabel = (name: ServerName, scheme: BenchAuth['scheme'] | undefined) => (scheme ? `${name} (AUTH=${scheme})` : name);
+const serverLabel = (name: RestServerName, scheme: BenchAuth['scheme'] | undefined) => (scheme ? `${name} (AUTH=${scheme})` : name);
 
-async function startRestServer(name: ServerName, users: number, auth?: BenchAuth): Promise<RestServer> {
+async function startRestServer(name: RestServerName, users: number, auth?: BenchAuth): Promise<RestServer> {
   const label = serverLabel(name, auth?.scheme);
-  const child =
-    name === 'Roster'
-      ? new BenchChild(`${label} (${integer(users)} users)`, benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
-      : new BenchChild(`HTTP baseline (${integer(users)} users)`, benchScript('servers/http-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
+  const script = { Roster: 'servers/roster.js', baseline: 'servers/http-baseline.js', 'Fastify floor': 'servers/fastify-floor.js' }[name];
+  const child = new BenchChild(`${name === 'baseline' ? 'HTTP baseline' : label} (${integer(users)} users)`, benchScript(script), SERVER_CPU, SERVER_NODE_ARGS);
   try {
     const timeout = 60_000 + users / 10; // a million users take a few seconds to generate and store
     const env = { ...ROSTER_ENV, ...auth?.env };
     const started =
       name === 'Roster'
         ? await child.request<RosterStarted>({ cmd: 'start', users, env } satisfies RosterCommand, timeout)
-        : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand, timeout);
+        : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand | FastifyFloorCommand, timeout);
     progress(`${label} up with ${integer(users)} users (filled in ${started.fillSeconds.toFixed(1)} s)`);
     return { name, ...(auth && { auth }), users, child, port: started.port, started };
   } catch (error) {
@@ -220,23 +229,33 @@ async function settle(server: RestServer, after: string): Promise<string | undef
 }
 
 async function measureRest(plan: Plan): Promise<RestFindings> {
-  const findings: RestFindings = { rows: [], authRows: [], memory: [], searchChecks: [], notes: [] };
+  const findings: RestFindings = { rows: [], authRows: [], floorRows: [], memory: [], searchChecks: [], notes: [] };
   const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   try {
     for (const users of plan.sizes) {
       const servers: RestServer[] = [];
+      // Alongside the others for the scenarios it answers, then gone: it holds the users too.
+      let floor: RestServer | undefined;
       try {
         for (const name of SERVERS) servers.push(await startRestServer(name, users));
         const { notes, search } = await probe(servers, users);
         findings.notes.push(...notes);
         findings.searchChecks.push(search);
         const ids = idPool(users, ID_POOL);
+        floor = await startFloor(servers, users, ids[0]!, findings);
         for (const scenario of SCENARIOS) {
           if (scenario.key === 'create') {
             for (const server of servers) server.afterReads = await server.child.request<Memory>({ cmd: 'memory' }, 60_000);
           }
           for (const server of servers) {
             findings.rows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
+          }
+          if (floor && FLOOR_KEYS.includes(scenario.key)) {
+            findings.floorRows.push(await runRest(generator, floor, scenario, ids, plan, findings.notes));
+            if (FLOOR_KEYS.every((key) => findings.floorRows.some((row) => row.users === users && row.scenario.key === key))) {
+              await floor.child.kill();
+              floor = undefined;
+            }
           }
           // Right after the unauthenticated figure it is compared with, under the same conditions.
           if (scenario.key === 'get' && users === AUTH_USERS) {
@@ -247,13 +266,35 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
         findings.notes.push(`**${integer(users)} users: stopped early**: ${errorText(error)}`);
       } finally {
         for (const server of servers) findings.memory.push({ users, server });
-        await Promise.all(servers.map((server) => server.child.kill()));
+        await Promise.all([...servers, ...(floor ? [floor] : [])].map((server) => server.child.kill()));
       }
     }
   } finally {
     await generator.kill();
   }
   return findings;
+}
+
+/**
+ * Starts the Fastify floor with the same users, and checks that it answers a get by id as Roster does
+ * (the same data). If it cannot be started, its rows say why and the section goes on without it.
+ */
+async function startFloor(servers: readonly RestServer[], users: number, id: string, findings: RestFindings): Promise<RestServer | undefined> {
+  try {
+    const floor = await startRestServer('Fastify floor', users);
+    const roster = servers.find((server) => server.name === 'Roster')!;
+    const path = `${USERS_PATH}/${id}`;
+    const [mine, theirs] = await Promise.all([getJson(floor.port, path, 10_000), getJson(roster.port, path, 10_000)]);
+    if (JSON.stringify(mine) !== JSON.stringify(theirs)) {
+      findings.notes.push(`**The Fastify floor and Roster answer a get by id differently** at ${integer(users)} users.`);
+    }
+    return floor;
+  } catch (error) {
+    for (const key of FLOOR_KEYS) {
+      findings.floorRows.push({ scenario: SCENARIOS.find((scenario) => scenario.key === key)!, users, server: 'Fastify floor', error: errorText(error) });
+    }
+    return undefined;
+  }
 }
 
 /** The size at which get by id is measured with authentication on. */
@@ -362,11 +403,11 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   const rps = (key: ScenarioKey, users: number, server: ServerName) => find(key, users, server)?.requestsPerSecond ?? NaN;
   const shaky = (...keys: RowKey[]) => keys.some((key) => isDisturbed(rowOf(key)?.otherLoad));
 
-  const cells = (row: RestRow, comparison: string) => {
+  const cells = (row: RestRow, ...comparisons: string[]) => {
     const r = row.result;
     const server = serverLabel(row.server, row.auth);
-    if (!r) return [row.scenario.label, integer(row.users), server, `error: ${row.error ?? '?'}`, '', '', '', '', '', comparison];
-    return [row.scenario.label, integer(row.users), server, rate(r.requestsPerSecond), ms(r.p50Ms), ms(r.p99Ms), integer(r.non2xx), integer(r.errors), cpuCell(r, row.otherLoad), comparison];
+    if (!r) return [row.scenario.label, integer(row.users), server, `error: ${row.error ?? '?'}`, '', '', '', '', '', ...comparisons];
+    return [row.scenario.label, integer(row.users), server, rate(r.requestsPerSecond), ms(r.p50Ms), ms(r.p99Ms), integer(r.non2xx), integer(r.errors), cpuCell(r, row.otherLoad), ...comparisons];
   };
   const header = ['Scenario', 'Users', 'Server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU server / generator / others'];
   const rows = findings.rows.map((row) =>
@@ -378,6 +419,26 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     [...header, 'authenticated / unauthenticated'],
     findings.authRows.map((row) => cells(row, ratio(authVsPlain(row)))),
   );
+  const floorRatios = (row: RestRow) => {
+    const floor = (row.result?.requestsPerSecond ?? NaN) / rps(row.scenario.key, row.users, 'baseline');
+    const roster = rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline');
+    return { floor, roster, rosterVsFloor: roster / floor };
+  };
+  const floorTable = table(
+    [...header, 'floor / node:http', 'Roster / node:http', 'Roster / floor'],
+    findings.floorRows.map((row) => {
+      const { floor, roster, rosterVsFloor } = floorRatios(row);
+      return cells(row, ratio(floor), ratio(roster), ratio(rosterVsFloor));
+    }),
+  );
+  const floorLines = findings.floorRows.map((row) => {
+    const { floor, roster, rosterVsFloor } = floorRatios(row);
+    const shakyRow = isDisturbed(row.otherLoad) || shaky([row.scenario.key, row.users, 'Roster'], [row.scenario.key, row.users, 'baseline']);
+    return (
+      `- ${row.scenario.label} at ${integer(row.users)} users: Fastify floor ${ratio(floor)} node:http; Roster ${ratio(roster)} node:http = ${ratio(rosterVsFloor)} the Fastify floor.` +
+      (shakyRow ? ' — **measured under other load**' : '')
+    );
+  });
   const authTargets: Target[] = findings.authRows.map((row) => {
     const value = authVsPlain(row);
     // A credential refused is no measurement of authentication's cost.
@@ -518,6 +579,16 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     '',
     targetLines(targets),
     '',
+    '### REST: the Fastify floor',
+    '',
+    'How much of the gap to node:http is Fastify itself: a bare Fastify app (no logger, no hooks, no plugins; servers/fastify-floor.ts) over a Map of the same users, ' +
+      "with health and get by id declared as Roster declares them (the same params and response schemas, so fast-json-stringify serialises alike), checked to answer a get by id as Roster does. " +
+      'Run with the other two servers, right after them, with the same warm-up; the ratios are to the node:http baseline and Roster of the table above.',
+    '',
+    floorTable,
+    '',
+    ...floorLines,
+    '',
     '### REST with authentication (Roster)',
     '',
     `Roster started again at ${integer(AUTH_USERS)} users, once with AUTH=apikey (a key with the user role) and once with AUTH=jwt (an HS256 token minted with jose, as \`roster token\` does), ` +
@@ -544,7 +615,7 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   ].join('\n');
   // A size stopped early leaves rows missing: at least one failure.
   const missing = plan.sizes.length * SCENARIOS.length * SERVERS.length - findings.rows.length;
-  const errors = [...findings.rows, ...findings.authRows].filter((row) => row.error !== undefined).length + missing;
+  const errors = [...findings.rows, ...findings.authRows, ...findings.floorRows].filter((row) => row.error !== undefined).length + missing;
   return { markdown, targets: [...targets, ...authTargets, ...memoryTargets], errors };
 }
 
