@@ -17,7 +17,11 @@ function readConfig(): Config {
 
 const config = readConfig();
 const logger = pino({ level: config.logLevel });
-const roster = await createServer(config, logger);
+const roster = await createServer(config, logger).catch((error: unknown) => {
+  // e.g. DATABASE_URL names a database that cannot be reached or migrated: one log line, status 1.
+  logger.fatal({ err: error }, 'could not start');
+  process.exit(1);
+});
 const started = roster.start();
 
 // Installed before the ports open, so a signal that arrives during start-up still stops gracefully

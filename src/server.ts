@@ -16,6 +16,7 @@ import { createClock } from './clock.js';
 import type { Config } from './config.js';
 import { buildApp, hopsTrusted } from './http/app.js';
 import { MemoryUserStore } from './users/memory-store.js';
+import { PostgresUserStore } from './users/postgres-store.js';
 import { userSchemas } from './users/schema.js';
 import { seedUsers } from './users/seed.js';
 import { UserService } from './users/service.js';
@@ -34,7 +35,7 @@ export interface RosterServer {
 }
 
 export interface ServerParts {
-  /** The user store; the in-memory store of the contract unless another is given. */
+  /** The user store; PostgreSQL when DATABASE_URL is set, else the in-memory store of the contract, unless another is given. */
   store?: UserStore;
   /** Engines the health check reports on, beyond those the configuration brings. */
   dependencies?: readonly Dependency[];
@@ -43,19 +44,37 @@ export interface ServerParts {
 }
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
-  const store: UserStore = parts.store ?? new MemoryUserStore();
+  // PostgreSQL: migrated before use; seeded under a lock, so instances starting together seed once.
+  const database = parts.store || !config.database ? undefined : await PostgresUserStore.open(config.database, logger);
+  const store: UserStore = parts.store ?? database ?? new MemoryUserStore();
+  try {
+    return await assemble(config, logger, parts, store, database);
+  } catch (error) {
+    await database?.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function assemble(
+  config: Config,
+  logger: Logger,
+  parts: ServerParts,
+  store: UserStore,
+  database: PostgresUserStore | undefined,
+): Promise<RosterServer> {
   const schemas = userSchemas(config.roles, config.strictValidation);
   const service = new UserService(store, createUserValidator(schemas), createClock(), {
     maxPageSize: config.maxPageSize,
     strict: config.strictValidation,
   });
-  await seedUsers(service);
+  if (database) await database.exclusively(() => seedUsers(service));
+  else await seedUsers(service);
 
   const metrics = config.metrics ? new Metrics() : undefined;
   let chatPort = config.wsPort;
   // One authenticator for both doors (and one cache of verified credentials).
   const authenticator = createAuthenticator(config.auth);
-  const dependencies: Dependency[] = [...(parts.dependencies ?? [])];
+  const dependencies: Dependency[] = [...(database ? [database.health] : []), ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
   const bus = config.redis ? new RedisBus(config.redis.url, logger, parts.chatBus) : undefined;
   if (bus) dependencies.push(bus);

@@ -8,6 +8,7 @@ import { pino, type DestinationStream } from 'pino';
 import { WebSocket } from 'ws';
 import { loadConfig, type Config } from '../src/config.js';
 import { createServer, type RosterServer, type ServerParts } from '../src/server.js';
+import { freshSchema } from './postgres.js';
 
 export interface Running {
   server: RosterServer;
@@ -22,6 +23,17 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+let defaultStore: 'memory' | 'postgres' = 'memory';
+
+/**
+ * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
+ * PostgreSQL, each Roster in a fresh schema dropped when it stops: how the REST suites run a second
+ * time against the PostgreSQL store (`*.postgres.test.ts`).
+ */
+export function usePostgresStore(): void {
+  defaultStore = 'postgres';
+}
+
 /**
  * Starts Roster with the given environment on top of test defaults (ports 0, logging silent), and
  * optionally a store of the test's own and a stream that receives the log lines.
@@ -30,12 +42,25 @@ export async function startRoster(
   env: Record<string, string> = {},
   options: ServerParts & { logTo?: DestinationStream } = {},
 ): Promise<Running> {
-  const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...env });
-  const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
-  const server = await createServer(config, logger, options);
-  const { port, wsPort } = await server.start();
-  const origin = `http://127.0.0.1:${port}`;
-  return { server, config, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop: () => server.stop() };
+  const schema = defaultStore === 'postgres' && !options.store && env.DATABASE_URL === undefined ? await freshSchema() : undefined;
+  try {
+    const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...(schema && { DATABASE_URL: schema.url }), ...env });
+    const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
+    const server = await createServer(config, logger, options);
+    const { port, wsPort } = await server.start();
+    const origin = `http://127.0.0.1:${port}`;
+    const stop = async () => {
+      try {
+        await server.stop();
+      } finally {
+        await schema?.drop();
+      }
+    };
+    return { server, config, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop };
+  } catch (error) {
+    await schema?.drop();
+    throw error;
+  }
 }
 
 export interface JsonResponse {

@@ -7,6 +7,7 @@
  */
 import { CHAT_USAGE, chatCommand } from './chat.js';
 import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
+import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
 
 interface Command {
   /** One line for `roster --help`. */
@@ -66,7 +67,15 @@ const COMMANDS = new Map<string, Command>([
       run: (args) => tokenCommand(args),
     },
   ],
-  // Further subcommands (e.g. 'migrate') go here: a summary, a usage text and run().
+  [
+    'migrate',
+    {
+      summary: 'apply the pending PostgreSQL migrations (DATABASE_URL) and exit',
+      usage: MIGRATE_USAGE,
+      run: (args) => migrateCommand(args),
+    },
+  ],
+  // Further subcommands go here: a summary, a usage text and run().
 ]);
 
 function usage(): string {

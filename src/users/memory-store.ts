@@ -95,7 +95,7 @@ export class MemoryUserStore implements UserStore {
     return { users: this.#page(order, wanted, params.offset, params.limit), total: inRole.size };
   }
 
-  async insert(user: User): Promise<'ok' | 'email_taken'> {
+  async insert(user: User): Promise<User | 'email_taken'> {
     const key = emailKey(user.email);
     if (this.#byEmail.has(key)) return 'email_taken';
     if (this.#byId.has(user.id)) throw new Error(`duplicate user id ${user.id}`);
@@ -107,7 +107,7 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(user);
     this.#roleIndex(user.role).insert(user);
     for (const field of SORTED_FIELDS) this.#fields[field].insert(user);
-    return 'ok';
+    return user;
   }
 
   async update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {

@@ -62,8 +62,9 @@ export class UserService {
       created_at: now,
       updated_at: now,
     };
-    if ((await this.store.insert(user)) === 'email_taken') throw emailExists();
-    return user;
+    const stored = await this.store.insert(user);
+    if (stored === 'email_taken') throw emailExists();
+    return stored;
   }
 
   /** Full update: existence (404) before validation (422); role resets to the default when omitted. */

@@ -27,11 +27,16 @@ export type Changes = Partial<UserFields> & { updated_at: string };
 export interface UserStore {
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
-  /** Stores a new user unless another user holds the same email key. Atomic. */
-  insert(user: User): Promise<'ok' | 'email_taken'>;
+  /**
+   * Stores a new user unless another user holds the same email key. Atomic. Resolves with the user as
+   * stored: a store may stamp `created_at` and `updated_at` itself (PostgreSQL takes them from the
+   * database, so they are ordered across instances), in the same format and strictly increasing.
+   */
+  insert(user: User): Promise<User | 'email_taken'>;
   /**
    * Applies the changes to one user atomically, so concurrent updates never mix. With `uniqueEmail`,
-   * refuses an email key held by another user.
+   * refuses an email key held by another user. Resolves with the user as stored (`updated_at` may be
+   * the store's own stamp, as for `insert`).
    */
   update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'>;
   /** Returns false when there was no such user. */

@@ -14,12 +14,28 @@ import type { UserStore } from '../../src/users/store.js';
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(name: string, makeStore: () => Promise<UserStore>, options: { numRuns?: number } = {}): void {
+  const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
+
   const numRuns = Number(process.env.FUZZ_RUNS ?? options.numRuns ?? 60);
   describe(`UserStore contract: ${name}`, () => {
     const clock = createClock();
     const newUser = (fields: Partial<User> = {}): User => {
       const now = clock.next();
       return { id: randomUUID(), name: 'Store Test', email: `${randomUUID()}@example.com`, role: 'user', created_at: now, updated_at: now, ...fields };
+    };
+    /**
+     * Inserts a user that must be accepted; returns it as stored. A store may stamp created_at and
+     * updated_at itself (store.ts), so only those may differ from what was given, and they must keep
+     * the contract's format.
+     */
+    const insertOk = async (store: UserStore, user: User): Promise<User> => {
+      const stored = await store.insert(user);
+      assert.notEqual(stored, 'email_taken', user.email);
+      const record = stored as User;
+      assert.deepEqual({ ...record, created_at: user.created_at, updated_at: user.updated_at }, user);
+      assert.match(record.created_at, TIMESTAMP);
+      assert.equal(record.updated_at, record.created_at);
+      return record;
     };
     const withStore = (body: (store: UserStore) => Promise<void>) => async () => {
       const store = await makeStore();
@@ -35,9 +51,20 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
     }));
 
     test('insert then get returns an equal record', withStore(async (store) => {
-      const user = newUser();
-      assert.equal(await store.insert(user), 'ok');
-      assert.deepEqual(await store.get(user.id), user);
+      const stored = await insertOk(store, newUser());
+      assert.deepEqual(await store.get(stored.id), stored);
+    }));
+
+    test('timestamps of successive writes are strictly increasing', withStore(async (store) => {
+      const first = await insertOk(store, newUser());
+      const second = await insertOk(store, newUser());
+      const updated = (await store.update(first.id, { name: 'Later', updated_at: clock.next() }, { uniqueEmail: false })) as User;
+      const moved = (await store.update(second.id, { email: 'moved@example.com', updated_at: clock.next() }, { uniqueEmail: false })) as User;
+      const third = await insertOk(store, newUser());
+      const stamps = [first.created_at, second.created_at, updated.updated_at, moved.updated_at, third.created_at];
+      for (const stamp of stamps) assert.match(stamp, TIMESTAMP);
+      assert.deepEqual([...new Set(stamps)].sort(), stamps, 'each later than the one before');
+      assert.equal(updated.created_at, first.created_at);
     }));
 
     test('insert refuses an email held by another user, by letter case and surrounding spaces', withStore(async (store) => {
@@ -51,20 +78,18 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
     }));
 
     test('update applies the changes, keeps the rest, and reports unknown ids', withStore(async (store) => {
-      const user = newUser({ role: 'admin' });
-      await store.insert(user);
+      const user = await insertOk(store, newUser({ role: 'admin' }));
       const updated_at = clock.next();
-      const result = await store.update(user.id, { name: 'Renamed', updated_at }, { uniqueEmail: false });
-      assert.deepEqual(result, { ...user, name: 'Renamed', updated_at });
+      const result = (await store.update(user.id, { name: 'Renamed', updated_at }, { uniqueEmail: false })) as User;
+      assert.deepEqual(result, { ...user, name: 'Renamed', updated_at: result.updated_at });
+      assert.ok(result.updated_at > user.updated_at, 'updated_at moves forward');
       assert.deepEqual(await store.get(user.id), result);
       assert.equal(await store.update('nope', { updated_at }, { uniqueEmail: false }), 'not_found');
     }));
 
     test('update with uniqueEmail refuses another user\'s email but allows one\'s own', withStore(async (store) => {
-      const first = newUser();
-      const second = newUser();
-      await store.insert(first);
-      await store.insert(second);
+      const first = await insertOk(store, newUser());
+      const second = await insertOk(store, newUser());
       const updated_at = clock.next();
       assert.equal(await store.update(second.id, { email: ` ${first.email.toUpperCase()}`, updated_at }, { uniqueEmail: true }), 'email_taken');
       assert.deepEqual(await store.get(second.id), second);
@@ -73,10 +98,8 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
     }));
 
     test('update without uniqueEmail may share an email; insert then still refuses it', withStore(async (store) => {
-      const first = newUser();
-      const second = newUser();
-      await store.insert(first);
-      await store.insert(second);
+      const first = await insertOk(store, newUser());
+      const second = await insertOk(store, newUser());
       const shared = await store.update(second.id, { email: first.email, updated_at: clock.next() }, { uniqueEmail: false });
       assert.equal((shared as User).email, first.email);
       assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
@@ -89,10 +112,10 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
       const user = newUser({ email: 'old@example.com' });
       await store.insert(user);
       await store.update(user.id, { email: 'new@example.com', updated_at: clock.next() }, { uniqueEmail: false });
-      assert.equal(await store.insert(newUser({ email: 'OLD@example.com' })), 'ok');
+      await insertOk(store, newUser({ email: 'OLD@example.com' }));
       assert.equal(await store.insert(newUser({ email: 'new@example.com' })), 'email_taken');
       assert.equal(await store.remove(user.id), true);
-      assert.equal(await store.insert(newUser({ email: 'new@example.com' })), 'ok');
+      await insertOk(store, newUser({ email: 'new@example.com' }));
     }));
 
     test('remove reports whether there was a user, and the user is gone', withStore(async (store) => {
@@ -108,8 +131,7 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
       const users: User[] = [];
       for (let i = 0; i < 40; i++) {
         const user = newUser({ name: `${names[i % names.length]} ${i % 7}`, email: `u${i}@${i % 3 ? 'corp' : 'home'}.example`, role: i % 4 ? 'user' : 'admin' });
-        users.push(user);
-        await store.insert(user);
+        users.push(await insertOk(store, user));
       }
       // Some updates, so updated_at and the stored order of fields differ from creation.
       for (const user of users.slice(0, 10)) {
@@ -171,8 +193,8 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
                 // Emails mostly unique per insert; a taken one (by case or through an update) is refused.
                 const user = newUser({ name: operation.name, email: `${operation.n}.${operation.email}`, role: operation.role });
                 const taken = users.some((other) => other.email.toLowerCase() === user.email.toLowerCase());
-                assert.equal(await store.insert(user), taken ? 'email_taken' : 'ok');
-                if (!taken) users.push(user);
+                if (taken) assert.equal(await store.insert(user), 'email_taken');
+                else users.push(await insertOk(store, user));
               } else if (users.length > 0) {
                 const at = operation.pick % users.length;
                 const target = users[at]!;
@@ -181,8 +203,8 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
                   users.splice(at, 1);
                 } else {
                   const changes = { updated_at: clock.next(), ...(operation.name === null ? {} : { name: operation.name }), ...(operation.email === null ? {} : { email: operation.email }), ...(operation.role === null ? {} : { role: operation.role }) };
-                  const changed = await store.update(target.id, changes, { uniqueEmail: false });
-                  assert.deepEqual(changed, { ...target, ...changes });
+                  const changed = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+                  assert.deepEqual(changed, { ...target, ...changes, updated_at: changed.updated_at });
                   users[at] = changed as User;
                 }
               }
@@ -201,8 +223,10 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
     test('users stored out of created_at order still sort by created_at correctly', withStore(async (store) => {
       const later = clock.next();
       const earlier = '2001-01-01T00:00:00.000000';
-      const users = [newUser({ created_at: later, updated_at: later }), newUser({ created_at: earlier, updated_at: earlier }), newUser()];
-      for (const user of users) await store.insert(user);
+      const users: User[] = [];
+      for (const user of [newUser({ created_at: later, updated_at: later }), newUser({ created_at: earlier, updated_at: earlier }), newUser()]) {
+        users.push(await insertOk(store, user));
+      }
       for (const descending of [true, false]) {
         const params: ListParams = { sort: 'created_at', descending, offset: 0, limit: 10 };
         assert.deepEqual(await store.list(params), queryUsers(users, params));

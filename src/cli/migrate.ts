@@ -1,0 +1,62 @@
+/**
+ * `roster migrate`: applies the pending migrations to the PostgreSQL of DATABASE_URL and exits, so a
+ * deployment can change the schema before starting new instances (which would apply them too).
+ */
+import { pino } from 'pino';
+import { ConfigError, loadConfig } from '../config.js';
+import { createPool } from '../users/postgres-connection.js';
+import { migrate, readMigrations } from '../users/postgres-migrations.js';
+
+export const MIGRATE_USAGE = `Usage: roster migrate
+
+Applies the pending database migrations (the numbered SQL files of migrations/) to the PostgreSQL
+named by DATABASE_URL, in one transaction, and prints each version applied. Roster applies them at
+start-up as well; this runs them ahead, e.g. before a rolling update. Exit status 0 when the schema is
+up to date, 1 when the database refused or could not be reached, 2 for a bad setting.`;
+
+interface Io {
+  output: NodeJS.WritableStream;
+  errors: NodeJS.WritableStream;
+}
+
+export async function migrateCommand(args: string[], io: Io = { output: process.stdout, errors: process.stderr }, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
+    io.output.write(`${MIGRATE_USAGE}\n`);
+    return 0;
+  }
+  if (args.length > 0) return usageError(io, `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
+  let database;
+  try {
+    database = loadConfig(env).database;
+  } catch (error) {
+    if (error instanceof ConfigError) return usageError(io, `invalid configuration: ${error.message}`);
+    throw error;
+  }
+  if (!database) return usageError(io, 'needs DATABASE_URL (a postgres:// URL) to know which database to migrate');
+
+  const pool = createPool(database, pino({ level: 'silent' }));
+  try {
+    const migrations = await readMigrations();
+    const applied = await migrate(pool, migrations);
+    for (const version of applied) io.output.write(`applied ${version}\n`);
+    io.output.write(`the schema is up to date (${migrations.at(-1)?.version ?? 'no migrations'})\n`);
+    return 0;
+  } catch (error) {
+    io.errors.write(`roster migrate: ${describe(error)}\n`);
+    return 1;
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  const message = error.message || (error instanceof AggregateError ? error.errors.map((e: Error) => e.message).join('; ') : '');
+  return typeof code === 'string' && !message.includes(code) ? `${message} (${code})` : message;
+}
+
+function usageError(io: Io, message: string): number {
+  io.errors.write(`roster migrate: ${message}\nRun 'roster migrate --help' for usage.\n`);
+  return 2;
+}

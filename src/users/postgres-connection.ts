@@ -1,0 +1,129 @@
+/**
+ * The connection to PostgreSQL: a bounded pool, the line between "the database is unreachable" (503,
+ * try again) and a fault of Roster's own (500), and the `database` entry of the health check.
+ *
+ * Nothing waits on a dead database for long: connecting gives up after CONNECT_TIMEOUT_MS and a query
+ * after QUERY_TIMEOUT_MS, and each failure becomes a 503 `SERVICE_UNAVAILABLE` for that request. The
+ * pool opens fresh connections as requests need them, so Roster recovers when the database returns;
+ * while it is down, a light probe keeps checking, so health turns back to up without traffic too.
+ */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { RosterError, serviceUnavailable } from '../errors.js';
+import type { Dependency, DependencyState } from '../health.js';
+
+/** Giving up on opening a connection (or on waiting for a free one in the pool). */
+const CONNECT_TIMEOUT_MS = 2_000;
+/** The server cancels a statement running longer than this; the client gives up a little later. */
+const STATEMENT_TIMEOUT_MS = 5_000;
+const QUERY_TIMEOUT_MS = 6_000;
+/** How often the probe asks `SELECT 1` while the database is down. */
+export const PROBE_INTERVAL_MS = 1_000;
+
+export function createPool(database: { url: string; poolSize: number }, logger: Logger): pg.Pool {
+  const pool = new pg.Pool({
+    // Settings given in the URL (application_name, options=-c search_path=…) take precedence over these.
+    connectionString: database.url,
+    application_name: 'roster',
+    max: database.poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+    keepAlive: true,
+  });
+  // An idle connection that breaks (the server restarted, a backend was terminated) is reported here.
+  // Unhandled, the event would end the process; the pool has already dropped the connection.
+  pool.on('error', (error) => logger.warn({ err: error }, 'an idle database connection failed'));
+  return pool;
+}
+
+/** Node's errors for a connection that cannot be made or was lost. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+/**
+ * PostgreSQL's: connection exceptions (class 08), the server shutting down or terminating the backend
+ * (57P01–57P03), too many connections (53300), a statement cancelled by statement_timeout (57014).
+ */
+const SERVER_CODES = /^(08...|57P0[123]|53300|57014)$/;
+/** node-postgres reports its own timeouts and lost connections by message only. */
+const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection ended|Cannot use a pool after calling end/i;
+
+export function isUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || SERVER_CODES.test(code))) return true;
+  if (error instanceof AggregateError) return error.errors.some(isUnreachable); // e.g. ::1 and 127.0.0.1 both refused
+  return DRIVER_MESSAGES.test(error.message);
+}
+
+export const databaseUnreachable = (): RosterError => serviceUnavailable('The database is unreachable; try again shortly');
+
+/**
+ * The `database` dependency (critical: no users without it). Its state is the outcome of the last
+ * statement, so health costs no I/O; once down, a probe runs every PROBE_INTERVAL_MS until one succeeds.
+ */
+export class DatabaseHealth implements Dependency {
+  readonly name = 'database';
+  readonly critical = true;
+  #down: string | undefined;
+  #probe: NodeJS.Timeout | undefined;
+  #checking = false;
+  #closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly logger: Logger,
+  ) {
+    // A broken idle connection may be the first sign of a database going away; the probe tells.
+    pool.on('error', (error) => {
+      if (isUnreachable(error)) this.failed(error);
+    });
+  }
+
+  state(): DependencyState {
+    return this.#down === undefined ? { up: true } : { up: false, reason: this.#down };
+  }
+
+  succeeded(): void {
+    if (this.#down === undefined) return;
+    this.#down = undefined;
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+    this.logger.info('the database is reachable again');
+  }
+
+  failed(error: unknown): void {
+    const reason = reasonOf(error);
+    if (this.#down === undefined) this.logger.error({ err: error }, 'the database is unreachable');
+    this.#down = reason;
+    if (this.#probe || this.#closed) return;
+    this.#probe = setInterval(() => void this.#check(), PROBE_INTERVAL_MS);
+    this.#probe.unref();
+    void this.#check();
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
+
+  async #check(): Promise<void> {
+    if (this.#checking) return; // a probe may take longer than the interval (CONNECT_TIMEOUT_MS)
+    this.#checking = true;
+    try {
+      await this.pool.query('SELECT 1');
+      if (!this.#closed) this.succeeded();
+    } catch (error) {
+      if (!this.#closed && this.#down !== undefined) this.#down = reasonOf(error);
+    } finally {
+      this.#checking = false;
+    }
+  }
+}
+
+/** Why the database is down, for the health reply: the error code where there is one (a message may name hosts). */
+function reasonOf(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return `unreachable (${code})`;
+  return error instanceof Error ? error.message : String(error);
+}

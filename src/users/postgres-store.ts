@@ -1,0 +1,345 @@
+/**
+ * Users in PostgreSQL (migrations/001_users.sql), for several Roster instances sharing one database.
+ * Every answer equals the memory store's (query.ts defines them); strings are stored through
+ * postgres-text.ts so that SQL sorts and searches them as JavaScript does.
+ *
+ * Timestamps come from the database (roster_clock), not from the instance, so they are strictly
+ * increasing across instances; `insert` and `update` return the stamped record.
+ *
+ * Email uniqueness: of the users holding an email key, exactly one "claims" it, and a partial unique
+ * index allows one claim per key. Creating a user is one INSERT that needs the claim, so when two
+ * instances race to create the same email, one wins and the other gets `email_taken`. Updates that
+ * change a user's email key, and removals, run in a transaction holding an advisory lock per key
+ * involved, and pass the claim on to another holder when the claimer leaves.
+ *
+ * Lock order, which keeps these transactions from deadlocking one another: the advisory lock on the
+ * user written, advisory locks on email keys, then user rows, then the clock row; the clock is taken
+ * last and held only by a statement that waits for nothing else.
+ */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { ListParams, ListResult } from './query.js';
+import type { User } from './schema.js';
+import { emailKey, type Changes, type UserStore } from './store.js';
+import { createPool, databaseUnreachable, DatabaseHealth, isUnreachable } from './postgres-connection.js';
+import { migrate } from './postgres-migrations.js';
+import { alignedRegex, fromStored, likePattern, toStored } from './postgres-text.js';
+
+const FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
+/** A user's columns as `Row`, from `table` (a prefix such as `users.` where a statement joins others). */
+const columns = (table = '') =>
+  `${table}id, ${table}name, ${table}email, ${table}role, to_char(${table}created_at, ${FORMAT}) AS created_at, to_char(${table}updated_at, ${FORMAT}) AS updated_at`;
+/** The next timestamp: later than every one handed out before, and not behind the database's clock. */
+const NEXT_STAMP = `UPDATE roster_clock SET last = greatest(last + interval '1 microsecond', clock_timestamp() AT TIME ZONE 'UTC') RETURNING last`;
+/** Advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
+const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 0))`;
+/** Advisory lock on a user, taken first: while held, no one else changes the user's email key. */
+const USER_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.user:' || $1, 0))`;
+/** Key of the session lock held while seeding, per schema. */
+const SEED_LOCK = `hashtextextended('roster.seed:' || current_schema(), 0)`;
+/** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
+const MAX_OFFSET = 2 ** 62;
+/** Attempts of a write that lost a race (a deadlock, an email claimed meanwhile) before giving up. */
+const ATTEMPTS = 5;
+
+interface Row {
+  id: string;
+  name: string;
+  email: string;
+  role: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const userOf = (row: Row): User => ({
+  id: fromStored(row.id),
+  name: fromStored(row.name),
+  email: fromStored(row.email),
+  role: fromStored(row.role),
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+/** The columns derived from a user's email. */
+const emailColumns = (email: string) => ({ email: toStored(email), email_lower: toStored(email.toLowerCase()), email_key: toStored(emailKey(email)) });
+
+/** A write lost a race with another transaction and is tried again from the start. */
+class Retry extends Error {}
+
+export class PostgresUserStore implements UserStore {
+  readonly health: DatabaseHealth;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly database: { url: string },
+    logger: Logger,
+  ) {
+    this.health = new DatabaseHealth(pool, logger);
+  }
+
+  /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
+  static async open(database: { url: string; poolSize: number }, logger: Logger): Promise<PostgresUserStore> {
+    const pool = createPool(database, logger);
+    try {
+      const applied = await migrate(pool);
+      if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
+      return new PostgresUserStore(pool, database, logger);
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async get(id: string): Promise<User | undefined> {
+    const { rows } = await this.#query<Row>(`SELECT ${columns()} FROM users WHERE id = $1`, [toStored(id)]);
+    return rows[0] && userOf(rows[0]);
+  }
+
+  async list(params: ListParams): Promise<ListResult> {
+    const values: unknown[] = [];
+    const filters: string[] = [];
+    if (params.role !== undefined) {
+      values.push(toStored(params.role));
+      filters.push(`role = $${values.length}`);
+    }
+    if (params.search !== undefined) {
+      const needle = toStored(params.search.toLowerCase());
+      const pattern = likePattern(needle);
+      values.push(pattern ?? alignedRegex(needle));
+      const operator = pattern === undefined ? '~' : 'LIKE';
+      filters.push(`(name_lower ${operator} $${values.length} OR email_lower ${operator} $${values.length})`);
+    }
+    const where = filters.length === 0 ? 'true' : filters.join(' AND ');
+    values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
+    const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
+    // One statement, so the page and the total come from the same snapshot; the total is counted even
+    // when the page lies beyond the last user.
+    const { rows } = await this.#query<Row & { total: string; id: string | null }>(
+      `SELECT t.total, ${columns('p.')}
+       FROM (SELECT count(*) AS total FROM users WHERE ${where}) t
+       LEFT JOIN LATERAL (
+         SELECT id, name, email, role, created_at, updated_at FROM users WHERE ${where}
+         ORDER BY ${orderBy(params, '')} LIMIT ${limit} OFFSET ${offset}
+       ) p ON true
+       ORDER BY ${orderBy(params, 'p.')}`,
+      values,
+    );
+    return { users: rows.filter((row) => row.id !== null).map(userOf), total: Number(rows[0]?.total ?? 0) };
+  }
+
+  async insert(user: User): Promise<User | 'email_taken'> {
+    const email = emailColumns(user.email);
+    const { rows } = await this.#query<Pick<Row, 'created_at'>>(
+      `WITH now AS (${NEXT_STAMP})
+       INSERT INTO users (id, name, email, role, created_at, updated_at, name_lower, email_lower, email_key, claims_email)
+       SELECT $1, $2, $3, $4, now.last, now.last, $5, $6, $7, true FROM now
+       ON CONFLICT (email_key) WHERE claims_email DO NOTHING
+       RETURNING to_char(created_at, ${FORMAT}) AS created_at`,
+      [toStored(user.id), toStored(user.name), email.email, toStored(user.role), toStored(user.name.toLowerCase()), email.email_lower, email.email_key],
+    );
+    if (!rows[0]) return 'email_taken';
+    return { ...user, created_at: rows[0].created_at, updated_at: rows[0].created_at };
+  }
+
+  async update(userId: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
+    // Ids are the service's UUIDs, but a path may carry anything (`%00`); stored form, like every string.
+    const id = toStored(userId);
+    if (changes.email === undefined && !options.uniqueEmail) return this.#updateKeepingEmail(id, changes);
+    return this.#retrying(() => this.#transaction((client) => this.#updateEmail(client, id, changes, options.uniqueEmail)));
+  }
+
+  async remove(userId: string): Promise<boolean> {
+    const id = toStored(userId);
+    return this.#retrying(() =>
+      this.#transaction(async (client) => {
+        const held = await this.#lockUser(client, id, undefined);
+        if (!held) return false;
+        const heir = held.claims_email ? await this.#lockHeir(client, held.email_key, id) : undefined;
+        await client.query('DELETE FROM users WHERE id = $1', [id]);
+        if (heir) await client.query('UPDATE users SET claims_email = true WHERE id = $1', [heir]);
+        return true;
+      }),
+    );
+  }
+
+  /**
+   * Runs `work` while holding a lock of this schema that other instances' `exclusively` wait for: seeding
+   * at start-up, so two instances starting together do not both find the table empty. Uses a
+   * connection of its own, so `work` has the whole pool.
+   */
+  async exclusively<T>(work: () => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: this.database.url, application_name: 'roster', connectionTimeoutMillis: 2_000 });
+    await this.#guard(() => client.connect());
+    client.on('error', () => undefined); // reported by the query that fails, if any
+    try {
+      await this.#guard(() => client.query(`SELECT pg_advisory_lock(${SEED_LOCK})`));
+      return await work();
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.health.close();
+    await this.pool.end();
+  }
+
+  /** The common update: no email change, no uniqueness check, one statement (row lock, then the clock). */
+  async #updateKeepingEmail(id: string, changes: Changes): Promise<User | 'not_found'> {
+    const { rows } = await this.#query<Row>(
+      `WITH target AS (SELECT id FROM users WHERE id = $1 FOR UPDATE),
+            now AS (${NEXT_STAMP.replace(' RETURNING', ' WHERE EXISTS (SELECT 1 FROM target) RETURNING')})
+       UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = now.last
+       FROM now WHERE users.id = $1
+       RETURNING ${columns('users.')}`,
+      [id, nullable(changes.name, toStored), nullable(changes.name, (name) => toStored(name.toLowerCase())), nullable(changes.role, toStored)],
+    );
+    return rows[0] ? userOf(rows[0]) : 'not_found';
+  }
+
+  async #updateEmail(client: pg.PoolClient, id: string, changes: Changes, uniqueEmail: boolean): Promise<User | 'not_found' | 'email_taken'> {
+    const email = changes.email === undefined ? undefined : emailColumns(changes.email);
+    const held = await this.#lockUser(client, id, email?.email_key);
+    if (!held) return 'not_found';
+    const newKey = email?.email_key ?? held.email_key;
+    const { rows: others } = await client.query<{ claims: boolean }>(
+      'SELECT bool_or(claims_email) AS claims FROM users WHERE email_key = $1 AND id <> $2',
+      [newKey, id],
+    );
+    const heldByOther = others[0]!.claims !== null;
+    if (uniqueEmail && heldByOther) return 'email_taken';
+    const moving = newKey !== held.email_key;
+    const heir = moving && held.claims_email ? await this.#lockHeir(client, held.email_key, id) : undefined;
+    const claims = moving ? !heldByOther : held.claims_email;
+    let rows: Row[];
+    try {
+      ({ rows } = await client.query<Row>(
+        `WITH now AS (${NEXT_STAMP})
+         UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role),
+           email = coalesce($5, email), email_lower = coalesce($6, email_lower), email_key = $7, claims_email = $8, updated_at = now.last
+         FROM now WHERE users.id = $1
+         RETURNING ${columns('users.')}`,
+        [
+          id,
+          nullable(changes.name, toStored),
+          nullable(changes.name, (name) => toStored(name.toLowerCase())),
+          nullable(changes.role, toStored),
+          email?.email ?? null,
+          email?.email_lower ?? null,
+          newKey,
+          claims,
+        ],
+      ));
+    } catch (error) {
+      // A user created meanwhile claimed the new key (creating takes no advisory lock).
+      if ((error as { code?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'users_email_claim') {
+        if (uniqueEmail) return 'email_taken';
+        throw new Retry();
+      }
+      throw error;
+    }
+    if (heir) await client.query('UPDATE users SET claims_email = true WHERE id = $1', [heir]);
+    return userOf(rows[0]!);
+  }
+
+  /**
+   * Takes the user's advisory lock, which keeps its email key from changing under us (every write that
+   * changes it holds that lock), then the locks of that key (and `newKey`), then the user's row.
+   * Undefined when there is no such user.
+   */
+  async #lockUser(client: pg.PoolClient, id: string, newKey: string | undefined): Promise<{ email_key: string; claims_email: boolean } | undefined> {
+    await client.query(`SELECT ${USER_LOCK}`, [id]);
+    const { rows: seen } = await client.query<{ email_key: string }>('SELECT email_key FROM users WHERE id = $1', [id]);
+    if (!seen[0]) return undefined;
+    // Sorted, so that two transactions locking the same two keys take them in the same order.
+    const keys = [...new Set([seen[0].email_key, newKey ?? seen[0].email_key])].sort();
+    for (const key of keys) await client.query(`SELECT ${KEY_LOCK}`, [key]);
+    const { rows } = await client.query<{ email_key: string; claims_email: boolean }>(
+      'SELECT email_key, claims_email FROM users WHERE id = $1 FOR UPDATE',
+      [id],
+    );
+    if (!rows[0]) return undefined;
+    if (rows[0].email_key !== seen[0].email_key) throw new Retry(); // only by a write that ignored the user lock
+    return rows[0];
+  }
+
+  /** The user (by creation order) that takes over the claim on `key` from `leaving`, locked; undefined if none. */
+  async #lockHeir(client: pg.PoolClient, key: string, leaving: string): Promise<string | undefined> {
+    const { rows } = await client.query<{ id: string }>(
+      'SELECT id FROM users WHERE email_key = $1 AND id <> $2 ORDER BY created_at LIMIT 1 FOR UPDATE',
+      [key, leaving],
+    );
+    return rows[0]?.id;
+  }
+
+  async #query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.#guard(() => this.pool.query<R>(text, values));
+  }
+
+  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#guard(() => this.pool.connect());
+    let failure: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      failure = error as Error;
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      // After a failure the connection may be broken: the pool discards it.
+      client.release(failure instanceof Retry ? undefined : failure);
+    }
+  }
+
+  /** Runs a write again while it loses races (Retry, or a deadlock PostgreSQL broke by aborting it). */
+  async #retrying<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#guard(write);
+      } catch (error) {
+        const lostRace = error instanceof Retry || (error as { code?: string }).code === '40P01';
+        if (!lostRace || attempt === ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /** Outcomes feed the health check; a lost or unreachable database becomes a 503 for this request. */
+  async #guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      const result = await work();
+      this.health.succeeded();
+      return result;
+    } catch (error) {
+      if (!isUnreachable(error)) throw error;
+      this.health.failed(error);
+      throw databaseUnreachable();
+    }
+  }
+}
+
+/**
+ * ORDER BY of a list (query.ts): by the field, ties in creation order (created_at, strictly increasing),
+ * also when descending. id and created_at are unique. Any other `sort` ties every user: creation order.
+ */
+function orderBy(params: ListParams, table: string): string {
+  const direction = params.descending ? 'DESC' : 'ASC';
+  switch (params.sort) {
+    case 'created_at':
+    case 'id':
+      return `${table}${params.sort} ${direction}`;
+    case 'name':
+    case 'email':
+    case 'role':
+    case 'updated_at':
+      return `${table}${params.sort} ${direction}, ${table}created_at`;
+    default:
+      return `${table}created_at`;
+  }
+}
+
+function nullable<T>(value: string | undefined, map: (value: string) => T): T | null {
+  return value === undefined ? null : map(value);
+}

@@ -1,0 +1,220 @@
+/**
+ * The PostgreSQL store against the shared store contract, then what only a database shares:
+ * migrations, races between instances (pools) for one email, and Unicode compared with the memory store.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { pino } from 'pino';
+import { createClock } from '../../src/clock.js';
+import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { migrate, readMigrations } from '../../src/users/postgres-migrations.js';
+import { PostgresUserStore } from '../../src/users/postgres-store.js';
+import type { ListParams } from '../../src/users/query.js';
+import type { User } from '../../src/users/schema.js';
+import type { UserStore } from '../../src/users/store.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../postgres.js';
+import { userStoreContract } from './store-contract.js';
+
+const silent = pino({ level: 'silent' });
+
+if (!DATABASE_URL) {
+  test('PostgresUserStore', { skip: NO_DATABASE }, () => {});
+} else {
+  let schema: TestSchema;
+  before(async () => {
+    schema = await freshSchema();
+  });
+  after(() => schema.drop());
+
+  /** A store on this run's schema, emptied: each contract test starts from no users. */
+  const emptyStore = async (): Promise<PostgresUserStore> => {
+    const store = await PostgresUserStore.open({ url: schema.url, poolSize: 4 }, silent);
+    await schema.query('TRUNCATE users');
+    return store;
+  };
+
+  userStoreContract('PostgresUserStore', emptyStore, { numRuns: 15 });
+
+  describe('migrations', () => {
+    test('are applied once, recorded, and do nothing the second time', async () => {
+      const fresh = await freshSchema();
+      const pool = new pg.Pool({ connectionString: fresh.url, max: 2 });
+      try {
+        const versions = (await readMigrations()).map((migration) => migration.version);
+        assert.ok(versions.includes('001_users'), JSON.stringify(versions));
+        assert.deepEqual(await migrate(pool), versions);
+        assert.deepEqual(await migrate(pool), []);
+        const { rows } = await fresh.query('SELECT version FROM schema_migrations ORDER BY version');
+        assert.deepEqual(rows.map((row) => row.version), versions);
+        const { rows: tables } = await fresh.query("SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'users'", [fresh.name]);
+        assert.equal(tables[0].n, 1);
+      } finally {
+        await pool.end();
+        await fresh.drop();
+      }
+    });
+
+    test('two instances migrating a fresh schema at once apply each migration once', async () => {
+      const fresh = await freshSchema();
+      const pools = [new pg.Pool({ connectionString: fresh.url, max: 1 }), new pg.Pool({ connectionString: fresh.url, max: 1 })];
+      try {
+        const results = await Promise.all(pools.map((pool) => migrate(pool)));
+        const versions = (await readMigrations()).map((migration) => migration.version);
+        assert.deepEqual(results.flat().sort(), versions, JSON.stringify(results));
+      } finally {
+        await Promise.all(pools.map((pool) => pool.end()));
+        await fresh.drop();
+      }
+    });
+
+    test('search has trigram indexes where pg_trgm is available', async (t) => {
+      const { rows } = await schema.query("SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'");
+      if (rows[0].n === 0) return t.skip('pg_trgm is not installed in this database');
+      const { rows: indexes } = await schema.query('SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname', [schema.name]);
+      const names = indexes.map((row) => row.indexname);
+      for (const name of ['users_name_search', 'users_email_search', 'users_email_claim', 'users_created_at', 'users_role']) assert.ok(names.includes(name), name);
+    });
+  });
+
+  describe('two instances on one database', () => {
+    test('racing to insert the same email (by case and spaces): exactly one succeeds, every time', async () => {
+      const [one, two] = [await emptyStore(), await PostgresUserStore.open({ url: schema.url, poolSize: 4 }, silent)];
+      const clock = createClock();
+      try {
+        for (let round = 0; round < 25; round++) {
+          const base = `race${round}.${randomUUID()}@example.com`;
+          const make = (email: string): User => {
+            const now = clock.next();
+            return { id: randomUUID(), name: 'Racer', email, role: 'user', created_at: now, updated_at: now };
+          };
+          const results = await Promise.all([one.insert(make(base)), two.insert(make(`  ${base.toUpperCase()} `)), one.insert(make(base.replace('race', 'RACE')))]);
+          assert.equal(results.filter((result) => result !== 'email_taken').length, 1, JSON.stringify(results));
+        }
+        const { total } = await one.list({ sort: 'created_at', descending: true, offset: 0, limit: 1 });
+        assert.equal(total, 25);
+      } finally {
+        await Promise.all([one.close(), two.close()]);
+      }
+    });
+
+    test('an email moved away by a default-mode update stays held by the user still sharing it, across instances', async () => {
+      const [one, two] = [await emptyStore(), await PostgresUserStore.open({ url: schema.url, poolSize: 4 }, silent)];
+      const clock = createClock();
+      const make = (email: string): User => {
+        const now = clock.next();
+        return { id: randomUUID(), name: 'Sharer', email, role: 'user', created_at: now, updated_at: now };
+      };
+      try {
+        const first = (await one.insert(make('shared@example.com'))) as User;
+        const second = (await two.insert(make('other@example.com'))) as User;
+        await two.update(second.id, { email: 'SHARED@example.com', updated_at: clock.next() }, { uniqueEmail: false });
+        await one.remove(first.id);
+        assert.equal(await two.insert(make('shared@example.com')), 'email_taken');
+        await one.update(second.id, { email: 'elsewhere@example.com', updated_at: clock.next() }, { uniqueEmail: false });
+        assert.notEqual(await two.insert(make('shared@example.com')), 'email_taken');
+      } finally {
+        await Promise.all([one.close(), two.close()]);
+      }
+    });
+
+    test('timestamps from two instances interleave strictly increasing', async () => {
+      const [one, two] = [await emptyStore(), await PostgresUserStore.open({ url: schema.url, poolSize: 4 }, silent)];
+      const clock = createClock();
+      try {
+        const inserts = Array.from({ length: 40 }, (_, i) => {
+          const now = clock.next();
+          return (i % 2 ? one : two).insert({ id: randomUUID(), name: `n${i}`, email: `t${i}.${randomUUID()}@example.com`, role: 'user', created_at: now, updated_at: now });
+        });
+        const stored = (await Promise.all(inserts)) as User[];
+        const stamps = stored.map((user) => user.created_at).sort();
+        assert.equal(new Set(stamps).size, 40, 'no two alike');
+        const { users } = await one.list({ sort: 'created_at', descending: false, offset: 0, limit: 100 });
+        assert.deepEqual(users.map((user) => user.created_at), stamps);
+      } finally {
+        await Promise.all([one.close(), two.close()]);
+      }
+    });
+  });
+
+  describe('Unicode: the same answers as the memory store', () => {
+    const NAMES = [
+      'Ada', 'ada', 'ÀDA', 'Émile', 'émile', 'Zoë', '😀 smile', '\u{10000} first astral', '\uE000 private', '\uFFFF last BMP', '\uFF5E tilde',
+      'x\u0000y', '\u0000', '\u0001one', '\u0002two', 'a\u0001\u0002b', '\u0003', 'İstanbul', 'straße', 'STRASSE', 'ΟΔΟΣ', 'οδος', 'ſam', 'Ǆ',
+      'e\u0301', 'é', 'tab\tnew\nline', 'back\\slash', '100% _under_', '\uE7FF pua',
+    ];
+    const NEEDLES = ['a', 'ada', 'é', 'e\u0301', '😀', '\u{10000}', '\uE000', '\uffff', '\u0000', '\u0000y', '\u0001', '\u0002', '\u0002two', '\u0003', 'i̇', 'ß', 'ss', 'σ', 'ς', '%', '_', '\\', 'tab\t', '\uE7FF', '.', ''];
+    const SORTS = ['name', 'email', 'role', 'created_at', 'updated_at', 'id', 'none'];
+
+    test('lists: every sort and search equal the memory store\'s', async () => {
+      const pgStore = await emptyStore();
+      const memory = new MemoryUserStore();
+      const clock = createClock();
+      try {
+        for (const [i, name] of NAMES.entries()) {
+          const now = clock.next();
+          const stored = (await pgStore.insert({ id: randomUUID(), name, email: `${name.replace(/\s/g, '')}${i}@Ex.io`, role: NAMES[(i * 7) % NAMES.length]!, created_at: now, updated_at: now })) as User;
+          assert.notEqual(stored, 'email_taken', name);
+          await memory.insert(stored);
+          assert.deepEqual(await pgStore.get(stored.id), stored, `round trip of ${JSON.stringify(name)}`);
+        }
+        const check = async (query: Partial<ListParams>) => {
+          const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, ...query };
+          assert.deepEqual(await pgStore.list(params), await memory.list(params), JSON.stringify(query));
+        };
+        for (const sort of SORTS) for (const descending of [true, false]) await check({ sort, descending });
+        for (const search of NEEDLES) await check({ search, sort: 'name', descending: false });
+        for (const role of ['\u0000', 'x\u0000y', '\u0001one', 'Ada', 'ada']) await check({ role });
+      } finally {
+        await pgStore.close();
+      }
+    });
+
+    test('emails equal after case folding are one email; the stored email keeps its case', async () => {
+      const store: UserStore = await emptyStore();
+      const clock = createClock();
+      const user = (email: string): User => {
+        const now = clock.next();
+        return { id: randomUUID(), name: 'Fold', email, role: 'user', created_at: now, updated_at: now };
+      };
+      try {
+        for (const [held, variants] of [
+          ['straße@example.com', ['STRASSE@example.com', 'strasse@EXAMPLE.com', 'STRAẞE@example.com']],
+          ['ſam@example.com', ['sam@example.com', 'SAM@example.com']],
+          ['οδος@example.com', ['ΟΔΟΣ@example.com', 'οδοσ@example.com']],
+        ] as const) {
+          const stored = (await store.insert(user(held))) as User;
+          assert.equal(stored.email, held);
+          for (const variant of variants) assert.equal(await store.insert(user(variant)), 'email_taken', `${variant} after ${held}`);
+        }
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('lone surrogates and control characters round-trip and are found by search', async () => {
+      const store = await emptyStore();
+      const clock = createClock();
+      try {
+        const names = ['a\ud800b', '\udc00', 'x\ud83d', '\u0001\ud800\u0000', '\ud83d\ude00 whole'];
+        const ids: string[] = [];
+        for (const name of names) {
+          const now = clock.next();
+          const stored = (await store.insert({ id: randomUUID(), name, email: `${randomUUID()}@x.io`, role: name, created_at: now, updated_at: now })) as User;
+          assert.deepEqual(await store.get(stored.id), stored);
+          assert.equal(stored.name, name);
+          ids.push(stored.id);
+        }
+        const found = async (search: string) => (await store.list({ search, sort: 'created_at', descending: false, offset: 0, limit: 10 })).users.map((u) => u.name);
+        assert.deepEqual(await found('\ud800'), ['a\ud800b', '\u0001\ud800\u0000']);
+        assert.deepEqual(await found('\u0000'), ['\u0001\ud800\u0000']);
+        assert.deepEqual(await found('\ud83d\ude00'), ['\ud83d\ude00 whole']);
+        const { users } = await store.list({ role: '\udc00', sort: 'created_at', descending: false, offset: 0, limit: 10 });
+        assert.deepEqual(users.map((u) => u.id), [ids[1]]);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
