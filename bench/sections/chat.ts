@@ -3,7 +3,6 @@
  * chat load generator, with one and with several senders; then, with REDIS_URL, two Roster instances
  * sharing the room over Redis, the clients split between them.
  */
-import { randomBytes } from 'node:crypto';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS } from '../ipc.js';
 import type { ChatCommand, ChatConnected, ChatResult } from '../load/chat.js';
 import { integer, ms, percent, ratio, table, targetLines, type Target } from '../report.js';
@@ -11,6 +10,7 @@ import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import type { WsBaselineCommand } from '../servers/ws-baseline.js';
 import { engineLoadMeter, otherLoadMeter } from '../stats.js';
 import {
+  benchRedisUrl,
   benchScript,
   cpuCell,
   disturbed,
@@ -140,13 +140,6 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
 
 /** The clients of the two-instance run (the smallest size of the plan's, 1 000). */
 const pairClients = (plan: Plan) => Math.min(...plan.chat.clients);
-
-/** REDIS_URL with a key prefix (and so a channel) of the benchmark run's own, shared by both instances. */
-export function benchRedisUrl(url: string): string {
-  const withPrefix = new URL(url);
-  withPrefix.searchParams.set('keyPrefix', `bench-${randomBytes(4).toString('hex')}:`);
-  return withPrefix.toString();
-}
 
 /**
  * Two Roster instances on one Redis, both on the server CPU (the one instance's budget, so the figures

@@ -3,6 +3,7 @@
  * a section reports (with the helpers for its PASS/FAIL lines and CPU figures), and small helpers of
  * the parent process.
  */
+import { randomBytes } from 'node:crypto';
 import type { RestJob } from '../load/rest.js';
 import { percent, type Target } from '../report.js';
 
@@ -59,6 +60,13 @@ export const SERVERS: readonly ServerName[] = ['baseline', 'Roster'];
  * the bench's own bursts (join notices), no heartbeat traffic. Everything else is Roster's default.
  */
 export const ROSTER_ENV = { WS_MAX_CONNECTIONS: '20000', WS_MAX_BACKLOG: '64MiB', WS_HEARTBEAT_MS: '3600000' };
+
+/** REDIS_URL with a key prefix (and so a chat channel) of its own, for instances of one benchmark run to share. */
+export function benchRedisUrl(url: string): string {
+  const withPrefix = new URL(url);
+  withPrefix.searchParams.set('keyPrefix', `bench-${randomBytes(4).toString('hex')}:`);
+  return withPrefix.toString();
+}
 
 /** A compiled bench module, by its path under bench/ ("servers/roster.js"). */
 export const benchScript = (path: string) => new URL(`../${path}`, import.meta.url);
