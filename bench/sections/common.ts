@@ -30,6 +30,8 @@ export interface Plan {
   storm: { clients: number; baselineClients: number; concurrency: number; rosterSeconds: number; baselineSeconds: number };
   /** Idle connections held on Roster for the memory-per-connection figure, and how long connecting them may take; none in quick mode. */
   idle: { connections: number; seconds: number } | undefined;
+  /** Roster on PostgreSQL (DATABASE_URL): every REST scenario, or in quick mode a read and a write. */
+  postgres: 'all' | 'smoke';
 }
 
 export function planFor(flags: { quick: boolean; full: boolean }): Plan {
@@ -40,6 +42,7 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
       chat: { clients: [1_000], senders: [1, 4], window: 16, warmupSeconds: 0.25, seconds: 1, connectSeconds: 30 },
       storm: { clients: 500, baselineClients: 500, concurrency: 500, rosterSeconds: 30, baselineSeconds: 30 },
       idle: undefined,
+      postgres: 'smoke',
     };
   }
   return {
@@ -49,6 +52,7 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
     // The stock ws server needs over two minutes for 5 000; past its cap it is reported as "> cap".
     storm: { clients: 5_000, baselineClients: 5_000, concurrency: 500, rosterSeconds: 60, baselineSeconds: 150 },
     idle: { connections: 10_000, seconds: 120 },
+    postgres: 'all',
   };
 }
 

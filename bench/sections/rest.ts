@@ -64,8 +64,11 @@ const SCENARIOS: readonly Scenario[] = [
 const LIST_KEYS: readonly ScenarioKey[] = ['list', 'role', 'sorted'];
 /** The scenarios the Fastify floor answers. */
 const FLOOR_KEYS: readonly ScenarioKey[] = ['health', 'get'];
-/** The scenarios run on Roster's PostgreSQL store (the one-connection search aside: the table has enough rows). */
-const POSTGRES_KEYS: readonly ScenarioKey[] = ['health', 'get', 'list', 'role', 'search', 'sorted', 'create', 'patch'];
+/** The scenarios run on Roster's PostgreSQL store (the one-connection search aside), and in quick mode (a read and a write). */
+const POSTGRES_KEYS: Record<Plan['postgres'], readonly ScenarioKey[]> = {
+  all: ['health', 'get', 'list', 'role', 'search', 'sorted', 'create', 'patch'],
+  smoke: ['get', 'create'],
+};
 /** The largest size run on PostgreSQL: a million users take minutes to store there. */
 const POSTGRES_MAX_USERS = 100_000;
 /** The size at which get by id runs on two instances sharing the PostgreSQL schema. */
@@ -257,6 +260,7 @@ async function settle(server: RestServer, after: string): Promise<string | undef
 async function measureRest(plan: Plan): Promise<RestFindings> {
   const databaseUrl = process.env.DATABASE_URL;
   const findings: RestFindings = { rows: [], authRows: [], floorRows: [], ...(databaseUrl && { postgresRows: [] }), memory: [], searchChecks: [], notes: [] };
+  const postgresKeys = POSTGRES_KEYS[plan.postgres];
   const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   try {
     for (const users of plan.sizes) {
@@ -269,10 +273,10 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
         for (const name of SERVERS) servers.push(await startRestServer(name, users));
         if (databaseUrl && users <= POSTGRES_MAX_USERS) {
           schema = await benchSchema(databaseUrl).catch((error: unknown) => {
-            failPostgres(findings, users, `no bench schema: ${errorText(error)}`);
+            failPostgres(findings, users, `no bench schema: ${errorText(error)}`, postgresKeys);
             return undefined;
           });
-          if (schema) postgres = await startPostgres(findings, users, postgresEnv(schema));
+          if (schema) postgres = await startPostgres(findings, users, postgresEnv(schema), postgresKeys);
         }
         const { notes, search } = await probe(postgres ? [...servers, postgres] : servers, users);
         findings.notes.push(...notes);
@@ -293,7 +297,7 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
               floor = undefined;
             }
           }
-          if (postgres && POSTGRES_KEYS.includes(scenario.key)) {
+          if (postgres && postgresKeys.includes(scenario.key)) {
             findings.postgresRows!.push(await runRest(generator, postgres, scenario, ids, plan, findings.notes));
             // Right after the one instance it is compared with.
             if (scenario.key === 'get' && users === PAIR_USERS) {
@@ -348,17 +352,17 @@ function postgresEnv(schema: BenchSchema): Record<string, string> {
 }
 
 /** Roster on PostgreSQL with the users stored; if it cannot be started, its rows say why and the section goes on without it. */
-async function startPostgres(findings: RestFindings, users: number, env: Record<string, string>): Promise<RestServer | undefined> {
+async function startPostgres(findings: RestFindings, users: number, env: Record<string, string>, keys: readonly ScenarioKey[]): Promise<RestServer | undefined> {
   try {
     return { ...(await startRestServer('Roster (PostgreSQL)', users, undefined, env)), engines: true };
   } catch (error) {
-    failPostgres(findings, users, errorText(error));
+    failPostgres(findings, users, errorText(error), keys);
     return undefined;
   }
 }
 
-function failPostgres(findings: RestFindings, users: number, error: string): void {
-  for (const key of POSTGRES_KEYS) {
+function failPostgres(findings: RestFindings, users: number, error: string, keys: readonly ScenarioKey[]): void {
+  for (const key of keys) {
     findings.postgresRows!.push({ scenario: SCENARIOS.find((scenario) => scenario.key === key)!, users, server: 'Roster (PostgreSQL)', error });
   }
 }
@@ -536,7 +540,7 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
       (shakyRow ? ' — **measured under other load**' : '')
     );
   });
-  const postgresSection = postgresReport(findings, header, cells, rps);
+  const postgresSection = postgresReport(plan, findings, header, cells, rps);
   const authTargets: Target[] = findings.authRows.map((row) => {
     const value = authVsPlain(row);
     // A credential refused is no measurement of authentication's cost.
@@ -724,6 +728,7 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
  * same run, and two instances against one.
  */
 function postgresReport(
+  plan: Plan,
   findings: RestFindings,
   header: readonly string[],
   cells: (row: RestRow, ...comparisons: string[]) => (string | number)[],
@@ -752,12 +757,13 @@ function postgresReport(
     heading,
     '',
     `Roster with DATABASE_URL on a fresh schema of this run's own${redis}: migrated at start-up, the same users stored first in bulk (one INSERT from arrays per ${integer(5_000)} users, then ANALYZE), the schema dropped afterwards; ` +
-      `up to ${integer(POSTGRES_MAX_USERS)} users. Its default pool (10 connections). ` +
+      `up to ${integer(POSTGRES_MAX_USERS)} users${plan.postgres === 'smoke' ? '; in quick mode get by id and create only' : ''}. Its default pool (10 connections). ` +
       `PostgreSQL (and Redis) run unpinned, on either CPU: their CPU is counted apart ("PostgreSQL + Redis CPU", with whatever else used them meanwhile), not as other load, and it also shows in the busy figures of the CPU it ran on. ` +
       `At ${integer(PAIR_USERS)} users, get by id also runs on two instances on the same schema, both on CPU ${SERVER_CPU} (one instance's CPU budget), the second started for it; ` +
       'the generator spreads its connections evenly over both; req/s is their sum. Ratios are to Roster on its memory store in the table above, and of two instances to one. Otherwise as above.',
     '',
     postgresTable,
+    '',
     ...disturbed(rows),
   ];
 }
