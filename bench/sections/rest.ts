@@ -1,8 +1,10 @@
 /**
  * The REST section: Roster and the node:http baseline, each filled with the same users, driven by the
  * REST load generator scenario by scenario (warm-up, settle, measure, settle), at each size of the
- * plan, with get by id also on Roster started again with authentication on; then the tables, the
- * derived checks against the targets, and the memory figures.
+ * plan, with get by id also on Roster started again with authentication on. Beside them, for some
+ * scenarios: the Fastify floor (health, get by id) and, with DATABASE_URL, Roster on PostgreSQL (and
+ * get by id on two instances of it). Then the tables, the derived checks against the targets, and the
+ * memory figures.
  */
 import { benchAuths, type BenchAuth } from '../auth.js';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
