@@ -15,14 +15,21 @@ export function sortedSamples(samples: readonly number[]): Float64Array {
 /** Linux's USER_HZ: the unit of the CPU times in /proc (100 on every common kernel). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** CPU ticks (user + system) a process has used so far, and when it started; undefined if it is gone. */
-function processTicks(pid: number | string): { ticks: number; started: string } | undefined {
+interface Ticks {
+  ticks: number;
+  started: string;
+  /** The command name (`postgres`, `redis-server`). */
+  command: string;
+}
+
+/** CPU ticks (user + system) a process has used so far, when it started, and its name; undefined if it is gone. */
+function processTicks(pid: number | string): Ticks | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces): state is the 1st, utime the 12th, stime
     // the 13th, starttime the 20th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { ticks: Number(fields[11]) + Number(fields[12]), started: fields[19]! };
+    return { ticks: Number(fields[11]) + Number(fields[12]), started: fields[19]!, command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) };
   } catch {
     return undefined;
   }
@@ -34,8 +41,8 @@ export function processCpuSeconds(pid: number): number | undefined {
   return stat && stat.ticks / CLOCK_TICKS_PER_SECOND;
 }
 
-function allProcessTicks(except: ReadonlySet<number>): Map<string, { ticks: number; started: string }> {
-  const all = new Map<string, { ticks: number; started: string }>();
+function allProcessTicks(except: ReadonlySet<number>): Map<string, Ticks> {
+  const all = new Map<string, Ticks>();
   try {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid) || except.has(Number(pid))) continue;
@@ -48,23 +55,41 @@ function allProcessTicks(except: ReadonlySet<number>): Map<string, { ticks: numb
   return all;
 }
 
-/**
- * Measures the CPU that processes outside the benchmark used over an interval (as a share of one
- * CPU): another workload on the machine makes the figures of that interval unreliable. Processes that
- * both start and end within the interval are not seen, so this is a lower bound.
- */
-export function otherLoadMeter(ours: () => ReadonlySet<number>): () => number {
+/** The engines Roster may run on; their processes work for the benchmark when Roster uses them. */
+const ENGINE_COMMANDS: ReadonlySet<string> = new Set(['postgres', 'redis-server']);
+
+/** CPU (a share of one CPU) of the processes `counted` picks, outside `ours`, over an interval. */
+function loadMeter(ours: () => ReadonlySet<number>, counted: (ticks: Ticks) => boolean): () => number {
   const start = performance.now();
   const before = allProcessTicks(ours());
   return () => {
     const seconds = (performance.now() - start) / 1000;
     let ticks = 0;
     for (const [pid, now] of allProcessTicks(ours())) {
+      if (!counted(now)) continue;
       const then = before.get(pid);
       ticks += then && then.started === now.started ? now.ticks - then.ticks : now.ticks;
     }
     return ticks / CLOCK_TICKS_PER_SECOND / seconds;
   };
+}
+
+/**
+ * Measures the CPU that processes outside the benchmark used over an interval (as a share of one
+ * CPU): another workload on the machine makes the figures of that interval unreliable. Processes that
+ * both start and end within the interval are not seen, so this is a lower bound. With `engines`
+ * (Roster runs on PostgreSQL or Redis), their processes are not counted: see engineLoadMeter.
+ */
+export function otherLoadMeter(ours: () => ReadonlySet<number>, engines = false): () => number {
+  return loadMeter(ours, (ticks) => !engines || !ENGINE_COMMANDS.has(ticks.command));
+}
+
+/**
+ * The CPU PostgreSQL's and Redis's processes used over an interval: the engines' share of the work
+ * when Roster runs on them (and whatever anyone else asked of them meanwhile).
+ */
+export function engineLoadMeter(): () => number {
+  return loadMeter(() => new Set(), (ticks) => ENGINE_COMMANDS.has(ticks.command));
 }
 
 /** CPU seconds this process has used so far. */

@@ -4,6 +4,10 @@
  * a broadcast reaches them after everyone else, send chat messages carrying their index, a sequence
  * number and the send time, and time their own echo. Each sender keeps a window of messages in flight
  * and sends the next one when an echo returns, so the server is kept busy but never flooded.
+ *
+ * With several servers (instances sharing a room over a bus), the clients are spread evenly over them,
+ * and each sender has a watcher on another instance, connected after every sender: an echo comes back
+ * from the sender's own instance, the watcher times the same message after its trip across the bus.
  */
 import { connect, type Socket } from 'node:net';
 import { answerParent } from '../ipc.js';
@@ -23,10 +27,12 @@ const SETTLE_GRACE_MS = 30_000;
 
 export type ChatCommand =
   /**
-   * Connect `clients`, the last `senders` of them senders, for at most `maxSeconds`; then wait for the
-   * server to fall quiet (allowing SETTLE_GRACE_MS more for the clients already in).
+   * Connect `clients` over `ports` (client i to port i mod n), the last `senders` of them senders (and,
+   * with several ports, as many watchers after them), for at most `maxSeconds`; then wait for the
+   * server to fall quiet (allowing SETTLE_GRACE_MS more for the clients already in). `serverPid`: the
+   * first server's, for CPU figures when processes are not pinned.
    */
-  | { cmd: 'connect'; port: number; serverPid: number; clients: number; senders: number; expectWelcome: boolean; maxSeconds: number }
+  | { cmd: 'connect'; ports: number[]; serverPid: number; clients: number; senders: number; expectWelcome: boolean; maxSeconds: number }
   | { cmd: 'run'; serverPid: number; senders: number; window: number; warmupSeconds: number; seconds: number }
   | { cmd: 'reset' };
 
@@ -54,6 +60,8 @@ export interface ChatResult {
   p99Ms: number;
   /** Messages whose echo never came back (within DRAIN_TIMEOUT_MS of the end). */
   lost: number;
+  /** With several servers: send-to-watcher latency (the trip to another instance), and messages no watcher saw. */
+  cross?: { p50Ms: number; p99Ms: number; lost: number };
   /** Connections the server closed during the run. */
   closes: number;
   /** How busy the server's CPU and the generator's CPU were while measuring (see cpuMeter). */
@@ -72,15 +80,26 @@ interface Run {
   sending: boolean;
   measuring: boolean;
   latencies: number[];
+  crossLatencies: number[];
 }
-let run: Run = { sending: false, measuring: false, latencies: [] };
+let run: Run = { sending: false, measuring: false, latencies: [], crossLatencies: [] };
+
+/** A sender's message as it arrives: its send time, or undefined when it is another's (or no chat message). */
+function sentAtOf(payload: Buffer, prefix: string): number | undefined {
+  const parsed = JSON.parse(payload.toString('utf8')) as { type?: unknown; message?: unknown };
+  if (parsed.type !== 'chat' || typeof parsed.message !== 'string' || !parsed.message.startsWith(prefix)) return undefined;
+  return Number(parsed.message.slice(parsed.message.lastIndexOf(':') + 1));
+}
 
 class Sender {
   socket: Socket | undefined;
   outstanding = 0;
   sent = 0;
+  /** Sent since the run began, warm-up included: what its watcher must see. */
+  sentInRun = 0;
   #sequence = 0;
   readonly #prefix: string;
+  watcher: Watcher | undefined;
 
   constructor(readonly index: number) {
     this.#prefix = `${index}:`;
@@ -90,17 +109,35 @@ class Sender {
     const message = `${this.#prefix}${++this.#sequence}:${performance.timeOrigin + performance.now()}`;
     this.socket!.write(maskedTextFrame(JSON.stringify({ type: 'chat', message })));
     this.outstanding++;
+    this.sentInRun++;
     if (run.measuring) this.sent++;
   }
 
   /** A whole text frame: if it is this sender's own chat message coming back, time it and send the next. */
   receive(payload: Buffer): void {
-    const parsed = JSON.parse(payload.toString('utf8')) as { type?: unknown; message?: unknown };
-    if (parsed.type !== 'chat' || typeof parsed.message !== 'string' || !parsed.message.startsWith(this.#prefix)) return;
-    const sentAt = Number(parsed.message.slice(parsed.message.lastIndexOf(':') + 1));
+    const sentAt = sentAtOf(payload, this.#prefix);
+    if (sentAt === undefined) return;
     if (run.measuring) run.latencies.push(performance.timeOrigin + performance.now() - sentAt);
     this.outstanding--;
     if (run.sending) this.send();
+  }
+}
+
+/** A client on another instance than its sender's: times the sender's messages after their trip over the bus. */
+class Watcher {
+  /** Seen since the run began. */
+  seenInRun = 0;
+  readonly #prefix: string;
+
+  constructor(index: number) {
+    this.#prefix = `${index}:`;
+  }
+
+  receive(payload: Buffer): void {
+    const sentAt = sentAtOf(payload, this.#prefix);
+    if (sentAt === undefined) return;
+    this.seenInRun++;
+    if (run.measuring) run.crossLatencies.push(performance.timeOrigin + performance.now() - sentAt);
   }
 }
 
@@ -112,18 +149,18 @@ const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
 
 /**
  * Opens one client. Resolves once the handshake is answered with 101 and, with `expectWelcome`, the
- * first message (Roster's welcome) has arrived.
+ * first message (Roster's welcome) has arrived. `timing`: the sender or watcher that reads its chat frames.
  */
-function open(port: number, expectWelcome: boolean, sender?: Sender): Promise<Socket> {
+function open(port: number, expectWelcome: boolean, timing?: Sender | Watcher): Promise<Socket> {
   return new Promise((resolve, reject) => {
     let head: Buffer | undefined = Buffer.alloc(0);
     let ready = false;
-    const reader = new FrameReader(sender !== undefined, (opcode, payload) => {
+    const reader = new FrameReader(timing !== undefined, (opcode, payload) => {
       counters.lastFrameAt = performance.now();
       if (opcode !== OPCODE_TEXT) return;
       counters.text++;
       if (!ready) succeed();
-      else sender?.receive(payload!);
+      else timing?.receive(payload!);
     });
     const received = (data: Buffer) => {
       if (!head) return reader.push(data);
@@ -186,15 +223,17 @@ async function connectAll(command: Extract<ChatCommand, { cmd: 'connect' }>): Pr
   const started = performance.now();
   const deadline = started + command.maxSeconds * 1000;
   const cpu = cpuMeter(command.serverPid);
-  const receivers = command.clients - command.senders;
+  const { ports } = command;
+  const watchers = ports.length > 1 ? command.senders : 0;
+  const receivers = command.clients - command.senders - watchers;
   let next = 0;
   // The first failure stops every worker; all of them are done before this command answers.
   let failure: unknown;
   const worker = async () => {
     while (next < receivers && failure === undefined && performance.now() < deadline) {
-      next++;
+      const port = ports[next++ % ports.length]!;
       try {
-        sockets.push(await open(command.port, command.expectWelcome));
+        sockets.push(await open(port, command.expectWelcome));
       } catch (error) {
         failure ??= error;
       }
@@ -204,9 +243,14 @@ async function connectAll(command: Extract<ChatCommand, { cmd: 'connect' }>): Pr
   if (failure !== undefined) throw failure;
   for (let index = 0; index < command.senders && performance.now() < deadline; index++) {
     const sender = new Sender(index);
-    sender.socket = await open(command.port, command.expectWelcome, sender);
+    sender.socket = await open(ports[index % ports.length]!, command.expectWelcome, sender);
     senders.push(sender);
     sockets.push(sender.socket);
+  }
+  for (const sender of senders.slice(0, watchers)) {
+    if (performance.now() >= deadline) break;
+    sender.watcher = new Watcher(sender.index);
+    sockets.push(await open(ports[(sender.index + 1) % ports.length]!, command.expectWelcome, sender.watcher));
   }
   const connected = performance.now();
   const settled = await quiet(Math.max(deadline - connected, SETTLE_GRACE_MS));
@@ -227,10 +271,12 @@ async function measure(command: Extract<ChatCommand, { cmd: 'run' }>): Promise<C
   if (command.senders > senders.length) throw new Error(`only ${senders.length} senders are connected`);
   // The last senders connected: their echo is the last delivery of each broadcast.
   const active = senders.slice(senders.length - command.senders);
-  run = { sending: true, measuring: false, latencies: [] };
+  run = { sending: true, measuring: false, latencies: [], crossLatencies: [] };
   const closesBefore = counters.closes;
   for (const sender of active) {
     sender.sent = 0;
+    sender.sentInRun = 0;
+    if (sender.watcher) sender.watcher.seenInRun = 0;
     for (let i = 0; i < command.window; i++) sender.send();
   }
   await sleep(command.warmupSeconds * 1000);
@@ -251,9 +297,20 @@ async function measure(command: Extract<ChatCommand, { cmd: 'run' }>): Promise<C
   await quiet(DRAIN_TIMEOUT_MS);
   const lost = active.reduce((sum, sender) => sum + sender.outstanding, 0);
   for (const sender of active) sender.outstanding = 0;
+  const watched = active.filter((sender) => sender.watcher !== undefined);
+  const crossSorted = sortedSamples(run.crossLatencies);
+  const cross =
+    watched.length === 0
+      ? undefined
+      : {
+          p50Ms: percentile(crossSorted, 50),
+          p99Ms: percentile(crossSorted, 99),
+          lost: watched.reduce((sum, sender) => sum + Math.max(0, sender.sentInRun - sender.watcher!.seenInRun), 0),
+        };
 
   const sorted = sortedSamples(run.latencies);
   return {
+    ...(cross && { cross }),
     deliveriesPerSecond: frames / seconds,
     messagesPerSecond: active.reduce((sum, sender) => sum + sender.sent, 0) / seconds,
     p50Ms: percentile(sorted, 50),

@@ -21,7 +21,8 @@ export type RestTarget =
 
 export interface RestJob {
   cmd: 'run';
-  url: string;
+  /** Several: the connections are spread evenly over them (several instances of one service). */
+  url: string | string[];
   serverPid: number;
   target: RestTarget;
   connections: number;
@@ -96,7 +97,8 @@ function cannon(job: RestJob, onResponse: (status: number, ms: number) => void):
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
-        url: job.url,
+        // autocannon takes several URLs at run time; its types know only one.
+        url: job.url as string,
         connections: job.connections,
         // One request at a time per connection, stated rather than left to autocannon's default: with
         // one connection, latency is then the server's own time, without queueing.

@@ -1,14 +1,16 @@
 /**
  * The chat section: Roster's chat and the stock ws broadcast baseline, each with N raw clients of the
- * chat load generator, with one and with several senders.
+ * chat load generator, with one and with several senders; then, with REDIS_URL, two Roster instances
+ * sharing the room over Redis, the clients split between them.
  */
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS } from '../ipc.js';
 import type { ChatCommand, ChatConnected, ChatResult } from '../load/chat.js';
 import { integer, ms, percent, ratio, table, targetLines, type Target } from '../report.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import type { WsBaselineCommand } from '../servers/ws-baseline.js';
-import { otherLoadMeter } from '../stats.js';
+import { engineLoadMeter, otherLoadMeter } from '../stats.js';
 import {
+  benchRedisUrl,
   benchScript,
   cpuCell,
   disturbed,
@@ -32,15 +34,15 @@ export interface ChatServer {
  * Roster, or the stock ws baseline: with `joinNotices`, the baseline greets each newcomer and tells
  * the others, as Roster always does; without, it sends nothing on connect.
  */
-export async function startChatServer(name: ServerName, options: { joinNotices?: boolean } = {}): Promise<ChatServer> {
+export async function startChatServer(name: ServerName, options: { joinNotices?: boolean; env?: Record<string, string>; label?: string } = {}): Promise<ChatServer> {
   const child =
     name === 'Roster'
-      ? new BenchChild('Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
+      ? new BenchChild(options.label ?? 'Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
       : new BenchChild('ws baseline', benchScript('servers/ws-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
   try {
     const started =
       name === 'Roster'
-        ? await child.request<RosterStarted>({ cmd: 'start', users: 0, env: ROSTER_ENV } satisfies RosterCommand, 60_000)
+        ? await child.request<RosterStarted>({ cmd: 'start', users: 0, env: { ...ROSTER_ENV, ...options.env } } satisfies RosterCommand, 60_000)
         : await child.request<{ wsPort: number }>({ cmd: 'start', ...options } satisfies WsBaselineCommand, 60_000);
     return { child, wsPort: started.wsPort };
   } catch (error) {
@@ -59,16 +61,30 @@ interface ChatRow {
   error?: string;
 }
 
+/** A row of the two-instance run: Roster twice, on one Redis. */
+interface PairRow {
+  clients: number;
+  senders: number;
+  result?: ChatResult;
+  /** CPU of Redis (and PostgreSQL, if anyone uses it meanwhile), as a share of one CPU. */
+  engineLoad?: number;
+  otherLoad?: number;
+  error?: string;
+}
+
 interface ChatFindings {
   rows: ChatRow[];
   notes: string[];
+  /** Undefined without REDIS_URL. */
+  pairRows?: PairRow[];
+  pairNotes: string[];
 }
 
 /** How long the parent waits for a connect command: its own deadline, its grace to settle, and some. */
 const connectTimeout = (plan: Plan) => (plan.chat.connectSeconds + 120) * 1000;
 
 async function measureChat(plan: Plan): Promise<ChatFindings> {
-  const findings: ChatFindings = { rows: [], notes: [] };
+  const findings: ChatFindings = { rows: [], notes: [], pairNotes: [] };
   const generator = new BenchChild('chat load generator', benchScript('load/chat.js'), LOAD_CPU);
   const { window, warmupSeconds, seconds } = plan.chat;
   try {
@@ -80,7 +96,7 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
           const senders = Math.max(...plan.chat.senders);
           const connect: ChatCommand = {
             cmd: 'connect',
-            port: server.wsPort,
+            ports: [server.wsPort],
             serverPid: server.child.pid,
             clients,
             senders,
@@ -114,10 +130,68 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
         }
       }
     }
+    const redisUrl = process.env.REDIS_URL;
+    if (redisUrl) findings.pairRows = await measurePair(plan, generator, redisUrl, findings.pairNotes);
   } finally {
     await generator.kill();
   }
   return findings;
+}
+
+/** The clients of the two-instance run (the smallest size of the plan's, 1 000). */
+const pairClients = (plan: Plan) => Math.min(...plan.chat.clients);
+
+/**
+ * Two Roster instances on one Redis, both on the server CPU (the one instance's budget, so the figures
+ * compare), the clients split evenly between them and each sender watched from the other instance.
+ */
+async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, notes: string[]): Promise<PairRow[]> {
+  const rows: PairRow[] = [];
+  const clients = pairClients(plan);
+  const { window, warmupSeconds, seconds } = plan.chat;
+  const env = { REDIS_URL: benchRedisUrl(redisUrl) };
+  const servers: ChatServer[] = [];
+  try {
+    for (const label of ['Roster A (chat, Redis)', 'Roster B (chat, Redis)']) servers.push(await startChatServer('Roster', { env, label }));
+    const senders = Math.max(...plan.chat.senders);
+    const connect: ChatCommand = {
+      cmd: 'connect',
+      ports: servers.map((server) => server.wsPort),
+      serverPid: servers[0]!.child.pid,
+      clients,
+      senders,
+      expectWelcome: true,
+      maxSeconds: plan.chat.connectSeconds,
+    };
+    const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
+    notes.push(connectNote('Roster', clients, connected).replace(/^Roster:/, 'Two instances:'));
+    progress(notes[notes.length - 1]!);
+    if (connected.connected < clients) throw new Error(`only ${integer(connected.connected)} clients connected in time: not measured`);
+    if (!connected.settled) throw new Error('join notices still arriving: not measured');
+    for (const active of plan.chat.senders) {
+      const row: PairRow = { clients, senders: active };
+      try {
+        const others = otherLoadMeter(benchPids, true);
+        const engines = engineLoadMeter();
+        row.result = await generator.request<ChatResult>(
+          { cmd: 'run', serverPid: servers[0]!.child.pid, senders: active, window, warmupSeconds, seconds } satisfies ChatCommand,
+          (warmupSeconds + seconds) * 1000 + 60_000,
+        );
+        row.otherLoad = others();
+        row.engineLoad = engines();
+        progress(`chat ${integer(clients)} clients, ${active} sender(s), two instances: ${integer(row.result.deliveriesPerSecond)} deliveries/s`);
+      } catch (error) {
+        row.error = errorText(error);
+      }
+      rows.push(row);
+    }
+  } catch (error) {
+    for (const active of plan.chat.senders) rows.push({ clients, senders: active, error: errorText(error) });
+  } finally {
+    await Promise.all(servers.map((server) => server.child.kill()));
+    await resetClients(generator);
+  }
+  return rows;
 }
 
 /** Drops the generator's clients. If the generator is gone, the next command says so: nothing to add here. */
@@ -191,9 +265,71 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
     'Targets:',
     '',
     targetLines(targets),
+    '',
+    ...pairReport(plan, findings, (clients, senders) => deliveries(clients, senders, 'Roster')),
   ];
-  const errors = findings.rows.filter((row) => row.error !== undefined).length;
+  const errors = [...findings.rows, ...(findings.pairRows ?? [])].filter((row) => row.error !== undefined).length;
   return { markdown: sections.join('\n'), targets, errors };
+}
+
+/** The two-instance subsection, compared with one instance (`single`: Roster's deliveries/s above). */
+function pairReport(plan: Plan, findings: ChatFindings, single: (clients: number, senders: number) => number): string[] {
+  const heading = '### Chat: two instances on one Redis';
+  if (!findings.pairRows) return [heading, '', 'n/a: REDIS_URL not set.'];
+  const rows = findings.pairRows.map((row) => {
+    const r = row.result;
+    const vsOne = ratio((r?.deliveriesPerSecond ?? NaN) / single(row.clients, row.senders));
+    if (!r) return [integer(row.clients), row.senders, `error: ${row.error ?? '?'}`, '', '', '', '', '', '', '', '', '', '', vsOne];
+    return [
+      integer(row.clients),
+      row.senders,
+      integer(r.deliveriesPerSecond),
+      integer(r.messagesPerSecond),
+      ms(r.p50Ms),
+      ms(r.p99Ms),
+      ms(r.cross?.p50Ms ?? NaN),
+      ms(r.cross?.p99Ms ?? NaN),
+      integer(r.lost),
+      integer(r.cross?.lost ?? NaN),
+      integer(r.closes),
+      cpuCell(r, row.otherLoad),
+      percent(row.engineLoad),
+      vsOne,
+    ];
+  });
+  const pairTable = table(
+    [
+      'Clients',
+      'Senders',
+      'deliveries/s',
+      'messages/s',
+      'echo p50 ms',
+      'echo p99 ms',
+      'across p50 ms',
+      'across p99 ms',
+      'lost',
+      'lost across',
+      'closed',
+      'CPU server / generator / others',
+      'Redis CPU',
+      'two instances / one',
+    ],
+    rows,
+  );
+  return [
+    heading,
+    '',
+    `Two Roster processes with REDIS_URL on one Redis (a key prefix of this run's own), both pinned to CPU ${SERVER_CPU}, the one CPU a single instance has, so the comparison is at the same CPU budget; Redis itself runs unpinned. ` +
+      `${integer(pairClients(plan))} clients split evenly between them, senders alternating; each sender has a watcher on the other instance, connected last. ` +
+      "Echo latency: from the send to the sender's own echo (its instance delivers locally). Across: from the send to the watcher on the other instance (through Redis). " +
+      '"Lost across": messages a watcher never saw. "Redis CPU": the CPU of the redis-server and postgres processes meanwhile (not counted in "others"). ' +
+      'Compared with Roster alone (no Redis) in the table above; otherwise as above.',
+    '',
+    pairTable,
+    '',
+    ...findings.pairNotes.map((note) => `- ${note}`),
+    ...disturbed(findings.pairRows),
+  ];
 }
 
 /** Runs the chat section and reports it. */

@@ -3,6 +3,7 @@
  * a section reports (with the helpers for its PASS/FAIL lines and CPU figures), and small helpers of
  * the parent process.
  */
+import { randomBytes } from 'node:crypto';
 import type { RestJob } from '../load/rest.js';
 import { percent, type Target } from '../report.js';
 
@@ -29,6 +30,8 @@ export interface Plan {
   storm: { clients: number; baselineClients: number; concurrency: number; rosterSeconds: number; baselineSeconds: number };
   /** Idle connections held on Roster for the memory-per-connection figure, and how long connecting them may take; none in quick mode. */
   idle: { connections: number; seconds: number } | undefined;
+  /** Roster on PostgreSQL (DATABASE_URL): every REST scenario, or in quick mode a read and a write. */
+  postgres: 'all' | 'smoke';
 }
 
 export function planFor(flags: { quick: boolean; full: boolean }): Plan {
@@ -39,6 +42,7 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
       chat: { clients: [1_000], senders: [1, 4], window: 16, warmupSeconds: 0.25, seconds: 1, connectSeconds: 30 },
       storm: { clients: 500, baselineClients: 500, concurrency: 500, rosterSeconds: 30, baselineSeconds: 30 },
       idle: undefined,
+      postgres: 'smoke',
     };
   }
   return {
@@ -48,6 +52,7 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
     // The stock ws server needs over two minutes for 5 000; past its cap it is reported as "> cap".
     storm: { clients: 5_000, baselineClients: 5_000, concurrency: 500, rosterSeconds: 60, baselineSeconds: 150 },
     idle: { connections: 10_000, seconds: 120 },
+    postgres: 'all',
   };
 }
 
@@ -59,6 +64,13 @@ export const SERVERS: readonly ServerName[] = ['baseline', 'Roster'];
  * the bench's own bursts (join notices), no heartbeat traffic. Everything else is Roster's default.
  */
 export const ROSTER_ENV = { WS_MAX_CONNECTIONS: '20000', WS_MAX_BACKLOG: '64MiB', WS_HEARTBEAT_MS: '3600000' };
+
+/** REDIS_URL with a key prefix (and so a chat channel) of its own, for instances of one benchmark run to share. */
+export function benchRedisUrl(url: string): string {
+  const withPrefix = new URL(url);
+  withPrefix.searchParams.set('keyPrefix', `bench-${randomBytes(4).toString('hex')}:`);
+  return withPrefix.toString();
+}
 
 /** A compiled bench module, by its path under bench/ ("servers/roster.js"). */
 export const benchScript = (path: string) => new URL(`../${path}`, import.meta.url);

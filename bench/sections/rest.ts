@@ -1,18 +1,23 @@
 /**
  * The REST section: Roster and the node:http baseline, each filled with the same users, driven by the
  * REST load generator scenario by scenario (warm-up, settle, measure, settle), at each size of the
- * plan, with get by id also on Roster started again with authentication on; then the tables, the
- * derived checks against the targets, and the memory figures.
+ * plan, with get by id also on Roster started again with authentication on. Beside them, for some
+ * scenarios: the Fastify floor (health, get by id) and, with DATABASE_URL, Roster on PostgreSQL (and
+ * get by id on two instances of it). Then the tables, the derived checks against the targets, and the
+ * memory figures.
  */
 import { benchAuths, type BenchAuth } from '../auth.js';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
 import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
-import { bytes, integer, megabytes, ms, rate, ratio, table, targetLines, type Target } from '../report.js';
+import { bytes, integer, megabytes, ms, percent, rate, ratio, table, targetLines, type Target } from '../report.js';
+import type { FastifyFloorCommand } from '../servers/fastify-floor.js';
 import type { HttpBaselineCommand, HttpBaselineStarted } from '../servers/http-baseline.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
-import { otherLoadMeter, processCpuSeconds } from '../stats.js';
+import { benchSchema, type BenchSchema } from '../postgres.js';
+import { engineLoadMeter, otherLoadMeter, processCpuSeconds } from '../stats.js';
 import { idPool, SEARCH_TERM, searchMatches } from '../users.js';
 import {
+  benchRedisUrl,
   benchScript,
   cpuCell,
   disturbed,
@@ -59,11 +64,35 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'patch', label: 'patch (name)', target: (ids) => ({ kind: 'patch', ids }) },
 ];
 const LIST_KEYS: readonly ScenarioKey[] = ['list', 'role', 'sorted'];
+/** The scenarios the Fastify floor answers. */
+const FLOOR_KEYS: readonly ScenarioKey[] = ['health', 'get'];
+/** The scenarios run on Roster's PostgreSQL store (the one-connection search aside), and in quick mode (a read and a write). */
+const POSTGRES_KEYS: Record<Plan['postgres'], readonly ScenarioKey[]> = {
+  all: ['health', 'get', 'list', 'role', 'search', 'sorted', 'create', 'patch'],
+  smoke: ['get', 'create'],
+};
+/** The largest size run on PostgreSQL: a million users take minutes to store there. */
+const POSTGRES_MAX_USERS = 100_000;
+/** The size at which get by id runs on two instances sharing the PostgreSQL schema. */
+const PAIR_USERS = 1_000;
+
+/**
+ * The servers of the section: the two every scenario runs on; the Fastify floor (a bare Fastify app,
+ * see servers/fastify-floor.ts), which runs health and get by id only; and, with DATABASE_URL, Roster
+ * on its PostgreSQL store, once alone and once as two instances on the same schema.
+ */
+type RestServerName = ServerName | 'Fastify floor' | 'Roster (PostgreSQL)' | 'two instances (PostgreSQL)';
 
 interface RestServer {
-  name: ServerName;
+  name: RestServerName;
   /** Roster with authentication on: the credentials it takes. */
   auth?: BenchAuth;
+  /** Roster's environment beyond the bench's (DATABASE_URL, REDIS_URL), kept for a restart. */
+  env?: Record<string, string>;
+  /** A second instance driven together with this one (two instances on PostgreSQL). */
+  partner?: RestServer;
+  /** Whether it runs on PostgreSQL (and Redis): their CPU is then reported apart, not as other load. */
+  engines?: boolean;
   users: number;
   child: BenchChild;
   port: number;
@@ -76,11 +105,13 @@ interface RestServer {
 interface RestRow {
   scenario: Scenario;
   users: number;
-  server: ServerName;
+  server: RestServerName;
   auth?: BenchAuth['scheme'];
   result?: RestResult;
   /** CPU used by processes outside the benchmark meanwhile, as a share of one CPU. */
   otherLoad?: number;
+  /** CPU used by PostgreSQL and Redis meanwhile, for Roster on them. */
+  engineLoad?: number;
   error?: string;
 }
 
@@ -89,36 +120,40 @@ interface SearchCheck {
   users: number;
   /** Counted from the generated users (searchMatches). */
   expected: number;
-  totals: Partial<Record<ServerName, number>>;
+  totals: Partial<Record<RestServerName, number>>;
 }
 
 interface RestFindings {
   rows: RestRow[];
   /** Get by id on Roster with authentication on, one row per scheme. */
   authRows: RestRow[];
+  /** Health and get by id on the Fastify floor. */
+  floorRows: RestRow[];
+  /** Roster on PostgreSQL, and get by id on two instances; undefined without DATABASE_URL. */
+  postgresRows?: RestRow[];
   memory: { users: number; server: RestServer }[];
   searchChecks: SearchCheck[];
   notes: string[];
 }
 
 /** The server as the report names it: "Roster (AUTH=jwt)" when authentication is on. */
-const serverLabel = (name: ServerName, scheme: BenchAuth['scheme'] | undefined) => (scheme ? `${name} (AUTH=${scheme})` : name);
+const serverLabel = (name: RestServerName, scheme: BenchAuth['scheme'] | undefined) => (scheme ? `${name} (AUTH=${scheme})` : name);
 
-async function startRestServer(name: ServerName, users: number, auth?: BenchAuth): Promise<RestServer> {
+/** Starts a server filled with `users` (Roster on PostgreSQL: `extraEnv` has DATABASE_URL, and the users are stored there unless some are already). */
+async function startRestServer(name: RestServerName, users: number, auth?: BenchAuth, extraEnv?: Record<string, string>): Promise<RestServer> {
   const label = serverLabel(name, auth?.scheme);
-  const child =
-    name === 'Roster'
-      ? new BenchChild(`${label} (${integer(users)} users)`, benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
-      : new BenchChild(`HTTP baseline (${integer(users)} users)`, benchScript('servers/http-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
+  const script = name === 'baseline' ? 'servers/http-baseline.js' : name === 'Fastify floor' ? 'servers/fastify-floor.js' : 'servers/roster.js';
+  const child = new BenchChild(`${name === 'baseline' ? 'HTTP baseline' : label} (${integer(users)} users)`, benchScript(script), SERVER_CPU, SERVER_NODE_ARGS);
   try {
-    const timeout = 60_000 + users / 10; // a million users take a few seconds to generate and store
-    const env = { ...ROSTER_ENV, ...auth?.env };
+    // A million users take a few seconds to generate and store; PostgreSQL takes longer per user.
+    const timeout = 60_000 + (extraEnv?.DATABASE_URL ? users : users / 10);
+    const env = { ...ROSTER_ENV, ...auth?.env, ...extraEnv };
     const started =
-      name === 'Roster'
+      script === 'servers/roster.js'
         ? await child.request<RosterStarted>({ cmd: 'start', users, env } satisfies RosterCommand, timeout)
-        : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand, timeout);
+        : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand | FastifyFloorCommand, timeout);
     progress(`${label} up with ${integer(users)} users (filled in ${started.fillSeconds.toFixed(1)} s)`);
-    return { name, ...(auth && { auth }), users, child, port: started.port, started };
+    return { name, ...(auth && { auth }), ...(extraEnv && { env: extraEnv }), users, child, port: started.port, started };
   } catch (error) {
     await child.kill();
     throw error;
@@ -160,15 +195,17 @@ async function probe(servers: readonly RestServer[], users: number): Promise<{ n
     );
     if (new Set(answers).size > 1) disagreements.push(path);
   }
+  const names = servers.map((server) => server.name);
+  const all = `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]!}`.replace(/^baseline/, 'Baseline');
   notes.push(
     `\`?search=${SEARCH_TERM}\` must match ${integer(search.expected)} of ${integer(users)} users (${((100 * search.expected) / users).toFixed(1)} %, counted from the generated users); ` +
-      SERVERS.map((name) => `${name} says ${integer(search.totals[name] ?? NaN)}`).join(', ') +
+      names.map((name) => `${name} says ${integer(search.totals[name] ?? NaN)}`).join(', ') +
       '.',
   );
   notes.push(
     disagreements.length === 0
-      ? `Baseline and Roster return the same page and pagination for every list scenario and a get by id at ${integer(users)} users.`
-      : `**Baseline and Roster disagree** at ${integer(users)} users on: ${disagreements.map((path) => `\`${path}\``).join(', ')}.`,
+      ? `${all} return the same page and pagination for every list scenario and a get by id at ${integer(users)} users.`
+      : `**${all} disagree** at ${integer(users)} users on: ${disagreements.map((path) => `\`${path}\``).join(', ')}.`,
   );
   return { notes, search };
 }
@@ -208,35 +245,66 @@ const IDLE_WINDOW_MS = 200;
  */
 async function settle(server: RestServer, after: string): Promise<string | undefined> {
   const started = performance.now();
-  if (await waitUntilIdle(server, BACKLOG_SECONDS)) {
+  const idle = await waitUntilIdle(server, BACKLOG_SECONDS);
+  if (idle && (!server.partner || (await waitUntilIdle(server.partner, BACKLOG_SECONDS)))) {
     const waited = (performance.now() - started) / 1000;
     return waited > 1.5 ? `${serverLabel(server.name, server.auth?.scheme)} needed ${waited.toFixed(1)} s to work off its backlog after ${after}.` : undefined;
   }
+  // Two instances are measured once, right after being started: no restart.
+  if (server.partner) return `${server.name} still had a backlog ${BACKLOG_SECONDS} s after ${after}.`;
   await server.child.kill();
-  const fresh = await startRestServer(server.name, server.users, server.auth);
+  const fresh = await startRestServer(server.name, server.users, server.auth, server.env);
   server.child = fresh.child;
   server.port = fresh.port;
   return `${serverLabel(server.name, server.auth?.scheme)} still had a backlog ${BACKLOG_SECONDS} s after ${after}, and was restarted.`;
 }
 
 async function measureRest(plan: Plan): Promise<RestFindings> {
-  const findings: RestFindings = { rows: [], authRows: [], memory: [], searchChecks: [], notes: [] };
+  const databaseUrl = process.env.DATABASE_URL;
+  const findings: RestFindings = { rows: [], authRows: [], floorRows: [], ...(databaseUrl && { postgresRows: [] }), memory: [], searchChecks: [], notes: [] };
+  const postgresKeys = POSTGRES_KEYS[plan.postgres];
   const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   try {
     for (const users of plan.sizes) {
       const servers: RestServer[] = [];
+      // Alongside the others for the scenarios they answer, each gone once it has run them.
+      let floor: RestServer | undefined;
+      let postgres: RestServer | undefined;
+      let schema: BenchSchema | undefined;
       try {
         for (const name of SERVERS) servers.push(await startRestServer(name, users));
-        const { notes, search } = await probe(servers, users);
+        if (databaseUrl && users <= POSTGRES_MAX_USERS) {
+          schema = await benchSchema(databaseUrl).catch((error: unknown) => {
+            failPostgres(findings, users, `no bench schema: ${errorText(error)}`, postgresKeys);
+            return undefined;
+          });
+          if (schema) postgres = await startPostgres(findings, users, postgresEnv(schema), postgresKeys);
+        }
+        const { notes, search } = await probe(postgres ? [...servers, postgres] : servers, users);
         findings.notes.push(...notes);
         findings.searchChecks.push(search);
         const ids = idPool(users, ID_POOL);
+        floor = await startFloor(servers, users, ids[0]!, findings);
         for (const scenario of SCENARIOS) {
           if (scenario.key === 'create') {
             for (const server of servers) server.afterReads = await server.child.request<Memory>({ cmd: 'memory' }, 60_000);
           }
           for (const server of servers) {
             findings.rows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
+          }
+          if (floor && FLOOR_KEYS.includes(scenario.key)) {
+            findings.floorRows.push(await runRest(generator, floor, scenario, ids, plan, findings.notes));
+            if (scenario.key === FLOOR_KEYS[FLOOR_KEYS.length - 1]) {
+              await floor.child.kill();
+              floor = undefined;
+            }
+          }
+          if (postgres && postgresKeys.includes(scenario.key)) {
+            findings.postgresRows!.push(await runRest(generator, postgres, scenario, ids, plan, findings.notes));
+            // Right after the one instance it is compared with.
+            if (scenario.key === 'get' && users === PAIR_USERS) {
+              findings.postgresRows!.push(await measurePair(generator, postgres, scenario, ids, plan, findings.notes));
+            }
           }
           // Right after the unauthenticated figure it is compared with, under the same conditions.
           if (scenario.key === 'get' && users === AUTH_USERS) {
@@ -247,13 +315,86 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
         findings.notes.push(`**${integer(users)} users: stopped early**: ${errorText(error)}`);
       } finally {
         for (const server of servers) findings.memory.push({ users, server });
-        await Promise.all(servers.map((server) => server.child.kill()));
+        await Promise.all([...servers, ...(floor ? [floor] : []), ...(postgres ? [postgres] : [])].map((server) => server.child.kill()));
+        await schema?.drop().catch((error: unknown) => findings.notes.push(`**The bench schema ${schema?.name ?? ''} could not be dropped**: ${errorText(error)}`));
       }
     }
   } finally {
     await generator.kill();
   }
   return findings;
+}
+
+/**
+ * Starts the Fastify floor with the same users, and checks that it answers a get by id as Roster does
+ * (the same data). If it cannot be started, its rows say why and the section goes on without it.
+ */
+async function startFloor(servers: readonly RestServer[], users: number, id: string, findings: RestFindings): Promise<RestServer | undefined> {
+  try {
+    const floor = await startRestServer('Fastify floor', users);
+    const roster = servers.find((server) => server.name === 'Roster')!;
+    const path = `${USERS_PATH}/${id}`;
+    const [mine, theirs] = await Promise.all([getJson(floor.port, path, 10_000), getJson(roster.port, path, 10_000)]);
+    if (JSON.stringify(mine) !== JSON.stringify(theirs)) {
+      findings.notes.push(`**The Fastify floor and Roster answer a get by id differently** at ${integer(users)} users.`);
+    }
+    return floor;
+  } catch (error) {
+    for (const key of FLOOR_KEYS) {
+      findings.floorRows.push({ scenario: SCENARIOS.find((scenario) => scenario.key === key)!, users, server: 'Fastify floor', error: errorText(error) });
+    }
+    return undefined;
+  }
+}
+
+/** Roster's environment on the bench schema; on the bench's Redis prefix too when REDIS_URL is set, as a deployment of several instances runs. */
+function postgresEnv(schema: BenchSchema): Record<string, string> {
+  const redisUrl = process.env.REDIS_URL;
+  return { DATABASE_URL: schema.url, ...(redisUrl && { REDIS_URL: benchRedisUrl(redisUrl) }) };
+}
+
+/** Roster on PostgreSQL with the users stored; if it cannot be started, its rows say why and the section goes on without it. */
+async function startPostgres(findings: RestFindings, users: number, env: Record<string, string>, keys: readonly ScenarioKey[]): Promise<RestServer | undefined> {
+  try {
+    return { ...(await startRestServer('Roster (PostgreSQL)', users, undefined, env)), engines: true };
+  } catch (error) {
+    failPostgres(findings, users, errorText(error), keys);
+    return undefined;
+  }
+}
+
+function failPostgres(findings: RestFindings, users: number, error: string, keys: readonly ScenarioKey[]): void {
+  for (const key of keys) {
+    findings.postgresRows!.push({ scenario: SCENARIOS.find((scenario) => scenario.key === key)!, users, server: 'Roster (PostgreSQL)', error });
+  }
+}
+
+/**
+ * Get by id on two instances on the same schema, both on the server CPU (one instance's CPU budget):
+ * the one already running and a second started now, as warm as the first by the time it is measured;
+ * one generator spreads its connections evenly over both.
+ */
+async function measurePair(
+  generator: BenchChild,
+  first: RestServer,
+  scenario: Scenario,
+  ids: string[],
+  plan: Plan,
+  notes: string[],
+): Promise<RestRow> {
+  const name = 'two instances (PostgreSQL)';
+  let second: RestServer | undefined;
+  try {
+    // The same schema and Redis prefix: the users are there already.
+    second = await startRestServer('Roster (PostgreSQL)', first.users, undefined, first.env);
+    const pair: RestServer = { ...first, name, partner: second, engines: true };
+    return await runRest(generator, pair, scenario, ids, plan, notes, plan.rest.freshWarmupSeconds);
+  } catch (error) {
+    progress(`${integer(first.users)} users, ${scenario.label}, ${name}: ${errorText(error)}`);
+    return { scenario, users: first.users, server: name, error: errorText(error) };
+  } finally {
+    await second?.child.kill();
+  }
 }
 
 /** The size at which get by id is measured with authentication on. */
@@ -316,9 +457,10 @@ async function runRest(
 ): Promise<RestRow> {
   const row: RestRow = { scenario, users: server.users, server: server.name, ...(server.auth && { auth: server.auth.scheme }) };
   const what = `${integer(server.users)} users, ${scenario.label}, ${serverLabel(server.name, server.auth?.scheme)}`;
+  const urls = [server, ...(server.partner ? [server.partner] : [])].map((instance) => `http://127.0.0.1:${instance.port}`);
   const job = (seconds: number): RestJob => ({
     cmd: 'run',
-    url: `http://127.0.0.1:${server.port}`,
+    url: urls.length === 1 ? urls[0]! : urls,
     serverPid: server.child.pid,
     target: scenario.target(ids),
     connections: scenario.connections ?? plan.rest.connections,
@@ -334,9 +476,11 @@ async function runRest(
   try {
     await generator.request<RestResult>(job(warmupSeconds), timeout(warmupSeconds));
     await settled(`the warm-up of ${measured}`);
-    const others = otherLoadMeter(benchPids);
+    const others = otherLoadMeter(benchPids, server.engines);
+    const engines = server.engines ? engineLoadMeter() : undefined;
     row.result = await generator.request<RestResult>(job(plan.rest.seconds), timeout(plan.rest.seconds));
     row.otherLoad = others();
+    if (engines) row.engineLoad = engines();
     progress(`${what}: ${integer(row.result.requestsPerSecond)} req/s, p99 ${ms(row.result.p99Ms)} ms`);
   } catch (error) {
     row.error = errorText(error);
@@ -362,11 +506,11 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   const rps = (key: ScenarioKey, users: number, server: ServerName) => find(key, users, server)?.requestsPerSecond ?? NaN;
   const shaky = (...keys: RowKey[]) => keys.some((key) => isDisturbed(rowOf(key)?.otherLoad));
 
-  const cells = (row: RestRow, comparison: string) => {
+  const cells = (row: RestRow, ...comparisons: string[]) => {
     const r = row.result;
     const server = serverLabel(row.server, row.auth);
-    if (!r) return [row.scenario.label, integer(row.users), server, `error: ${row.error ?? '?'}`, '', '', '', '', '', comparison];
-    return [row.scenario.label, integer(row.users), server, rate(r.requestsPerSecond), ms(r.p50Ms), ms(r.p99Ms), integer(r.non2xx), integer(r.errors), cpuCell(r, row.otherLoad), comparison];
+    if (!r) return [row.scenario.label, integer(row.users), server, `error: ${row.error ?? '?'}`, '', '', '', '', '', ...comparisons];
+    return [row.scenario.label, integer(row.users), server, rate(r.requestsPerSecond), ms(r.p50Ms), ms(r.p99Ms), integer(r.non2xx), integer(r.errors), cpuCell(r, row.otherLoad), ...comparisons];
   };
   const header = ['Scenario', 'Users', 'Server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU server / generator / others'];
   const rows = findings.rows.map((row) =>
@@ -378,6 +522,27 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     [...header, 'authenticated / unauthenticated'],
     findings.authRows.map((row) => cells(row, ratio(authVsPlain(row)))),
   );
+  const floorRatios = (row: RestRow) => {
+    const floor = (row.result?.requestsPerSecond ?? NaN) / rps(row.scenario.key, row.users, 'baseline');
+    const roster = rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline');
+    return { floor, roster, rosterVsFloor: roster / floor };
+  };
+  const floorTable = table(
+    [...header, 'floor / node:http', 'Roster / node:http', 'Roster / floor'],
+    findings.floorRows.map((row) => {
+      const { floor, roster, rosterVsFloor } = floorRatios(row);
+      return cells(row, ratio(floor), ratio(roster), ratio(rosterVsFloor));
+    }),
+  );
+  const floorLines = findings.floorRows.map((row) => {
+    const { floor, roster, rosterVsFloor } = floorRatios(row);
+    const shakyRow = isDisturbed(row.otherLoad) || shaky([row.scenario.key, row.users, 'Roster'], [row.scenario.key, row.users, 'baseline']);
+    return (
+      `- ${row.scenario.label} at ${integer(row.users)} users: Fastify floor ${ratio(floor)} node:http; Roster ${ratio(roster)} node:http = ${ratio(rosterVsFloor)} the Fastify floor.` +
+      (shakyRow ? ' — **measured under other load**' : '')
+    );
+  });
+  const postgresSection = postgresReport(plan, findings, header, cells, rps);
   const authTargets: Target[] = findings.authRows.map((row) => {
     const value = authVsPlain(row);
     // A credential refused is no measurement of authentication's cost.
@@ -518,6 +683,18 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     '',
     targetLines(targets),
     '',
+    '### REST: the Fastify floor',
+    '',
+    'How much of the gap to node:http is Fastify itself: a bare Fastify app (no logger, no hooks, no plugins; servers/fastify-floor.ts) over a Map of the same users, ' +
+      "with health and get by id declared as Roster declares them (the same params and response schemas, so fast-json-stringify serialises alike), checked to answer a get by id as Roster does. " +
+      'Run with the other two servers, right after them, with the same warm-up; the ratios are to the node:http baseline and Roster of the table above.',
+    '',
+    floorTable,
+    '',
+    ...floorLines,
+    '',
+    ...postgresSection,
+    '',
     '### REST with authentication (Roster)',
     '',
     `Roster started again at ${integer(AUTH_USERS)} users, once with AUTH=apikey (a key with the user role) and once with AUTH=jwt (an HS256 token minted with jose, as \`roster token\` does), ` +
@@ -544,8 +721,53 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   ].join('\n');
   // A size stopped early leaves rows missing: at least one failure.
   const missing = plan.sizes.length * SCENARIOS.length * SERVERS.length - findings.rows.length;
-  const errors = [...findings.rows, ...findings.authRows].filter((row) => row.error !== undefined).length + missing;
+  const errors = [...findings.rows, ...findings.authRows, ...findings.floorRows, ...(findings.postgresRows ?? [])].filter((row) => row.error !== undefined).length + missing;
   return { markdown, targets: [...targets, ...authTargets, ...memoryTargets], errors };
+}
+
+/**
+ * The subsection of Roster on PostgreSQL: each scenario against Roster on its memory store in the
+ * same run, and two instances against one.
+ */
+function postgresReport(
+  plan: Plan,
+  findings: RestFindings,
+  header: readonly string[],
+  cells: (row: RestRow, ...comparisons: string[]) => (string | number)[],
+  rps: (key: ScenarioKey, users: number, server: ServerName) => number,
+): string[] {
+  const heading = '### REST on PostgreSQL';
+  const rows = findings.postgresRows;
+  if (!rows) return [heading, '', 'n/a: DATABASE_URL not set.'];
+  const own = (row: RestRow) => row.result?.requestsPerSecond ?? NaN;
+  const single = (row: RestRow) =>
+    rows.find((candidate) => candidate.server === 'Roster (PostgreSQL)' && candidate.users === row.users && candidate.scenario.key === row.scenario.key)?.result
+      ?.requestsPerSecond ?? NaN;
+  const postgresTable = table(
+    [...header, 'PostgreSQL + Redis CPU', 'PostgreSQL / memory store', 'two instances / one'],
+    rows.map((row) =>
+      cells(
+        row,
+        percent(row.engineLoad),
+        ratio(own(row) / rps(row.scenario.key, row.users, 'Roster')),
+        row.server === 'two instances (PostgreSQL)' ? ratio(own(row) / single(row)) : '',
+      ),
+    ),
+  );
+  const redis = process.env.REDIS_URL ? ', and on the Redis chat bus (REDIS_URL, a key prefix of its own) as a deployment of several instances runs' : '';
+  return [
+    heading,
+    '',
+    `Roster with DATABASE_URL on a fresh schema of this run's own${redis}: migrated at start-up, the same users stored first in bulk (one INSERT from arrays per ${integer(5_000)} users, then ANALYZE), the schema dropped afterwards; ` +
+      `up to ${integer(POSTGRES_MAX_USERS)} users${plan.postgres === 'smoke' ? '; in quick mode get by id and create only' : ''}. Its default pool (10 connections). ` +
+      `PostgreSQL (and Redis) run unpinned, on either CPU: their CPU is counted apart ("PostgreSQL + Redis CPU", with whatever else used them meanwhile), not as other load, and it also shows in the busy figures of the CPU it ran on. ` +
+      `At ${integer(PAIR_USERS)} users, get by id also runs on two instances on the same schema, both on CPU ${SERVER_CPU} (one instance's CPU budget), the second started for it; ` +
+      'the generator spreads its connections evenly over both; req/s is their sum. Ratios are to Roster on its memory store in the table above, and of two instances to one. Otherwise as above.',
+    '',
+    postgresTable,
+    '',
+    ...disturbed(rows),
+  ];
 }
 
 /** Runs the REST section and reports it. */

@@ -1,12 +1,14 @@
 /**
  * Benchmark child: Roster itself, in-process as `main.ts` would run it, with its memory store filled
- * with the benchmark's users before it starts. Reports its ports and its memory to the parent.
+ * with the benchmark's users before it starts; or, when `env` has DATABASE_URL, on PostgreSQL, the
+ * users stored there first (bench/postgres.ts). Reports its ports and its memory to the parent.
  */
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createServer } from '../../src/server.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { answerParent, memoryNow, type Memory } from '../ipc.js';
+import { fillUsers } from '../postgres.js';
 import { benchUser } from '../users.js';
 
 export type RosterCommand =
@@ -25,17 +27,19 @@ export interface RosterStarted {
 
 answerParent<RosterCommand>(async (command) => {
   if (command.cmd === 'memory') return memoryNow();
-  const store = new MemoryUserStore();
+  const database = command.env.DATABASE_URL;
+  const store = database ? undefined : new MemoryUserStore();
   const empty = memoryNow();
   const started = performance.now();
-  for (let index = 0; index < command.users; index++) {
+  if (database) await fillUsers(database, command.users);
+  for (let index = 0; store && index < command.users; index++) {
     if ((await store.insert(benchUser(index))) === 'email_taken') throw new Error(`the store refused bench user ${index}`);
   }
   const fillSeconds = (performance.now() - started) / 1000;
   const filled = memoryNow();
   // With users already stored, createServer adds no seed users.
   const logger = pino({ level: 'warn' });
-  const server = await createServer(loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', ...command.env }), logger, { store });
+  const server = await createServer(loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', ...command.env }), logger, store ? { store } : {});
   const ports = await server.start();
   const result: RosterStarted = { ...ports, empty, filled, fillSeconds };
   return result;
