@@ -11,12 +11,12 @@ import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
-import { RedisBus, type RedisBusOptions } from './chat/redis-bus.js';
+import type { RedisBus, RedisBusOptions } from './chat/redis-bus.js';
 import { createClock } from './clock.js';
 import type { Config } from './config.js';
 import { buildApp, hopsTrusted } from './http/app.js';
 import { MemoryUserStore } from './users/memory-store.js';
-import { PostgresUserStore } from './users/postgres-store.js';
+import type { PostgresUserStore } from './users/postgres-store.js';
 import { userSchemas } from './users/schema.js';
 import { seedUsers } from './users/seed.js';
 import { UserService } from './users/service.js';
@@ -45,7 +45,12 @@ export interface ServerParts {
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
   // PostgreSQL: migrated before use; seeded under a lock, so instances starting together seed once.
-  const database = parts.store || !config.database ? undefined : await PostgresUserStore.open(config.database, logger);
+  // The engines' drivers (pg, ioredis) are loaded only when configured: the default process does not
+  // carry them in memory.
+  const database =
+    parts.store || !config.database
+      ? undefined
+      : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger);
   const store: UserStore = parts.store ?? database ?? new MemoryUserStore();
   try {
     return await assemble(config, logger, parts, store, database);
@@ -76,7 +81,9 @@ async function assemble(
   const authenticator = createAuthenticator(config.auth);
   const dependencies: Dependency[] = [...(database ? [database.health] : []), ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
-  const bus = config.redis ? new RedisBus(config.redis.url, logger, parts.chatBus) : undefined;
+  const bus: RedisBus | undefined = config.redis
+    ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, parts.chatBus)
+    : undefined;
   if (bus) dependencies.push(bus);
   const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, dependencies });
   const room = new ChatRoom({
