@@ -15,12 +15,18 @@ import type { User } from './schema.js';
 /** Between parts; any character would do, since hits across parts are refused anyway. */
 const SEPARATOR = '\u0000';
 
+type Offsets = Int32Array | Uint16Array;
+
 interface ChunkText {
   /** Lower-cased `name SEPARATOR email SEPARATOR` of every user of the chunk, in its order. */
   text: string;
-  /** Per user: where its name ends (its email starts one later) and where its email ends. */
-  nameEnds: Int32Array;
-  emailEnds: Int32Array;
+  /**
+   * Per user: where its name ends (its email starts one later) and where its email ends. 16-bit when
+   * the chunk's text is short enough (it nearly always is): at a million users the offsets are a
+   * quarter of what this cache holds.
+   */
+  nameEnds: Offsets;
+  emailEnds: Offsets;
 }
 
 export class SearchText {
@@ -64,17 +70,22 @@ export class SearchText {
     let built = this.#texts.get(chunk);
     if (!built) {
       const parts: string[] = [];
-      const nameEnds = new Int32Array(chunk.length);
-      const emailEnds = new Int32Array(chunk.length);
       let length = 0;
-      chunk.forEach((user, i) => {
+      for (const user of chunk) {
         const name = user.name.toLowerCase();
         const email = user.email.toLowerCase();
         parts.push(name, SEPARATOR, email, SEPARATOR);
-        nameEnds[i] = length + name.length;
-        emailEnds[i] = nameEnds[i]! + 1 + email.length;
-        length = emailEnds[i]! + 1;
-      });
+        length += name.length + email.length + 2;
+      }
+      const Offsets = length <= 0xffff ? Uint16Array : Int32Array;
+      const nameEnds = new Offsets(chunk.length);
+      const emailEnds = new Offsets(chunk.length);
+      let end = 0;
+      for (let i = 0; i < chunk.length; i++) {
+        nameEnds[i] = end + parts[4 * i]!.length;
+        emailEnds[i] = nameEnds[i]! + 1 + parts[4 * i + 2]!.length;
+        end = emailEnds[i]! + 1;
+      }
       built = { text: parts.join(''), nameEnds, emailEnds };
       this.#texts.set(chunk, built);
     }
@@ -83,7 +94,7 @@ export class SearchText {
 }
 
 /** The user whose parts contain position `at`: the first whose email ends at or after it. */
-function userAt(emailEnds: Int32Array, at: number): number {
+function userAt(emailEnds: Offsets, at: number): number {
   let lo = 0;
   let hi = emailEnds.length - 1;
   while (lo < hi) {
