@@ -9,10 +9,10 @@
  * and each sender has a watcher on another instance, connected after every sender: an echo comes back
  * from the sender's own instance, the watcher times the same message after its trip across the bus.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { answerParent } from '../ipc.js';
 import { cpuMeter, percentile, sortedSamples } from '../stats.js';
-import { FrameReader, handshakeRequest, maskedTextFrame, OPCODE_TEXT } from './ws-wire.js';
+import { connectRaw, FrameReader, maskedTextFrame, OPCODE_TEXT } from './ws-wire.js';
 
 const HOST = '127.0.0.1';
 /** Handshakes in flight at once while connecting. */
@@ -145,7 +145,6 @@ class Watcher {
  * Every client reads into this one buffer (net's `onread`): a read's bytes are handled before the next
  * read starts, so no socket needs a buffer of its own, and no read allocates.
  */
-const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
 
 /**
  * Opens one client. Resolves once the handshake is answered with 101 and, with `expectWelcome`, the
@@ -153,7 +152,6 @@ const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
  */
 function open(port: number, expectWelcome: boolean, timing?: Sender | Watcher): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    let head: Buffer | undefined = Buffer.alloc(0);
     let ready = false;
     const reader = new FrameReader(timing !== undefined, (opcode, payload) => {
       counters.lastFrameAt = performance.now();
@@ -162,29 +160,14 @@ function open(port: number, expectWelcome: boolean, timing?: Sender | Watcher): 
       if (!ready) succeed();
       else timing?.receive(payload!);
     });
-    const received = (data: Buffer) => {
-      if (!head) return reader.push(data);
-      head = Buffer.concat([head, data]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const status = head.subarray(0, head.indexOf('\r\n')).toString('latin1');
-      if (!status.startsWith('HTTP/1.1 101')) return fail(new Error(`handshake refused: ${status}`));
-      const rest = head.subarray(end + 4);
-      head = undefined;
-      if (!expectWelcome) succeed();
-      if (rest.length > 0) reader.push(rest);
-    };
-    const socket = connect({
+    const socket = connectRaw({
       host: HOST,
       port,
-      noDelay: true,
-      onread: {
-        buffer: READ_BUFFER,
-        callback: (length) => {
-          received(READ_BUFFER.subarray(0, length));
-          return true; // keep reading
-        },
+      reader,
+      upgraded: () => {
+        if (!expectWelcome) succeed();
       },
+      refused: (error) => fail(error),
     });
     const timer = setTimeout(() => fail(new Error(`no ${expectWelcome ? 'welcome' : 'handshake'} within ${HANDSHAKE_TIMEOUT_MS} ms`)), HANDSHAKE_TIMEOUT_MS);
     function succeed() {
@@ -203,7 +186,6 @@ function open(port: number, expectWelcome: boolean, timing?: Sender | Watcher): 
     socket.on('close', () => {
       if (ready && !discarded.has(socket)) counters.closes++;
     });
-    socket.write(handshakeRequest(HOST, port));
   });
 }
 

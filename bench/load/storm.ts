@@ -7,10 +7,10 @@
  * its frames whole and checks each one. The clients stay connected, still reading, until `reset`, so
  * that the parent can read what they cost the server.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { answerParent } from '../ipc.js';
 import { cpuMeter } from '../stats.js';
-import { FrameReader, handshakeRequest, OPCODE_TEXT } from './ws-wire.js';
+import { connectRaw, FrameReader, OPCODE_TEXT } from './ws-wire.js';
 
 const HOST = '127.0.0.1';
 /** Every this many clients, one checks the messages it gets (parses them), not just counts them. */
@@ -54,8 +54,6 @@ export interface StormResult {
   generatorCpu: number | undefined;
 }
 
-/** Every client reads into this one buffer (net's `onread`); see load/chat.ts. */
-const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
 
 interface Client {
   socket: Socket;
@@ -101,7 +99,6 @@ function check(client: Client, payload: Buffer): void {
 /** Opens one client; resolves once the handshake is answered with 101 and the welcome has arrived. */
 function open(port: number, sampled: boolean, timeoutMs: number): Promise<Client> {
   return new Promise((resolve, reject) => {
-    let head: Buffer | undefined = Buffer.alloc(0);
     let ready = false;
     const client: Client = { socket: undefined as unknown as Socket, frames: 0 };
     const reader = new FrameReader(sampled, (opcode, payload) => {
@@ -112,29 +109,7 @@ function open(port: number, sampled: boolean, timeoutMs: number): Promise<Client
       if (sampled) check(client, payload!);
       if (!ready) succeed();
     });
-    const received = (data: Buffer) => {
-      if (!head) return reader.push(data);
-      head = Buffer.concat([head, data]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const status = head.subarray(0, head.indexOf('\r\n')).toString('latin1');
-      if (!status.startsWith('HTTP/1.1 101')) return fail(new Error(`handshake refused: ${status}`));
-      const rest = head.subarray(end + 4);
-      head = undefined;
-      if (rest.length > 0) reader.push(rest);
-    };
-    const socket = connect({
-      host: HOST,
-      port,
-      noDelay: true,
-      onread: {
-        buffer: READ_BUFFER,
-        callback: (length) => {
-          received(READ_BUFFER.subarray(0, length));
-          return true;
-        },
-      },
-    });
+    const socket = connectRaw({ host: HOST, port, reader, refused: (error) => fail(error) });
     client.socket = socket;
     const timer = setTimeout(() => fail(new Error(`no welcome within ${(timeoutMs / 1000).toFixed(0)} s`)), timeoutMs);
     function succeed() {
@@ -154,7 +129,6 @@ function open(port: number, sampled: boolean, timeoutMs: number): Promise<Client
     socket.on('close', () => {
       if (ready && !discarded.has(socket)) counters.closes++;
     });
-    socket.write(handshakeRequest(HOST, port));
   });
 }
 

@@ -5,6 +5,7 @@
  * more than the reads themselves.
  */
 import { randomBytes } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
 
 export const OPCODE_TEXT = 0x1;
 export const OPCODE_CLOSE = 0x8;
@@ -86,4 +87,53 @@ export class FrameReader {
     }
     if (at < data.length) this.#pending = Buffer.from(data.subarray(at));
   }
+}
+
+/** One read buffer for all clients of a generator process: reads are handled before the next one. */
+const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
+
+export interface RawConnection {
+  host: string;
+  port: number;
+  /** Reads the server's frames once the handshake is through. */
+  reader: FrameReader;
+  /** The server answered 101: what follows is frames. */
+  upgraded?: () => void;
+  /** The server answered anything else. */
+  refused: (error: Error) => void;
+}
+
+/**
+ * Opens a raw client socket: sends the opening handshake, checks the server's answer, and hands every
+ * byte after it to the frame reader. Reads go into one shared buffer (`onread`), so thousands of
+ * clients cost no allocation per read.
+ */
+export function connectRaw({ host, port, reader, upgraded, refused }: RawConnection): Socket {
+  let head: Buffer | undefined = Buffer.alloc(0);
+  const received = (data: Buffer) => {
+    if (!head) return reader.push(data);
+    head = Buffer.concat([head, data]);
+    const end = head.indexOf('\r\n\r\n');
+    if (end === -1) return;
+    const status = head.subarray(0, head.indexOf('\r\n')).toString('latin1');
+    if (!status.startsWith('HTTP/1.1 101')) return refused(new Error(`handshake refused: ${status}`));
+    const rest = head.subarray(end + 4);
+    head = undefined;
+    upgraded?.();
+    if (rest.length > 0) reader.push(rest);
+  };
+  const socket = connect({
+    host,
+    port,
+    noDelay: true,
+    onread: {
+      buffer: READ_BUFFER,
+      callback: (length) => {
+        received(READ_BUFFER.subarray(0, length));
+        return true; // keep reading
+      },
+    },
+  });
+  socket.write(handshakeRequest(host, port));
+  return socket;
 }
