@@ -106,11 +106,16 @@ export class PostgresUserStore implements UserStore {
     const where = filters.length === 0 ? 'true' : filters.join(' AND ');
     values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
     const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
-    // One statement, so the page and the total come from the same snapshot; the total is counted even
+    // Without search, the total is the kept count per role (migration 002), not a count of the table.
+    const total =
+      params.search === undefined
+        ? `SELECT coalesce(sum(users), 0) AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`
+        : `SELECT count(*) AS total FROM users WHERE ${where}`;
+    // One statement, so the page and the total come from the same snapshot; the total is known even
     // when the page lies beyond the last user.
     const { rows } = await this.#query<Row & { total: string; id: string | null }>(
       `SELECT t.total, ${columns('p.')}
-       FROM (SELECT count(*) AS total FROM users WHERE ${where}) t
+       FROM (${total}) t
        LEFT JOIN LATERAL (
          SELECT id, name, email, role, created_at, updated_at FROM users WHERE ${where}
          ORDER BY ${orderBy(params, '')} LIMIT ${limit} OFFSET ${offset}
