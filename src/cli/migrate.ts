@@ -4,8 +4,6 @@
  */
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../config.js';
-import { createPool } from '../users/postgres-connection.js';
-import { migrate, readMigrations } from '../users/postgres-migrations.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 
@@ -34,6 +32,11 @@ export async function migrateCommand(args: string[], io: Io = { output: process.
   }
   if (!database) return usageError(io, 'needs DATABASE_URL (a postgres:// URL) to know which database to migrate');
 
+  // Loaded here, not at the top: every `roster` command imports this file, and only this one needs pg.
+  const [{ createPool }, { migrate, readMigrations }] = await Promise.all([
+    import('../users/postgres-connection.js'),
+    import('../users/postgres-migrations.js'),
+  ]);
   const pool = createPool(database, pino({ level: 'silent' }));
   try {
     const migrations = await readMigrations();
