@@ -131,7 +131,8 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
       }
     }
     const redisUrl = process.env.REDIS_URL;
-    if (redisUrl) findings.pairRows = await measurePair(plan, generator, redisUrl, findings.pairNotes);
+    // Not in quick mode, which stays under a minute.
+    if (redisUrl && plan.postgres === 'all') findings.pairRows = await measurePair(plan, generator, redisUrl, findings.pairNotes);
   } finally {
     await generator.kill();
   }
@@ -275,7 +276,7 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
 /** The two-instance subsection, compared with one instance (`single`: Roster's deliveries/s above). */
 function pairReport(plan: Plan, findings: ChatFindings, single: (clients: number, senders: number) => number): string[] {
   const heading = '### Chat: two instances on one Redis';
-  if (!findings.pairRows) return [heading, '', 'n/a: REDIS_URL not set.'];
+  if (!findings.pairRows) return [heading, '', process.env.REDIS_URL ? 'n/a: not in --quick.' : 'n/a: REDIS_URL not set.'];
   const rows = findings.pairRows.map((row) => {
     const r = row.result;
     const vsOne = ratio((r?.deliveriesPerSecond ?? NaN) / single(row.clients, row.senders));

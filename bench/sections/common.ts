@@ -30,7 +30,10 @@ export interface Plan {
   storm: { clients: number; baselineClients: number; concurrency: number; rosterSeconds: number; baselineSeconds: number };
   /** Idle connections held on Roster for the memory-per-connection figure, and how long connecting them may take; none in quick mode. */
   idle: { connections: number; seconds: number } | undefined;
-  /** Roster on PostgreSQL (DATABASE_URL): every REST scenario, or in quick mode a read and a write. */
+  /**
+   * The engines: with DATABASE_URL, Roster on PostgreSQL runs every REST scenario, or in quick mode a
+   * read and a write; the two-instance rows (PostgreSQL, Redis) run only outside quick mode.
+   */
   postgres: 'all' | 'smoke';
 }
 

@@ -302,7 +302,8 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
           if (postgres && postgresKeys.includes(scenario.key)) {
             findings.postgresRows!.push(await runRest(generator, postgres, scenario, ids, plan, findings.notes));
             // Right after the one instance it is compared with.
-            if (scenario.key === 'get' && users === PAIR_USERS) {
+            // Not in quick mode, which stays under a minute: one instance on PostgreSQL is its smoke check.
+            if (scenario.key === 'get' && users === PAIR_USERS && plan.postgres === 'all') {
               findings.postgresRows!.push(await measurePair(generator, postgres, scenario, ids, plan, findings.notes));
             }
           }
@@ -761,8 +762,11 @@ function postgresReport(
     `Roster with DATABASE_URL on a fresh schema of this run's own${redis}: migrated at start-up, the same users stored first in bulk (one INSERT from arrays per ${integer(5_000)} users, then ANALYZE), the schema dropped afterwards; ` +
       `up to ${integer(POSTGRES_MAX_USERS)} users${plan.postgres === 'smoke' ? '; in quick mode get by id and create only' : ''}. Its default pool (10 connections). ` +
       `PostgreSQL (and Redis) run unpinned, on either CPU: their CPU is counted apart ("PostgreSQL + Redis CPU", with whatever else used them meanwhile), not as other load, and it also shows in the busy figures of the CPU it ran on. ` +
-      `At ${integer(PAIR_USERS)} users, get by id also runs on two instances on the same schema, both on CPU ${SERVER_CPU} (one instance's CPU budget), the second started for it; ` +
-      'the generator spreads its connections evenly over both; req/s is their sum. Ratios are to Roster on its memory store in the table above, and of two instances to one. Otherwise as above.',
+      (plan.postgres === 'all'
+        ? `At ${integer(PAIR_USERS)} users, get by id also runs on two instances on the same schema, both on CPU ${SERVER_CPU} (one instance's CPU budget), the second started for it; ` +
+          'the generator spreads its connections evenly over both; req/s is their sum. '
+        : 'Two instances: not in quick mode. ') +
+      'Ratios are to Roster on its memory store in the table above, and of two instances to one. Otherwise as above.',
     '',
     postgresTable,
     '',
