@@ -103,7 +103,7 @@ export class ChatRoom {
   }
 
   /** Hands every member the notices it has not had yet. */
-  flushNotices(): void {
+  #flushNotices(): void {
     this.#cancelFlush?.();
     this.#cancelFlush = undefined;
     const notices = this.#notices;
@@ -114,12 +114,7 @@ export class ChatRoom {
       // A member that joined in the window hears only of what came after its own join.
       const from = (joinedAt.get(member) ?? -1) + 1;
       if (from >= notices.length) continue;
-      try {
-        if (from === notices.length - 1) member.deliver(notices[from]!);
-        else member.deliverMany(notices, from);
-      } catch (error) {
-        this.events.deliveryFailed?.(member, error);
-      }
+      this.#deliver(member, from === notices.length - 1 ? notices[from]! : notices, from);
     }
     joinedAt.clear();
   }
@@ -150,30 +145,32 @@ export class ChatRoom {
     const window = Math.min(MAX_NOTICE_WINDOW_MS, this.size * NOTICE_WINDOW_MS_PER_MEMBER);
     if (window < 1) {
       // Fewer than 50 members: after this turn's I/O, when a broadcast would go out too.
-      const immediate = setImmediate(() => this.flushNotices());
+      const immediate = setImmediate(() => this.#flushNotices());
       this.#cancelFlush = () => clearImmediate(immediate);
     } else {
-      const timer = setTimeout(() => this.flushNotices(), window);
+      const timer = setTimeout(() => this.#flushNotices(), window);
       this.#cancelFlush = () => clearTimeout(timer);
     }
   }
 
   #send(member: Member, message: ServerMessage): void {
-    this.flushNotices();
+    this.#flushNotices();
     this.#deliver(member, serialise(message));
   }
 
   #broadcast(message: ServerMessage): void {
-    this.flushNotices();
+    this.#flushNotices();
     const frame = serialise(message);
     for (const member of this.#members.values()) {
       this.#deliver(member, frame);
     }
   }
 
-  #deliver(member: Member, frame: Buffer): void {
+  /** One message, or `payloads[from]` onwards as one write (coalesced notices). */
+  #deliver(member: Member, payload: Buffer | readonly Buffer[], from = 0): void {
     try {
-      member.deliver(frame);
+      if (Buffer.isBuffer(payload)) member.deliver(payload);
+      else member.deliverMany(payload as readonly Buffer[], from);
     } catch (error) {
       // Contract rule 5: a failure to deliver to one connection does not stop delivery to the others.
       this.events.deliveryFailed?.(member, error);
