@@ -63,14 +63,17 @@ export class Outbox {
   writeMany(socket: Duplex, payloads: readonly Buffer[], from: number): void {
     if (payloads !== this.#lastBatch) {
       this.#lastBatch = payloads;
-      const frames = payloads.flatMap((payload) => frame(payload, TEXT));
-      this.#lastBatchFrames = Buffer.concat(frames);
+      const parts: Buffer[] = [];
       this.#lastBatchOffsets = [];
       let offset = 0;
       for (const payload of payloads) {
         this.#lastBatchOffsets.push(offset);
-        offset += payload.length + headerLength(payload.length);
+        for (const part of frame(payload, TEXT)) {
+          parts.push(part);
+          offset += part.length;
+        }
       }
+      this.#lastBatchFrames = Buffer.concat(parts, offset);
     }
     this.#cork(socket);
     socket.write(this.#lastBatchFrames!.subarray(this.#lastBatchOffsets[from]));
@@ -100,9 +103,4 @@ export class Outbox {
       this.#frames = 0;
     });
   }
-}
-
-/** The length of an unmasked frame's header (RFC 6455 5.2): 2 bytes, or 4 or 10 with the extended length. */
-function headerLength(payloadLength: number): number {
-  return payloadLength < 126 ? 2 : payloadLength < 0x10000 ? 4 : 10;
 }
