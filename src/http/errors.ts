@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { envelopeOf, RosterError, validationFailed } from '../errors.js';
 import type { RouteCatalog } from './catalog.js';
-import { COMMON_HEADERS, writeRawError } from './raw-reply.js';
+import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from './raw-reply.js';
 
 /** Fastify's own error codes, by the reply decisions.md gives them. */
 const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
@@ -53,7 +53,7 @@ function fromSchemaValidation(error: FastifyError): RosterError {
 export function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
   // COMMON_HEADERS here too: replies to router errors (frameworkErrors) skip the onSend hooks.
   reply.headers({ ...COMMON_HEADERS, ...error.headers });
-  return reply.code(error.status).type('application/json; charset=utf-8').send(envelopeOf(error));
+  return reply.code(error.status).type(JSON_CONTENT_TYPE).send(envelopeOf(error));
 }
 
 export function registerErrorHandling(app: FastifyInstance, catalog: RouteCatalog): void {

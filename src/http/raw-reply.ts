@@ -20,6 +20,9 @@ export function timeouts(headersTimeoutMs: number, requestTimeoutMs: number): Se
   };
 }
 
+/** The media type of every JSON reply (envelopes, and JSON text written by hand). */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /** Headers every reply of Roster carries. */
 export const COMMON_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff' };
 
@@ -35,7 +38,7 @@ export function writeRawError(socket: Duplex, error: RosterError, options: { hea
   const body = JSON.stringify(envelopeOf(error));
   const headers = {
     Connection: 'close',
-    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Type': JSON_CONTENT_TYPE,
     'Content-Length': String(Buffer.byteLength(body)),
     ...COMMON_HEADERS,
     ...error.headers,

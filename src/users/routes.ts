@@ -5,8 +5,7 @@ import { errorReplies } from '../http/openapi.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from './schema.js';
 import type { UserService } from './service.js';
 import { listReplyJson, userReplyJson } from './list-json.js';
-
-const JSON_TYPE = 'application/json; charset=utf-8';
+import { JSON_CONTENT_TYPE } from '../http/raw-reply.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -32,13 +31,13 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
       },
     },
     // The reply is JSON text already (list-json.ts), sent as it is; the schema above still describes it.
-    async (request, reply) => reply.type(JSON_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query), cache)),
+    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query), cache)),
   );
 
   app.get<WithId>(
     '/users/:id',
     { schema: { description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
-    async (request, reply) => reply.type(JSON_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id), cache)),
+    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id), cache)),
   );
 
   app.post(
