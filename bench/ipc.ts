@@ -152,5 +152,23 @@ export function memoryNow(): Memory {
   return { rss, heap: heapUsed };
 }
 
+/** A server child's memory before and after it stores the bench's users, and how long storing took. */
+export interface Fill {
+  /** With the modules loaded and nothing stored. */
+  empty: Memory;
+  /** Once every user is stored (before the server is built). */
+  filled: Memory;
+  fillSeconds: number;
+}
+
+/** Runs `store` (which stores the users), measuring memory around it and the time it takes. */
+export async function measureFill(store: () => void | Promise<void>): Promise<Fill> {
+  const empty = memoryNow();
+  const started = performance.now();
+  await store();
+  const fillSeconds = (performance.now() - started) / 1000;
+  return { empty, filled: memoryNow(), fillSeconds };
+}
+
 /** Node flags of server children: `memoryNow` may collect garbage first. */
 export const SERVER_NODE_ARGS = ['--expose-gc'];

@@ -10,7 +10,7 @@ import { Type } from 'typebox';
 import { timestamp } from '../../src/clock.js';
 import { success, successSchema } from '../../src/http/envelope.js';
 import { User, UserId } from '../../src/users/schema.js';
-import { answerParent, memoryNow } from '../ipc.js';
+import { answerParent, measureFill, memoryNow } from '../ipc.js';
 import { benchUser } from '../users.js';
 import type { HttpBaselineStarted } from './http-baseline.js';
 
@@ -23,14 +23,12 @@ const users = new Map<string, User>();
 
 answerParent<FastifyFloorCommand>(async (command) => {
   if (command.cmd === 'memory') return memoryNow();
-  const empty = memoryNow();
-  const started = performance.now();
-  for (let index = 0; index < command.users; index++) {
-    const user = benchUser(index);
-    users.set(user.id, user);
-  }
-  const fillSeconds = (performance.now() - started) / 1000;
-  const filled = memoryNow();
+  const fill = await measureFill(() => {
+    for (let index = 0; index < command.users; index++) {
+      const user = benchUser(index);
+      users.set(user.id, user);
+    }
+  });
   // The idle timeout Roster and the node:http baseline use; Fastify's default (72 s) is the same.
   const app = Fastify({ logger: false, keepAliveTimeout: 72_000 });
   app.get('/api/v1/health', { schema: { response: { 200: successSchema(HealthData) } } }, async () =>
@@ -46,6 +44,6 @@ answerParent<FastifyFloorCommand>(async (command) => {
     },
   );
   await app.listen({ port: 0, host: '127.0.0.1' });
-  const result: HttpBaselineStarted = { port: (app.server.address() as AddressInfo).port, empty, filled, fillSeconds };
+  const result: HttpBaselineStarted = { port: (app.server.address() as AddressInfo).port, ...fill };
   return result;
 });

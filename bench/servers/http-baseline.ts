@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { User } from '../../src/users/schema.js';
-import { answerParent, memoryNow } from '../ipc.js';
+import { answerParent, measureFill, memoryNow } from '../ipc.js';
 import { benchUser } from '../users.js';
 import type { RosterStarted } from './roster.js';
 
@@ -154,21 +154,19 @@ function answer(response: ServerResponse, [status, body]: Reply): void {
 
 answerParent<HttpBaselineCommand>(async (command) => {
   if (command.cmd === 'memory') return memoryNow();
-  const empty = memoryNow();
-  const started = performance.now();
-  for (let index = 0; index < command.users; index++) {
-    const user = benchUser(index);
-    users.set(user.id, user);
-    emails.add(emailKey(user.email));
-  }
-  const fillSeconds = (performance.now() - started) / 1000;
-  const filled = memoryNow();
+  const fill = await measureFill(() => {
+    for (let index = 0; index < command.users; index++) {
+      const user = benchUser(index);
+      users.set(user.id, user);
+      emails.add(emailKey(user.email));
+    }
+  });
   const server = createServer({ keepAliveTimeout: 72_000 }, (request, response) => {
     const reply = route(request);
     if (Array.isArray(reply)) answer(response, reply);
     else reply.then((value) => answer(response, value), () => answer(response, [500, failure('INTERNAL_ERROR', 'Internal error')]));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const result: HttpBaselineStarted = { port: (server.address() as AddressInfo).port, empty, filled, fillSeconds };
+  const result: HttpBaselineStarted = { port: (server.address() as AddressInfo).port, ...fill };
   return result;
 });

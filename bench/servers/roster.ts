@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createServer } from '../../src/server.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
-import { answerParent, memoryNow, type Memory } from '../ipc.js';
+import { answerParent, measureFill, memoryNow, type Fill } from '../ipc.js';
 import { fillUsers } from '../postgres.js';
 import { benchUser } from '../users.js';
 
@@ -15,32 +15,25 @@ export type RosterCommand =
   | { cmd: 'start'; users: number; env: Record<string, string> }
   | { cmd: 'memory' };
 
-export interface RosterStarted {
+export interface RosterStarted extends Fill {
   port: number;
   wsPort: number;
-  /** With the modules loaded and the store empty. */
-  empty: Memory;
-  /** Once every user is stored (before the server is built). */
-  filled: Memory;
-  fillSeconds: number;
 }
 
 answerParent<RosterCommand>(async (command) => {
   if (command.cmd === 'memory') return memoryNow();
   const database = command.env.DATABASE_URL;
   const store = database ? undefined : new MemoryUserStore();
-  const empty = memoryNow();
-  const started = performance.now();
-  if (database) await fillUsers(database, command.users);
-  for (let index = 0; store && index < command.users; index++) {
-    if ((await store.insert(benchUser(index))) === 'email_taken') throw new Error(`the store refused bench user ${index}`);
-  }
-  const fillSeconds = (performance.now() - started) / 1000;
-  const filled = memoryNow();
+  const fill = await measureFill(async () => {
+    if (database) await fillUsers(database, command.users);
+    for (let index = 0; store && index < command.users; index++) {
+      if ((await store.insert(benchUser(index))) === 'email_taken') throw new Error(`the store refused bench user ${index}`);
+    }
+  });
   // With users already stored, createServer adds no seed users.
   const logger = pino({ level: 'warn' });
   const server = await createServer(loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', ...command.env }), logger, store ? { store } : {});
   const ports = await server.start();
-  const result: RosterStarted = { ...ports, empty, filled, fillSeconds };
+  const result: RosterStarted = { ...ports, ...fill };
   return result;
 });
