@@ -4,6 +4,7 @@
  * process, as in the tests, do not share counters.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EngineFaults } from './engine-faults.js';
 
 /** What the chat door reports. Every method is cheap: counters and a gauge. */
 export interface ChatMetrics {
@@ -35,9 +36,22 @@ export class Metrics {
   });
   readonly chat: ChatMetrics;
 
-  constructor() {
+  constructor(faults?: EngineFaults) {
     collectDefaultMetrics({ register: this.registry, prefix: 'roster_' });
     const registers = [this.registry];
+    if (faults) {
+      // Read at scrape time from the plain counts the engine listeners keep.
+      new Counter({
+        name: 'roster_engine_errors_total',
+        help: 'Error events of engine connections (PostgreSQL, Redis), each one logged and survived',
+        labelNames: ['engine'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [engine, count] of faults.counts()) this.labels({ engine }).inc(count);
+        },
+      });
+    }
     const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
     const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });
     const leaves = new Counter({ name: 'roster_chat_leaves_total', help: 'Connections that left the room', registers });

@@ -13,6 +13,7 @@ import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
 import type { RedisBus, RedisBusOptions } from './chat/redis-bus.js';
 import { createClock } from './clock.js';
+import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config.js';
 import { buildApp, hopsTrusted } from './http/app.js';
 import { MemoryUserStore } from './users/memory-store.js';
@@ -44,16 +45,18 @@ export interface ServerParts {
 }
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
+  // Every engine client's error events end here: logged, counted, never thrown (engine-faults.ts).
+  const faults = new EngineFaults(logger);
   // PostgreSQL: migrated before use; seeded under a lock, so instances starting together seed once.
   // The engines' drivers (pg, ioredis) are loaded only when configured: the default process does not
   // carry them in memory.
   const database =
     parts.store || !config.database
       ? undefined
-      : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger);
+      : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger, faults);
   const store: UserStore = parts.store ?? database ?? new MemoryUserStore();
   try {
-    return await assemble(config, logger, parts, store, database);
+    return await assemble(config, logger, parts, store, database, faults);
   } catch (error) {
     await database?.close().catch(() => undefined);
     throw error;
@@ -66,6 +69,7 @@ async function assemble(
   parts: ServerParts,
   store: UserStore,
   database: PostgresUserStore | undefined,
+  faults: EngineFaults,
 ): Promise<RosterServer> {
   const schemas = userSchemas(config.roles, config.strictValidation);
   const service = new UserService(store, createUserValidator(schemas), createClock(), {
@@ -75,14 +79,14 @@ async function assemble(
   if (database) await database.exclusively(() => seedUsers(service));
   else await seedUsers(service);
 
-  const metrics = config.metrics ? new Metrics() : undefined;
+  const metrics = config.metrics ? new Metrics(faults) : undefined;
   let chatPort = config.wsPort;
   // One authenticator for both doors (and one cache of verified credentials).
   const authenticator = createAuthenticator(config.auth);
   const dependencies: Dependency[] = [...(database ? [database.health] : []), ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
   const bus: RedisBus | undefined = config.redis
-    ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, parts.chatBus)
+    ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, parts.chatBus, faults)
     : undefined;
   if (bus) dependencies.push(bus);
   const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, dependencies });

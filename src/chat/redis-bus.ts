@@ -15,6 +15,7 @@
  *   reconnects by itself; the health check says `chat_bus: down` meanwhile, and the counts of the other
  *   instances expire, so the room's count falls back to this instance's.
  */
+import { EngineFaults } from '../engine-faults.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Redis, type RedisOptions } from 'ioredis';
@@ -86,7 +87,7 @@ export class RedisBus implements ChatBus, Dependency {
   #closing = false;
   #settleStart: () => void = () => {};
 
-  constructor(url: string, logger: Logger, options: Partial<RedisBusOptions> = {}) {
+  constructor(url: string, logger: Logger, options: Partial<RedisBusOptions> = {}, faults = new EngineFaults()) {
     this.#log = logger.child({ component: 'chat_bus' });
     this.#options = { ...BUS_DEFAULTS, ...options };
     const connection: RedisOptions = {
@@ -121,9 +122,11 @@ export class RedisBus implements ChatBus, Dependency {
       if (channel === this.#channel) this.#received(text);
     });
     for (const redis of [this.#pub, this.#sub]) {
-      // The reason only: a connection that fails is also closed, and 'close' is what says it is down.
+      // The reason, and a count: a connection that fails is also closed, and 'close' is what says it is
+      // down (and logs it once per outage). Without this listener ioredis' 'error' would end the process.
       redis.on('error', (error: unknown) => {
         this.#reason = error instanceof Error ? error.message : String(error);
+        faults.report('chat_bus', error, { log: false });
       });
       redis.on('close', () => {
         if (redis === this.#pub) this.#pubReady = false;

@@ -2,7 +2,7 @@
  * `roster migrate`: applies the pending migrations to the PostgreSQL of DATABASE_URL and exits, so a
  * deployment can change the schema before starting new instances (which would apply them too).
  */
-import { pino } from 'pino';
+import { EngineFaults } from '../engine-faults.js';
 import { ConfigError, loadConfig } from '../config.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
@@ -37,7 +37,7 @@ export async function migrateCommand(args: string[], io: Io = { output: process.
     import('../users/postgres-connection.js'),
     import('../users/postgres-migrations.js'),
   ]);
-  const pool = createPool(database, pino({ level: 'silent' }));
+  const pool = createPool(database, new EngineFaults());
   try {
     const migrations = await readMigrations();
     const applied = await migrate(pool, migrations);

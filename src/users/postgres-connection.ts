@@ -10,6 +10,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { RosterError, serviceUnavailable } from '../errors.js';
+import type { EngineFaults } from '../engine-faults.js';
 import type { Dependency, DependencyState } from '../health.js';
 
 /** Giving up on opening a connection (or on waiting for a free one in the pool). */
@@ -20,7 +21,7 @@ const QUERY_TIMEOUT_MS = 6_000;
 /** How often the probe asks `SELECT 1` while the database is down. */
 export const PROBE_INTERVAL_MS = 1_000;
 
-export function createPool(database: { url: string; poolSize: number }, logger: Logger): pg.Pool {
+export function createPool(database: { url: string; poolSize: number }, faults: EngineFaults): pg.Pool {
   const pool = new pg.Pool({
     // Settings given in the URL (application_name, options=-c search_path=…) take precedence over these.
     connectionString: database.url,
@@ -31,9 +32,14 @@ export function createPool(database: { url: string; poolSize: number }, logger: 
     query_timeout: QUERY_TIMEOUT_MS,
     keepAlive: true,
   });
-  // An idle connection that breaks (the server restarted, a backend was terminated) is reported here.
-  // Unhandled, the event would end the process; the pool has already dropped the connection.
-  pool.on('error', (error) => logger.warn({ err: error }, 'an idle database connection failed'));
+  // A connection the server ends (a restart, pg_terminate_backend, a failover) emits 'error' on its
+  // client, whether idle in the pool or checked out between two statements of a transaction; the pool
+  // listens only while a client is idle. Unheard, the event would end the process, so every client
+  // gets a listener for its whole life. The statement it was serving fails by itself (503), and the
+  // pool discards the client when it is released with that error.
+  pool.on('connect', (client) => client.on('error', (error) => faults.report('database', error)));
+  // The pool re-emits an idle client's error here; the client's own listener has reported it already.
+  pool.on('error', () => {});
   return pool;
 }
 

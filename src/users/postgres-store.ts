@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { ListParams, ListResult } from './query.js';
 import type { User } from './schema.js';
 import { emailKey, type Changes, type UserStore } from './store.js';
+import { EngineFaults } from '../engine-faults.js';
 import { createPool, databaseUnreachable, DatabaseHealth, isUnreachable } from './postgres-connection.js';
 import { migrate } from './postgres-migrations.js';
 import { alignedRegex, fromStored, likePattern, toStored } from './postgres-text.js';
@@ -67,17 +68,22 @@ export class PostgresUserStore implements UserStore {
     private readonly pool: pg.Pool,
     private readonly database: { url: string },
     logger: Logger,
+    private readonly faults: EngineFaults,
   ) {
     this.health = new DatabaseHealth(pool, logger);
   }
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
-  static async open(database: { url: string; poolSize: number }, logger: Logger): Promise<PostgresUserStore> {
-    const pool = createPool(database, logger);
+  static async open(
+    database: { url: string; poolSize: number },
+    logger: Logger,
+    faults = new EngineFaults(logger),
+  ): Promise<PostgresUserStore> {
+    const pool = createPool(database, faults);
     try {
       const applied = await migrate(pool);
       if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
-      return new PostgresUserStore(pool, database, logger);
+      return new PostgresUserStore(pool, database, logger, faults);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;
@@ -168,8 +174,9 @@ export class PostgresUserStore implements UserStore {
    */
   async exclusively<T>(work: () => Promise<T>): Promise<T> {
     const client = new pg.Client({ connectionString: this.database.url, application_name: 'roster', connectionTimeoutMillis: 2_000 });
+    // Listening before connecting: the server may end this connection at any time while it waits.
+    client.on('error', (error) => this.faults.report('database', error));
     await this.#guard(() => client.connect());
-    client.on('error', () => undefined); // reported by the query that fails, if any
     try {
       await this.#guard(() => client.query(`SELECT pg_advisory_lock(${SEED_LOCK})`));
       return await work();
