@@ -46,6 +46,11 @@ export interface Config {
   maxConnections: number;
   /** Prometheus metrics at `GET /metrics` on the REST port. `METRICS`, default true. */
   metrics: boolean;
+  /**
+   * With AUTH on, `/metrics` needs an admin credential like a write. `METRICS_AUTH`, default false: the
+   * metrics carry no user data, and most scrapers are set up without credentials.
+   */
+  metricsAuth: boolean;
   /** The browser console at `/` on the REST port. `CONSOLE`, default true. */
   console: boolean;
   /**
@@ -66,8 +71,17 @@ export interface Config {
    * `TRUST_PROXY`: `false` (default), `true`, a hop count, or a comma list of addresses/CIDRs.
    */
   trustProxy: boolean | number | readonly string[];
-  /** Certificate and key (PEM, read at start-up) for HTTPS and WSS on the same ports. `TLS_CERT` / `TLS_KEY`, default unset. */
-  tls: { cert: Buffer; key: Buffer } | undefined;
+  /**
+   * Certificate and key (PEM, read at start-up) for HTTPS and WSS on the same ports. `TLS_CERT` / `TLS_KEY`,
+   * default unset. `ciphers`: the OpenSSL cipher list, `TLS_CIPHERS`, default TLS_MODERN_CIPHERS.
+   */
+  tls: { cert: Buffer; key: Buffer; ciphers: string } | undefined;
+  /**
+   * Strict-Transport-Security, sent over TLS with SECURITY_HEADERS. `HSTS_MAX_AGE` in seconds, default
+   * one year (0 tells browsers to forget it); `HSTS_INCLUDE_SUBDOMAINS`, default false (Roster cannot
+   * know whether every sibling host speaks HTTPS).
+   */
+  hsts: { maxAge: number; includeSubDomains: boolean };
   /** Origins allowed cross-origin REST calls and chat handshakes. `CORS_ORIGINS`, default unset (no CORS, no Origin check). */
   corsOrigins: readonly string[] | undefined;
   /** Security headers (@fastify/helmet) on every REST reply. `SECURITY_HEADERS`, default false (replies unchanged). */
@@ -85,14 +99,17 @@ export type AuthScheme = 'none' | 'apikey' | 'basic' | 'jwt' | 'oauth2';
 
 export interface AuthConfig {
   scheme: AuthScheme;
-  /** `API_KEYS`: `key[:role]`, comma-separated; role `admin` unless given. */
+  /** `API_KEYS`: `key[:role]`, comma-separated; role `user` unless given (least privilege). */
   apiKeys: readonly { key: string; role: string }[];
-  /** `BASIC_USERS`: `name:hash[:role]`, comma-separated; hashes from `roster hash-password`; role `admin` unless given. */
+  /** `BASIC_USERS`: `name:hash[:role]`, comma-separated; hashes from `roster hash-password`; role `user` unless given. */
   basicUsers: readonly { name: string; hash: string; role: string }[];
   /** `JWT_SECRET`: the HS256 key, at least 32 bytes. */
   jwtSecret: string | undefined;
-  /** `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`. */
-  oauth2: { jwksUrl: string; issuer: string; audience: string } | undefined;
+  /**
+   * `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`; `OAUTH2_ACCEPT_JWT_TYP` (default false): also
+   * accept tokens whose `typ` is `JWT` or absent, not only RFC 9068's `at+jwt`.
+   */
+  oauth2: { jwksUrl: string; issuer: string; audience: string; acceptJwtTyp: boolean } | undefined;
 }
 
 export interface RateLimit {
@@ -164,12 +181,14 @@ export function loadConfig(env: Env): Config {
     keepAliveTimeoutMs: integer(read, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     maxConnections: integer(read, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     metrics: boolean(read, 'METRICS', true),
+    metricsAuth: boolean(read, 'METRICS_AUTH', false),
     console: boolean(read, 'CONSOLE', true),
     chatPublicUrl: wsUrl(read, 'CHAT_PUBLIC_URL'),
     auth,
     rateLimit: rateLimit(read),
     trustProxy: trustProxy(read),
     tls: tls(read),
+    hsts: { maxAge: integer(read, 'HSTS_MAX_AGE', 31_536_000, 0, 1_000_000_000), includeSubDomains: boolean(read, 'HSTS_INCLUDE_SUBDOMAINS', false) },
     corsOrigins: corsOrigins(read, auth.scheme),
     securityHeaders: boolean(read, 'SECURITY_HEADERS', false),
     database: database(read),
@@ -314,6 +333,10 @@ function authConfig(read: Reader): AuthConfig {
     if (read(name) !== undefined && scheme !== owner) throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
     if (read(name) === undefined && scheme === owner) throw new ConfigError(name, `is required when AUTH=${owner}`);
   }
+  // Optional, but like the credentials refused for another scheme.
+  if (read('OAUTH2_ACCEPT_JWT_TYP') !== undefined && scheme !== 'oauth2') {
+    throw new ConfigError('OAUTH2_ACCEPT_JWT_TYP', `is set but AUTH is ${scheme} (it applies to AUTH=oauth2 only)`);
+  }
   return {
     scheme,
     apiKeys: scheme === 'apikey' ? apiKeys(read) : [],
@@ -321,13 +344,19 @@ function authConfig(read: Reader): AuthConfig {
     jwtSecret: scheme === 'jwt' ? jwtSecret(read) : undefined,
     oauth2:
       scheme === 'oauth2'
-        ? { jwksUrl: jwksUrl(read), issuer: read('OAUTH2_ISSUER')!, audience: read('OAUTH2_AUDIENCE')! }
+        ? {
+            jwksUrl: jwksUrl(read),
+            issuer: read('OAUTH2_ISSUER')!,
+            audience: read('OAUTH2_AUDIENCE')!,
+            acceptJwtTyp: boolean(read, 'OAUTH2_ACCEPT_JWT_TYP', false),
+          }
         : undefined,
   };
 }
 
+/** An entry without a role is a reader: least privilege, so a forgotten `:admin` fails safe. */
 function roleOf(name: string, raw: string | undefined): string {
-  if (raw === undefined) return 'admin';
+  if (raw === undefined) return 'user';
   if (!ROLE_NAME.test(raw)) throw new ConfigError(name, `has a role that is not a name of letters, digits, "_", "." or "-" ("${raw}")`);
   return raw;
 }
@@ -422,10 +451,13 @@ function trustProxy(read: Reader): boolean | number | readonly string[] {
 }
 
 /** Both or neither; read and checked now, so a bad file stops the start with the variable named. */
-function tls(read: Reader): { cert: Buffer; key: Buffer } | undefined {
+function tls(read: Reader): Config['tls'] {
   const certPath = read('TLS_CERT');
   const keyPath = read('TLS_KEY');
-  if (certPath === undefined && keyPath === undefined) return undefined;
+  if (certPath === undefined && keyPath === undefined) {
+    if (read('TLS_CIPHERS') !== undefined) throw new ConfigError('TLS_CIPHERS', 'is set but TLS_CERT and TLS_KEY are not (it applies to TLS only)');
+    return undefined;
+  }
   if (certPath === undefined) throw new ConfigError('TLS_CERT', 'is required when TLS_KEY is set');
   if (keyPath === undefined) throw new ConfigError('TLS_KEY', 'is required when TLS_CERT is set');
   const load = (name: string, path: string, check: (pem: Buffer) => unknown): Buffer => {
@@ -449,8 +481,31 @@ function tls(read: Reader): { cert: Buffer; key: Buffer } | undefined {
   } catch {
     throw new ConfigError('TLS_KEY', `does not match the certificate of TLS_CERT (${keyPath})`);
   }
-  return { cert, key };
+  const ciphers = read('TLS_CIPHERS') ?? TLS_MODERN_CIPHERS;
+  try {
+    createSecureContext({ cert, key, ciphers });
+  } catch {
+    throw new ConfigError('TLS_CIPHERS', `must be an OpenSSL cipher list that leaves at least one suite (got "${ciphers}")`);
+  }
+  return { cert, key, ciphers };
 }
+
+/**
+ * The TLS suites offered by default: TLS 1.3's, and for TLS 1.2 only ECDHE with AES-GCM or
+ * ChaCha20-Poly1305 (forward secrecy, AEAD: no CBC, no SHA-1 MAC), as Mozilla's "intermediate"
+ * profile without its DHE suites. Node's own default also allows CBC suites with SHA-1 and SHA-2.
+ */
+export const TLS_MODERN_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
 
 /**
  * Exact origins (scheme, host, port). `*` is refused when authentication is on: any web page could then

@@ -24,12 +24,14 @@ const DEFAULTS: Config = {
   keepAliveTimeoutMs: 72_000,
   maxConnections: 10_000,
   metrics: true,
+  metricsAuth: false,
   console: true,
   chatPublicUrl: undefined,
   auth: { scheme: 'none', apiKeys: [], basicUsers: [], jwtSecret: undefined, oauth2: undefined },
   rateLimit: undefined,
   trustProxy: false,
   tls: undefined,
+  hsts: { maxAge: 31_536_000, includeSubDomains: false },
   corsOrigins: undefined,
   securityHeaders: false,
   database: undefined,
@@ -74,6 +76,7 @@ describe('loadConfig defaults', () => {
     'KEEP_ALIVE_TIMEOUT_MS',
     'MAX_CONNECTIONS',
     'METRICS',
+    'METRICS_AUTH',
     'CONSOLE',
     'CHAT_PUBLIC_URL',
     'AUTH',
@@ -83,10 +86,14 @@ describe('loadConfig defaults', () => {
     'OAUTH2_JWKS_URL',
     'OAUTH2_ISSUER',
     'OAUTH2_AUDIENCE',
+    'OAUTH2_ACCEPT_JWT_TYP',
     'RATE_LIMIT',
     'TRUST_PROXY',
     'TLS_CERT',
     'TLS_KEY',
+    'TLS_CIPHERS',
+    'HSTS_MAX_AGE',
+    'HSTS_INCLUDE_SUBDOMAINS',
     'CORS_ORIGINS',
     'SECURITY_HEADERS',
     'DATABASE_URL',
@@ -250,12 +257,14 @@ describe('loadConfig valid overrides', () => {
       keepAliveTimeoutMs: 1000,
       maxConnections: 50,
       metrics: true,
+      metricsAuth: false,
       console: true,
       chatPublicUrl: undefined,
       auth: DEFAULTS.auth,
       rateLimit: undefined,
       trustProxy: false,
       tls: undefined,
+      hsts: DEFAULTS.hsts,
       corsOrigins: undefined,
       securityHeaders: false,
       database: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3 },
@@ -367,8 +376,8 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
   const KEY = 'k3y-0123456789abcdef';
   const SECRET = 's'.repeat(32);
 
-  test('AUTH=apikey: keys with an optional role, admin by default', () => {
-    const config = loadConfig({ AUTH: 'apikey', API_KEYS: `${KEY}, ${KEY}-reader:user` });
+  test('AUTH=apikey: keys with an optional role, user (a reader) by default', () => {
+    const config = loadConfig({ AUTH: 'apikey', API_KEYS: `${KEY}:admin, ${KEY}-reader` });
     assert.deepEqual(config.auth, {
       scheme: 'apikey',
       apiKeys: [{ key: KEY, role: 'admin' }, { key: `${KEY}-reader`, role: 'user' }],
@@ -380,7 +389,7 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
 
   test('AUTH=basic: name:hash[:role]', () => {
     const hash = 'scrypt$16384$8$1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g';
-    const config = loadConfig({ AUTH: 'basic', BASIC_USERS: `ada:${hash},bob:${hash}:user` });
+    const config = loadConfig({ AUTH: 'basic', BASIC_USERS: `ada:${hash}:admin,bob:${hash}` });
     assert.deepEqual(config.auth.basicUsers, [
       { name: 'ada', hash, role: 'admin' },
       { name: 'bob', hash, role: 'user' },
@@ -394,7 +403,9 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
       jwksUrl: oauth2.OAUTH2_JWKS_URL,
       issuer: oauth2.OAUTH2_ISSUER,
       audience: 'roster',
+      acceptJwtTyp: false,
     });
+    assert.equal(loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_ACCEPT_JWT_TYP: 'true' }).auth.oauth2?.acceptJwtTyp, true);
     assert.equal(loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_JWKS_URL: 'http://127.0.0.1:9999/jwks' }).auth.oauth2?.jwksUrl, 'http://127.0.0.1:9999/jwks');
   });
 
@@ -434,6 +445,12 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
     ['CORS_ORIGINS', { CORS_ORIGINS: 'https://a.example.com,*' }],
     ['CORS_ORIGINS', { CORS_ORIGINS: '*', AUTH: 'apikey', API_KEYS: KEY }],
     ['SECURITY_HEADERS', { SECURITY_HEADERS: 'sometimes' }],
+    ['OAUTH2_ACCEPT_JWT_TYP', { OAUTH2_ACCEPT_JWT_TYP: 'true' }],
+    ['OAUTH2_ACCEPT_JWT_TYP', { AUTH: 'oauth2', ...oauth2, OAUTH2_ACCEPT_JWT_TYP: 'maybe' }],
+    ['TLS_CIPHERS', { TLS_CIPHERS: 'ECDHE-RSA-AES128-GCM-SHA256' }],
+    ['HSTS_MAX_AGE', { HSTS_MAX_AGE: '-1' }],
+    ['HSTS_INCLUDE_SUBDOMAINS', { HSTS_INCLUDE_SUBDOMAINS: 'sometimes' }],
+    ['METRICS_AUTH', { METRICS_AUTH: 'sometimes' }],
   ];
   for (const [variable, env] of bad) {
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {

@@ -21,6 +21,11 @@ export interface Principal {
   /** `admin` may write users; any other role may read. */
   role: string;
   scheme: Exclude<AuthScheme, 'none'>;
+  /**
+   * When the credential stops being valid (ms since the epoch): a token's `exp`. Absent for API keys
+   * and Basic users, which do not expire. A chat connection is closed (1008) when this passes.
+   */
+  expiresAt?: number;
 }
 
 /** What a request or handshake carries; the caller decides which places count (see credentialsOf). */
@@ -70,9 +75,13 @@ export function createAuthenticator(config: AuthConfig): Authenticator | undefin
     case 'jwt':
       return tokenAuthenticator('jwt', new TextEncoder().encode(config.jwtSecret), { algorithms: ['HS256'] });
     case 'oauth2': {
-      const { jwksUrl, issuer, audience } = config.oauth2!;
+      const { jwksUrl, issuer, audience, acceptJwtTyp } = config.oauth2!;
       const jwks = createRemoteJWKSet(new URL(jwksUrl), { cooldownDuration: JWKS_COOLDOWN_MS, timeoutDuration: JWKS_TIMEOUT_MS });
-      return tokenAuthenticator('oauth2', jwks, { algorithms: ['RS256', 'ES256'], issuer, audience });
+      // RFC 9068 2.1: an access token says `typ: at+jwt`, so that an ID token (typ JWT, or none), signed
+      // by the same keys for the same audience, is not taken for one. OAUTH2_ACCEPT_JWT_TYP relaxes
+      // this for providers that do not set it.
+      const types = acceptJwtTyp ? [...ACCESS_TOKEN_TYPES, 'jwt', undefined] : ACCESS_TOKEN_TYPES;
+      return tokenAuthenticator('oauth2', jwks, { algorithms: ['RS256', 'ES256'], issuer, audience }, types);
     }
   }
 }
@@ -162,7 +171,14 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
 
 type VerifyKey = Parameters<typeof jwtVerify>[1];
 
-function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: JWTVerifyOptions): Authenticator {
+/** `typ` values of an RFC 9068 access token, as compared: lower case, without `application/` (RFC 7515 4.1.9). */
+const ACCESS_TOKEN_TYPES: readonly (string | undefined)[] = ['at+jwt'];
+
+/**
+ * `types`: the accepted `typ` header values (normalised as in ACCESS_TOKEN_TYPES; `undefined` for none);
+ * absent, `typ` is not looked at (AUTH=jwt: Roster's own tokens, one secret, no other kind of token).
+ */
+function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: JWTVerifyOptions, types?: readonly (string | undefined)[]): Authenticator {
   const challenge = `Bearer ${REALM}`;
   const invalid = (description: string) => unauthorized(`Bearer ${REALM}, error="invalid_token", error_description="${description}"`, description);
   const verifyOptions: JWTVerifyOptions = { ...options, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] };
@@ -183,8 +199,11 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
       if (known) return known;
       return cache.verify(jwt, async () => {
         let payload: JWTPayload;
+        let typ: string | undefined;
         try {
-          ({ payload } = await jwtVerify(jwt, key as Parameters<typeof jwtVerify>[1] & Uint8Array, verifyOptions));
+          const verified = await jwtVerify(jwt, key as Parameters<typeof jwtVerify>[1] & Uint8Array, verifyOptions);
+          payload = verified.payload;
+          typ = verified.protectedHeader.typ;
         } catch (error) {
           if (error instanceof joseErrors.JWTExpired) throw invalid('The token has expired');
           if (error instanceof joseErrors.JWKSTimeout || (scheme === 'oauth2' && !(error instanceof joseErrors.JOSEError))) {
@@ -195,12 +214,25 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
         }
         // jose checks iat only with maxTokenAge; a token issued in the future is refused here.
         if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S) throw invalid('The token is not valid yet');
-        const name = typeof payload.name === 'string' && payload.name !== '' ? payload.name : payload.sub!;
+        if (types && !types.includes(normalisedTyp(typ))) throw invalid('The token is not an access token (typ)');
+        // jose checks that sub is present, not its type: a number, an object or an empty string would
+        // otherwise become the principal's name (and the chat's).
+        if (typeof payload.sub !== 'string' || payload.sub === '') throw invalid('The token has no valid sub claim');
+        if (payload.name !== undefined && (typeof payload.name !== 'string' || payload.name === '')) throw invalid('The token has a name claim that is not a non-empty string');
+        const name = typeof payload.name === 'string' ? payload.name : payload.sub;
         const role = typeof payload.role === 'string' ? payload.role : 'user';
-        return { principal: { name, role, scheme }, expiresAt: Math.min(Date.now() + CACHE_TTL_MS, payload.exp! * 1000) };
+        const expiresAt = payload.exp! * 1000;
+        return { principal: { name, role, scheme, expiresAt }, expiresAt: Math.min(Date.now() + CACHE_TTL_MS, expiresAt) };
       });
     },
   };
+}
+
+/** A `typ` header as compared: lower case, without the `application/` prefix RFC 7515 4.1.9 allows to omit. */
+function normalisedTyp(typ: string | undefined): string | undefined {
+  if (typ === undefined) return undefined;
+  const lower = typ.toLowerCase();
+  return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }
 
 /**

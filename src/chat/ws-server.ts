@@ -21,6 +21,8 @@ import { clientKey, originAllowed } from '../http/protection.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
 import { timeouts, writeRawError } from '../http/raw-reply.js';
+import { answerPlainHttp } from '../http/tls-plain.js';
+import type { Server as TlsServer } from 'node:tls';
 import { NO_CHAT_METRICS, type ChatMetrics } from '../metrics.js';
 import { Outbox } from './outbox.js';
 import type { ChatRoom, Member } from './room.js';
@@ -36,7 +38,7 @@ export const CloseCode = {
 /** What protects the chat door; every part optional and off unless configured (config.ts). */
 export interface ChatProtection {
   /** TLS_CERT / TLS_KEY: the port speaks WSS. */
-  tls?: { cert: Buffer; key: Buffer } | undefined;
+  tls?: { cert: Buffer; key: Buffer; ciphers?: string } | undefined;
   /** CORS_ORIGINS: a handshake whose Origin is not listed gets 403 (none at all is a non-browser client: allowed). */
   origins?: readonly string[] | undefined;
   /** AUTH: the handshake must carry a credential (header, or api_key / access_token in the URL); 401 otherwise. */
@@ -68,7 +70,12 @@ interface Connection {
   alive: boolean;
   /** Set once Roster has started closing the connection: destroys it if the close handshake stalls. */
   graceTimer?: NodeJS.Timeout;
+  /** Closes the connection (1008) when the credential it joined with expires (a token's exp). */
+  expiryTimer?: NodeJS.Timeout;
 }
+
+/** setTimeout's longest delay (about 24.8 days); a later expiry is waited for in several steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export function createChatServer(
   config: ChatConfig,
@@ -96,7 +103,10 @@ export function createChatServer(
   };
   const serverOptions = timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs);
   const server: Server = protection.tls
-    ? (createTlsServer({ ...serverOptions, cert: protection.tls.cert, key: protection.tls.key }, plainRequest) as unknown as Server)
+    ? (createTlsServer(
+        { ...serverOptions, cert: protection.tls.cert, key: protection.tls.key, ciphers: protection.tls.ciphers, minVersion: 'TLSv1.2' },
+        plainRequest,
+      ) as unknown as Server)
     : createServer(serverOptions, plainRequest);
   const { origins, authenticator, limitHandshake, messageLimit } = protection;
   const guarded = origins !== undefined || authenticator !== undefined || limitHandshake !== undefined;
@@ -107,6 +117,8 @@ export function createChatServer(
   server.maxConnections = 2 * config.maxConnections;
   // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
   server.on('clientError', clientErrorHandler);
+  // ws:// to the WSS port: a 400 that says so (http/tls-plain.ts).
+  if (protection.tls) answerPlainHttp(server as unknown as TlsServer);
   // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.
   server.on('error', (error) => log.error({ err: error }, 'chat server error'));
   // Handshakes ws itself refuses (a malformed extension or subprotocol header): in the envelope too.
@@ -218,6 +230,7 @@ export function createChatServer(
     ws.on('close', (code: number) => {
       connections.delete(ws);
       clearTimeout(connection.graceTimer);
+      clearTimeout(connection.expiryTimer);
       metrics.closed(code);
       leave(connection);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
@@ -225,6 +238,18 @@ export function createChatServer(
 
     room.join(connection.member);
     metrics.joined();
+    if (principal?.expiresAt !== undefined) closeAtExpiry(ws, connection, principal.expiresAt);
+  }
+
+  /**
+   * A session lasts no longer than its credential: REST refuses an expired token, so the chat must not
+   * go on with it. The client reconnects with a fresh one (the console signs in again).
+   */
+  function closeAtExpiry(ws: WebSocket, connection: Connection, expiresAt: number): void {
+    const delay = expiresAt - Date.now();
+    if (delay <= 0) return closeConnection(ws, connection, CloseCode.policyViolation, 'The credential expired');
+    connection.expiryTimer = setTimeout(() => closeAtExpiry(ws, connection, expiresAt), Math.min(delay, MAX_TIMER_MS));
+    connection.expiryTimer.unref();
   }
 
   function leave(connection: Connection): void {

@@ -6,6 +6,8 @@ import { Ajv } from 'ajv';
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
+import type { Server as TlsServer } from 'node:tls';
+import { answerPlainHttp } from './tls-plain.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { UserSchemas } from '../users/schema.js';
@@ -23,7 +25,7 @@ import { CONSOLE_ROOT, registerConsole } from './console.js';
 import type { Metrics } from '../metrics.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Dependency } from '../health.js';
-import { accessOf, registerGate, registerProtection } from './protection.js';
+import { accessOf, registerGate, registerProtection, requireAdmin } from './protection.js';
 
 export { API_PREFIX };
 
@@ -58,7 +60,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections. With
     // TLS_CERT/TLS_KEY the same port speaks HTTPS, with the same limits.
     ...(config.tls
-      ? { https: { ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs), cert: config.tls.cert, key: config.tls.key } }
+      ? { https: { ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs), cert: config.tls.cert, key: config.tls.key, ciphers: config.tls.ciphers, minVersion: 'TLSv1.2' as const } }
       : { http: timeouts(config.headersTimeoutMs, config.requestTimeoutMs) }),
     // Whether X-Forwarded-For is believed for request.ip (rate limiting); off unless TRUST_PROXY says.
     // (A hop count as a function: Fastify's types lack the number form its runtime accepts.)
@@ -86,6 +88,8 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const app = Fastify(options as FastifyHttpOptions<Server>) as unknown as FastifyInstance;
   // Past this, Node drops new connections on accept: each costs memory even before it sends a byte.
   app.server.maxConnections = config.maxConnections;
+  // http:// to the HTTPS port: a 400 that says so, rather than a dropped connection.
+  if (config.tls) answerPlainHttp(app.server as unknown as TlsServer);
   // Checked below, in the envelope. Node reads this property on every request; @types/node lacks it.
   (app.server as typeof app.server & { requireHostHeader: boolean }).requireHostHeader = false;
 
@@ -145,7 +149,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
   await app.register(systemRoutes, { prefix: API_PREFIX, catalog, dependencies: deps.dependencies ?? [] });
   await app.register(openApiRoutes);
-  if (metrics) await app.register(metricsRoute, { metrics });
+  if (metrics) {
+    const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;
+    await app.register(metricsRoute, { metrics, guard });
+  }
   if (config.console) {
     const chatPort = deps.chatPort ?? (() => config.wsPort);
     await registerConsole(app, { chatPort, chatUrl: config.chatPublicUrl, root: CONSOLE_ROOT, roles: config.roles, auth: config.auth.scheme });

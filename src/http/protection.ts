@@ -18,7 +18,7 @@
 import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { credentialsOf, type Authenticator, type Principal } from '../auth/authenticator.js';
 import type { Config, RateLimit } from '../config.js';
 import { RosterError } from '../errors.js';
@@ -86,7 +86,10 @@ export function clientKey(principal: Principal | null | undefined, address: stri
 
 /** Helmet, CORS, authentication and rate limiting: what must run before the app's own onRequest hooks. */
 export async function registerProtection(app: FastifyInstance, config: Config, authenticator: Authenticator | undefined): Promise<void> {
-  if (config.securityHeaders) await app.register(helmet, helmetOptions(config));
+  if (config.securityHeaders) {
+    await app.register(helmet, helmetOptions(config));
+    addSecurityHeaders(app, authenticator !== undefined, config.metricsAuth);
+  }
   if (config.corsOrigins) await app.register(cors, corsOptions(config.corsOrigins));
 
   if (authenticator) {
@@ -171,6 +174,47 @@ async function registerRateLimit(app: FastifyInstance, limit: RateLimit): Promis
 }
 
 /**
+ * Powerful browser features none of Roster's pages use, turned off for them and anything they embed.
+ * (Helmet does not send Permissions-Policy; only features Chromium knows are listed, so it logs no
+ * warnings about unknown ones.)
+ */
+export const PERMISSIONS_POLICY =
+  'accelerometer=(), camera=(), display-capture=(), fullscreen=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), payment=(), usb=()';
+
+/**
+ * What SECURITY_HEADERS adds beyond helmet: Permissions-Policy on every reply, and `Cache-Control:
+ * no-store` on every reply of a route that needs a credential (errors included), so that neither the
+ * browser nor a shared cache keeps a user list fetched with someone's credential.
+ */
+function addSecurityHeaders(app: FastifyInstance, authenticated: boolean, metricsAuth: boolean): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('permissions-policy', PERMISSIONS_POLICY);
+    if (authenticated && (accessOf(request.method, request.routeOptions.url) !== 'public' || (metricsAuth && request.routeOptions.url === '/metrics'))) {
+      reply.header('cache-control', 'no-store');
+    }
+    done();
+  });
+}
+
+/**
+ * METRICS_AUTH with AUTH on: `/metrics` wants an admin credential, checked by this route-level hook
+ * (401 with the challenge, 403 for a reader), after the app's rate limit like any other route.
+ */
+export function requireAdmin(authenticator: Authenticator) {
+  return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
+    let result: Principal | Promise<Principal>;
+    try {
+      result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }));
+    } catch (error) {
+      return done(error as Error);
+    }
+    const decide = (principal: Principal) => done(principal.role === 'admin' ? undefined : forbidden());
+    if (result instanceof Promise) result.then(decide, (error: unknown) => done(error as Error));
+    else decide(result);
+  };
+}
+
+/**
  * For a JSON API, Swagger UI (its own scripts and styles, no inline script) and the console (which
  * sets its own, stricter policy in console.ts, replacing this one on its pages). HSTS only over TLS:
  * sent over plain HTTP it is ignored at best.
@@ -194,8 +238,12 @@ function helmetOptions(config: Config) {
         'style-src': ["'self'", "'unsafe-inline'"], // Swagger UI sets style attributes from script
       },
     },
+    // With COOP same-origin (helmet's default), the page is cross-origin isolated: nothing it did not
+    // opt into can be embedded, and no other window can reach it. The console and Swagger UI load only
+    // their own files, which carry CORP same-origin (helmet's default) themselves.
+    crossOriginEmbedderPolicy: { policy: 'require-corp' as const },
     frameguard: { action: 'deny' as const },
-    hsts: config.tls ? { maxAge: 15_552_000, includeSubDomains: false } : false,
+    hsts: config.tls ? { maxAge: config.hsts.maxAge, includeSubDomains: config.hsts.includeSubDomains } : false,
     referrerPolicy: { policy: 'no-referrer' as const },
   };
 }

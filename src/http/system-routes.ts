@@ -1,5 +1,5 @@
 /** The service's own endpoints: health and the machine-readable description (`/api/v1/docs`). */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import { serviceUnavailable } from '../errors.js';
@@ -74,11 +74,16 @@ export async function systemRoutes(app: FastifyInstance, options: { catalog: Rou
  * Prometheus metrics, off the API prefix (`/metrics`, where scrapers look). Registered by the app at
  * the root when metrics are on.
  */
-export async function metricsRoute(app: FastifyInstance, options: { metrics: Metrics }): Promise<void> {
+export async function metricsRoute(
+  app: FastifyInstance,
+  options: { metrics: Metrics; guard?: onRequestHookHandler | undefined },
+): Promise<void> {
   const { registry } = options.metrics;
   app.get(
     '/metrics',
     {
+      // METRICS_AUTH: an admin credential (protection.ts, requireAdmin).
+      ...(options.guard ? { onRequest: options.guard } : {}),
       schema: {
         description: 'Metrics in the Prometheus text format: HTTP requests, chat connections and messages, the process',
         tags: ['service'],

@@ -61,7 +61,7 @@ const AUDIENCE = 'roster-api';
 const MECHANISMS: Mechanism[] = [
   {
     name: 'apikey',
-    env: () => ({ AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN},${API_KEY_READER}:user` }),
+    env: () => ({ AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN}:admin,${API_KEY_READER}` }),
     challenge: /^ApiKey realm="roster"/,
     admin: async () => ({ headers: { 'x-api-key': API_KEY_ADMIN } }),
     reader: async () => ({ query: `api_key=${API_KEY_READER}` }),
@@ -79,7 +79,7 @@ const MECHANISMS: Mechanism[] = [
   {
     name: 'basic',
     setUp: async () => {
-      basicUsers = `ada:${await hashPassword('lovelace-1815')},bob:${await hashPassword('builder-pw')}:user`;
+      basicUsers = `ada:${await hashPassword('lovelace-1815')}:admin,bob:${await hashPassword('builder-pw')}`;
     },
     env: () => ({ AUTH: 'basic', BASIC_USERS: basicUsers }),
     challenge: /^Basic realm="roster"/,
@@ -147,8 +147,9 @@ const MECHANISMS: Mechanism[] = [
   },
 ];
 
-function oauthToken(key: SigningKey, claims: Record<string, unknown> = {}, options: { exp?: number; iat?: number } = {}) {
-  return token({ iss: ISSUER, aud: AUDIENCE, role: 'user', ...claims }, { key: key.privateKey, alg: key.alg, kid: key.kid, ...options });
+/** An access token as RFC 9068 has it (typ at+jwt), from the test's identity provider. */
+function oauthToken(key: SigningKey, claims: Record<string, unknown> = {}, options: { exp?: number; iat?: number; typ?: string | null } = {}) {
+  return token({ iss: ISSUER, aud: AUDIENCE, role: 'user', ...claims }, { key: key.privateKey, alg: key.alg, kid: key.kid, typ: 'at+jwt', ...options });
 }
 
 function call(running: Running, path: string, credential: Credential, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {

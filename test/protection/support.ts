@@ -20,13 +20,14 @@ const now = () => Math.floor(Date.now() / 1000);
 /** An HS256 token (or another algorithm with `key`); claims default to a valid admin token for an hour. */
 export async function token(
   claims: JWTPayload = {},
-  options: { key?: CryptoKey | Uint8Array; alg?: string; kid?: string; exp?: number; iat?: number; nbf?: number; omit?: string[] } = {},
+  options: { key?: CryptoKey | Uint8Array; alg?: string; kid?: string; typ?: string | null; exp?: number; iat?: number; nbf?: number; omit?: string[] } = {},
 ): Promise<string> {
   const payload: JWTPayload = { sub: 'u-1', name: 'Ada', role: 'admin', iat: options.iat ?? now(), exp: options.exp ?? now() + 3600, ...claims };
   if (options.nbf !== undefined) payload.nbf = options.nbf;
   for (const name of options.omit ?? []) delete payload[name];
   return new SignJWT(payload)
-    .setProtectedHeader({ alg: options.alg ?? 'HS256', typ: 'JWT', ...(options.kid ? { kid: options.kid } : {}) })
+    // typ: `JWT` unless given; null leaves it out.
+    .setProtectedHeader({ alg: options.alg ?? 'HS256', ...(options.typ === null ? {} : { typ: options.typ ?? 'JWT' }), ...(options.kid ? { kid: options.kid } : {}) })
     .sign(options.key ?? new TextEncoder().encode(SECRET));
 }
 

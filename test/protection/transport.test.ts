@@ -62,8 +62,8 @@ describe('TLS_CERT / TLS_KEY', () => {
     assert.equal(health.status, 200);
     assert.equal(JSON.parse(health.text).data.status, 'healthy');
     assert.match(String(health.headers['strict-transport-security']), /max-age=\d+/, 'HSTS over TLS');
-    // Plain HTTP on the TLS port gets nowhere.
-    await assert.rejects(fetch(`http://127.0.0.1:${port}/api/v1/health`));
+    // Plain HTTP on the TLS port gets nowhere but a 400 saying so (hardening.test.ts).
+    assertRefused(await request(`http://127.0.0.1:${port}/api/v1/health`), 400, 'ERROR');
 
     const ws = new WebSocket(`wss://127.0.0.1:${running.wsPort}`, { ca });
     const welcome = await within(
