@@ -35,6 +35,10 @@ export const emailExists = () => new RosterError(409, 'EMAIL_EXISTS', 'A user wi
 export const serviceUnavailable = (message: string, details?: readonly FieldDetail[]) =>
   new RosterError(503, 'SERVICE_UNAVAILABLE', message, details);
 
+/** MAX_USERS reached: nothing that grows the store is accepted until users are deleted. */
+export const storeFull = (capacity: number) =>
+  new RosterError(507, 'INSUFFICIENT_STORAGE', `The user store is full (${capacity} users, MAX_USERS); delete users or raise the limit`);
+
 export const validationFailed = (details: readonly FieldDetail[]) =>
   new RosterError(422, 'VALIDATION_ERROR', 'The request is not valid', details);
 

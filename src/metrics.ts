@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EngineFaults } from './engine-faults.js';
+import type { Storage } from './users/service.js';
 
 /** What the chat door reports. Every method is cheap: counters and a gauge. */
 export interface ChatMetrics {
@@ -36,7 +37,7 @@ export class Metrics {
   });
   readonly chat: ChatMetrics;
 
-  constructor(faults?: EngineFaults) {
+  constructor(faults?: EngineFaults, storage?: () => Promise<Storage | undefined>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'roster_' });
     const registers = [this.registry];
     if (faults) {
@@ -51,6 +52,16 @@ export class Metrics {
           for (const [engine, count] of faults.counts()) this.labels({ engine }).inc(count);
         },
       });
+    }
+    if (storage) {
+      // The store's fill under MAX_USERS, read at scrape time (absent without a cap).
+      const read = async (field: keyof Storage, gauge: Gauge) => {
+        gauge.reset();
+        const now = await storage();
+        if (now) gauge.set(now[field]);
+      };
+      new Gauge({ name: 'roster_users_stored', help: 'Users in the store (under a MAX_USERS cap)', registers, collect() { return read('users', this); } });
+      new Gauge({ name: 'roster_users_capacity', help: 'MAX_USERS: creates past it get 507', registers, collect() { return read('capacity', this); } });
     }
     const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
     const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });

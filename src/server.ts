@@ -75,11 +75,12 @@ async function assemble(
   const service = new UserService(store, createUserValidator(schemas), createClock(), {
     maxPageSize: config.maxPageSize,
     strict: config.strictValidation,
+    maxUsers: config.maxUsers,
   });
   if (database) await database.exclusively(() => seedUsers(service));
   else await seedUsers(service);
 
-  const metrics = config.metrics ? new Metrics(faults) : undefined;
+  const metrics = config.metrics ? new Metrics(faults, () => service.storage()) : undefined;
   let chatPort = config.wsPort;
   // One authenticator for both doors (and one cache of verified credentials).
   const authenticator = createAuthenticator(config.auth);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig, type ChatConfig, type Config } from '../src/config.js';
+import { automaticMaxUsers, ConfigError, loadConfig, type ChatConfig, type Config } from '../src/config.js';
 
 const KIB = 1024;
 const MIB = 1024 * 1024;
@@ -15,6 +15,7 @@ const DEFAULTS: Config = {
   host: '127.0.0.1',
   logLevel: 'info',
   maxPageSize: 100,
+  maxUsers: automaticMaxUsers(),
   bodyLimit: MIB,
   roles: ['admin', 'user'],
   strictValidation: false,
@@ -205,8 +206,8 @@ describe('loadConfig valid overrides', () => {
     ['CORS_ORIGINS', 'https://a.example.com, http://localhost:3000', { corsOrigins: ['https://a.example.com', 'http://localhost:3000'] }],
     ['CORS_ORIGINS', '*', { corsOrigins: ['*'] }],
     ['SECURITY_HEADERS', 'true', { securityHeaders: true }],
-    ['DATABASE_URL', 'postgres://127.0.0.1/test', { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 } }],
-    ['DATABASE_URL', 'postgresql://roster:secret@db:5432/roster', { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 } }],
+    ['DATABASE_URL', 'postgres://127.0.0.1/test', { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 }, maxUsers: 0 }],
+    ['DATABASE_URL', 'postgresql://roster:secret@db:5432/roster', { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 }, maxUsers: 0 }],
     // The pool size alone changes nothing: there is no database to pool.
     ['DATABASE_POOL_SIZE', '4', {}],
     ['REDIS_URL', 'redis://127.0.0.1:6379', { redis: { url: 'redis://127.0.0.1:6379' } }],
@@ -274,6 +275,7 @@ describe('loadConfig valid overrides', () => {
   });
 });
 
+      maxUsers: 0,
 describe('loadConfig bad values throw ConfigError naming the variable', () => {
   const cases: [variable: string, value: string][] = [
     ['PORT', 'abc'],

@@ -32,7 +32,9 @@ answerParent<RosterCommand>(async (command) => {
   });
   // With users already stored, createServer adds no seed users.
   const logger = pino({ level: 'warn' });
-  const server = await createServer(loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', ...command.env }), logger, store ? { store } : {});
+  // MAX_USERS=0: the bench fills a million users of modest size, past the worst-case default cap.
+  const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', MAX_USERS: '0', ...command.env });
+  const server = await createServer(config, logger, store ? { store } : {});
   const ports = await server.start();
   const result: RosterStarted = { ...ports, ...fill };
   return result;

@@ -147,7 +147,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     isLimited: (url) => url !== `${API_PREFIX}/health`,
   });
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
-  await app.register(systemRoutes, { prefix: API_PREFIX, catalog, dependencies: deps.dependencies ?? [] });
+  await app.register(systemRoutes, {
+    prefix: API_PREFIX,
+    catalog,
+    dependencies: deps.dependencies ?? [],
+    storage: () => deps.users.service.storage(),
+  });
   await app.register(openApiRoutes);
   if (metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;

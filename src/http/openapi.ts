@@ -55,6 +55,9 @@ const ERRORS = {
   ]),
   429: errorEnvelope('Too many requests (only when rate limiting is enabled); see Retry-After', [['RATE_LIMITED', 'Too many requests; try again in 12 s']]),
   500: errorEnvelope('An unexpected fault; the detail is in the log, not here', [['INTERNAL_ERROR', 'An unexpected error occurred']]),
+  507: errorEnvelope('The user store holds MAX_USERS users; reads, updates and deletes go on', [
+    ['INSUFFICIENT_STORAGE', 'The user store is full (1000 users, MAX_USERS); delete users or raise the limit'],
+  ]),
   503: errorEnvelope('An engine Roster depends on (PostgreSQL, with DATABASE_URL) is unreachable; nothing was changed', [
     ['SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly'],
     ['SERVICE_UNAVAILABLE', 'Service is degraded: database is down', [{ field: 'database', message: 'down: connect ECONNREFUSED 127.0.0.1:5432' }]],

@@ -4,6 +4,7 @@ import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import { serviceUnavailable } from '../errors.js';
 import { healthOf, type Dependency } from '../health.js';
+import { NEAR_FULL, type Storage } from '../users/service.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
 import { API_TITLE, API_VERSION, errorReplies } from './openapi.js';
@@ -16,6 +17,12 @@ const HealthData = Type.Object({
     description: '`healthy`; `degraded` (still 200) when a dependency the REST API can do without, the Redis chat bus, is down',
   }),
   timestamp: Type.String(),
+  storage: Type.Optional(
+    Type.Object(
+      { users: Type.Integer(), capacity: Type.Integer() },
+      { description: 'Only under a MAX_USERS cap: users stored and the cap; from 90 % of it the status is `degraded`' },
+    ),
+  ),
   checks: Type.Optional(
     Type.Record(Type.String(), Type.Union([Type.Literal('up'), Type.Literal('down')]), {
       description: 'Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down`',
@@ -34,7 +41,10 @@ const Description = Type.Object({ version: Type.String(), title: Type.String(), 
 
 type Endpoint = Static<typeof Endpoint>;
 
-export async function systemRoutes(app: FastifyInstance, options: { catalog: RouteCatalog; dependencies: readonly Dependency[] }): Promise<void> {
+export async function systemRoutes(
+  app: FastifyInstance,
+  options: { catalog: RouteCatalog; dependencies: readonly Dependency[]; storage: () => Promise<Storage | undefined> },
+): Promise<void> {
   app.get(
     '/health',
     {
@@ -53,8 +63,17 @@ export async function systemRoutes(app: FastifyInstance, options: { catalog: Rou
           down.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
         );
       }
-      const data = { status, timestamp: timestamp(), ...(checks ? { checks } : {}) };
-      return success(status === 'healthy' ? 'Service is healthy' : `Service is degraded: ${down.map((d) => d.name).join(' and ')} down`, data);
+      const storage = await options.storage();
+      const nearFull = storage !== undefined && storage.users >= NEAR_FULL * storage.capacity;
+      const problems = down.map((d) => `${d.name} down`);
+      if (nearFull) problems.push(`user store ${storage.users >= storage.capacity ? 'full' : 'nearly full'} (${storage.users} of ${storage.capacity} users)`);
+      const data = {
+        status: problems.length === 0 ? status : ('degraded' as const),
+        timestamp: timestamp(),
+        ...(storage ? { storage } : {}),
+        ...(checks ? { checks } : {}),
+      };
+      return success(problems.length === 0 ? 'Service is healthy' : `Service is degraded: ${problems.join(' and ')}`, data);
     },
   );
 

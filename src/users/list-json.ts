@@ -9,6 +9,7 @@
  * serialisation of random replies).
  */
 import fastJson from 'fast-json-stringify';
+import { getHeapStatistics } from 'node:v8';
 import { User, type UserList } from './schema.js';
 
 const serializeUser = fastJson(User);
@@ -16,18 +17,25 @@ const serializeUser = fastJson(User);
 /**
  * Users whose JSON is kept. When full it starts again empty: a bound on memory however many users are
  * paged through (a million users' JSON would be a few hundred MB), and the pages asked for most (the
- * first ones of each order) are back in it after one request.
+ * first ones of each order) are back in it after one request. The bound is in characters, a 32nd of
+ * the heap at two bytes each (about 130 MB on a 4 GiB heap: some 50 000 users of 200 B of ASCII JSON),
+ * so that with MAX_USERS' half of the heap it never crowds a small heap, whatever the users hold.
  */
-const MAX_CACHED = 50_000;
+const MAX_CACHED_CHARS = Math.floor(getHeapStatistics().heap_size_limit / 32 / 2);
 const cached = new Map<User, string>();
+let cachedChars = 0;
 
 export function userJson(user: User, cache = true): string {
   if (!cache) return serializeUser(user);
   let json = cached.get(user);
   if (json === undefined) {
     json = serializeUser(user);
-    if (cached.size >= MAX_CACHED) cached.clear();
+    if (cachedChars + json.length > MAX_CACHED_CHARS) {
+      cached.clear();
+      cachedChars = 0;
+    }
     cached.set(user, json);
+    cachedChars += json.length;
   }
   return json;
 }

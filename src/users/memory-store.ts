@@ -154,6 +154,10 @@ export class MemoryUserStore implements UserStore {
     return true;
   }
 
+  async count(): Promise<number> {
+    return this.#byId.size;
+  }
+
   async close(): Promise<void> {}
 
   /**

@@ -185,6 +185,12 @@ export class PostgresUserStore implements UserStore {
     }
   }
 
+  async count(): Promise<number> {
+    // The per-role counts that triggers keep (migration 002), not a scan of the table.
+    const { rows } = await this.#query<{ total: string }>('SELECT coalesce(sum(users), 0) AS total FROM user_role_counts', []);
+    return Number(rows[0]!.total);
+  }
+
   async close(): Promise<void> {
     this.health.close();
     await this.pool.end();

@@ -47,7 +47,7 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
         description: 'Create a user; the email must not be held by another user (case-insensitive)',
         tags,
         body: schemas.write,
-        response: { 201: one, ...errorReplies(400, 409, 413, 415, 422) },
+        response: { 201: one, ...errorReplies(400, 409, 413, 415, 422, 507) },
       },
     },
     async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),

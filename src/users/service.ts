@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { emailExists, userNotFound } from '../errors.js';
+import { emailExists, storeFull, userNotFound } from '../errors.js';
 import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
 import type { UserStore } from './store.js';
@@ -19,9 +19,23 @@ export interface UserServiceOptions {
   maxPageSize: number;
   /** decisions.md strict mode: PUT and PATCH also refuse an email held by another user. */
   strict: boolean;
+  /** MAX_USERS: creates past it get 507; 0 or absent, no cap. */
+  maxUsers?: number;
 }
 
+/** How full the store is, for health and metrics: the count as of the last create or delete. */
+export interface Storage {
+  users: number;
+  capacity: number;
+}
+
+/** Health calls the store nearly full from this share of MAX_USERS on, before creates are refused. */
+export const NEAR_FULL = 0.9;
+
 export class UserService {
+  /** The store's count as last read or kept up to date by this instance (other instances may write too). */
+  #stored: number | undefined;
+
   constructor(
     private readonly store: UserStore,
     private readonly validator: UserValidator,
@@ -58,6 +72,7 @@ export class UserService {
   /** Create: required keys, then formats (both in the validator), then email uniqueness. */
   async create(body: unknown): Promise<User> {
     const fields = this.validator.write(body);
+    await this.#admit();
     const now = this.clock.next();
     const user: User = {
       id: randomUUID(),
@@ -69,6 +84,7 @@ export class UserService {
     };
     const stored = await this.store.insert(user);
     if (stored === 'email_taken') throw emailExists();
+    if (this.#stored !== undefined) this.#stored++;
     return stored;
   }
 
@@ -87,6 +103,27 @@ export class UserService {
 
   async remove(id: string): Promise<void> {
     if (!(await this.store.remove(id))) throw userNotFound(id);
+    if (this.#stored !== undefined && this.#stored > 0) this.#stored--;
+  }
+
+  /** How full the store is under MAX_USERS (undefined without a cap): what health and metrics report. */
+  async storage(): Promise<Storage | undefined> {
+    const capacity = this.options.maxUsers;
+    if (!capacity) return undefined;
+    this.#stored ??= await this.store.count();
+    return { users: this.#stored, capacity };
+  }
+
+  /**
+   * MAX_USERS: a create that would grow the store past it is refused, like Redis' maxmemory refuses
+   * writes that grow the data; updates change a user's fields within their bounded sizes and go on.
+   * The count is read just before the insert; creates in flight at the same instant may pass together.
+   */
+  async #admit(): Promise<void> {
+    const capacity = this.options.maxUsers;
+    if (!capacity) return;
+    this.#stored = await this.store.count();
+    if (this.#stored >= capacity) throw storeFull(capacity);
   }
 
   async #apply(id: string, fields: Partial<Pick<User, 'name' | 'email' | 'role'>>): Promise<User> {

@@ -46,5 +46,7 @@ export interface UserStore {
   update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'>;
   /** Returns false when there was no such user. */
   remove(id: string): Promise<boolean>;
+  /** How many users are stored. */
+  count(): Promise<number>;
   close(): Promise<void>;
 }

@@ -1,0 +1,138 @@
+/**
+ * MAX_USERS: a store filled to its cap refuses creates with 507 INSUFFICIENT_STORAGE in the envelope,
+ * while reads, updates and deletes go on; health says so before the store is full, and /metrics shows
+ * how full it is. The default cap, derived from the heap limit, is shown to hold in a real process with
+ * a small heap filled with worst-case users: it refuses creates long before the heap runs out.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config.js';
+import { request, startRoster, within } from '../helpers.js';
+
+const MIB = 2 ** 20;
+
+/** A user at the largest sizes the rules allow, and the most bytes per character: the worst case for memory. */
+function worstCaseUser(n: number) {
+  const tag = String(n).padStart(8, '0');
+  return { name: '😀'.repeat(192) + tag, email: `${'ü'.repeat(234)}${tag}@exämple.com`, role: 'user' };
+}
+
+/** Creates users from `from` on, `concurrency` at a time, until one gets a reply that is not 201; returns it with the count. */
+async function fillUntilRefused(api: string, concurrency: number, from = 0) {
+  let next = from;
+  let created = 0;
+  let refusal: Awaited<ReturnType<typeof request>> | undefined;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (!refusal) {
+        const response = await request(`${api}/users`, { method: 'POST', body: worstCaseUser(next++) });
+        if (response.status === 201) created++;
+        else refusal ??= response;
+      }
+    }),
+  );
+  return { created, refusal: refusal! };
+}
+
+describe('MAX_USERS', () => {
+  test('past the cap: 507 in the envelope for creates; reads, updates and deletes go on; health and metrics tell', async (t) => {
+    const roster = await startRoster({ MAX_USERS: '50' });
+    t.after(() => roster.stop());
+    const seeded = (await request(`${roster.api}/users`)).body.data.pagination.total as number;
+
+    // 90 % of 50 is 45: healthy below, degraded (still 200) from there, before any create is refused.
+    for (let i = seeded; i < 44; i++) assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(i) })).status, 201);
+    const below = await request(`${roster.api}/health`);
+    assert.equal(below.status, 200);
+    assert.equal(below.body.data.status, 'healthy');
+    assert.deepEqual(below.body.data.storage, { users: 44, capacity: 50 });
+    assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(44) })).status, 201);
+    const near = await request(`${roster.api}/health`);
+    assert.equal(near.status, 200);
+    assert.equal(near.body.data.status, 'degraded');
+    assert.match(near.body.message, /user store nearly full \(45 of 50 users\)/);
+
+    const { created, refusal } = await fillUntilRefused(roster.api, 1, 45);
+    assert.equal(created, 5);
+    assert.equal(refusal.status, 507, refusal.text);
+    assert.match(refusal.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(refusal.body.status, 'error');
+    assert.equal(refusal.body.error.code, 'INSUFFICIENT_STORAGE');
+    assert.match(refusal.body.error.message, /MAX_USERS/);
+    // An invalid create is still told what is wrong with it, first.
+    assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: { name: '' } })).status, 422);
+
+    const list = await request(`${roster.api}/users?limit=100`);
+    assert.equal(list.status, 200);
+    assert.equal(list.body.data.pagination.total, 50);
+    const [first, second] = list.body.data.users;
+    assert.equal((await request(`${roster.api}/users/${first.id}`)).status, 200);
+    assert.equal((await request(`${roster.api}/users/${first.id}`, { method: 'PATCH', body: { name: 'Still editable' } })).status, 200);
+    assert.equal((await request(`${roster.api}/users/${first.id}`, { method: 'PUT', body: { name: 'Replaced', email: 'replaced@example.com' } })).status, 200);
+    assert.match((await request(`${roster.api}/health`)).body.message, /user store full \(50 of 50 users\)/);
+    const metrics = await fetch(`${roster.origin}/metrics`).then((r) => r.text());
+    assert.match(metrics, /^roster_users_stored 50$/m);
+    assert.match(metrics, /^roster_users_capacity 50$/m);
+
+    // A delete makes room for exactly one more.
+    assert.equal((await request(`${roster.api}/users/${second.id}`, { method: 'DELETE' })).status, 204);
+    assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(1000) })).status, 201);
+    assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(1001) })).status, 507);
+  });
+
+  test('MAX_USERS=0 is no cap, and no storage entry in health', async (t) => {
+    const roster = await startRoster({ MAX_USERS: '0' });
+    t.after(() => roster.stop());
+    const health = await request(`${roster.api}/health`);
+    assert.equal(health.body.data.storage, undefined);
+  });
+
+  test('the default: 40 % of the heap limit over the measured worst case per user, only with users in memory', () => {
+    assert.equal(automaticMaxUsers(4144 * MIB), 339_000);
+    for (const heap of [64 * MIB, 2048 * MIB, 4144 * MIB, 8192 * MIB]) {
+      assert.ok(automaticMaxUsers(heap) * WORST_CASE_BYTES_PER_USER <= heap * USERS_HEAP_SHARE || automaticMaxUsers(heap) === 1000);
+    }
+    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers());
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://127.0.0.1/x' }).maxUsers, 0);
+    assert.equal(loadConfig({ MAX_USERS: '1000' }).maxUsers, 1000);
+    assert.throws(() => loadConfig({ MAX_USERS: '-1' }), /MAX_USERS/);
+  });
+
+  test('a real process with a small heap, filled with worst-case users under the default cap: 507, and it stays up', { timeout: 120_000 }, async (t) => {
+    const main = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+    const child = spawn(process.execPath, ['--max-old-space-size=96', main], {
+      env: { PATH: process.env.PATH ?? '', PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', CONSOLE: 'false' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    t.after(() => child.kill('SIGKILL'));
+    const lines = createInterface({ input: child.stdout! });
+    const listening = await within(
+      new Promise<{ port: number }>((resolve) =>
+        lines.on('line', (line) => {
+          const entry = JSON.parse(line) as { msg?: string; port?: number };
+          if (entry.msg === 'Roster is listening') resolve(entry as { port: number });
+        }),
+      ),
+      10_000,
+      'Roster listening',
+    );
+    const api = `http://127.0.0.1:${listening.port}/api/v1`;
+    const { created, refusal } = await fillUntilRefused(api, 8);
+    assert.equal(refusal.status, 507, refusal.text);
+    const health = await request(`${api}/health`);
+    assert.equal(health.body.data.storage.users, health.body.data.storage.capacity);
+    assert.ok(created > 1000, `only ${created} users fitted`);
+    // Reads of the full store still work (a search walks every user), and the process is alive.
+    assert.equal((await request(`${api}/users?search=zzz`)).status, 200);
+    assert.equal((await request(`${api}/users?sort=email&limit=100`)).status, 200);
+    assert.equal(child.exitCode, null, 'the process exited');
+    child.kill('SIGTERM');
+    const [code] = await within(once(child, 'exit'), 10_000, 'exit');
+    assert.equal(code, 0);
+    t.diagnostic(`heap 96 MiB: ${created} worst-case users created before 507, capacity ${health.body.data.storage.capacity}`);
+  });
+});
