@@ -97,6 +97,7 @@ async function assemble(
   const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS, {
     tls: config.tls,
     origins: config.corsOrigins,
+    restPort: () => (rest.server.address() as AddressInfo | null)?.port ?? config.port,
     authenticator,
     limitHandshake: config.rateLimit ? handshakeLimiter(rest, config.rateLimit) : undefined,
     messageLimit: config.rateLimit,

@@ -41,6 +41,11 @@ export interface ChatProtection {
   tls?: { cert: Buffer; key: Buffer; ciphers?: string } | undefined;
   /** CORS_ORIGINS: a handshake whose Origin is not listed gets 403 (none at all is a non-browser client: allowed). */
   origins?: readonly string[] | undefined;
+  /**
+   * The REST port bound (the console's). With AUTH on and no CORS_ORIGINS, a browser handshake must
+   * come from it, or from the chat's own origin: 403 otherwise (protection.ts, originAllowed).
+   */
+  restPort?: (() => number) | undefined;
   /** AUTH: the handshake must carry a credential (header, or api_key / access_token in the URL); 401 otherwise. */
   authenticator?: Authenticator | undefined;
   /** RATE_LIMIT for handshakes, by client key: resolves with the 429 to send, or undefined to go on. */
@@ -156,7 +161,8 @@ export function createChatServer(
    */
   async function admit(request: IncomingMessage): Promise<Principal | undefined | RosterError> {
     const origin = request.headers.origin;
-    if (!originAllowed(origins, origin)) return new RosterError(403, 'FORBIDDEN', 'This origin may not connect to the chat');
+    const own = authenticator && protection.restPort ? { host: request.headers.host, restPort: protection.restPort() } : undefined;
+    if (!originAllowed(origins, origin, own)) return new RosterError(403, 'FORBIDDEN', 'This origin may not connect to the chat');
     let principal: Principal | undefined;
     let failure: unknown;
     if (authenticator) {
