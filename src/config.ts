@@ -235,26 +235,6 @@ function engineUrl(read: Reader, name: string, protocols: readonly string[]): { 
   return { url: raw };
 }
 
-function integer(read: Reader, name: string, fallback: number, min: number, max: number): number {
-  const raw = read(name);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got "${raw}")`);
-  const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(name, `must be from ${min} to ${max} (got ${raw})`);
-  return value;
-}
-
-function port(read: Reader, name: string, fallback: number): number {
-  return integer(read, name, fallback, 0, 65_535);
-}
-
-const UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, kib: KIB, k: KIB, mb: 1000 * 1000, mib: MIB, m: MIB };
-
-function bytes(read: Reader, name: string, fallback: number, min: number, max: number): number {
-  const raw = read(name);
-  if (raw === undefined) return fallback;
-  const match = /^(\d+)\s*([a-z]*)$/i.exec(raw);
-  const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
 /**
  * Bytes of heap one user can take in the memory store at worst, measured: 10 000 users created over
  * HTTP with a name of 200 astral-plane characters (400 UTF-16 units) and a 254-character email outside
@@ -278,6 +258,26 @@ export function automaticMaxUsers(heapLimit = getHeapStatistics().heap_size_limi
   return Math.max(1000, Math.floor((heapLimit * USERS_HEAP_SHARE) / WORST_CASE_BYTES_PER_USER / 1000) * 1000);
 }
 
+function integer(read: Reader, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got "${raw}")`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be from ${min} to ${max} (got ${raw})`);
+  return value;
+}
+
+function port(read: Reader, name: string, fallback: number): number {
+  return integer(read, name, fallback, 0, 65_535);
+}
+
+const UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, kib: KIB, k: KIB, mb: 1000 * 1000, mib: MIB, m: MIB };
+
+function bytes(read: Reader, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(name);
+  if (raw === undefined) return fallback;
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(raw);
+  const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
   if (!match || unit === undefined) {
     throw new ConfigError(name, `must be a size in bytes such as 1048576, 64KiB or 1MiB (got "${raw}")`);
   }

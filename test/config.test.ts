@@ -269,13 +269,13 @@ describe('loadConfig valid overrides', () => {
       corsOrigins: undefined,
       securityHeaders: false,
       database: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3 },
+      maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, handshakeTimeoutMs: 2000 },
     });
   });
 });
 
-      maxUsers: 0,
 describe('loadConfig bad values throw ConfigError naming the variable', () => {
   const cases: [variable: string, value: string][] = [
     ['PORT', 'abc'],
