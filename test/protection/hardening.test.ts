@@ -17,6 +17,7 @@ import { hashPassword, parsePasswordHash } from '../../src/auth/password.js';
 import { PERMISSIONS_POLICY } from '../../src/http/protection.js';
 import { request, startRoster, within, type Running } from '../helpers.js';
 import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic } from './support.js';
+import { launchBrowser, noChromium, openConsole, startConsoleRoster, waitForText } from '../console/support.js';
 
 describe('scrypt: N = 2^17 for new hashes; older hashes still verify', () => {
   test('hash-password writes N=131072; a BASIC_USERS list mixing it with an N=2^15 hash signs both in', async (t) => {
@@ -213,5 +214,23 @@ describe('METRICS_AUTH', () => {
     const response = await fetch(`${running.origin}/metrics`);
     await response.arrayBuffer();
     assert.equal(response.status, 200);
+  });
+});
+
+describe('SECURITY_HEADERS in a browser', () => {
+  test('the console is cross-origin isolated and still lists users and joins the chat', { skip: noChromium, timeout: 30_000 }, async () => {
+    const roster = await startConsoleRoster({ SECURITY_HEADERS: 'true' });
+    const browser = await launchBrowser();
+    try {
+      const { page, errors, consoleErrors } = await openConsole(browser, roster.origin);
+      await waitForText(page.locator('#page-info'), '3 users');
+      await waitForText(page.locator('#chat-status-text'), 'Connected');
+      assert.equal(await page.evaluate('crossOriginIsolated'), true);
+      assert.deepEqual(errors, []);
+      assert.deepEqual(consoleErrors, []);
+    } finally {
+      await browser.close();
+      await roster.stop();
+    }
   });
 });
