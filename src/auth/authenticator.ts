@@ -13,6 +13,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { AuthConfig, AuthScheme } from '../config.js';
 import { RosterError } from '../errors.js';
+import { BoundedWork } from './bounded-work.js';
 import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';
 
 export interface Principal {
@@ -46,8 +47,14 @@ export interface Authenticator {
    * The principal, or throws the 401. Synchronous when it can be (API keys; a credential verified
    * recently), so that the common request costs no promise; a promise when it must wait (scrypt, a
    * signature check, a JWKS fetch).
+   *
+   * `admit`, when given, is awaited before a password is hashed (Basic credentials not verified
+   * recently), and its rejection is the request's answer: the caller counts the attempt against the
+   * client's rate limit there, before the work, and refuses with 429 past it. Password hashing is also
+   * bounded (HASHING_CONCURRENCY, HASHING_QUEUE): past the queue, 503 SERVICE_UNAVAILABLE with
+   * Retry-After, at once. (Token signatures are cheap to check and cannot be guessed: no admit there.)
    */
-  authenticate(credentials: Credentials): Principal | Promise<Principal>;
+  authenticate(credentials: Credentials, admit?: () => Promise<void>): Principal | Promise<Principal>;
 }
 
 /** Seconds of clock difference tolerated on exp, nbf and iat. */
@@ -62,6 +69,15 @@ const JWKS_TIMEOUT_MS = 5_000;
 /** How long a successful verification is reused; never past a token's exp. */
 export const CACHE_TTL_MS = 60_000;
 const CACHE_ENTRIES = 4_096;
+/**
+ * Password hashes computed at once (scrypt runs on libuv's thread pool, 4 threads by default: two stay
+ * free for file and DNS work), and how many more may wait. A login waits at most about
+ * (HASHING_QUEUE / HASHING_CONCURRENCY + 1) hashes, some five times its usual time; past the queue it
+ * gets 503 at once, however many credentials a flood brings.
+ */
+export const HASHING_CONCURRENCY = 2;
+export const HASHING_QUEUE = 8;
+export const HASHING_RETRY_AFTER_S = 1;
 const REALM = 'realm="roster"';
 
 export function createAuthenticator(config: AuthConfig): Authenticator | undefined {
@@ -148,10 +164,15 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
   const first = [...byName.values()][0]!.hash;
   const decoy: PasswordHash = { ...first, salt: randomBytes(first.salt.length), hash: randomBytes(first.hash.length) };
   const cache = new VerificationCache();
+  const hashing = new BoundedWork(HASHING_CONCURRENCY, HASHING_QUEUE);
+  const busy = () =>
+    new RosterError(503, 'SERVICE_UNAVAILABLE', 'Too many logins are being checked; try again shortly', undefined, {
+      'Retry-After': String(HASHING_RETRY_AFTER_S),
+    });
   return {
     scheme: 'basic',
     challenge,
-    authenticate({ authorization }) {
+    authenticate({ authorization }, admit) {
       if (authorization === undefined) throw unauthorized(challenge, 'Credentials are required (Authorization: Basic)');
       const known = cache.get(authorization);
       if (known) return known;
@@ -159,12 +180,14 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
       const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : '';
       const colon = decoded.indexOf(':');
       if (colon <= 0) throw unauthorized(challenge, 'The Authorization header is not valid Basic credentials');
-      return cache.verify(authorization, async () => {
-        const user = byName.get(decoded.slice(0, colon));
-        const ok = await verifyPassword(decoded.slice(colon + 1), user?.hash ?? decoy);
-        if (!ok || !user) throw unauthorized(challenge, 'The user name or password is not valid');
-        return { principal: user.principal, expiresAt: Date.now() + CACHE_TTL_MS };
-      });
+      const verify = () =>
+        cache.verify(authorization, async () => {
+          const user = byName.get(decoded.slice(0, colon));
+          const ok = await hashing.run(() => verifyPassword(decoded.slice(colon + 1), user?.hash ?? decoy), busy);
+          if (!ok || !user) throw unauthorized(challenge, 'The user name or password is not valid');
+          return { principal: user.principal, expiresAt: Date.now() + CACHE_TTL_MS };
+        });
+      return admit ? admit().then(verify) : verify();
     },
   };
 }
