@@ -137,6 +137,13 @@ export interface ChatConfig {
   maxBacklog: number;
   /** Open connections at most; the next handshake is refused with HTTP 503. `WS_MAX_CONNECTIONS`, default 10000. */
   maxConnections: number;
+  /**
+   * Open connections of one client at most (its principal when authenticated, else its address); the
+   * next handshake of that client is refused with HTTP 429 TOO_MANY_CONNECTIONS.
+   * `WS_MAX_CONNECTIONS_PER_CLIENT`; default DEFAULT_MAX_CONNECTIONS_PER_CLIENT when AUTH or RATE_LIMIT
+   * is on, else undefined (no such limit, as without protection).
+   */
+  maxConnectionsPerClient: number | undefined;
   /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
   handshakeTimeoutMs: number;
 }
@@ -206,12 +213,25 @@ export function loadConfig(env: Env): Config {
       heartbeatMs: integer(read, 'WS_HEARTBEAT_MS', 30_000, 10, 3_600_000),
       maxBacklog: bytes(read, 'WS_MAX_BACKLOG', MIB, 1, 1024 * MIB),
       maxConnections: integer(read, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+      maxConnectionsPerClient: maxConnectionsPerClient(read, auth.scheme !== 'none' || read('RATE_LIMIT') !== undefined),
       handshakeTimeoutMs: headersTimeoutMs,
     },
   };
 }
 
 type Reader = (name: string) => string | undefined;
+
+/** WS_MAX_CONNECTIONS_PER_CLIENT when protection is on and it is not set: a person's tabs and tools, with room to spare. */
+export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 32;
+
+/**
+ * Set, it applies in any case. Unset, it applies only with protection on (AUTH or RATE_LIMIT): without
+ * it, Roster behaves as the contract says, and one address may well be a proxy or a NAT for many people.
+ */
+function maxConnectionsPerClient(read: Reader, protectionOn: boolean): number | undefined {
+  const fallback = protectionOn ? DEFAULT_MAX_CONNECTIONS_PER_CLIENT : undefined;
+  return read('WS_MAX_CONNECTIONS_PER_CLIENT') === undefined ? fallback : integer(read, 'WS_MAX_CONNECTIONS_PER_CLIENT', 0, 1, 1_000_000);
+}
 
 function database(read: Reader): Config['database'] {
   const engine = engineUrl(read, 'DATABASE_URL', ['postgres:', 'postgresql:']);

@@ -24,7 +24,7 @@ import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
 import { Metrics, NO_CHAT_METRICS } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
-import { rateLimited } from './http/protection.js';
+import { handshakeLimiter } from './http/protection.js';
 
 export interface RosterServer {
   readonly rest: FastifyInstance;
@@ -134,23 +134,6 @@ async function closeWithin(app: FastifyInstance, timeoutMs: number): Promise<voi
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * Chat handshakes counted by @fastify/rate-limit too (its own store, apart from the REST port's
- * counts), with the same limit per client, so both ports answer 429 by the same rule.
- */
-function handshakeLimiter(rest: FastifyInstance, limit: NonNullable<Config['rateLimit']>) {
-  const check = rest.createRateLimit({
-    max: limit.max,
-    timeWindow: limit.windowMs,
-    keyGenerator: (request) => (request as unknown as { key: string }).key,
-  });
-  return async (key: string) => {
-    // The plugin reads routeOptions.config of what it is given; a handshake has no route.
-    const result = await check({ key: `chat:${key}`, routeOptions: {} } as never);
-    return !result.isAllowed && result.isExceeded ? rateLimited(result.max, result.ttl) : undefined;
-  };
 }
 
 /** The client address of a handshake as Fastify computes request.ip for the same TRUST_PROXY. */

@@ -42,6 +42,7 @@ const DEFAULTS: Config = {
     heartbeatMs: 30_000,
     maxBacklog: MIB,
     maxConnections: 10_000,
+    maxConnectionsPerClient: undefined,
     handshakeTimeoutMs: 15_000,
   },
 };
@@ -72,6 +73,7 @@ describe('loadConfig defaults', () => {
     'WS_HEARTBEAT_MS',
     'WS_MAX_BACKLOG',
     'WS_MAX_CONNECTIONS',
+    'WS_MAX_CONNECTIONS_PER_CLIENT',
     'HEADERS_TIMEOUT_MS',
     'REQUEST_TIMEOUT_MS',
     'KEEP_ALIVE_TIMEOUT_MS',
@@ -180,6 +182,9 @@ describe('loadConfig valid overrides', () => {
     ['WS_MAX_BACKLOG', '64KiB', { chat: { maxBacklog: 64 * KIB } }],
     ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1 } }],
     ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50 } }],
+    // Set, it applies even without AUTH or RATE_LIMIT (unset, it is off then: see below).
+    ['WS_MAX_CONNECTIONS_PER_CLIENT', '1', { chat: { maxConnectionsPerClient: 1 } }],
+    ['WS_MAX_CONNECTIONS_PER_CLIENT', '100', { chat: { maxConnectionsPerClient: 100 } }],
     ['HEADERS_TIMEOUT_MS', '5000', { headersTimeoutMs: 5000, chat: { handshakeTimeoutMs: 5000 } }],
     ['HEADERS_TIMEOUT_MS', '30000', { headersTimeoutMs: 30_000, chat: { handshakeTimeoutMs: 30_000 } }],
     ['REQUEST_TIMEOUT_MS', '60000', { requestTimeoutMs: 60_000 }],
@@ -193,10 +198,11 @@ describe('loadConfig valid overrides', () => {
     ['CHAT_PUBLIC_URL', '/chat', { chatPublicUrl: '/chat' }],
     ['CHAT_PUBLIC_URL', 'https://example.com/chat', { chatPublicUrl: 'https://example.com/chat' }],
     ['AUTH', 'none', {}],
-    ['RATE_LIMIT', '100/minute', { rateLimit: { max: 100, windowMs: 60_000 } }],
-    ['RATE_LIMIT', '10/second', { rateLimit: { max: 10, windowMs: 1000 } }],
-    ['RATE_LIMIT', '1000 / hour', { rateLimit: { max: 1000, windowMs: 3_600_000 } }],
-    ['RATE_LIMIT', '5/s', { rateLimit: { max: 5, windowMs: 1000 } }],
+    // Protection on: the per-client chat connection limit takes its default too.
+    ['RATE_LIMIT', '100/minute', { rateLimit: { max: 100, windowMs: 60_000 }, chat: { maxConnectionsPerClient: 32 } }],
+    ['RATE_LIMIT', '10/second', { rateLimit: { max: 10, windowMs: 1000 }, chat: { maxConnectionsPerClient: 32 } }],
+    ['RATE_LIMIT', '1000 / hour', { rateLimit: { max: 1000, windowMs: 3_600_000 }, chat: { maxConnectionsPerClient: 32 } }],
+    ['RATE_LIMIT', '5/s', { rateLimit: { max: 5, windowMs: 1000 }, chat: { maxConnectionsPerClient: 32 } }],
     ['TRUST_PROXY', 'false', {}],
     ['TRUST_PROXY', 'true', { trustProxy: true }],
     ['TRUST_PROXY', 'TRUE', { trustProxy: true }],
@@ -271,7 +277,7 @@ describe('loadConfig valid overrides', () => {
       database: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3 },
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
-      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, handshakeTimeoutMs: 2000 },
+      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, maxConnectionsPerClient: undefined, handshakeTimeoutMs: 2000 },
     });
   });
 });
@@ -339,6 +345,9 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['WS_MAX_CONNECTIONS', '0'],
     ['WS_MAX_CONNECTIONS', '-1'],
     ['WS_MAX_CONNECTIONS', 'many'],
+    ['WS_MAX_CONNECTIONS_PER_CLIENT', '0'],
+    ['WS_MAX_CONNECTIONS_PER_CLIENT', '-1'],
+    ['WS_MAX_CONNECTIONS_PER_CLIENT', 'lots'],
     ['DATABASE_URL', 'mysql://127.0.0.1/test'],
     ['DATABASE_URL', 'not a url'],
     ['DATABASE_POOL_SIZE', '0'],
@@ -377,6 +386,13 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
 describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)', () => {
   const KEY = 'k3y-0123456789abcdef';
   const SECRET = 's'.repeat(32);
+
+  test('WS_MAX_CONNECTIONS_PER_CLIENT: 32 by default with AUTH or RATE_LIMIT on, none without; set, it wins', () => {
+    assert.equal(loadConfig({}).chat.maxConnectionsPerClient, undefined);
+    assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET }).chat.maxConnectionsPerClient, 32);
+    assert.equal(loadConfig({ RATE_LIMIT: '10/second' }).chat.maxConnectionsPerClient, 32);
+    assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET, WS_MAX_CONNECTIONS_PER_CLIENT: '4' }).chat.maxConnectionsPerClient, 4);
+  });
 
   test('AUTH=apikey: keys with an optional role, user (a reader) by default', () => {
     const config = loadConfig({ AUTH: 'apikey', API_KEYS: `${KEY}:admin, ${KEY}-reader` });

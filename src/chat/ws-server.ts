@@ -17,7 +17,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Authenticator, Principal } from '../auth/authenticator.js';
 import { credentialsOf } from '../auth/authenticator.js';
 import type { ChatConfig, RateLimit } from '../config.js';
-import { clientKey, originAllowed } from '../http/protection.js';
+import { clientKey, originAllowed, type HandshakeLimiter } from '../http/protection.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
 import { timeouts, writeRawError } from '../http/raw-reply.js';
@@ -48,9 +48,9 @@ export interface ChatProtection {
   restPort?: (() => number) | undefined;
   /** AUTH: the handshake must carry a credential (header, or api_key / access_token in the URL); 401 otherwise. */
   authenticator?: Authenticator | undefined;
-  /** RATE_LIMIT for handshakes, by client key: resolves with the 429 to send, or undefined to go on. */
-  limitHandshake?: ((key: string) => Promise<RosterError | undefined>) | undefined;
-  /** RATE_LIMIT for messages, per connection (MessageBudget). */
+  /** RATE_LIMIT for handshakes, by client key: each method resolves with the 429 to send, or undefined to go on. */
+  limitHandshake?: HandshakeLimiter | undefined;
+  /** RATE_LIMIT for messages, per client: one MessageBudget shared by all its connections. */
   messageLimit?: RateLimit | undefined;
   /** The client's address, X-Forwarded-For believed as TRUST_PROXY says. */
   addressOf?: ((request: IncomingMessage) => string) | undefined;
@@ -75,12 +75,21 @@ interface Connection {
   alive: boolean;
   /** Set once Roster has started closing the connection: destroys it if the close handshake stalls. */
   graceTimer?: NodeJS.Timeout;
+  /** What it shares with the other connections of its client (clientKey). */
+  readonly client: Client;
   /** Closes the connection (1008) when the credential it joined with expires (a token's exp). */
   expiryTimer?: NodeJS.Timeout;
 }
 
 /** setTimeout's longest delay (about 24.8 days); a later expiry is waited for in several steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A client (its principal, else its address): its open connections, and their common message budget. */
+interface Client {
+  readonly key: string;
+  open: number;
+  readonly budget: MessageBudget | undefined;
+}
 
 export function createChatServer(
   config: ChatConfig,
@@ -91,6 +100,9 @@ export function createChatServer(
 ): ChatServer {
   const log = logger.child({ component: 'chat' });
   const connections = new Map<WebSocket, Connection>();
+  // By clientKey: kept while the client has a connection, or a budget not yet refilled (pruned on the
+  // heartbeat), so that reconnecting does not buy a fresh message budget.
+  const clients = new Map<string, Client>();
   const outbox = new Outbox((frames) => metrics.messagesOut(frames));
   let closing = false;
 
@@ -140,13 +152,21 @@ export function createChatServer(
       return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
     }
     // ws checks what is left of the handshake (extension and subprotocol headers) and answers 400 itself.
-    if (!guarded) return wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket));
+    // It upgrades synchronously (no verifyClient), so accept() counts the client's connection before any
+    // other handshake is looked at: the per-client check below cannot be raced.
+    if (!guarded) {
+      const key = clientKey(undefined, addressOf(request));
+      if (tooMany(key)) return refuseTooMany(socket);
+      return wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key));
+    }
     admit(request).then(
       (verdict) => {
         if (socket.destroyed) return;
         if (verdict instanceof RosterError) return writeRawError(socket, verdict);
         if (closing) return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
-        wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, verdict));
+        const key = clientKey(verdict, addressOf(request));
+        if (tooMany(key)) return refuseTooMany(socket);
+        wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, verdict));
       },
       (error: unknown) => {
         log.error({ err: error }, 'chat handshake check failed');
@@ -155,24 +175,47 @@ export function createChatServer(
     );
   });
 
+  /** WS_MAX_CONNECTIONS_PER_CLIENT: whether the client of `key` has all the connections it may have. */
+  function tooMany(key: string): boolean {
+    return config.maxConnectionsPerClient !== undefined && (clients.get(key)?.open ?? 0) >= config.maxConnectionsPerClient;
+  }
+
+  function refuseTooMany(socket: Duplex): void {
+    const message = `At most ${config.maxConnectionsPerClient} chat connections per client; close one first`;
+    refuse(socket, 429, 'TOO_MANY_CONNECTIONS', message);
+  }
+
   /**
-   * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403), then
-   * credentials, recorded; the rate limit (429) per principal or address; then the credentials' 401.
+   * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403); 429
+   * while the address has no handshake left, before any credential is looked at (a right password must
+   * not be told from a wrong one by the reply); credentials, recorded, a password counted against the
+   * address before it is hashed; the rate limit (429) per principal or address; then the credentials' 401.
    */
   async function admit(request: IncomingMessage): Promise<Principal | undefined | RosterError> {
     const origin = request.headers.origin;
     const own = authenticator && protection.restPort ? { host: request.headers.host, restPort: protection.restPort() } : undefined;
     if (!originAllowed(origins, origin, own)) return new RosterError(403, 'FORBIDDEN', 'This origin may not connect to the chat');
+    const address = addressOf(request);
+    const spent = limitHandshake ? await limitHandshake.spent(clientKey(undefined, address)) : undefined;
+    if (spent) return spent;
     let principal: Principal | undefined;
     let failure: unknown;
+    let charged = false;
     if (authenticator) {
+      const charge = async () => {
+        const limited = await limitHandshake?.count(clientKey(undefined, address));
+        if (limited) throw limited;
+        charged = limitHandshake !== undefined;
+      };
       try {
-        principal = await authenticator.authenticate(credentialsOf(request.headers, request.url ?? '', { accessToken: true }));
+        principal = await authenticator.authenticate(credentialsOf(request.headers, request.url ?? '', { accessToken: true }), charge);
       } catch (error) {
         failure = error;
       }
     }
-    const limited = limitHandshake ? await limitHandshake(clientKey(principal, addressOf(request))) : undefined;
+    // A refused password was counted before its hashing (charge); anything else is counted now.
+    const counted = charged && !principal;
+    const limited = limitHandshake && !counted ? await limitHandshake.count(clientKey(principal, address)) : undefined;
     if (limited) return limited;
     if (failure !== undefined) {
       if (failure instanceof RosterError) return failure;
@@ -182,8 +225,14 @@ export function createChatServer(
   }
 
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
-  function accept(ws: WebSocket, socket: Duplex, principal?: Principal): void {
-    const budget = messageLimit ? new MessageBudget(messageLimit) : undefined;
+  function accept(ws: WebSocket, socket: Duplex, key: string, principal?: Principal): void {
+    let client = clients.get(key);
+    if (!client) {
+      client = { key, open: 0, budget: messageLimit ? new MessageBudget(messageLimit) : undefined };
+      clients.set(key, client);
+    }
+    client.open += 1;
+    const { budget } = client;
     const writable = (): boolean => {
       if (ws.readyState !== WebSocket.OPEN) return false;
       // A slow consumer (decisions.md): closed once the backlog it had before this turn passes the
@@ -197,6 +246,7 @@ export function createChatServer(
     };
     const connection: Connection = {
       alive: true,
+      client,
       member: {
         id: randomUUID(),
         ...(principal ? { name: principal.name } : {}),
@@ -235,6 +285,8 @@ export function createChatServer(
     });
     ws.on('close', (code: number) => {
       connections.delete(ws);
+      connection.client.open -= 1;
+      forgetIfIdle(connection.client, Date.now());
       clearTimeout(connection.graceTimer);
       clearTimeout(connection.expiryTimer);
       metrics.closed(code);
@@ -256,6 +308,11 @@ export function createChatServer(
     if (delay <= 0) return closeConnection(ws, connection, CloseCode.policyViolation, 'The credential expired');
     connection.expiryTimer = setTimeout(() => closeAtExpiry(ws, connection, expiresAt), Math.min(delay, MAX_TIMER_MS));
     connection.expiryTimer.unref();
+  }
+
+  /** A client without connections is forgotten once its message budget is back to full. */
+  function forgetIfIdle(client: Client, now: number): void {
+    if (client.open === 0 && (!client.budget || client.budget.rested(now))) clients.delete(client.key);
   }
 
   function leave(connection: Connection): void {
@@ -294,6 +351,8 @@ export function createChatServer(
       connection.alive = false;
       ws.ping();
     }
+    const now = Date.now();
+    for (const client of clients.values()) forgetIfIdle(client, now);
   }, config.heartbeatMs);
   heartbeat.unref();
 
@@ -331,7 +390,7 @@ export function createChatServer(
 }
 
 /**
- * RATE_LIMIT for chat messages, per connection: a token bucket of `max` messages refilled at `max` per
+ * RATE_LIMIT for chat messages, per client (shared by its connections): a token bucket of `max` messages refilled at `max` per
  * window, so a steady sender at the limit is never cut and a burst is allowed up to `max`. Written by
  * hand because the rate-limit libraries at hand (@fastify/rate-limit) count HTTP requests, not messages
  * on an open socket. Past the budget a message is dropped (the sender hears so once per window); a
@@ -366,6 +425,12 @@ export class MessageBudget {
     this.#dropped += 1;
     if (this.#dropped >= 2 * this.max) return 'close';
     return this.#dropped === 1 ? 'notify' : 'drop';
+  }
+
+  /** Whether the budget is as new (full, nothing dropped in the current window): forgetting it changes nothing. */
+  rested(now: number): boolean {
+    const tokens = this.#refilledAt === 0 ? this.max : this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs;
+    return tokens >= this.max && now - this.#windowStart >= this.windowMs;
   }
 }
 

@@ -6,7 +6,10 @@
  *
  * Order of the onRequest hooks, by design:
  *   helmet, CORS (their headers reach every reply, errors included)
- *   -> authenticate (records the principal or the failure; throws nothing yet)
+ *   -> with a rate limit: 429 at once while the client's address has used up its budget, before any
+ *      credential is looked at (so a right password cannot be told from a wrong one by its reply)
+ *   -> authenticate (records the principal or the failure; throws nothing yet); a password to hash is
+ *      counted against the address first (429 past the limit, before the hashing)
  *   -> rate limit (per principal when authenticated, else per address; health is exempt)
  *   -> 404/405 for unknown routes, missing Host (http/errors.ts, app.ts)
  *   -> gate: 401 for a failed or missing credential, 403 for a reader on a write
@@ -17,7 +20,7 @@
  */
 import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type RateLimitPluginOptions } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { credentialsOf, type Authenticator, type Principal } from '../auth/authenticator.js';
 import type { Config, RateLimit } from '../config.js';
@@ -31,6 +34,8 @@ declare module 'fastify' {
     principal: Principal | null;
     /** Why authentication failed (a 401), raised by the gate once the rate limit has had its say. */
     authFailure: unknown;
+    /** The request was counted against its address before its password was hashed: not again after. */
+    addressCharged: boolean;
   }
 }
 
@@ -96,26 +101,61 @@ export async function registerProtection(app: FastifyInstance, config: Config, a
     app.decorateRequest('principal', null);
     app.decorateRequest('authFailure', null);
   }
+  if (config.rateLimit) await app.register(rateLimit, rateLimitOptions(config.rateLimit));
   // With rate limiting, authentication runs before it (the key is the principal) and only records its
   // outcome; the gate after the router decides. Without, the gate does it all in one hook.
   if (authenticator && config.rateLimit) {
-    app.addHook('onRequest', (request, _reply, done) => {
+    app.decorateRequest('addressCharged', false);
+    const address = addressBudget(app);
+    app.addHook('onRequest', (request, reply, done) => {
       if (accessOf(request.method, request.routeOptions.url) === 'public') return done();
-      authenticateRequest(authenticator, request, () => done());
+      // request.principal is still null: these count the request's address.
+      address.spent(request).then((spent) => {
+        if (spent) return done(spent);
+        const admit = async () => {
+          const result = await address.count(request);
+          if (result.isAllowed) return;
+          if (result.isExceeded) throw rateLimited(result.max, result.ttl);
+          request.addressCharged = true;
+          setRateLimitHeaders(reply, result.max, result.remaining, result.ttlInSeconds);
+        };
+        authenticateRequest(authenticator, request, () => done(), admit);
+      }, done);
     });
   }
 
-  if (config.rateLimit) await registerRateLimit(app, config.rateLimit);
+  if (config.rateLimit) addRateLimitHook(app);
+}
+
+/**
+ * The budget of a request's address in the REST port's store (@fastify/rate-limit's own, through its
+ * createRateLimit; no options: the same store and key as the limit itself, the address while
+ * request.principal is null). `spent`: the 429 when no request is left in this window (a peek: counts
+ * nothing). `count`: counts one.
+ */
+function addressBudget(app: FastifyInstance) {
+  const budget = app.createRateLimit();
+  return {
+    async spent(request: FastifyRequest): Promise<RosterError | undefined> {
+      const state = await budget(request, { increment: false });
+      return !state.isAllowed && state.remaining === 0 ? rateLimited(state.max, state.ttl) : undefined;
+    },
+    count: (request: FastifyRequest) => budget(request),
+  };
+}
+
+function setRateLimitHeaders(reply: FastifyReply, max: number, remaining: number, resetSeconds: number): void {
+  reply.header('ratelimit-limit', max).header('ratelimit-remaining', remaining).header('ratelimit-reset', resetSeconds);
 }
 
 /**
  * Sets request.principal, or request.authFailure, then calls `next`: at once when the authenticator
  * answers synchronously (the common case: a key, a credential verified recently), else when it settles.
  */
-function authenticateRequest(authenticator: Authenticator, request: FastifyRequest, next: () => void): void {
+function authenticateRequest(authenticator: Authenticator, request: FastifyRequest, next: () => void, admit?: () => Promise<void>): void {
   let result: Principal | Promise<Principal>;
   try {
-    result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }));
+    result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }), admit);
   } catch (error) {
     request.authFailure = error;
     return next();
@@ -153,8 +193,8 @@ export function registerGate(app: FastifyInstance, config: Config, authenticator
   });
 }
 
-async function registerRateLimit(app: FastifyInstance, limit: RateLimit): Promise<void> {
-  await app.register(rateLimit, {
+function rateLimitOptions(limit: RateLimit): RateLimitPluginOptions {
+  return {
     global: false, // applied by the hook below, to every request (unknown routes too), not route by route
     max: limit.max,
     timeWindow: limit.windowMs,
@@ -164,13 +204,51 @@ async function registerRateLimit(app: FastifyInstance, limit: RateLimit): Promis
     addHeaders: { 'ratelimit-limit': false, 'ratelimit-remaining': false, 'ratelimit-reset': false, 'retry-after': false },
     addHeadersOnExceeding: { 'ratelimit-limit': true, 'ratelimit-remaining': true, 'ratelimit-reset': true },
     errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl),
-  });
+  };
+}
+
+function addRateLimitHook(app: FastifyInstance): void {
   const limiter = app.rateLimit();
   app.addHook('onRequest', async (request, reply) => {
     // Health stays answerable to load balancers and orchestrators however busy a client is.
     if (request.routeOptions.url === HEALTH) return;
+    // A failed password check was counted before the hashing; an accepted one counts for its principal.
+    if (request.addressCharged && !request.principal) return;
     await limiter.call(app, request, reply);
   });
+}
+
+/**
+ * Chat handshakes counted by @fastify/rate-limit too (its own store, apart from the REST port's
+ * counts), with the same limit per client, so both ports answer 429 by the same rule. `spent` peeks
+ * (the 429 when the key has no handshake left in this window, counting nothing); `count` counts one
+ * (the 429 when that one is past the limit).
+ */
+export function handshakeLimiter(rest: FastifyInstance, limit: RateLimit): HandshakeLimiter {
+  const check = rest.createRateLimit({
+    max: limit.max,
+    timeWindow: limit.windowMs,
+    keyGenerator: (request) => (request as unknown as { key: string }).key,
+  });
+  // The plugin reads routeOptions.config of what it is given; a handshake has no route.
+  const as = (key: string) => ({ key: `chat:${key}`, routeOptions: {} }) as never;
+  return {
+    async spent(key) {
+      const state = await check(as(key), { increment: false });
+      return !state.isAllowed && state.remaining === 0 ? rateLimited(state.max, state.ttl) : undefined;
+    },
+    async count(key) {
+      const result = await check(as(key));
+      return !result.isAllowed && result.isExceeded ? rateLimited(result.max, result.ttl) : undefined;
+    },
+  };
+}
+
+export interface HandshakeLimiter {
+  /** The 429 when `key` has no handshake left in this window; counts nothing. */
+  spent(key: string): Promise<RosterError | undefined>;
+  /** Counts one handshake of `key`: the 429 when it is past the limit. */
+  count(key: string): Promise<RosterError | undefined>;
 }
 
 /**

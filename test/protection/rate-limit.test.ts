@@ -111,10 +111,11 @@ describe('RATE_LIMIT on the chat port', () => {
   });
 
   test('messages: over the limit dropped with one system notice to the sender only; sustained abuse closes with 1008', async (t) => {
-    const running = await startRoster({ RATE_LIMIT: '5/second' });
+    const running = await startRoster({ RATE_LIMIT: '5/second', TRUST_PROXY: '127.0.0.1' });
     t.after(() => running.stop());
     const sender = await handshake(running.wsUrl);
-    const other = await handshake(running.wsUrl);
+    // Another client (another address): the budget is per client, shared by all its connections.
+    const other = await handshake(running.wsUrl, { headers: { 'x-forwarded-for': '198.51.100.2' } });
     const ws = sender.ws!;
     for (let i = 0; i < 8; i++) ws.send(JSON.stringify({ type: 'chat', message: `m${i}` }));
     await sleep(300);
