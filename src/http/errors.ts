@@ -44,7 +44,12 @@ function fromSchemaValidation(error: FastifyError): RosterError {
   for (const issue of error.validation ?? []) {
     const field = issue.keyword === 'required' ? String(issue.params.missingProperty) : issue.instancePath.split('/')[1] ?? '';
     const schema = (issue as { parentSchema?: { type?: string; pattern?: string } }).parentSchema;
-    const rule = schema?.pattern ? 'must be a positive integer' : `must be a single ${schema?.type ?? 'value'}`;
+    const rule =
+      issue.keyword === 'maxLength'
+        ? `must be at most ${String(issue.params.limit)} characters`
+        : schema?.pattern
+          ? 'must be a positive integer'
+          : `must be a single ${schema?.type ?? 'value'}`;
     if (!details.has(field)) details.set(field, issue.keyword === 'required' ? `${field} is required` : `${field} ${rule}`);
   }
   return validationFailed([...details].map(([field, message]) => ({ field, message })));

@@ -9,7 +9,7 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { RosterError, serviceUnavailable } from '../errors.js';
+import { RosterError } from '../errors.js';
 import type { EngineFaults } from '../engine-faults.js';
 import type { Dependency, DependencyState } from '../health.js';
 
@@ -47,11 +47,24 @@ export function createPool(database: { url: string; poolSize: number }, faults: 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
 /**
  * PostgreSQL's: connection exceptions (class 08), the server shutting down or terminating the backend
- * (57P01–57P03), too many connections (53300), a statement cancelled by statement_timeout (57014).
+ * (57P01–57P03), too many connections (53300).
  */
-const SERVER_CODES = /^(08...|57P0[123]|53300|57014)$/;
+const SERVER_CODES = /^(08...|57P0[123]|53300)$/;
 /** node-postgres reports its own timeouts and lost connections by message only. */
-const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection ended|Cannot use a pool after calling end/i;
+const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection ended|Cannot use a pool after calling end/i;
+
+/**
+ * A statement that ran out of time: cancelled by statement_timeout (57014), or given up by the client
+ * (query_timeout). The database answers, it is just busy: 503 with Retry-After for that request, and
+ * health stays as it is.
+ */
+export function isTimeout(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return (error as { code?: unknown }).code === '57014' || /Query read timeout/i.test(error.message);
+}
+
+export const databaseBusy = (): RosterError =>
+  new RosterError(503, 'SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', undefined, { 'retry-after': '1' });
 
 export function isUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -61,7 +74,8 @@ export function isUnreachable(error: unknown): boolean {
   return DRIVER_MESSAGES.test(error.message);
 }
 
-export const databaseUnreachable = (): RosterError => serviceUnavailable('The database is unreachable; try again shortly');
+export const databaseUnreachable = (): RosterError =>
+  new RosterError(503, 'SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', undefined, { 'retry-after': '1' });
 
 /**
  * The `database` dependency (critical: no users without it). Its state is the outcome of the last

@@ -22,9 +22,9 @@ import type { ListParams, ListResult } from './query.js';
 import type { User } from './schema.js';
 import { emailKey, type Changes, type UserStore } from './store.js';
 import { EngineFaults } from '../engine-faults.js';
-import { createPool, databaseUnreachable, DatabaseHealth, isUnreachable } from './postgres-connection.js';
+import { createPool, databaseBusy, databaseUnreachable, DatabaseHealth, isTimeout, isUnreachable } from './postgres-connection.js';
 import { migrate } from './postgres-migrations.js';
-import { alignedRegex, fromStored, likePattern, toStored } from './postgres-text.js';
+import { anywherePattern, fromStored, likePattern, toStored } from './postgres-text.js';
 
 const FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
 /** A user's columns as `Row`, from `table` (a prefix such as `users.` where a statement joins others). */
@@ -105,9 +105,17 @@ export class PostgresUserStore implements UserStore {
     if (params.search !== undefined) {
       const needle = toStored(params.search.toLowerCase());
       const pattern = likePattern(needle);
-      values.push(pattern ?? alignedRegex(needle));
-      const operator = pattern === undefined ? '~' : 'LIKE';
-      filters.push(`(name_lower ${operator} $${values.length} OR email_lower ${operator} $${values.length})`);
+      if (pattern !== undefined) {
+        values.push(pattern);
+        filters.push(`(name_lower LIKE $${values.length} OR email_lower LIKE $${values.length})`);
+      } else {
+        // LIKE finds the needle anywhere; only rows holding an escape need the alignment confirmed.
+        values.push(anywherePattern(needle), needle);
+        const [like, exact] = [`$${values.length - 1}`, `$${values.length}`];
+        const aligned = (column: string) =>
+          `(${column} LIKE ${like} AND (strpos(${column}, E'\\x01') = 0 OR roster_contains_aligned(${column}, ${exact})))`;
+        filters.push(`(${aligned('name_lower')} OR ${aligned('email_lower')})`);
+      }
     }
     const where = filters.length === 0 ? 'true' : filters.join(' AND ');
     values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
@@ -325,6 +333,7 @@ export class PostgresUserStore implements UserStore {
       this.health.succeeded();
       return result;
     } catch (error) {
+      if (isTimeout(error)) throw databaseBusy();
       if (!isUnreachable(error)) throw error;
       this.health.failed(error);
       throw databaseUnreachable();

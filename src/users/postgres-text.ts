@@ -13,7 +13,7 @@
  * Search is a substring test. A match in the stored form is a match in the original, and the reverse,
  * as long as the match starts at the start of a character rather than inside an escape: `likePattern`
  * is exact for needles whose first stored character cannot be the inside of an escape, and
- * `alignedRegex` (slower, anchored to whole characters) serves the others.
+ * `containsAligned` (the SQL function `roster_contains_aligned`) confirms the others.
  */
 
 const ESCAPE = '\u0001';
@@ -59,22 +59,30 @@ function isLow(unit: number): boolean {
 /** First characters of a stored needle that may also be the inside of an escape. */
 const MAY_CONTINUE = /^[\u0001\u0002\u0003\ue000-\ue7ff]/; // eslint-disable-line no-control-regex -- the escapes' own characters
 
-/**
- * The `LIKE` pattern (backslash escapes) matching stored strings that contain `storedNeedle`, or
- * undefined when a plain substring test could match inside an escape and `alignedRegex` must be used.
- */
-export function likePattern(storedNeedle: string): string | undefined {
-  if (MAY_CONTINUE.test(storedNeedle)) return undefined;
+/** The `LIKE` pattern (backslash escapes) of stored strings that contain `storedNeedle` anywhere. */
+export function anywherePattern(storedNeedle: string): string {
   return `%${storedNeedle.replace(/[\\%_]/g, '\\$&')}%`;
 }
 
 /**
- * A PostgreSQL regular expression matching stored strings that contain `storedNeedle` starting at a
- * whole character: from the start, any run of whole characters or escapes, then the needle, each of
- * its characters written as a `\U` escape so that nothing in it is an operator.
+ * The `LIKE` pattern matching stored strings that contain `storedNeedle`, or undefined when a plain
+ * substring test could match inside an escape, and `containsAligned` must confirm the match.
  */
-export function alignedRegex(storedNeedle: string): string {
-  let needle = '';
-  for (const char of storedNeedle) needle += `\\U${char.codePointAt(0)!.toString(16).padStart(8, '0')}`;
-  return `^(?:[^\\u0001]|\\u0001[\\u0001\\u0002]|\\u0001\\u0003.)*${needle}`;
+export function likePattern(storedNeedle: string): string | undefined {
+  return MAY_CONTINUE.test(storedNeedle) ? undefined : anywherePattern(storedNeedle);
+}
+
+/**
+ * Whether `storedHaystack` contains `storedNeedle` starting at a whole character: what the SQL
+ * function `roster_contains_aligned` (migrations/003_aligned_search.sql) decides, written the same way
+ * here so that the tests can hold it against a search of the original strings. One walk over the
+ * haystack's whole characters, comparing at each: no regular expression built from the needle.
+ */
+export function containsAligned(storedHaystack: string, storedNeedle: string): boolean {
+  const last = storedHaystack.length - storedNeedle.length;
+  for (let at = 0; at <= last; ) {
+    if (storedHaystack.startsWith(storedNeedle, at)) return true;
+    at += storedHaystack[at] !== ESCAPE ? 1 : storedHaystack[at + 1] === '\u0003' ? 3 : 2;
+  }
+  return false;
 }

@@ -111,6 +111,12 @@ export const UserId = Type.Object({ id: Type.String({ description: 'The user id'
 const POSITIVE = '^0*[1-9][0-9]*$';
 const PAGE = '^0*[1-9][0-9]{0,14}$';
 
+/**
+ * The longest `search`, in characters: no name (200) or email (254) is longer, so a longer search can
+ * match nothing, and a bound keeps the cost of a search (in every store) proportional to the fields.
+ */
+export const SEARCH_MAX_LENGTH = 256;
+
 /** Query of the list operation; role, search, sort and order are free strings by the contract. */
 export const ListQuery = Type.Object({
   page: Type.Optional(Type.String({ pattern: PAGE, description: 'Page number, 1-based (default 1); a positive whole number' })),
@@ -118,7 +124,12 @@ export const ListQuery = Type.Object({
     Type.String({ pattern: POSITIVE, description: 'Page size (default 20); a positive whole number, clamped to the maximum page size' }),
   ),
   role: Type.Optional(Type.String({ description: 'Keep users whose role equals this exactly' })),
-  search: Type.Optional(Type.String({ description: 'Keep users whose name or email contains this, case-insensitive' })),
+  search: Type.Optional(
+    Type.String({
+      maxLength: SEARCH_MAX_LENGTH,
+      description: `Keep users whose name or email contains this, case-insensitive; at most ${SEARCH_MAX_LENGTH} characters`,
+    }),
+  ),
   sort: Type.Optional(Type.String({ description: 'Field to sort by (default created_at)' })),
   order: Type.Optional(Type.String({ description: '"desc" (default) sorts descending, anything else ascending' })),
 });
