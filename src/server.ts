@@ -12,14 +12,12 @@ import type { Dependency } from './health.js';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
 import type { RedisBus, RedisBusOptions } from './chat/redis-bus.js';
-import { createClock } from './clock.js';
 import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config.js';
 import { buildApp, hopsTrusted } from './http/app.js';
 import { MemoryUserStore } from './users/memory-store.js';
 import type { PostgresUserStore } from './users/postgres-store.js';
 import { userSchemas } from './users/schema.js';
-import { seedUsers } from './users/seed.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
 import { Metrics, NO_CHAT_METRICS } from './metrics.js';
@@ -72,13 +70,12 @@ async function assemble(
   faults: EngineFaults,
 ): Promise<RosterServer> {
   const schemas = userSchemas(config.roles, config.strictValidation);
-  const service = new UserService(store, createUserValidator(schemas), createClock(), {
+  const service = new UserService(store, createUserValidator(schemas), {
     maxPageSize: config.maxPageSize,
     strict: config.strictValidation,
     maxUsers: config.maxUsers,
   });
-  if (database) await database.exclusively(() => seedUsers(service));
-  else await seedUsers(service);
+  await service.seed();
 
   const metrics = config.metrics ? new Metrics(faults, () => service.storage()) : undefined;
   let chatPort = config.wsPort;

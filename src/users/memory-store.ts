@@ -11,34 +11,36 @@
  * as the page, never sorts. Only search must look at every user (search-text.ts); it then orders just
  * the matches.
  *
- * Creation order is `created_at` order: the service's clock makes `created_at` strictly increasing
- * (decisions.md), and indexes break ties by (`created_at`, `id`). Should a store be filled with users
- * out of that order, lists fall back to the plain query over insertion order (query.ts).
+ * Creation order is `created_at` order: the store stamps every write from its clock, which makes
+ * `created_at` strictly increasing (decisions.md); indexes break ties by (`created_at`, `id`) all the same.
  *
  * Memory matters at a million users, so the indexes hold the user objects themselves, with no wrapper.
  */
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
-import { codePointOrderKey, queryUsers, type ListParams, type ListResult } from './query.js';
+import type { Clock } from '../clock.js';
+import { createClock } from '../clock.js';
+import { codePointOrderKey, SORTED_FIELDS, sortedField, type ListParams, type ListResult } from './query.js';
 import type { User } from './schema.js';
 import { SearchText } from './search-text.js';
-import { emailKey, type Changes, type UserStore } from './store.js';
+import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
 
-/** The fields a user has, each with a sorted index. Any other `sort` ties every user (all sort as ""). */
-const SORTED_FIELDS = ['id', 'name', 'email', 'role', 'updated_at'] as const;
-type SortedField = (typeof SORTED_FIELDS)[number];
-type Keys = Record<SortedField, string>;
+/** The fields with a sorted index of their own; `created_at` is the creation index itself. */
+type IndexedField = Exclude<(typeof SORTED_FIELDS)[number], 'created_at'>;
+const INDEXED = SORTED_FIELDS.filter((field): field is IndexedField => field !== 'created_at');
+type Keys = Record<IndexedField, string>;
 
 export interface MemoryStoreOptions {
   /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
   indexChunkSize?: number;
+  /** What stamps `created_at` and `updated_at`; a clock of its own by default. */
+  clock?: Clock;
 }
 
 const creationOrder = (a: User, b: User): number =>
   a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
 export class MemoryUserStore implements UserStore {
-  /** Stored users are never mutated: an update stores a new object. */
-  readonly stableObjects = true;
+  // Stored users are never mutated: an update stores a new object.
   readonly #byId = new Map<string, User>();
   /**
    * Users by email key. Usually one, but the contract's default PUT and PATCH apply no uniqueness
@@ -52,15 +54,14 @@ export class MemoryUserStore implements UserStore {
   readonly #oddKeys = new Map<User, Keys>();
   readonly #creation: OrderedIndex<User>;
   readonly #creationByRole = new Map<string, OrderedIndex<User>>();
-  readonly #fields: Record<SortedField, OrderedIndex<User>>;
+  readonly #fields: Record<IndexedField, OrderedIndex<User>>;
   readonly #text = new SearchText();
   readonly #chunkSize: number;
-  #lastCreatedAt = '';
-  /** False once a user arrived with a `created_at` not after the previous one's (see the header). */
-  #createdInOrder = true;
+  readonly #clock: Clock;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#chunkSize = options.indexChunkSize ?? DEFAULT_CHUNK_SIZE;
+    this.#clock = options.clock ?? createClock();
     // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
     this.#creation = new OrderedIndex(creationOrder, { maxChunk: this.#chunkSize, changed: (chunk) => this.#text.forget(chunk) });
     // One comparison per field, written out: reads of a fixed property name are what the engine makes
@@ -84,7 +85,6 @@ export class MemoryUserStore implements UserStore {
   }
 
   async list(params: ListParams): Promise<ListResult> {
-    if (!this.#createdInOrder) return queryUsers(this.#byId.values(), params);
     const { role } = params;
     const inRole = role === undefined ? this.#creation : this.#creationByRole.get(role);
     if (!inRole || inRole.size === 0) return { users: [], total: 0 };
@@ -97,32 +97,33 @@ export class MemoryUserStore implements UserStore {
     return { users: this.#page(order, wanted, params.offset, params.limit), total: inRole.size };
   }
 
-  async insert(user: User): Promise<User | 'email_taken'> {
-    const key = emailKey(user.email);
+  async insert(fields: NewUser): Promise<User | 'email_taken'> {
+    const key = emailKey(fields.email);
     if (this.#byEmail.has(key)) return 'email_taken';
-    if (this.#byId.has(user.id)) throw new Error(`duplicate user id ${user.id}`);
-    if (user.created_at <= this.#lastCreatedAt) this.#createdInOrder = false;
-    else this.#lastCreatedAt = user.created_at;
+    if (this.#byId.has(fields.id)) throw new Error(`duplicate user id ${fields.id}`);
+    const now = this.#clock.next();
+    // Exactly the user's own fields, in the contract's order, whatever else `fields` carries.
+    const user: User = { id: fields.id, name: fields.name, email: fields.email, role: fields.role, created_at: now, updated_at: now };
     this.#byId.set(user.id, user);
     this.#holdEmail(key, user);
     this.#noteOddKeys(user);
     this.#creation.insert(user);
     this.#roleIndex(user.role).insert(user);
-    for (const field of SORTED_FIELDS) this.#fields[field].insert(user);
+    for (const field of INDEXED) this.#fields[field].insert(user);
     return user;
   }
 
   async update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
     const before = this.#byId.get(id);
     if (!before) return 'not_found';
-    const next: User = { ...before, ...changes };
+    const next: User = { ...before, ...changes, updated_at: this.#clock.next() };
     const oldKey = emailKey(before.email);
     const newKey = emailKey(next.email);
     if (options.uniqueEmail && this.#emailHolders(newKey).some((other) => other !== before)) return 'email_taken';
 
     // Indexes find a user by its keys, so each is moved (or the object swapped in place) before the
     // old keys are forgotten.
-    for (const field of SORTED_FIELDS) {
+    for (const field of INDEXED) {
       const index = this.#fields[field];
       if (before[field] === next[field]) index.replace(before, next);
       else index.remove(before);
@@ -137,7 +138,7 @@ export class MemoryUserStore implements UserStore {
     this.#byId.set(id, next);
     if (oldKey !== newKey) this.#holdEmail(newKey, next);
     this.#noteOddKeys(next);
-    for (const field of SORTED_FIELDS) if (before[field] !== next[field]) this.#fields[field].insert(next);
+    for (const field of INDEXED) if (before[field] !== next[field]) this.#fields[field].insert(next);
     if (before.role !== next.role) this.#roleIndex(next.role).insert(next);
     return next;
   }
@@ -149,13 +150,19 @@ export class MemoryUserStore implements UserStore {
     this.#releaseEmail(emailKey(user.email), user);
     this.#creation.remove(user);
     this.#roleIndex(user.role).remove(user);
-    for (const field of SORTED_FIELDS) this.#fields[field].remove(user);
+    for (const field of INDEXED) this.#fields[field].remove(user);
     this.#oddKeys.delete(user);
     return true;
   }
 
   async count(): Promise<number> {
     return this.#byId.size;
+  }
+
+  async seed(users: readonly NewUser[]): Promise<boolean> {
+    if (this.#byId.size > 0) return false;
+    for (const user of users) await this.insert(user);
+    return true;
   }
 
   async close(): Promise<void> {}
@@ -168,8 +175,8 @@ export class MemoryUserStore implements UserStore {
    *   ties are stable in both directions), so groups of equal keys are read backwards, each forwards.
    */
   #orderOf(params: ListParams, inRole: OrderedIndex<User>): Order {
-    if (params.sort === 'created_at') return { index: inRole, read: params.descending ? 'reversed' : 'ascending' };
-    const field = (SORTED_FIELDS as readonly string[]).includes(params.sort) ? (params.sort as SortedField) : undefined;
+    const field = sortedField(params.sort);
+    if (field === 'created_at') return { index: inRole, read: params.descending ? 'reversed' : 'ascending' };
     // A field no user has, or `role` within one role: every user ties, so creation order both ways.
     if (field === undefined || (field === 'role' && params.role !== undefined)) return { index: inRole, read: 'ascending' };
     const index = this.#fields[field];
@@ -284,9 +291,9 @@ export class MemoryUserStore implements UserStore {
   }
 
   #noteOddKeys(user: User): void {
-    if (SORTED_FIELDS.every((field) => codePointOrderKey(user[field]) === user[field])) return;
+    if (INDEXED.every((field) => codePointOrderKey(user[field]) === user[field])) return;
     const keys = {} as Keys;
-    for (const field of SORTED_FIELDS) keys[field] = codePointOrderKey(user[field]);
+    for (const field of INDEXED) keys[field] = codePointOrderKey(user[field]);
     this.#oddKeys.set(user, keys);
   }
 
@@ -319,11 +326,11 @@ export class MemoryUserStore implements UserStore {
 interface Order {
   index: OrderedIndex<User>;
   /** The field of a field index; undefined for creation order. */
-  field?: SortedField;
+  field?: IndexedField;
   read: 'ascending' | 'reversed' | 'descendingGroups';
 }
 
-function keyOf(odd: Map<User, Keys>, user: User, field: SortedField): string {
+function keyOf(odd: Map<User, Keys>, user: User, field: IndexedField): string {
   return odd.get(user)?.[field] ?? user[field];
 }
 

@@ -18,9 +18,9 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { ListParams, ListResult } from './query.js';
+import { sortedField, type ListParams, type ListResult } from './query.js';
 import type { User } from './schema.js';
-import { emailKey, type Changes, type UserStore } from './store.js';
+import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
 import { EngineFaults } from '../engine-faults.js';
 import { createPool, databaseBusy, databaseUnreachable, DatabaseHealth, isTimeout, isUnreachable } from './postgres-connection.js';
 import { migrate } from './postgres-migrations.js';
@@ -140,7 +140,7 @@ export class PostgresUserStore implements UserStore {
     return { users: rows.filter((row) => row.id !== null).map(userOf), total: Number(rows[0]?.total ?? 0) };
   }
 
-  async insert(user: User): Promise<User | 'email_taken'> {
+  async insert(user: NewUser): Promise<User | 'email_taken'> {
     const email = emailColumns(user.email);
     const { rows } = await this.#query<Pick<Row, 'created_at'>>(
       `WITH now AS (${NEXT_STAMP})
@@ -151,7 +151,8 @@ export class PostgresUserStore implements UserStore {
       [toStored(user.id), toStored(user.name), email.email, toStored(user.role), toStored(user.name.toLowerCase()), email.email_lower, email.email_key],
     );
     if (!rows[0]) return 'email_taken';
-    return { ...user, created_at: rows[0].created_at, updated_at: rows[0].created_at };
+    const { id, name, email: sent, role } = user;
+    return { id, name, email: sent, role, created_at: rows[0].created_at, updated_at: rows[0].created_at };
   }
 
   async update(userId: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
@@ -180,7 +181,7 @@ export class PostgresUserStore implements UserStore {
    * at start-up, so two instances starting together do not both find the table empty. Uses a
    * connection of its own, so `work` has the whole pool.
    */
-  async exclusively<T>(work: () => Promise<T>): Promise<T> {
+  async #exclusively<T>(work: () => Promise<T>): Promise<T> {
     const client = new pg.Client({ connectionString: this.database.url, application_name: 'roster', connectionTimeoutMillis: 2_000 });
     // Listening before connecting: the server may end this connection at any time while it waits.
     client.on('error', (error) => this.faults.report('database', error));
@@ -191,6 +192,15 @@ export class PostgresUserStore implements UserStore {
     } finally {
       await client.end().catch(() => undefined);
     }
+  }
+
+  /** Under a lock of this schema that other instances take too, so instances starting together seed once. */
+  async seed(users: readonly NewUser[]): Promise<boolean> {
+    return this.#exclusively(async () => {
+      if ((await this.count()) > 0) return false;
+      for (const user of users) await this.insert(user);
+      return true;
+    });
   }
 
   async count(): Promise<number> {
@@ -347,18 +357,10 @@ export class PostgresUserStore implements UserStore {
  */
 function orderBy(params: ListParams, table: string): string {
   const direction = params.descending ? 'DESC' : 'ASC';
-  switch (params.sort) {
-    case 'created_at':
-    case 'id':
-      return `${table}${params.sort} ${direction}`;
-    case 'name':
-    case 'email':
-    case 'role':
-    case 'updated_at':
-      return `${table}${params.sort} ${direction}, ${table}created_at`;
-    default:
-      return `${table}created_at`;
-  }
+  const field = sortedField(params.sort);
+  if (field === undefined) return `${table}created_at`;
+  if (field === 'created_at' || field === 'id') return `${table}${field} ${direction}`;
+  return `${table}${field} ${direction}, ${table}created_at`;
 }
 
 function nullable<T>(value: string | undefined, map: (value: string) => T): T | null {

@@ -5,6 +5,18 @@
  */
 import type { User } from './schema.js';
 
+/**
+ * The fields a user has, each sortable in its own order. Any other `sort` ties every user (all sort as
+ * the empty string, contract), so the list is in creation order. Every store orders by these alone.
+ */
+export const SORTED_FIELDS = ['id', 'name', 'email', 'role', 'created_at', 'updated_at'] as const;
+export type SortedField = (typeof SORTED_FIELDS)[number];
+
+/** The field `sort` names, or undefined when it names none of a user's fields. */
+export function sortedField(sort: string): SortedField | undefined {
+  return (SORTED_FIELDS as readonly string[]).includes(sort) ? (sort as SortedField) : undefined;
+}
+
 export interface ListParams {
   role?: string | undefined;
   search?: string | undefined;

@@ -16,8 +16,6 @@ type WithId = { Params: { id: string } };
 
 export async function userRoutes(app: FastifyInstance, { service, schemas }: UserRoutesOptions): Promise<void> {
   const one = successSchema(User);
-  // Replies of reads are written from per-user JSON (list-json.ts), kept per object when the store's are stable.
-  const cache = service.stableUsers;
   const tags = ['users'];
 
   app.get<{ Querystring: ListQuery }>(
@@ -31,13 +29,13 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
       },
     },
     // The reply is JSON text already (list-json.ts), sent as it is; the schema above still describes it.
-    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query), cache)),
+    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
   );
 
   app.get<WithId>(
     '/users/:id',
     { schema: { description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
-    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id), cache)),
+    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id))),
   );
 
   app.post(

@@ -3,11 +3,11 @@
  * timestamps, email uniqueness. Routes translate HTTP to these calls; stores only store.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../clock.js';
 import { emailExists, storeFull, userNotFound } from '../errors.js';
 import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
-import type { UserStore } from './store.js';
+import { SEED_USERS } from './seed.js';
+import type { NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
 export const DEFAULT_ROLE = 'user';
@@ -39,14 +39,8 @@ export class UserService {
   constructor(
     private readonly store: UserStore,
     private readonly validator: UserValidator,
-    private readonly clock: Clock,
     private readonly options: UserServiceOptions,
   ) {}
-
-  /** Whether user objects stay the same until they change (UserStore.stableObjects). */
-  get stableUsers(): boolean {
-    return this.store.stableObjects === true;
-  }
 
   async list(query: ListQuery): Promise<UserList> {
     // page and limit arrive as validated digit strings (see ListQuery); a huge limit is clamped.
@@ -73,15 +67,7 @@ export class UserService {
   async create(body: unknown): Promise<User> {
     const fields = this.validator.write(body);
     await this.#admit();
-    const now = this.clock.next();
-    const user: User = {
-      id: randomUUID(),
-      name: fields.name,
-      email: fields.email,
-      role: fields.role ?? DEFAULT_ROLE,
-      created_at: now,
-      updated_at: now,
-    };
+    const user: NewUser = { id: randomUUID(), name: fields.name, email: fields.email, role: fields.role ?? DEFAULT_ROLE };
     const stored = await this.store.insert(user);
     if (stored === 'email_taken') throw emailExists();
     if (this.#stored !== undefined) this.#stored++;
@@ -99,6 +85,11 @@ export class UserService {
   async update(id: string, body: unknown): Promise<User> {
     await this.get(id);
     return this.#apply(id, this.validator.patch(body));
+  }
+
+  /** The contract's three users at start-up, into a store that holds none yet (one that outlived a restart keeps its own). */
+  async seed(): Promise<void> {
+    await this.store.seed(SEED_USERS.map((seed) => ({ id: randomUUID(), ...seed })));
   }
 
   async remove(id: string): Promise<void> {
@@ -127,7 +118,7 @@ export class UserService {
   }
 
   async #apply(id: string, fields: Partial<Pick<User, 'name' | 'email' | 'role'>>): Promise<User> {
-    const result = await this.store.update(id, { ...fields, updated_at: this.clock.next() }, { uniqueEmail: this.options.strict });
+    const result = await this.store.update(id, fields, { uniqueEmail: this.options.strict });
     if (result === 'not_found') throw userNotFound(id); // deleted between the check and the write
     if (result === 'email_taken') throw emailExists();
     return result;

@@ -22,31 +22,35 @@ export function emailKey(email: string): string {
 // eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
 const ASCII = /^[\x00-\x7f]*$/;
 
-export type Changes = Partial<UserFields> & { updated_at: string };
+/** The changes of an update: any of the user's own fields. The store stamps `updated_at`. */
+export type Changes = Partial<UserFields>;
+
+/** A user before it is stored: the store stamps `created_at` and `updated_at` (strictly increasing). */
+export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
 
 export interface UserStore {
-  /**
-   * True when the store hands out the same object for a user until it changes, and a new object on
-   * every change (the memory store), so what is derived from a user object may be kept per object.
-   */
-  readonly stableObjects?: boolean;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**
    * Stores a new user unless another user holds the same email key. Atomic. Resolves with the user as
-   * stored: a store may stamp `created_at` and `updated_at` itself (PostgreSQL takes them from the
-   * database, so they are ordered across instances), in the same format and strictly increasing.
+   * stored, time-stamped by the store: the memory store by its clock, PostgreSQL by the database's,
+   * so that timestamps are ordered across instances (decisions.md).
    */
-  insert(user: User): Promise<User | 'email_taken'>;
+  insert(user: NewUser): Promise<User | 'email_taken'>;
   /**
    * Applies the changes to one user atomically, so concurrent updates never mix. With `uniqueEmail`,
-   * refuses an email key held by another user. Resolves with the user as stored (`updated_at` may be
-   * the store's own stamp, as for `insert`).
+   * refuses an email key held by another user. Resolves with the user as stored, `updated_at` stamped
+   * by the store as for `insert`.
    */
   update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'>;
   /** Returns false when there was no such user. */
   remove(id: string): Promise<boolean>;
   /** How many users are stored. */
   count(): Promise<number>;
+  /**
+   * Stores `users` in order if the store holds no user yet; resolves with whether it did. Instances
+   * starting together on one database seed it once.
+   */
+  seed(users: readonly NewUser[]): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -594,7 +594,8 @@ describe('a 100 KB query string or header: a clean refusal or a clean 200, and t
       assertCommonHeaders(headers, what);
       return;
     }
-    assertErrorEnvelope(response, { status: [400, 414, 431] }, what);
+    // 422: a search longer than SEARCH_MAX_LENGTH.
+    assertErrorEnvelope(response, { status: [400, 414, 422, 431] }, what);
   }
 
   test('a 100 KB query string, raw and through fetch', async () => {
@@ -609,10 +610,13 @@ describe('a 100 KB query string or header: a clean refusal or a clean 200, and t
       assertCleanOutcome(await raw(roster, 'POST', `/api/v1/users?${query}`, { body: JSON.stringify({ name: 'Q', email: email('q') }) }), `raw POST ${query.slice(0, 20)}…`);
       assertCleanOutcome(await request(`${api()}/users?${query}`), `fetch GET ${query.slice(0, 20)}…`);
     }
-    // Just under Node's 16 KiB header limit, a long query is served.
-    const served = await raw(roster, 'GET', `/api/v1/users?search=${'b'.repeat(15_000)}`);
+    // Just under Node's 16 KiB header limit, a long query is served: a role filter of any length; a
+    // search as long as the longest field (SEARCH_MAX_LENGTH), and a longer one is 422.
+    const served = await raw(roster, 'GET', `/api/v1/users?role=${'b'.repeat(15_000)}&search=${'b'.repeat(256)}`);
     assert.equal(served.status, 200, served.body);
     assert.equal(JSON.parse(served.body).data.pagination.total, 0);
+    const refused = await raw(roster, 'GET', `/api/v1/users?search=${'b'.repeat(15_000)}`);
+    assert.equal(refused.status, 422, refused.body);
     await roster.check();
   });
 

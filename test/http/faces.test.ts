@@ -60,7 +60,7 @@ describe('OpenAPI document', () => {
     const bodyMedia = create.requestBody.content['application/json'];
     assert.deepEqual(bodyMedia.schema.required.sort(), ['email', 'name']);
     assert.equal(bodyMedia.example.email, 'grace.hopper@example.com', 'the body has an example');
-    assert.deepEqual(Object.keys(create.responses).sort(), ['201', '400', '409', '413', '415', '422', '500']);
+    assert.deepEqual(Object.keys(create.responses).sort(), ['201', '400', '409', '413', '415', '422', '500', '507']);
     const conflict = create.responses['409'].content['application/json'];
     assert.deepEqual(Object.keys(conflict.schema.properties).sort(), ['error', 'status']);
     assert.equal(exampleOf(conflict)[0]?.error.code, 'EMAIL_EXISTS');

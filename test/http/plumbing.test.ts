@@ -49,7 +49,9 @@ describe('health', () => {
     assert.equal(body.data.status, 'healthy');
     assert.match(body.data.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/);
     assert.ok(Math.abs(Date.parse(`${body.data.timestamp}Z`) - Date.now()) < 60_000, 'UTC, and now');
-    assert.deepEqual(Object.keys(body.data).sort(), ['status', 'timestamp'], 'no checks without engines');
+    // No checks without engines; the memory store's fill under its default MAX_USERS.
+    assert.deepEqual(Object.keys(body.data).sort(), ['status', 'storage', 'timestamp'], 'no checks without engines');
+    assert.deepEqual(Object.keys(body.data.storage).sort(), ['capacity', 'users']);
   });
 
   test('with engines: each one reported; a non-critical one down is degraded with 200, a critical one down is 503', async () => {

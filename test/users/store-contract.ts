@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { createClock } from '../../src/clock.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
-import type { UserStore } from '../../src/users/store.js';
+import type { NewUser, UserStore } from '../../src/users/store.js';
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(name: string, makeStore: () => Promise<UserStore>, options: { numRuns?: number } = {}): void {
@@ -58,8 +58,8 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
     test('timestamps of successive writes are strictly increasing', withStore(async (store) => {
       const first = await insertOk(store, newUser());
       const second = await insertOk(store, newUser());
-      const updated = (await store.update(first.id, { name: 'Later', updated_at: clock.next() }, { uniqueEmail: false })) as User;
-      const moved = (await store.update(second.id, { email: 'moved@example.com', updated_at: clock.next() }, { uniqueEmail: false })) as User;
+      const updated = (await store.update(first.id, { name: 'Later' }, { uniqueEmail: false })) as User;
+      const moved = (await store.update(second.id, { email: 'moved@example.com' }, { uniqueEmail: false })) as User;
       const third = await insertOk(store, newUser());
       const stamps = [first.created_at, second.created_at, updated.updated_at, moved.updated_at, third.created_at];
       for (const stamp of stamps) assert.match(stamp, TIMESTAMP);
@@ -79,39 +79,37 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
 
     test('update applies the changes, keeps the rest, and reports unknown ids', withStore(async (store) => {
       const user = await insertOk(store, newUser({ role: 'admin' }));
-      const updated_at = clock.next();
-      const result = (await store.update(user.id, { name: 'Renamed', updated_at }, { uniqueEmail: false })) as User;
+      const result = (await store.update(user.id, { name: 'Renamed' }, { uniqueEmail: false })) as User;
       assert.deepEqual(result, { ...user, name: 'Renamed', updated_at: result.updated_at });
       assert.ok(result.updated_at > user.updated_at, 'updated_at moves forward');
       assert.deepEqual(await store.get(user.id), result);
-      assert.equal(await store.update('nope', { updated_at }, { uniqueEmail: false }), 'not_found');
+      assert.equal(await store.update('nope', {}, { uniqueEmail: false }), 'not_found');
     }));
 
     test('update with uniqueEmail refuses another user\'s email but allows one\'s own', withStore(async (store) => {
       const first = await insertOk(store, newUser());
       const second = await insertOk(store, newUser());
-      const updated_at = clock.next();
-      assert.equal(await store.update(second.id, { email: ` ${first.email.toUpperCase()}`, updated_at }, { uniqueEmail: true }), 'email_taken');
+      assert.equal(await store.update(second.id, { email: ` ${first.email.toUpperCase()}` }, { uniqueEmail: true }), 'email_taken');
       assert.deepEqual(await store.get(second.id), second);
-      const own = await store.update(second.id, { email: second.email.toUpperCase(), updated_at }, { uniqueEmail: true });
+      const own = await store.update(second.id, { email: second.email.toUpperCase() }, { uniqueEmail: true });
       assert.equal((own as User).email, second.email.toUpperCase());
     }));
 
     test('update without uniqueEmail may share an email; insert then still refuses it', withStore(async (store) => {
       const first = await insertOk(store, newUser());
       const second = await insertOk(store, newUser());
-      const shared = await store.update(second.id, { email: first.email, updated_at: clock.next() }, { uniqueEmail: false });
+      const shared = await store.update(second.id, { email: first.email }, { uniqueEmail: false });
       assert.equal((shared as User).email, first.email);
       assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
       // Moving one of the two away keeps the email held by the other.
-      await store.update(first.id, { email: 'moved@example.com', updated_at: clock.next() }, { uniqueEmail: false });
+      await store.update(first.id, { email: 'moved@example.com' }, { uniqueEmail: false });
       assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
     }));
 
     test('an email given up by update or remove can be taken again', withStore(async (store) => {
       const user = newUser({ email: 'old@example.com' });
       await store.insert(user);
-      await store.update(user.id, { email: 'new@example.com', updated_at: clock.next() }, { uniqueEmail: false });
+      await store.update(user.id, { email: 'new@example.com' }, { uniqueEmail: false });
       await insertOk(store, newUser({ email: 'OLD@example.com' }));
       assert.equal(await store.insert(newUser({ email: 'new@example.com' })), 'email_taken');
       assert.equal(await store.remove(user.id), true);
@@ -135,7 +133,7 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
       }
       // Some updates, so updated_at and the stored order of fields differ from creation.
       for (const user of users.slice(0, 10)) {
-        const changed = await store.update(user.id, { role: 'admin', updated_at: clock.next() }, { uniqueEmail: false });
+        const changed = await store.update(user.id, { role: 'admin' }, { uniqueEmail: false });
         users[users.indexOf(user)] = changed as User;
       }
       const queries: Partial<ListParams>[] = [
@@ -202,7 +200,7 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
                   assert.equal(await store.remove(target.id), true);
                   users.splice(at, 1);
                 } else {
-                  const changes = { updated_at: clock.next(), ...(operation.name === null ? {} : { name: operation.name }), ...(operation.email === null ? {} : { email: operation.email }), ...(operation.role === null ? {} : { role: operation.role }) };
+                  const changes = { ...(operation.name === null ? {} : { name: operation.name }), ...(operation.email === null ? {} : { email: operation.email }), ...(operation.role === null ? {} : { role: operation.role }) };
                   const changed = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
                   assert.deepEqual(changed, { ...target, ...changes, updated_at: changed.updated_at });
                   users[at] = changed as User;
@@ -220,17 +218,27 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
       );
     });
 
-    test('users stored out of created_at order still sort by created_at correctly', withStore(async (store) => {
-      const later = clock.next();
-      const earlier = '2001-01-01T00:00:00.000000';
+    test('the store stamps created_at itself: timestamps given with a new user are not kept', withStore(async (store) => {
       const users: User[] = [];
-      for (const user of [newUser({ created_at: later, updated_at: later }), newUser({ created_at: earlier, updated_at: earlier }), newUser()]) {
-        users.push(await insertOk(store, user));
+      for (const stamp of ['2999-01-01T00:00:00.000000', '2001-01-01T00:00:00.000000']) {
+        const stored = await store.insert({ ...newUser(), created_at: stamp, updated_at: stamp } as NewUser);
+        assert.notEqual(stored, 'email_taken');
+        users.push(stored as User);
       }
+      assert.ok(users[1]!.created_at > users[0]!.created_at, 'strictly increasing in creation order');
       for (const descending of [true, false]) {
         const params: ListParams = { sort: 'created_at', descending, offset: 0, limit: 10 };
         assert.deepEqual(await store.list(params), queryUsers(users, params));
       }
+    }));
+
+    test('seed stores the users in order into an empty store, and nothing into one that holds users', withStore(async (store) => {
+      const seeds = [newUser({ name: 'First' }), newUser({ name: 'Second' })];
+      assert.equal(await store.seed(seeds), true);
+      const listed = await store.list({ sort: 'created_at', descending: false, offset: 0, limit: 10 });
+      assert.deepEqual(listed.users.map((user) => user.name), ['First', 'Second']);
+      assert.equal(await store.seed([newUser({ name: 'Third' })]), false);
+      assert.equal(await store.count(), 2);
     }));
   });
 }
