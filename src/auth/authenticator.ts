@@ -123,7 +123,7 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 function unauthorized(challenge: string, message: string): RosterError {
-  return new RosterError(401, 'UNAUTHORIZED', message, undefined, { 'WWW-Authenticate': challenge });
+  return new RosterError('UNAUTHORIZED', message, { headers: { 'WWW-Authenticate': challenge } });
 }
 
 // crypto.hash (one-shot, Node >= 20.12) is two to four times as fast as createHash for these short
@@ -166,8 +166,8 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
   const cache = new VerificationCache();
   const hashing = new BoundedWork(HASHING_CONCURRENCY, HASHING_QUEUE);
   const busy = () =>
-    new RosterError(503, 'SERVICE_UNAVAILABLE', 'Too many logins are being checked; try again shortly', undefined, {
-      'Retry-After': String(HASHING_RETRY_AFTER_S),
+    new RosterError('SERVICE_UNAVAILABLE', 'Too many logins are being checked; try again shortly', {
+      headers: { 'Retry-After': String(HASHING_RETRY_AFTER_S) },
     });
   return {
     scheme: 'basic',
@@ -231,7 +231,7 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
           if (error instanceof joseErrors.JWTExpired) throw invalid('The token has expired');
           if (error instanceof joseErrors.JWKSTimeout || (scheme === 'oauth2' && !(error instanceof joseErrors.JOSEError))) {
             // The identity provider did not answer: not the client's fault.
-            throw new RosterError(503, 'SERVICE_UNAVAILABLE', 'The token cannot be checked now; try again later', undefined, { 'Retry-After': '5' });
+            throw new RosterError('SERVICE_UNAVAILABLE', 'The token cannot be checked now; try again later', { headers: { 'Retry-After': '5' } });
           }
           throw invalid('The token is not valid');
         }

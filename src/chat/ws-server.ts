@@ -18,7 +18,7 @@ import type { Authenticator, Principal } from '../auth/authenticator.js';
 import { credentialsOf } from '../auth/authenticator.js';
 import type { ChatConfig, RateLimit } from '../config.js';
 import { clientKey, originAllowed, type HandshakeLimiter } from '../http/protection.js';
-import { RosterError } from '../errors.js';
+import { RosterError, type ErrorCode } from '../errors.js';
 import { clientErrorHandler } from '../http/errors.js';
 import { timeouts, writeRawError } from '../http/raw-reply.js';
 import { answerPlainHttp } from '../http/tls-plain.js';
@@ -115,7 +115,7 @@ export function createChatServer(
 
   const plainRequest = (request: IncomingMessage) => {
     // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
-    const refusal = new RosterError(400, 'ERROR', 'This port accepts WebSocket connections only');
+    const refusal = new RosterError('ERROR', 'This port accepts WebSocket connections only');
     writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
   };
   const serverOptions = timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs);
@@ -139,17 +139,17 @@ export function createChatServer(
   // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.
   server.on('error', (error) => log.error({ err: error }, 'chat server error'));
   // Handshakes ws itself refuses (a malformed extension or subprotocol header): in the envelope too.
-  wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 400, 'ERROR', error.message));
+  wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 'ERROR', error.message));
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', (error) => log.debug({ err: error }, 'socket error during handshake'));
-    if (closing) return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
-    if (!isWebSocketUpgrade(request)) return refuse(socket, 400, 'ERROR', 'Not a WebSocket handshake');
+    if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
+    if (!isWebSocketUpgrade(request)) return refuse(socket, 'ERROR', 'Not a WebSocket handshake');
     if (request.headers['sec-websocket-version'] !== '13') {
-      return refuse(socket, 426, 'UPGRADE_REQUIRED', 'Only WebSocket version 13 is supported', { 'Sec-WebSocket-Version': '13' });
+      return refuse(socket, 'UPGRADE_REQUIRED', 'Only WebSocket version 13 is supported', { 'Sec-WebSocket-Version': '13' });
     }
     if (connections.size >= config.maxConnections) {
-      return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
+      return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
     }
     // ws checks what is left of the handshake (extension and subprotocol headers) and answers 400 itself.
     // It upgrades synchronously (no verifyClient), so accept() counts the client's connection before any
@@ -163,14 +163,14 @@ export function createChatServer(
       (verdict) => {
         if (socket.destroyed) return;
         if (verdict instanceof RosterError) return writeRawError(socket, verdict);
-        if (closing) return refuse(socket, 503, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
+        if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
         const key = clientKey(verdict, addressOf(request));
         if (tooMany(key)) return refuseTooMany(socket);
         wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, verdict));
       },
       (error: unknown) => {
         log.error({ err: error }, 'chat handshake check failed');
-        refuse(socket, 500, 'INTERNAL_ERROR', 'An unexpected error occurred');
+        refuse(socket, 'INTERNAL_ERROR', 'An unexpected error occurred');
       },
     );
   });
@@ -182,7 +182,7 @@ export function createChatServer(
 
   function refuseTooMany(socket: Duplex): void {
     const message = `At most ${config.maxConnectionsPerClient} chat connections per client; close one first`;
-    refuse(socket, 429, 'TOO_MANY_CONNECTIONS', message);
+    refuse(socket, 'TOO_MANY_CONNECTIONS', message);
   }
 
   /**
@@ -194,7 +194,7 @@ export function createChatServer(
   async function admit(request: IncomingMessage): Promise<Principal | undefined | RosterError> {
     const origin = request.headers.origin;
     const own = authenticator && protection.restPort ? { host: request.headers.host, restPort: protection.restPort() } : undefined;
-    if (!originAllowed(origins, origin, own)) return new RosterError(403, 'FORBIDDEN', 'This origin may not connect to the chat');
+    if (!originAllowed(origins, origin, own)) return new RosterError('FORBIDDEN', 'This origin may not connect to the chat');
     const address = addressOf(request);
     const spent = limitHandshake ? await limitHandshake.spent(clientKey(undefined, address)) : undefined;
     if (spent) return spent;
@@ -446,6 +446,6 @@ function isWebSocketUpgrade(request: IncomingMessage): boolean {
 }
 
 /** Refuses a handshake with an HTTP reply in the error envelope, then closes the socket. */
-function refuse(socket: Duplex, status: number, code: string, message: string, headers?: Record<string, string>): void {
-  writeRawError(socket, new RosterError(status, code, message, undefined, headers));
+function refuse(socket: Duplex, code: ErrorCode, message: string, headers?: Record<string, string>): void {
+  writeRawError(socket, new RosterError(code, message, headers && { headers }));
 }

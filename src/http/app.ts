@@ -113,7 +113,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   // Hooks on every request are written with callbacks, not async: no promise per request.
   app.addHook('onRequest', (request, _reply, done) => {
     const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
-    done(missingHost ? new RosterError(400, 'ERROR', 'The Host header is required') : undefined);
+    done(missingHost ? new RosterError('ERROR', 'The Host header is required') : undefined);
   });
   registerGate(app, config, deps.authenticator);
 

@@ -15,12 +15,12 @@ import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from './raw-reply.js
 /** Fastify's own error codes, by the reply decisions.md gives them. */
 const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
-    new RosterError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)'),
-  FST_ERR_CTP_BODY_TOO_LARGE: () => new RosterError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large'),
+    new RosterError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new RosterError('PAYLOAD_TOO_LARGE', 'The request body is too large'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
-    new RosterError(400, 'ERROR', 'The Content-Length header does not match the body'),
-  FST_ERR_BAD_URL: () => new RosterError(400, 'ERROR', 'The request URL is malformed'),
-  FST_ERR_MAX_PARAM_LENGTH: () => new RosterError(404, 'NOT_FOUND', 'No such resource'),
+    new RosterError('ERROR', 'The Content-Length header does not match the body'),
+  FST_ERR_BAD_URL: () => new RosterError('ERROR', 'The request URL is malformed'),
+  FST_ERR_MAX_PARAM_LENGTH: () => new RosterError('NOT_FOUND', 'No such resource'),
 };
 
 export function toRosterError(error: unknown): RosterError {
@@ -31,11 +31,11 @@ export function toRosterError(error: unknown): RosterError {
   if (translate) return translate(fastifyError as FastifyError);
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    // A client error Fastify raised that has no code of ours: keep its status, use the contract's
-    // default code, and say no more than the status text.
-    return new RosterError(status, 'ERROR', STATUS_CODES[status] ?? 'Bad request');
+    // A client error Fastify raised that has no code of ours: the contract's default code (400), and
+    // no more than the status text of what Fastify said.
+    return new RosterError('ERROR', STATUS_CODES[status] ?? 'Bad request');
   }
-  return new RosterError(500, 'INTERNAL_ERROR', 'An unexpected error occurred');
+  return new RosterError('INTERNAL_ERROR', 'An unexpected error occurred');
 }
 
 /** Query and path validation failures (Fastify + Ajv) become VALIDATION_ERROR naming each parameter. */
@@ -83,8 +83,8 @@ export function registerErrorHandling(app: FastifyInstance, catalog: RouteCatalo
 function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string): RosterError {
   const path = url.split('?')[0] ?? '';
   const allow = catalog.allowedMethods(path);
-  if (allow === undefined) return new RosterError(404, 'NOT_FOUND', `No route for ${method} ${path.slice(0, 200)}`);
-  return new RosterError(405, 'METHOD_NOT_ALLOWED', `${method} is not supported on this path; use ${allow}`, undefined, { allow });
+  if (allow === undefined) return new RosterError('NOT_FOUND', `No route for ${method} ${path.slice(0, 200)}`);
+  return new RosterError('METHOD_NOT_ALLOWED', `${method} is not supported on this path; use ${allow}`, { headers: { allow } });
 }
 
 /** Errors the router raises before any route runs (malformed URL, over-long parameter). */
@@ -104,10 +104,10 @@ export function clientErrorHandler(error: Error & { code?: string; rawPacket?: u
   writeRawError(
     socket,
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? new RosterError(431, 'HEADERS_TOO_LARGE', 'The request headers are too large')
+      ? new RosterError('HEADERS_TOO_LARGE', 'The request headers are too large')
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new RosterError(408, 'REQUEST_TIMEOUT', 'The request took too long')
-        : new RosterError(400, 'ERROR', 'The request is malformed'),
+        ? new RosterError('REQUEST_TIMEOUT', 'The request took too long')
+        : new RosterError('ERROR', 'The request is malformed'),
     { headOnly },
   );
 }

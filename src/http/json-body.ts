@@ -18,7 +18,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
     if (body.length === 0) {
       // An empty body with a JSON content type is not JSON where a body is expected; elsewhere (a
       // DELETE sent with a JSON content type, say) it is simply no body.
-      if (METHODS_WITH_BODY.has(request.method)) return done(new RosterError(400, 'INVALID_JSON', 'The request body is empty'));
+      if (METHODS_WITH_BODY.has(request.method)) return done(new RosterError('INVALID_JSON', 'The request body is empty'));
       return done(null, undefined);
     }
     try {
@@ -26,7 +26,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
       // reach an object's prototype, whatever the service later does with the value.
       done(null, secureJson.parse(body, undefined, { protoAction: 'remove', constructorAction: 'remove' }));
     } catch {
-      done(new RosterError(400, 'INVALID_JSON', 'The request body is not valid JSON'));
+      done(new RosterError('INVALID_JSON', 'The request body is not valid JSON'));
     }
   };
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);

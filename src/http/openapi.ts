@@ -10,17 +10,25 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AuthScheme } from '../config.js';
 import { API_PREFIX } from './prefix.js';
+import { codesOf, ERROR_CATALOG, type ErrorCode, type ErrorStatus } from '../errors.js';
 
 export const API_VERSION = '1.0.0';
 export const API_TITLE = 'Roster User Management and Chat API';
 
-/** The error envelope of the contract, with one example per code a status can carry. */
-function errorEnvelope(description: string, examples: [code: string, message: string, details?: { field: string; message: string }[]][]) {
+/**
+ * The error envelope of the contract for one status: `code` is one of the catalog's codes for that
+ * status (errors.ts), each with its example.
+ */
+function errorEnvelope(status: ErrorStatus) {
+  const codes = codesOf(status);
   return Type.Object(
     {
       status: Type.Literal('error'),
       error: Type.Object({
-        code: Type.String({ description: 'Machine-readable error code' }),
+        code: Type.Union(
+          codes.map((code) => Type.Literal(code)),
+          { description: 'Machine-readable error code' },
+        ),
         message: Type.String({ description: 'What went wrong, for people' }),
         details: Type.Optional(
           Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { description: 'One entry per invalid field or parameter' }),
@@ -28,46 +36,34 @@ function errorEnvelope(description: string, examples: [code: string, message: st
       }),
     },
     {
-      description,
-      examples: examples.map(([code, message, details]) => ({ status: 'error', error: { code, message, ...(details ? { details } : {}) } })),
+      description: codes.map((code) => `${code}: ${ERROR_CATALOG[code].meaning}`).join('. '),
+      examples: codes.map((code) => ({
+        status: 'error',
+        error: { code, message: ERROR_CATALOG[code].example, ...(code === 'VALIDATION_ERROR' ? { details: [VALIDATION_DETAIL] } : {}) },
+      })),
     },
   );
 }
 
-/** Every error reply Roster gives, by status: the schemas routes list in their `response`. */
-const ERRORS = {
-  400: errorEnvelope('The request is malformed: invalid JSON, a body that is not an object, a bad URL or header', [
-    ['INVALID_JSON', 'The request body is not valid JSON'],
-    ['INVALID_BODY', 'The request body must be a JSON object'],
-    ['ERROR', 'The request is malformed'],
-  ]),
-  401: errorEnvelope('Missing or bad credentials (only when authentication is enabled)', [['UNAUTHORIZED', 'Authentication is required']]),
-  403: errorEnvelope('Authenticated, but not allowed (only when authentication is enabled)', [['FORBIDDEN', 'This needs the admin role']]),
-  404: errorEnvelope('No such user, or no such route', [
-    ['USER_NOT_FOUND', 'No user with id "7d0f…"'],
-    ['NOT_FOUND', 'No route for GET /api/v1/nothing'],
-  ]),
-  409: errorEnvelope('The email is held by another user (case-insensitive)', [['EMAIL_EXISTS', 'A user with this email already exists']]),
-  413: errorEnvelope('The body is larger than BODY_LIMIT', [['PAYLOAD_TOO_LARGE', 'The request body is too large']]),
-  415: errorEnvelope('The body is not JSON', [['UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)']]),
-  422: errorEnvelope('Invalid fields or parameters, each named in details', [
-    ['VALIDATION_ERROR', 'The request is not valid', [{ field: 'email', message: 'must be a string of at most 254 characters shaped like local@domain.tld' }]],
-  ]),
-  429: errorEnvelope('Too many requests (only when rate limiting is enabled); see Retry-After', [['RATE_LIMITED', 'Too many requests; try again in 12 s']]),
-  500: errorEnvelope('An unexpected fault; the detail is in the log, not here', [['INTERNAL_ERROR', 'An unexpected error occurred']]),
-  507: errorEnvelope('The user store holds MAX_USERS users; reads, updates and deletes go on', [
-    ['INSUFFICIENT_STORAGE', 'The user store is full (1000 users, MAX_USERS); delete users or raise the limit'],
-  ]),
-  503: errorEnvelope('An engine Roster depends on (PostgreSQL, with DATABASE_URL) is unreachable; nothing was changed', [
-    ['SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly'],
-    ['SERVICE_UNAVAILABLE', 'Service is degraded: database is down', [{ field: 'database', message: 'down: connect ECONNREFUSED 127.0.0.1:5432' }]],
-  ]),
-} as const;
+const VALIDATION_DETAIL = { field: 'email', message: 'must be a string of at most 254 characters shaped like local@domain.tld' };
 
-export type ErrorStatus = keyof typeof ERRORS;
+/** Every status the catalog knows, by the error reply it documents. */
+const ERRORS = Object.fromEntries(
+  [...new Set(Object.values(ERROR_CATALOG).map((entry) => entry.status))].map((status) => [status, errorEnvelope(status)]),
+) as Record<ErrorStatus, ReturnType<typeof errorEnvelope>>;
+
+/** Every code, for the document's components: what a client generator turns into one enum. */
+const ERROR_CODE_SCHEMA = {
+  type: 'string' as const,
+  enum: Object.keys(ERROR_CATALOG),
+  description: (Object.keys(ERROR_CATALOG) as ErrorCode[])
+    .map((code) => `${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`)
+    .join('\n'),
+};
+
 
 /** The `response` entries for the error replies an operation can give (500 is always possible). */
-export function errorReplies(...statuses: ErrorStatus[]): Partial<Record<ErrorStatus, (typeof ERRORS)[ErrorStatus]>> {
+export function errorReplies(...statuses: ErrorStatus[]): Partial<Record<ErrorStatus, ReturnType<typeof errorEnvelope>>> {
   return Object.fromEntries([...statuses, 500 as const].map((status) => [status, ERRORS[status]]));
 }
 
@@ -135,7 +131,10 @@ export async function registerOpenApi(app: FastifyInstance, protection?: Documen
         { name: 'users', description: 'User records' },
         { name: 'service', description: 'Health and self-description' },
       ],
-      ...(protection && protection.auth !== 'none' ? { components: { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> } } : {}),
+      components: {
+        schemas: { ErrorCode: ERROR_CODE_SCHEMA },
+        ...(protection && protection.auth !== 'none' ? { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> } : {}),
+      },
     },
   });
 }

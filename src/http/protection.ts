@@ -71,16 +71,18 @@ function decideAccess(method: string, routeUrl: string | undefined): Access {
   return method === 'GET' || method === 'HEAD' ? 'reader' : 'admin';
 }
 
-export const forbidden = () => new RosterError(403, 'FORBIDDEN', 'This needs the admin role');
+export const forbidden = () => new RosterError('FORBIDDEN', 'This needs the admin role');
 
 /** The 429 of decisions.md, headers included, for REST requests and chat handshakes alike. */
 export function rateLimited(max: number, ttlMs: number): RosterError {
   const seconds = String(Math.max(1, Math.ceil(ttlMs / 1000)));
-  return new RosterError(429, 'RATE_LIMITED', `Too many requests; try again in ${seconds} s`, undefined, {
-    'Retry-After': seconds,
-    'RateLimit-Limit': String(max),
-    'RateLimit-Remaining': '0',
-    'RateLimit-Reset': seconds,
+  return new RosterError('RATE_LIMITED', `Too many requests; try again in ${seconds} s`, {
+    headers: {
+      'Retry-After': seconds,
+      'RateLimit-Limit': String(max),
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': seconds,
+    },
   });
 }
 

@@ -64,7 +64,7 @@ export function isTimeout(error: unknown): boolean {
 }
 
 export const databaseBusy = (): RosterError =>
-  new RosterError(503, 'SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', undefined, { 'retry-after': '1' });
+  new RosterError('SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', { headers: { 'retry-after': '1' } });
 
 export function isUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -75,7 +75,7 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 export const databaseUnreachable = (): RosterError =>
-  new RosterError(503, 'SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', undefined, { 'retry-after': '1' });
+  new RosterError('SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', { headers: { 'retry-after': '1' } });
 
 /**
  * The `database` dependency (critical: no users without it). Its state is the outcome of the last

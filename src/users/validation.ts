@@ -36,7 +36,7 @@ export function createUserValidator(schemas: UserSchemas): UserValidator {
 
 function check(validate: ValidateFunction, body: unknown, rule: (field: string) => string): Partial<UserFields> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new RosterError(400, 'INVALID_BODY', 'The request body must be a JSON object');
+    throw new RosterError('INVALID_BODY', 'The request body must be a JSON object');
   }
   if (!validate(body)) {
     const errors = validate.errors ?? [];
