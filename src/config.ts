@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { getHeapStatistics } from 'node:v8';
-import { parsePasswordHash } from './auth/password.js';
+import { parsePasswordHash } from './edge/password.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -264,7 +264,7 @@ function engineUrl(read: Reader, name: string, protocols: readonly string[]): { 
 export const WORST_CASE_BYTES_PER_USER = 5120;
 /**
  * The share of the heap users may fill. The rest is for the process itself (about 20 MiB), the chat
- * (some 9 KiB per connection), the reply cache (list-json.ts, a 32nd), requests in flight, and the free
+ * (some 9 KiB per connection), the reply cache (http/routes/user-json.ts, a 32nd), requests in flight, and the free
  * space a mark-compact needs to make progress.
  */
 export const USERS_HEAP_SHARE = 0.4;

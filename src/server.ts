@@ -2,11 +2,9 @@
  * Roster as one process: builds the REST door and the chat door from one configuration, starts them,
  * and stops them gracefully.
  */
-import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
-import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAuthenticator } from './auth/authenticator.js';
+import { createAuthenticator } from './edge/authenticator.js';
 import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
 import { createChatServer, type ChatServer } from './chat/ws-server.js';
@@ -14,7 +12,8 @@ import { ChatRoom } from './chat/room.js';
 import type { RedisBus, RedisBusOptions } from './chat/redis-bus.js';
 import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config.js';
-import { buildApp, hopsTrusted } from './http/app.js';
+import { buildApp } from './http/app.js';
+import { addressOf } from './edge/client-identity.js';
 import { MemoryUserStore } from './users/memory-store.js';
 import type { PostgresUserStore } from './users/postgres-store.js';
 import { userSchemas } from './users/schema.js';
@@ -22,7 +21,7 @@ import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
 import { Metrics, NO_CHAT_METRICS } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
-import { handshakeLimiter } from './http/protection.js';
+import { RateLimiter } from './edge/rate-limiter.js';
 
 export interface RosterServer {
   readonly rest: FastifyInstance;
@@ -81,13 +80,15 @@ async function assemble(
   let chatPort = config.wsPort;
   // One authenticator for both doors (and one cache of verified credentials).
   const authenticator = createAuthenticator(config.auth);
+  // One rate limiter for both doors too: REST requests and chat handshakes (under keys of their own).
+  const limiter = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
   const dependencies: Dependency[] = [...(database ? [database.health] : []), ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
   const bus: RedisBus | undefined = config.redis
     ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, parts.chatBus, faults)
     : undefined;
   if (bus) dependencies.push(bus);
-  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, dependencies });
+  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, limiter, dependencies });
   const room = new ChatRoom({
     deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
   }, bus);
@@ -96,7 +97,7 @@ async function assemble(
     origins: config.corsOrigins,
     restPort: () => (rest.server.address() as AddressInfo | null)?.port ?? config.port,
     authenticator,
-    limitHandshake: config.rateLimit ? handshakeLimiter(rest, config.rateLimit) : undefined,
+    limiter,
     messageLimit: config.rateLimit,
     addressOf: config.trustProxy === false ? undefined : addressOf(config.trustProxy),
   });
@@ -131,11 +132,4 @@ async function closeWithin(app: FastifyInstance, timeoutMs: number): Promise<voi
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** The client address of a handshake as Fastify computes request.ip for the same TRUST_PROXY. */
-function addressOf(trust: true | number | readonly string[]): (request: IncomingMessage) => string {
-  const trusted =
-    trust === true ? () => true : typeof trust === 'number' ? hopsTrusted(trust) : proxyAddr.compile([...trust]);
-  return (request) => proxyAddr(request, trusted);
 }

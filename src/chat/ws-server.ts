@@ -14,17 +14,19 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { Authenticator, Principal } from '../auth/authenticator.js';
-import { credentialsOf } from '../auth/authenticator.js';
-import type { ChatConfig, RateLimit } from '../config.js';
-import { clientKey, originAllowed, type HandshakeLimiter } from '../http/protection.js';
-import { RosterError, type ErrorCode } from '../errors.js';
-import { clientErrorHandler } from '../http/errors.js';
-import { timeouts, writeRawError } from '../http/raw-reply.js';
-import { answerPlainHttp } from '../http/tls-plain.js';
+import type { Principal } from '../edge/authenticator.js';
+import type { ChatConfig } from '../config.js';
+import { clientKey } from '../edge/client-identity.js';
+import { RosterError } from '../errors.js';
+import { clientErrorHandler } from '../edge/client-errors.js';
+import { timeouts, writeRawError } from '../edge/raw-reply.js';
+import { answerPlainHttp } from '../edge/tls-plain.js';
 import type { Server as TlsServer } from 'node:tls';
 import { NO_CHAT_METRICS, type ChatMetrics } from '../metrics.js';
 import { Outbox } from './outbox.js';
+import { admission, isWebSocketUpgrade, refuse, type ChatProtection } from './handshake.js';
+export type { ChatProtection } from './handshake.js';
+import { MessageBudget } from './message-budget.js';
 import type { ChatRoom, Member } from './room.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
@@ -34,27 +36,6 @@ export const CloseCode = {
   policyViolation: 1008,
   tryAgainLater: 1013,
 } as const;
-
-/** What protects the chat door; every part optional and off unless configured (config.ts). */
-export interface ChatProtection {
-  /** TLS_CERT / TLS_KEY: the port speaks WSS. */
-  tls?: { cert: Buffer; key: Buffer; ciphers?: string } | undefined;
-  /** CORS_ORIGINS: a handshake whose Origin is not listed gets 403 (none at all is a non-browser client: allowed). */
-  origins?: readonly string[] | undefined;
-  /**
-   * The REST port bound (the console's). With AUTH on and no CORS_ORIGINS, a browser handshake must
-   * come from it, or from the chat's own origin: 403 otherwise (protection.ts, originAllowed).
-   */
-  restPort?: (() => number) | undefined;
-  /** AUTH: the handshake must carry a credential (header, or api_key / access_token in the URL); 401 otherwise. */
-  authenticator?: Authenticator | undefined;
-  /** RATE_LIMIT for handshakes, by client key: each method resolves with the 429 to send, or undefined to go on. */
-  limitHandshake?: HandshakeLimiter | undefined;
-  /** RATE_LIMIT for messages, per client: one MessageBudget shared by all its connections. */
-  messageLimit?: RateLimit | undefined;
-  /** The client's address, X-Forwarded-For believed as TRUST_PROXY says. */
-  addressOf?: ((request: IncomingMessage) => string) | undefined;
-}
 
 /**
  * How long a close handshake that Roster starts (binary frame, slow consumer, protocol error) may take
@@ -125,16 +106,17 @@ export function createChatServer(
         plainRequest,
       ) as unknown as Server)
     : createServer(serverOptions, plainRequest);
-  const { origins, authenticator, limitHandshake, messageLimit } = protection;
-  const guarded = origins !== undefined || authenticator !== undefined || limitHandshake !== undefined;
+  const { messageLimit } = protection;
+  const guarded = protection.origins !== undefined || protection.authenticator !== undefined || protection.limiter !== undefined;
   const addressOf = protection.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? '');
+  const admit = admission(protection, addressOf);
   // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
   // limit, so that the next ones get their 503 rather than a dropped connection; past that, the kernel
   // backlog is the only queue.
   server.maxConnections = 2 * config.maxConnections;
   // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
   server.on('clientError', clientErrorHandler);
-  // ws:// to the WSS port: a 400 that says so (http/tls-plain.ts).
+  // ws:// to the WSS port: a 400 that says so (edge/tls-plain.ts).
   if (protection.tls) answerPlainHttp(server as unknown as TlsServer);
   // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.
   server.on('error', (error) => log.error({ err: error }, 'chat server error'));
@@ -183,45 +165,6 @@ export function createChatServer(
   function refuseTooMany(socket: Duplex): void {
     const message = `At most ${config.maxConnectionsPerClient} chat connections per client; close one first`;
     refuse(socket, 'TOO_MANY_CONNECTIONS', message);
-  }
-
-  /**
-   * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403); 429
-   * while the address has no handshake left, before any credential is looked at (a right password must
-   * not be told from a wrong one by the reply); credentials, recorded, a password counted against the
-   * address before it is hashed; the rate limit (429) per principal or address; then the credentials' 401.
-   */
-  async function admit(request: IncomingMessage): Promise<Principal | undefined | RosterError> {
-    const origin = request.headers.origin;
-    const own = authenticator && protection.restPort ? { host: request.headers.host, restPort: protection.restPort() } : undefined;
-    if (!originAllowed(origins, origin, own)) return new RosterError('FORBIDDEN', 'This origin may not connect to the chat');
-    const address = addressOf(request);
-    const spent = limitHandshake ? await limitHandshake.spent(clientKey(undefined, address)) : undefined;
-    if (spent) return spent;
-    let principal: Principal | undefined;
-    let failure: unknown;
-    let charged = false;
-    if (authenticator) {
-      const charge = async () => {
-        const limited = await limitHandshake?.count(clientKey(undefined, address));
-        if (limited) throw limited;
-        charged = limitHandshake !== undefined;
-      };
-      try {
-        principal = await authenticator.authenticate(credentialsOf(request.headers, request.url ?? '', { accessToken: true }), charge);
-      } catch (error) {
-        failure = error;
-      }
-    }
-    // A refused password was counted before its hashing (charge); anything else is counted now.
-    const counted = charged && !principal;
-    const limited = limitHandshake && !counted ? await limitHandshake.count(clientKey(principal, address)) : undefined;
-    if (limited) return limited;
-    if (failure !== undefined) {
-      if (failure instanceof RosterError) return failure;
-      throw failure;
-    }
-    return principal;
   }
 
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
@@ -387,65 +330,4 @@ export function createChatServer(
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
-}
-
-/**
- * RATE_LIMIT for chat messages, per client (shared by its connections): a token bucket of `max` messages refilled at `max` per
- * window, so a steady sender at the limit is never cut and a burst is allowed up to `max`. Written by
- * hand because the rate-limit libraries at hand (@fastify/rate-limit) count HTTP requests, not messages
- * on an open socket. Past the budget a message is dropped (the sender hears so once per window); a
- * sender that keeps going — twice the limit dropped within one window, i.e. three times the limit sent —
- * is closed with 1008.
- */
-export class MessageBudget {
-  readonly max: number;
-  readonly windowMs: number;
-  #tokens: number;
-  #refilledAt = 0;
-  #windowStart = 0;
-  #dropped = 0;
-
-  constructor(limit: RateLimit) {
-    this.max = limit.max;
-    this.windowMs = limit.windowMs;
-    this.#tokens = limit.max;
-  }
-
-  take(now: number): 'ok' | 'notify' | 'drop' | 'close' {
-    if (this.#refilledAt !== 0) this.#tokens = Math.min(this.max, this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs);
-    this.#refilledAt = now;
-    if (this.#tokens >= 1) {
-      this.#tokens -= 1;
-      return 'ok';
-    }
-    if (now - this.#windowStart >= this.windowMs) {
-      this.#windowStart = now;
-      this.#dropped = 0;
-    }
-    this.#dropped += 1;
-    if (this.#dropped >= 2 * this.max) return 'close';
-    return this.#dropped === 1 ? 'notify' : 'drop';
-  }
-
-  /** Whether the budget is as new (full, nothing dropped in the current window): forgetting it changes nothing. */
-  rested(now: number): boolean {
-    const tokens = this.#refilledAt === 0 ? this.max : this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs;
-    return tokens >= this.max && now - this.#windowStart >= this.windowMs;
-  }
-}
-
-function isWebSocketUpgrade(request: IncomingMessage): boolean {
-  return (
-    request.method === 'GET' &&
-    request.httpVersion === '1.1' && // RFC 6455 4.1: HTTP/1.1 or higher; Node's server speaks at most 1.1 here
-    request.headers.upgrade?.toLowerCase() === 'websocket' &&
-    // RFC 6455 4.2.1: the key is 16 random bytes in base64. Checked here so the refusal is in the
-    // envelope (ws would answer with an HTML body).
-    /^[+/0-9A-Za-z]{22}==$/.test(request.headers['sec-websocket-key'] ?? '')
-  );
-}
-
-/** Refuses a handshake with an HTTP reply in the error envelope, then closes the socket. */
-function refuse(socket: Duplex, code: ErrorCode, message: string, headers?: Record<string, string>): void {
-  writeRawError(socket, new RosterError(code, message, headers && { headers }));
 }

@@ -1,11 +1,11 @@
 /**
  * `roster hash-password` and `roster token`: the credentials of the README's examples. The first makes
- * a BASIC_USERS hash (src/auth/password.ts); the second mints an HS256 token for AUTH=jwt, with jose,
+ * a BASIC_USERS hash (src/edge/password.ts); the second mints an HS256 token for AUTH=jwt, with jose,
  * for trying the API and for tests (a real deployment's tokens come from whoever issues them).
  */
 import { SignJWT } from 'jose';
 import { parseArgs } from 'node:util';
-import { hashPassword } from '../auth/password.js';
+import { hashPassword } from '../edge/password.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 

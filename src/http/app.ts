@@ -7,23 +7,26 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:tls';
-import { answerPlainHttp } from './tls-plain.js';
+import { answerPlainHttp } from '../edge/tls-plain.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { UserSchemas } from '../users/schema.js';
 import type { UserService } from '../users/service.js';
-import { userRoutes } from '../users/routes.js';
+import { userRoutes } from './routes/users.js';
 import { RouteCatalog } from './catalog.js';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
+import { frameworkErrors, registerErrorHandling } from './errors.js';
+import { clientErrorHandler } from '../edge/client-errors.js';
+import { hopsTrusted } from '../edge/client-identity.js';
 import { registerJsonBodies } from './json-body.js';
-import { COMMON_HEADERS, timeouts } from './raw-reply.js';
+import { COMMON_HEADERS, timeouts } from '../edge/raw-reply.js';
 import { RosterError } from '../errors.js';
 import { metricsRoute, systemRoutes } from './system-routes.js';
 import { API_PREFIX } from './prefix.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { CONSOLE_ROOT, registerConsole } from './console.js';
 import type { Metrics } from '../metrics.js';
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Authenticator } from '../edge/authenticator.js';
+import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
 import { accessOf, registerGate, registerProtection, requireAdmin } from './protection.js';
 
@@ -38,6 +41,8 @@ export interface AppDependencies {
   chatPort?: () => number;
   /** Checks credentials when AUTH is not `none` (shared with the chat door). */
   authenticator?: Authenticator | undefined;
+  /** RATE_LIMIT's limiter, shared with the chat's handshakes (edge/rate-limiter.ts). */
+  limiter?: RateLimiter | undefined;
   /** Engines the health check reports on (PostgreSQL, Redis); none in the default single process. */
   dependencies?: readonly Dependency[];
 }
@@ -104,7 +109,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   catalog.track(app);
   app.decorate('routeCatalog', catalog);
   // Off by default; each part registers its hooks only when its setting is on (protection.ts).
-  await registerProtection(app, config, deps.authenticator);
+  await registerProtection(app, config, deps.authenticator, deps.limiter);
   registerErrorHandling(app, catalog);
   registerJsonBodies(app);
 
@@ -163,11 +168,6 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     await registerConsole(app, { chatPort, chatUrl: config.chatPublicUrl, root: CONSOLE_ROOT, roles: config.roles, auth: config.auth.scheme });
   }
   return app;
-}
-
-/** TRUST_PROXY as a hop count: the nearest `hops` addresses of X-Forwarded-For are proxies. */
-export function hopsTrusted(hops: number): (address: string, hop: number) => boolean {
-  return (_address, hop) => hop < hops;
 }
 
 /** One `info` line per request, written when it completes, instead of Fastify's two. */

@@ -7,10 +7,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Socket } from 'node:net';
 import { envelopeOf, RosterError, validationFailed } from '../errors.js';
 import type { RouteCatalog } from './catalog.js';
-import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from './raw-reply.js';
+import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from '../edge/raw-reply.js';
 
 /** Fastify's own error codes, by the reply decisions.md gives them. */
 const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
@@ -90,24 +89,4 @@ function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string
 /** Errors the router raises before any route runs (malformed URL, over-long parameter). */
 export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   void sendError(reply, toRosterError(error));
-}
-
-/**
- * Errors Node's HTTP parser raises before Fastify sees a request (malformed HTTP, headers too large,
- * request timeout). Written straight to the socket, still as the envelope.
- */
-export function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  // A HEAD request refused by the parser still gets no body. Node hands over only the packet it was
-  // parsing, which holds the request line when the request came in one piece (the usual case).
-  const headOnly = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
-  writeRawError(
-    socket,
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? new RosterError('HEADERS_TOO_LARGE', 'The request headers are too large')
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new RosterError('REQUEST_TIMEOUT', 'The request took too long')
-        : new RosterError('ERROR', 'The request is malformed'),
-    { headOnly },
-  );
 }

@@ -1,7 +1,7 @@
 /**
  * Protection of the REST port, all opt-in (config.ts): security headers (@fastify/helmet), CORS
- * (@fastify/cors), authentication and authorization (src/auth), and rate limiting
- * (@fastify/rate-limit). Each is registered only when its setting is on: with everything off, no hook
+ * (@fastify/cors), authentication and authorization (src/edge), and rate limiting
+ * (edge/rate-limiter.ts, shared with the chat's handshakes). Each is registered only when its setting is on: with everything off, no hook
  * is added and every reply is what it was before.
  *
  * Order of the onRequest hooks, by design:
@@ -20,12 +20,13 @@
  */
 import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
-import rateLimit, { type RateLimitPluginOptions } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { credentialsOf, type Authenticator, type Principal } from '../auth/authenticator.js';
-import type { Config, RateLimit } from '../config.js';
+import { credentialsOf, type Authenticator, type Principal } from '../edge/authenticator.js';
+import type { Config } from '../config.js';
+import { rateLimited, type RateLimiter, type Verdict } from '../edge/rate-limiter.js';
 import { RosterError } from '../errors.js';
 import { CONSOLE_PREFIX } from './console.js';
+import { clientKey } from '../edge/client-identity.js';
 import { API_PREFIX } from './prefix.js';
 
 declare module 'fastify' {
@@ -73,26 +74,13 @@ function decideAccess(method: string, routeUrl: string | undefined): Access {
 
 export const forbidden = () => new RosterError('FORBIDDEN', 'This needs the admin role');
 
-/** The 429 of decisions.md, headers included, for REST requests and chat handshakes alike. */
-export function rateLimited(max: number, ttlMs: number): RosterError {
-  const seconds = String(Math.max(1, Math.ceil(ttlMs / 1000)));
-  return new RosterError('RATE_LIMITED', `Too many requests; try again in ${seconds} s`, {
-    headers: {
-      'Retry-After': seconds,
-      'RateLimit-Limit': String(max),
-      'RateLimit-Remaining': '0',
-      'RateLimit-Reset': seconds,
-    },
-  });
-}
-
-/** The rate-limit key of a client: its principal when authenticated, else its address (TRUST_PROXY decides which). */
-export function clientKey(principal: Principal | null | undefined, address: string): string {
-  return principal ? `principal:${principal.scheme}:${principal.name}` : `address:${address}`;
-}
-
 /** Helmet, CORS, authentication and rate limiting: what must run before the app's own onRequest hooks. */
-export async function registerProtection(app: FastifyInstance, config: Config, authenticator: Authenticator | undefined): Promise<void> {
+export async function registerProtection(
+  app: FastifyInstance,
+  config: Config,
+  authenticator: Authenticator | undefined,
+  limiter: RateLimiter | undefined,
+): Promise<void> {
   if (config.securityHeaders) {
     await app.register(helmet, helmetOptions(config));
     addSecurityHeaders(app, authenticator !== undefined, config.metricsAuth);
@@ -103,51 +91,31 @@ export async function registerProtection(app: FastifyInstance, config: Config, a
     app.decorateRequest('principal', null);
     app.decorateRequest('authFailure', null);
   }
-  if (config.rateLimit) await app.register(rateLimit, rateLimitOptions(config.rateLimit));
   // With rate limiting, authentication runs before it (the key is the principal) and only records its
   // outcome; the gate after the router decides. Without, the gate does it all in one hook.
-  if (authenticator && config.rateLimit) {
+  if (authenticator && limiter) {
     app.decorateRequest('addressCharged', false);
-    const address = addressBudget(app);
     app.addHook('onRequest', (request, reply, done) => {
       if (accessOf(request.method, request.routeOptions.url) === 'public') return done();
-      // request.principal is still null: these count the request's address.
-      address.spent(request).then((spent) => {
+      const address = clientKey(undefined, request.ip);
+      limiter.spent(address).then((spent) => {
         if (spent) return done(spent);
         const admit = async () => {
-          const result = await address.count(request);
-          if (result.isAllowed) return;
-          if (result.isExceeded) throw rateLimited(result.max, result.ttl);
+          const verdict = await limiter.count(address);
+          if (!verdict.allowed) throw rateLimited(verdict.limit, verdict.resetSeconds * 1000);
           request.addressCharged = true;
-          setRateLimitHeaders(reply, result.max, result.remaining, result.ttlInSeconds);
+          setRateLimitHeaders(reply, verdict);
         };
         authenticateRequest(authenticator, request, () => done(), admit);
       }, done);
     });
   }
 
-  if (config.rateLimit) addRateLimitHook(app);
+  if (limiter) addRateLimitHook(app, limiter);
 }
 
-/**
- * The budget of a request's address in the REST port's store (@fastify/rate-limit's own, through its
- * createRateLimit; no options: the same store and key as the limit itself, the address while
- * request.principal is null). `spent`: the 429 when no request is left in this window (a peek: counts
- * nothing). `count`: counts one.
- */
-function addressBudget(app: FastifyInstance) {
-  const budget = app.createRateLimit();
-  return {
-    async spent(request: FastifyRequest): Promise<RosterError | undefined> {
-      const state = await budget(request, { increment: false });
-      return !state.isAllowed && state.remaining === 0 ? rateLimited(state.max, state.ttl) : undefined;
-    },
-    count: (request: FastifyRequest) => budget(request),
-  };
-}
-
-function setRateLimitHeaders(reply: FastifyReply, max: number, remaining: number, resetSeconds: number): void {
-  reply.header('ratelimit-limit', max).header('ratelimit-remaining', remaining).header('ratelimit-reset', resetSeconds);
+function setRateLimitHeaders(reply: FastifyReply, verdict: Verdict): void {
+  reply.header('ratelimit-limit', verdict.limit).header('ratelimit-remaining', verdict.remaining).header('ratelimit-reset', verdict.resetSeconds);
 }
 
 /**
@@ -195,62 +163,16 @@ export function registerGate(app: FastifyInstance, config: Config, authenticator
   });
 }
 
-function rateLimitOptions(limit: RateLimit): RateLimitPluginOptions {
-  return {
-    global: false, // applied by the hook below, to every request (unknown routes too), not route by route
-    max: limit.max,
-    timeWindow: limit.windowMs,
-    enableDraftSpec: true, // RateLimit-Limit / -Remaining / -Reset rather than X-RateLimit-*
-    keyGenerator: (request: FastifyRequest) => clientKey(request.principal, request.ip),
-    // On a 429 the headers come with the error (rateLimited), so the one error handler writes them.
-    addHeaders: { 'ratelimit-limit': false, 'ratelimit-remaining': false, 'ratelimit-reset': false, 'retry-after': false },
-    addHeadersOnExceeding: { 'ratelimit-limit': true, 'ratelimit-remaining': true, 'ratelimit-reset': true },
-    errorResponseBuilder: (_request, context) => rateLimited(context.max, context.ttl),
-  };
-}
-
-function addRateLimitHook(app: FastifyInstance): void {
-  const limiter = app.rateLimit();
+function addRateLimitHook(app: FastifyInstance, limiter: RateLimiter): void {
   app.addHook('onRequest', async (request, reply) => {
     // Health stays answerable to load balancers and orchestrators however busy a client is.
     if (request.routeOptions.url === HEALTH) return;
     // A failed password check was counted before the hashing; an accepted one counts for its principal.
     if (request.addressCharged && !request.principal) return;
-    await limiter.call(app, request, reply);
+    const verdict = await limiter.count(clientKey(request.principal, request.ip));
+    if (!verdict.allowed) throw rateLimited(verdict.limit, verdict.resetSeconds * 1000);
+    setRateLimitHeaders(reply, verdict);
   });
-}
-
-/**
- * Chat handshakes counted by @fastify/rate-limit too (its own store, apart from the REST port's
- * counts), with the same limit per client, so both ports answer 429 by the same rule. `spent` peeks
- * (the 429 when the key has no handshake left in this window, counting nothing); `count` counts one
- * (the 429 when that one is past the limit).
- */
-export function handshakeLimiter(rest: FastifyInstance, limit: RateLimit): HandshakeLimiter {
-  const check = rest.createRateLimit({
-    max: limit.max,
-    timeWindow: limit.windowMs,
-    keyGenerator: (request) => (request as unknown as { key: string }).key,
-  });
-  // The plugin reads routeOptions.config of what it is given; a handshake has no route.
-  const as = (key: string) => ({ key: `chat:${key}`, routeOptions: {} }) as never;
-  return {
-    async spent(key) {
-      const state = await check(as(key), { increment: false });
-      return !state.isAllowed && state.remaining === 0 ? rateLimited(state.max, state.ttl) : undefined;
-    },
-    async count(key) {
-      const result = await check(as(key));
-      return !result.isAllowed && result.isExceeded ? rateLimited(result.max, result.ttl) : undefined;
-    },
-  };
-}
-
-export interface HandshakeLimiter {
-  /** The 429 when `key` has no handshake left in this window; counts nothing. */
-  spent(key: string): Promise<RosterError | undefined>;
-  /** Counts one handshake of `key`: the 429 when it is past the limit. */
-  count(key: string): Promise<RosterError | undefined>;
 }
 
 /**
@@ -341,42 +263,4 @@ function corsOptions(origins: readonly string[]) {
     // plugin's plain-text 400 (not in the envelope); OPTIONS from elsewhere still gets 405.
     strictPreflight: false,
   };
-}
-
-/**
- * Whether a chat handshake's Origin may connect. Non-browser clients (no Origin) always may. With
- * CORS_ORIGINS, the listed origins. Without, and with AUTH on (`own` given), only Roster's own pages: a
- * browser carries credentials a foreign page must not use (Basic credentials it cached, say), so a page
- * on another port or host must not open the chat in the user's name (cross-site WebSocket hijacking).
- * Without either, any origin, as the contract has it.
- */
-export function originAllowed(
-  origins: readonly string[] | undefined,
-  origin: string | undefined,
-  own?: { host: string | undefined; restPort: number },
-): boolean {
-  if (origin === undefined) return true;
-  if (origins !== undefined) return origins.includes('*') || origins.includes(origin);
-  return own === undefined || isOwnOrigin(origin, own.host, own.restPort);
-}
-
-/**
- * Roster's own pages, as the handshake's Host header names the server: the REST port on the same host
- * name (the console, `http(s)://host:PORT`), or the chat's own address (the console behind a proxy
- * that serves both on one origin, CHAT_PUBLIC_URL=/chat). The scheme is not compared: behind a proxy
- * that ends TLS, the page is https while Roster speaks plain HTTP; the host and port decide.
- */
-function isOwnOrigin(origin: string, host: string | undefined, restPort: number): boolean {
-  if (host === undefined) return false;
-  let page: URL;
-  let chat: URL;
-  try {
-    page = new URL(origin);
-    chat = new URL(`http://${host}`);
-  } catch {
-    return false;
-  }
-  if (page.hostname !== chat.hostname) return false;
-  const pagePort = page.port === '' ? (page.protocol === 'https:' ? '443' : '80') : page.port;
-  return pagePort === String(restPort) || page.host === chat.host;
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { hashPassword } from '../../src/auth/password.js';
+import { hashPassword } from '../../src/edge/password.js';
 import { tokenCommand } from '../../src/cli/credentials.js';
 import { request } from '../helpers.js';
 import { artifactPath, DESKTOP, eventually, launchBrowser, noChromium, openConsole, PHONE, startConsoleRoster, waitForText, type ConsoleRoster } from './support.js';

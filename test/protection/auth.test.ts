@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { hashPassword } from '../../src/auth/password.js';
+import { hashPassword } from '../../src/edge/password.js';
 import { request, startRoster, type Running } from '../helpers.js';
 import {
   API_KEY_ADMIN,

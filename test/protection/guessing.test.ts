@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { HASHING_CONCURRENCY, HASHING_QUEUE } from '../../src/auth/authenticator.js';
-import { hashPassword } from '../../src/auth/password.js';
+import { HASHING_CONCURRENCY, HASHING_QUEUE } from '../../src/edge/authenticator.js';
+import { hashPassword } from '../../src/edge/password.js';
 import { request, startRoster, type JsonResponse } from '../helpers.js';
 import { assertRefused, basic, handshake } from './support.js';
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { request as httpsRequest } from 'node:https';
-import { hashPassword, parsePasswordHash } from '../../src/auth/password.js';
+import { hashPassword, parsePasswordHash } from '../../src/edge/password.js';
 import { PERMISSIONS_POLICY } from '../../src/http/protection.js';
 import { request, startRoster, within, type Running } from '../helpers.js';
 import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic } from './support.js';

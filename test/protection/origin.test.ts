@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { hashPassword } from '../../src/auth/password.js';
+import { hashPassword } from '../../src/edge/password.js';
 import { freePort, startRoster } from '../helpers.js';
 import { API_KEY_ADMIN, assertRefused, basic, handshake } from './support.js';
 

@@ -10,7 +10,7 @@
  */
 import fastJson from 'fast-json-stringify';
 import { getHeapStatistics } from 'node:v8';
-import { User, type UserList } from './schema.js';
+import { User, type UserList } from '../../users/schema.js';
 
 const serializeUser = fastJson(User);
 

@@ -1,5 +1,5 @@
 /**
- * The list reply written from cached per-user JSON (list-json.ts) must be byte for byte what Fastify's
+ * The list reply written from cached per-user JSON (http/routes/user-json.ts) must be byte for byte what Fastify's
  * serializer makes of the same page, and must never serve a user's JSON from before a change.
  */
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import fastJson from 'fast-json-stringify';
 import { successSchema } from '../../src/http/envelope.js';
-import { listReplyJson, userJson, userReplyJson } from '../../src/users/list-json.js';
+import { listReplyJson, userJson, userReplyJson } from '../../src/http/routes/user-json.js';
 import { User, UserList } from '../../src/users/schema.js';
 import { request, startRoster, type Running } from '../helpers.js';
 

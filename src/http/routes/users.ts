@@ -1,11 +1,11 @@
 /** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
 import type { FastifyInstance } from 'fastify';
-import { success, successSchema } from '../http/envelope.js';
-import { errorReplies } from '../http/openapi.js';
-import { ListQuery, User, UserId, UserList, type UserSchemas } from './schema.js';
-import type { UserService } from './service.js';
-import { listReplyJson, userReplyJson } from './list-json.js';
-import { JSON_CONTENT_TYPE } from '../http/raw-reply.js';
+import { success, successSchema } from '../envelope.js';
+import { errorReplies } from '../openapi.js';
+import { ListQuery, User, UserId, UserList, type UserSchemas } from '../../users/schema.js';
+import type { UserService } from '../../users/service.js';
+import { listReplyJson, userReplyJson } from './user-json.js';
+import { JSON_CONTENT_TYPE } from '../../edge/raw-reply.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -28,7 +28,7 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
         response: { 200: successSchema(UserList), ...errorReplies(400, 422) },
       },
     },
-    // The reply is JSON text already (list-json.ts), sent as it is; the schema above still describes it.
+    // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
     async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
   );
 
