@@ -3,7 +3,7 @@
  * delivers to its own members first and then publishes, so local chat never waits on the bus; the bus
  * hands in what the other instances' members did, and knows how many members they have.
  */
-import type { ServerMessage } from './protocol.js';
+import type { ServerMessage } from './codec.js';
 
 /** The messages the instances of one room tell each other: what every member everywhere receives. */
 export type SharedMessage = Extract<ServerMessage, { type: 'chat' | 'user_join' | 'user_leave' }>;

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { writeRawError } from '../edge/raw-reply.js';
 import { RosterError, type ErrorCode } from '../errors.js';
-import type { RateLimit } from '../config.js';
+import type { RateLimit } from '../config/index.js';
 import { credentialsOf, type Authenticator, type Principal } from '../edge/authenticator.js';
 import { clientKey } from '../edge/client-identity.js';
 import { originAllowed } from '../edge/origins.js';

@@ -1,4 +1,4 @@
-import type { RateLimit } from '../config.js';
+import type { RateLimit } from '../config/index.js';
 
 /**
  * RATE_LIMIT for chat messages, per client (shared by its connections): a token bucket of `max` messages refilled at `max` per

@@ -22,6 +22,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Dependency, DependencyState } from '../health.js';
 import type { BusRoom, ChatBus, SharedMessage } from './bus.js';
+import { serverMessageOf } from './codec.js';
 
 export interface RedisBusOptions {
   /** How often an instance repeats its member count. */
@@ -291,7 +292,6 @@ function decode(text: string): Envelope | undefined {
 }
 
 function isShared(value: unknown): value is SharedMessage {
-  if (typeof value !== 'object' || value === null) return false;
-  const { type, message, timestamp } = value as Record<string, unknown>;
-  return typeof type === 'string' && SHARED_TYPES.has(type) && typeof message === 'string' && typeof timestamp === 'string';
+  const message = serverMessageOf(value);
+  return message !== undefined && SHARED_TYPES.has(message.type) && message.timestamp !== '';
 }

@@ -12,7 +12,7 @@
  */
 import { timestamp } from '../clock.js';
 import { localBus, type ChatBus, type SharedMessage } from './bus.js';
-import { parseClientText, type ServerMessage } from './protocol.js';
+import { encodeServerMessage, parseClientText, type ServerMessage } from './codec.js';
 
 export interface Member {
   /** The connection's random, unguessable identifier: the `from` of its chat messages. */
@@ -179,5 +179,5 @@ export class ChatRoom {
 }
 
 function serialise(message: ServerMessage): Buffer {
-  return Buffer.from(JSON.stringify(message));
+  return Buffer.from(encodeServerMessage(message));
 }

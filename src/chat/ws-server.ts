@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Principal } from '../edge/authenticator.js';
-import type { ChatConfig } from '../config.js';
+import type { ChatConfig } from '../config/index.js';
 import { clientKey } from '../edge/client-identity.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../edge/client-errors.js';

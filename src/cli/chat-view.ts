@@ -3,39 +3,10 @@
  * to any server) and formatted as one line each, and the bookkeeping that tells the client's own chats
  * apart from everyone else's. Everything here is pure or self-contained, so it is tested as units.
  */
-import type { ServerMessage } from '../chat/protocol.js';
+import type { ServerMessage } from '../chat/codec.js';
 
-/**
- * A server message as the client understands it. Text that is not a JSON object with one of the
- * contract's types (and the fields that type carries) is `undefined`: shown raw, never trusted.
- */
-export function parseServerMessage(text: string): ServerMessage | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const fields = value as Record<string, unknown>;
-  const timestamp = typeof fields.timestamp === 'string' ? fields.timestamp : '';
-  const { message, online_count: onlineCount, from } = fields;
-  switch (fields.type) {
-    case 'system':
-      return typeof message === 'string' ? { type: 'system', message, timestamp } : undefined;
-    case 'user_join':
-    case 'user_leave':
-      return typeof message === 'string' && typeof onlineCount === 'number'
-        ? { type: fields.type, message, online_count: onlineCount, timestamp }
-        : undefined;
-    case 'chat':
-      return typeof message === 'string' && typeof from === 'string' ? { type: 'chat', from, message, timestamp } : undefined;
-    case 'pong':
-      return { type: 'pong', timestamp };
-    default:
-      return undefined;
-  }
-}
+/** Server messages are read with the chat's one codec (chat/codec.ts): shown raw when it does not know them. */
+export { decodeServerMessage as parseServerMessage } from '../chat/codec.js';
 
 export interface FormatOptions {
   /** The chat is one this client sent: it is marked `(you)`. */

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { clearLine, createInterface, cursorTo, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
+import { encodeClientMessage } from '../chat/codec.js';
 import { formatPong, formatServerMessage, formatUnknown, OwnChats, parseServerMessage } from './chat-view.js';
 
 export const CHAT_USAGE = `Usage: roster chat [URL] [--json]
@@ -206,14 +207,14 @@ class ChatSession {
     else if (command === '/help') this.#show(COMMANDS_HELP);
     else if (line !== '') {
       this.#own.sent(line);
-      this.#ws?.send(JSON.stringify({ type: 'chat', message: line }));
+      this.#ws?.send(encodeClientMessage({ type: 'chat', message: line }));
     }
   }
 
   #ping(shown: boolean): void {
     if (this.#ws?.readyState !== WebSocket.OPEN) return;
     this.#pings.push({ sentAt: performance.now(), shown });
-    this.#ws.send(JSON.stringify({ type: 'ping' }));
+    this.#ws.send(encodeClientMessage({ type: 'ping' }));
   }
 
   #received(data: RawData, isBinary: boolean): void {
