@@ -1,6 +1,6 @@
 /** Entry point: read the configuration, start Roster, stop it cleanly on SIGINT or SIGTERM. */
 import { pino } from 'pino';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config/index.js';
 import { createServer } from './server.js';
 
 function readConfig(): Config {

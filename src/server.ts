@@ -11,7 +11,7 @@ import { createChatServer, type ChatServer } from './chat/ws-server.js';
 import { ChatRoom } from './chat/room.js';
 import type { RedisBus, RedisBusOptions } from './chat/redis-bus.js';
 import { EngineFaults } from './engine-faults.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';
 import { addressOf } from './edge/client-identity.js';
 import { MemoryUserStore } from './users/memory-store.js';

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { automaticMaxUsers, ConfigError, loadConfig, type ChatConfig, type Config } from '../src/config.js';
+import { automaticMaxUsers, ConfigError, loadConfig, type ChatConfig, type Config } from '../src/config/index.js';
 
 const KIB = 1024;
 const MIB = 1024 * 1024;

@@ -31,6 +31,8 @@ describe('the error catalog', () => {
     ['bad URL', Object.assign(new Error('x'), { code: 'FST_ERR_BAD_URL', statusCode: 400 }), 'ERROR'],
     ['a parameter too long for the router', Object.assign(new Error('x'), { code: 'FST_ERR_MAX_PARAM_LENGTH', statusCode: 414 }), 'NOT_FOUND'],
     ['another client error of the framework', Object.assign(new Error('x'), { code: 'FST_SOMETHING', statusCode: 418 }), 'ERROR'],
+    ['a plugin\'s 403 (a static folder)', Object.assign(new Error('x'), { statusCode: 403 }), 'FORBIDDEN'],
+    ['a plugin\'s 404', Object.assign(new Error('x'), { statusCode: 404 }), 'NOT_FOUND'],
     ['query validation', Object.assign(new Error('x'), { validation: [{ keyword: 'pattern', instancePath: '/page', params: {}, parentSchema: { pattern: '^1$' } }] }), 'VALIDATION_ERROR'],
     ['anything else', new TypeError('boom'), 'INTERNAL_ERROR'],
     ['a thrown string', 'boom', 'INTERNAL_ERROR'],

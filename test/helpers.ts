@@ -6,7 +6,7 @@ import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino, type DestinationStream } from 'pino';
 import { WebSocket } from 'ws';
-import { loadConfig, type Config } from '../src/config.js';
+import { loadConfig, type Config } from '../src/config/index.js';
 import { createServer, type RosterServer, type ServerParts } from '../src/server.js';
 import { freshSchema } from './postgres.js';
 

@@ -6,6 +6,7 @@
 import { SignJWT } from 'jose';
 import { parseArgs } from 'node:util';
 import { hashPassword } from '../edge/password.js';
+import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 
@@ -78,7 +79,7 @@ export async function tokenCommand(args: string[], io: Io = STANDARD, env: NodeJ
   if (values.help) return print(io, TOKEN_USAGE);
   if (!values.sub) return usageError(io, 'token', '--sub is required');
   const secret = values.secret ?? env.JWT_SECRET;
-  if (!secret || Buffer.byteLength(secret) < 32) return usageError(io, 'token', 'needs --secret or JWT_SECRET of at least 32 bytes');
+  if (!secret || Buffer.byteLength(secret) < JWT_SECRET_MIN_BYTES) return usageError(io, 'token', `needs --secret or JWT_SECRET of at least ${JWT_SECRET_MIN_BYTES} bytes`);
   const expiresIn = values['expires-in'] ?? '1h';
   if (!/^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i.test(expiresIn)) {
     return usageError(io, 'token', `--expires-in must be a time such as 30s, 15m, 1h or 7d (got "${expiresIn}")`);

@@ -3,7 +3,7 @@
  * deployment can change the schema before starting new instances (which would apply them too).
  */
 import { EngineFaults } from '../engine-faults.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig } from '../config/index.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 

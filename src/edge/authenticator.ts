@@ -11,7 +11,7 @@
 import * as crypto from 'node:crypto';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
-import type { AuthConfig, AuthScheme } from '../config.js';
+import type { AuthConfig, AuthScheme } from '../config/index.js';
 import { RosterError } from '../errors.js';
 import { BoundedWork } from './bounded-work.js';
 import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';

@@ -10,37 +10,12 @@
  * are a trade-off against denial of service, not a free win.
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import type { PasswordHash } from '../config/password-hash.js';
+export { parsePasswordHash, type PasswordHash } from '../config/password-hash.js';
 
 export const SCRYPT_DEFAULTS = { N: 2 ** 17, r: 8, p: 1 } as const;
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;
-
-export interface PasswordHash {
-  N: number;
-  r: number;
-  p: number;
-  salt: Buffer;
-  hash: Buffer;
-}
-
-const B64URL = /^[A-Za-z0-9_-]+$/;
-
-/** The parsed hash, or undefined when `encoded` is not one (the config check uses this). */
-export function parsePasswordHash(encoded: string): PasswordHash | undefined {
-  const parts = encoded.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return undefined;
-  const [, n, r, p, salt = '', hash = ''] = parts;
-  const N = Number(n);
-  const R = Number(r);
-  const P = Number(p);
-  const powerOfTwo = Number.isInteger(N) && N >= 2 ** 10 && N <= 2 ** 20 && (N & (N - 1)) === 0;
-  if (!powerOfTwo || !Number.isInteger(R) || R < 1 || R > 32 || !Number.isInteger(P) || P < 1 || P > 16) return undefined;
-  if (!B64URL.test(salt) || !B64URL.test(hash)) return undefined;
-  const saltBytes = Buffer.from(salt, 'base64url');
-  const hashBytes = Buffer.from(hash, 'base64url');
-  if (saltBytes.length < 8 || hashBytes.length < 16 || hashBytes.length > 64) return undefined;
-  return { N, r: R, p: P, salt: saltBytes, hash: hashBytes };
-}
 
 function derive(password: string | Buffer, salt: Buffer, length: number, params: { N: number; r: number; p: number }): Promise<Buffer> {
   // Node refuses a cost above its default memory cap (32 MiB) unless told: 128 * N * r, plus slack.

@@ -5,7 +5,7 @@
  * handshakes are counted under keys of their own, so the two doors' budgets stay apart.
  */
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { RateLimit } from '../config.js';
+import type { RateLimit } from '../config/index.js';
 import { RosterError } from '../errors.js';
 
 /** Where a key stands after a request was counted. */

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:tls';
 import { answerPlainHttp } from '../edge/tls-plain.js';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { UserSchemas } from '../users/schema.js';
 import type { UserService } from '../users/service.js';
 import { userRoutes } from './routes/users.js';
@@ -28,7 +28,7 @@ import type { Metrics } from '../metrics.js';
 import type { Authenticator } from '../edge/authenticator.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
-import { accessOf, registerGate, registerProtection, requireAdmin } from './protection.js';
+import { accessOf, isRateLimited, registerGate, registerProtection, requireAdmin } from './protection.js';
 
 export { API_PREFIX };
 
@@ -149,7 +149,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     auth: config.auth.scheme,
     rateLimited: config.rateLimit !== undefined,
     isProtected: (method, url) => accessOf(method, url) !== 'public',
-    isLimited: (url) => url !== `${API_PREFIX}/health`,
+    isLimited: isRateLimited,
   });
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
   await app.register(systemRoutes, {

@@ -7,7 +7,7 @@
  */
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
-import type { AuthScheme } from '../config.js';
+import type { AuthScheme } from '../config/index.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,8 +32,8 @@ export interface ConsoleOptions {
   chatUrl?: string;
   /** The compiled console: `CONSOLE_ROOT` in the build. */
   root: string;
-  /** The allowed values of role, offered by the page's filter and forms. Default: admin, user. */
-  roles?: readonly string[];
+  /** The allowed values of role (ROLES), offered by the page's filter and forms. */
+  roles: readonly string[];
   /** The `AUTH` scheme, so the page knows which credential to ask for. Default: none. */
   auth?: AuthScheme;
 }
@@ -67,8 +67,9 @@ export const CONSOLE_CSP = [
 const HIDDEN = { hide: true } as FastifySchema & { hide: boolean };
 
 export async function registerConsole(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
-  const chatUrl = options.chatUrl === undefined || options.chatUrl.trim() === '' ? null : checkChatUrl(options.chatUrl.trim());
-  const roles = [...(options.roles ?? ['admin', 'user'])];
+  // Both checked where settings are read (config/): CHAT_PUBLIC_URL by readers.ts chatUrl, ROLES by roles.
+  const chatUrl = options.chatUrl ?? null;
+  const roles = [...options.roles];
   const auth = options.auth ?? 'none';
   const chatPort = typeof options.chatPort === 'function' ? options.chatPort : () => options.chatPort as number;
   if (!existsSync(join(options.root, 'index.html'))) {
@@ -110,19 +111,4 @@ function setConsoleHeaders(reply: FastifyReply): void {
   reply.header('content-security-policy', CONSOLE_CSP);
   reply.header('referrer-policy', 'no-referrer');
   reply.header('x-frame-options', 'DENY');
-}
-
-/** The chat's public address must be one a browser can open a WebSocket to. */
-function checkChatUrl(value: string): string {
-  if (value.startsWith('/') && !value.startsWith('//')) return value;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new TypeError(`chatUrl must be a ws:, wss:, http: or https: URL, or a path starting with "/" (got "${value}")`);
-  }
-  if (!['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol)) {
-    throw new TypeError(`chatUrl must be a ws:, wss:, http: or https: URL, or a path starting with "/" (got "${value}")`);
-  }
-  return url.href;
 }

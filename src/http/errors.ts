@@ -7,7 +7,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { envelopeOf, RosterError, validationFailed } from '../errors.js';
+import { codesOf, envelopeOf, ERROR_CATALOG, RosterError, validationFailed } from '../errors.js';
 import type { RouteCatalog } from './catalog.js';
 import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from '../edge/raw-reply.js';
 
@@ -30,9 +30,11 @@ export function toRosterError(error: unknown): RosterError {
   if (translate) return translate(fastifyError as FastifyError);
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    // A client error Fastify raised that has no code of ours: the contract's default code (400), and
-    // no more than the status text of what Fastify said.
-    return new RosterError('ERROR', STATUS_CODES[status] ?? 'Bad request');
+    // A client error Fastify (or a plugin: @fastify/static's 403 for a folder) raised with no code of
+    // ours: the catalog's first code for its status, else the contract's default code (400 ERROR); and
+    // no more than the status text.
+    const code = status === 400 ? 'ERROR' : (codesOf(status)[0] ?? 'ERROR');
+    return new RosterError(code, STATUS_CODES[ERROR_CATALOG[code].status] ?? 'Bad request');
   }
   return new RosterError('INTERNAL_ERROR', 'An unexpected error occurred');
 }

@@ -8,7 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AuthScheme } from '../config.js';
+import type { AuthScheme } from '../config/index.js';
 import { API_PREFIX } from './prefix.js';
 import { codesOf, ERROR_CATALOG, type ErrorCode, type ErrorStatus } from '../errors.js';
 

@@ -22,7 +22,7 @@ import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { credentialsOf, type Authenticator, type Principal } from '../edge/authenticator.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { rateLimited, type RateLimiter, type Verdict } from '../edge/rate-limiter.js';
 import { RosterError } from '../errors.js';
 import { CONSOLE_PREFIX } from './console.js';
@@ -70,6 +70,11 @@ function decideAccess(method: string, routeUrl: string | undefined): Access {
   if (routeUrl === undefined || method === 'OPTIONS' || PUBLIC_ROUTES.has(routeUrl)) return 'public';
   if (PUBLIC_PREFIXES.some((prefix) => routeUrl.startsWith(prefix))) return 'public';
   return method === 'GET' || method === 'HEAD' ? 'reader' : 'admin';
+}
+
+/** Whether RATE_LIMIT applies to a route: all but health, which stays answerable to load balancers and orchestrators however busy a client is. */
+export function isRateLimited(routeUrl: string | undefined): boolean {
+  return routeUrl !== HEALTH;
 }
 
 export const forbidden = () => new RosterError('FORBIDDEN', 'This needs the admin role');
@@ -165,8 +170,7 @@ export function registerGate(app: FastifyInstance, config: Config, authenticator
 
 function addRateLimitHook(app: FastifyInstance, limiter: RateLimiter): void {
   app.addHook('onRequest', async (request, reply) => {
-    // Health stays answerable to load balancers and orchestrators however busy a client is.
-    if (request.routeOptions.url === HEALTH) return;
+    if (!isRateLimited(request.routeOptions.url)) return;
     // A failed password check was counted before the hashing; an accepted one counts for its principal.
     if (request.addressCharged && !request.principal) return;
     const verdict = await limiter.count(clientKey(request.principal, request.ip));

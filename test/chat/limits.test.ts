@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
 import { WebSocket } from 'ws';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { ChatClient, closeOf } from '../helpers.js';
 import { closePayload, handshakeRequest, Opcode, rawHttp, RawClient, type HttpExchange } from './frames.js';
 import { barrier, crowd, pings, Scope, within } from './support.js';

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config.js';
+import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config/index.js';
 import { request, startRoster, within } from '../helpers.js';
 
 const MIB = 2 ** 20;

@@ -16,8 +16,6 @@ export interface ConsoleConfig {
   auth: AuthScheme;
 }
 
-export const DEFAULT_ROLES = ['admin', 'user'];
-
 /** Resolved relative to the page, so the console also works under a proxy's path prefix. */
 export const API_BASE = 'api/v1';
 
@@ -29,7 +27,8 @@ export async function loadConfig(): Promise<ConsoleConfig> {
   return {
     chatPort: body.chatPort,
     chatUrl: typeof body.chatUrl === 'string' && body.chatUrl !== '' ? body.chatUrl : null,
-    roles: Array.isArray(body.roles) && body.roles.every((role) => typeof role === 'string') && body.roles.length > 0 ? body.roles : DEFAULT_ROLES,
+    // The service's ROLES, which it always sends: the console keeps no list of its own.
+    roles: Array.isArray(body.roles) ? body.roles.filter((role) => typeof role === 'string') : [],
     auth: typeof body.auth === 'string' && AUTH_SCHEMES.includes(body.auth) ? body.auth : 'none',
   };
 }

@@ -4,7 +4,7 @@
  */
 import { ApiError, checkCredential, onUnauthorized, signRequests } from './api.js';
 import { ChatPanel } from './chat-panel.js';
-import { chatAddress, DEFAULT_ROLES, loadConfig, type AuthScheme, type ConsoleConfig } from './config.js';
+import { chatAddress, loadConfig, type AuthScheme, type ConsoleConfig } from './config.js';
 import { chatAddressWith, forgetCredential, loadCredential, saveCredential, signingOf, type Credential, type Signing } from './credentials.js';
 import { byId } from './dom.js';
 import { SignIn } from './sign-in.js';
@@ -24,12 +24,13 @@ function settings(): Promise<ConsoleConfig> {
 const pageUrl = () => new URL(window.location.href);
 
 async function main(): Promise<void> {
-  const users = new UsersPanel(DEFAULT_ROLES);
+  // No roles until the service's settings arrive (its ROLES): the filter offers "All roles" alone.
+  const users = new UsersPanel([]);
   let loaded: ConsoleConfig | null = null;
   try {
     loaded = await settings();
   } catch {
-    // The default roles stay; the chat reports the problem and retries.
+    // No roles offered; the chat reports the problem and retries.
   }
   if (loaded) users.setRoles(loaded.roles);
   if (loaded === null || loaded.auth === 'none') {

@@ -1,0 +1,119 @@
+/**
+ * The rules between settings: what one setting means given the others. Each throws ConfigError naming
+ * the variable at fault; readers.ts and settings.ts know nothing of these.
+ */
+import { getHeapStatistics } from 'node:v8';
+import type { AuthConfig, AuthScheme } from './index.js';
+import { ConfigError } from './readers.js';
+
+/** Node refuses a headers timeout longer than the request timeout, which contains it. */
+export function checkTimeouts(headersTimeoutMs: number, requestTimeoutMs: number): void {
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${headersTimeoutMs} > ${requestTimeoutMs})`);
+  }
+}
+
+export function checkPorts(restPort: number, wsPort: number): void {
+  if (restPort !== 0 && wsPort === restPort) throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
+}
+
+/** The credential settings of each AUTH scheme. */
+const OWNERS: Record<string, AuthScheme> = {
+  API_KEYS: 'apikey',
+  BASIC_USERS: 'basic',
+  JWT_SECRET: 'jwt',
+  OAUTH2_JWKS_URL: 'oauth2',
+  OAUTH2_ISSUER: 'oauth2',
+  OAUTH2_AUDIENCE: 'oauth2',
+};
+
+/**
+ * AUTH and the credentials of its scheme. A credential setting given for another scheme is refused
+ * rather than ignored: a deployment that sets API_KEYS but forgets AUTH=apikey must not believe it is
+ * protected.
+ */
+export function authConfig(
+  scheme: AuthScheme,
+  isSet: (name: string) => boolean,
+  read: () => Pick<AuthConfig, 'apiKeys' | 'basicUsers' | 'jwtSecret'> & {
+    jwksUrl?: string | undefined;
+    issuer?: string | undefined;
+    audience?: string | undefined;
+    acceptJwtTyp?: boolean | undefined;
+  },
+): AuthConfig {
+  for (const [name, owner] of Object.entries(OWNERS)) {
+    if (isSet(name) && scheme !== owner) throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
+    if (!isSet(name) && scheme === owner) throw new ConfigError(name, `is required when AUTH=${owner}`);
+  }
+  // Optional, but like the credentials refused for another scheme.
+  if (isSet('OAUTH2_ACCEPT_JWT_TYP') && scheme !== 'oauth2') {
+    throw new ConfigError('OAUTH2_ACCEPT_JWT_TYP', `is set but AUTH is ${scheme} (it applies to AUTH=oauth2 only)`);
+  }
+  // Read only now: the values of the scheme in force, once the others are known to be unset.
+  const values = read();
+  return {
+    scheme,
+    apiKeys: values.apiKeys,
+    basicUsers: values.basicUsers,
+    jwtSecret: values.jwtSecret,
+    oauth2:
+      scheme === 'oauth2'
+        ? { jwksUrl: values.jwksUrl!, issuer: values.issuer!, audience: values.audience!, acceptJwtTyp: values.acceptJwtTyp ?? false }
+        : undefined,
+  };
+}
+
+/** `*` is refused when authentication is on: any web page could then drive the API with a credential it holds; list the origins instead. */
+export function checkCorsOrigins(origins: readonly string[] | undefined, scheme: AuthScheme): void {
+  if (origins?.includes('*') && scheme !== 'none') throw new ConfigError('CORS_ORIGINS', `must list origins, not "*", when AUTH is ${scheme}`);
+}
+
+export function checkTls(cert: string | undefined, key: string | undefined, ciphersSet: boolean): 'off' | 'on' {
+  if (cert === undefined && key === undefined) {
+    if (ciphersSet) throw new ConfigError('TLS_CIPHERS', 'is set but TLS_CERT and TLS_KEY are not (it applies to TLS only)');
+    return 'off';
+  }
+  if (cert === undefined) throw new ConfigError('TLS_CERT', 'is required when TLS_KEY is set');
+  if (key === undefined) throw new ConfigError('TLS_KEY', 'is required when TLS_CERT is set');
+  return 'on';
+}
+
+/** WS_MAX_CONNECTIONS_PER_CLIENT when protection is on and it is not set: a person's tabs and tools, with room to spare. */
+export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 32;
+
+/**
+ * Set, it applies in any case. Unset, it applies only with protection on (AUTH or RATE_LIMIT): without
+ * it, Roster behaves as the contract says, and one address may well be a proxy or a NAT for many people.
+ */
+export function maxConnectionsPerClient(set: number | undefined, protectionOn: boolean): number | undefined {
+  return set ?? (protectionOn ? DEFAULT_MAX_CONNECTIONS_PER_CLIENT : undefined);
+}
+
+/**
+ * Bytes of heap one user can take in the memory store at worst, measured: 10 000 users created over
+ * HTTP with a name of 200 astral-plane characters (400 UTF-16 units) and a 254-character email outside
+ * Latin-1, then a search and a sort by email, came to 4 281 B of live heap per user (the user, its
+ * lower-cased copies for search, every sort index); 5 KiB leaves a margin.
+ */
+export const WORST_CASE_BYTES_PER_USER = 5120;
+/**
+ * The share of the heap users may fill. The rest is for the process itself (about 20 MiB), the chat
+ * (some 9 KiB per connection), the reply cache (http/routes/user-json.ts, a 32nd), requests in flight, and the free
+ * space a mark-compact needs to make progress.
+ */
+export const USERS_HEAP_SHARE = 0.4;
+
+/**
+ * The default MAX_USERS with users in memory: the worst-case user times the cap stays within 40 % of
+ * this Node's heap limit (so it follows --max-old-space-size), rounded down to a thousand. On a
+ * 4 144 MiB heap (Node 20 on a 24 GiB machine): 4 144 MiB x 0.4 / 5 120 B = 339 000 users.
+ */
+export function automaticMaxUsers(heapLimit = getHeapStatistics().heap_size_limit): number {
+  return Math.max(1000, Math.floor((heapLimit * USERS_HEAP_SHARE) / WORST_CASE_BYTES_PER_USER / 1000) * 1000);
+}
+
+/** MAX_USERS when unset: with users in memory, automaticMaxUsers(); with DATABASE_URL, no cap (0). */
+export function maxUsers(set: number | undefined, database: boolean): number {
+  return set ?? (database ? 0 : automaticMaxUsers());
+}
