@@ -4,7 +4,7 @@
  * users stored there first (bench/postgres.ts). Reports its ports and its memory to the parent.
  */
 import { pino } from 'pino';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createServer } from '../../src/server.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { answerParent, measureFill, memoryNow, type Fill } from '../ipc.js';
