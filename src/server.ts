@@ -113,6 +113,11 @@ async function assemble(
       chatPort = chatAddress.port;
       const port = (rest.server.address() as AddressInfo).port;
       logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');
+      logger.info(
+        config.database
+          ? 'Users are kept in PostgreSQL (DATABASE_URL)'
+          : 'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL',
+      );
       return { port, wsPort: chatAddress.port };
     },
     async stop() {

@@ -1,5 +1,6 @@
 /** The service's own endpoints: health and the machine-readable description (`/api/v1/docs`). */
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import { serviceUnavailable } from '../errors.js';
@@ -17,6 +18,8 @@ const HealthData = Type.Object({
     description: '`healthy`; `degraded` (still 200) when a dependency the REST API can do without, the Redis chat bus, is down',
   }),
   timestamp: Type.String(),
+  instance: Type.String({ description: 'Random id of this run of the service: a new one after every restart' }),
+  started_at: Type.String({ description: 'When this run of the service started, UTC, ISO 8601 without offset, microseconds' }),
   storage: Type.Optional(
     Type.Object(
       { users: Type.Integer(), capacity: Type.Integer() },
@@ -45,6 +48,9 @@ export async function systemRoutes(
   app: FastifyInstance,
   options: { catalog: RouteCatalog; dependencies: readonly Dependency[]; storage: () => Promise<Storage | undefined> },
 ): Promise<void> {
+  // One run of the service: a client that sees another instance id knows Roster restarted (and, with
+  // users in memory, lost them).
+  const run = { instance: randomUUID(), started_at: timestamp() };
   app.get(
     '/health',
     {
@@ -70,6 +76,7 @@ export async function systemRoutes(
       const data = {
         status: problems.length === 0 ? status : ('degraded' as const),
         timestamp: timestamp(),
+        ...run,
         ...(storage ? { storage } : {}),
         ...(checks ? { checks } : {}),
       };

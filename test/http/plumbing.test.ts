@@ -50,7 +50,17 @@ describe('health', () => {
     assert.match(body.data.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/);
     assert.ok(Math.abs(Date.parse(`${body.data.timestamp}Z`) - Date.now()) < 60_000, 'UTC, and now');
     // No checks without engines; the memory store's fill under its default MAX_USERS.
-    assert.deepEqual(Object.keys(body.data).sort(), ['status', 'storage', 'timestamp'], 'no checks without engines');
+    assert.deepEqual(Object.keys(body.data).sort(), ['instance', 'started_at', 'status', 'storage', 'timestamp'], 'no checks without engines');
+    assert.match(body.data.instance, /^[0-9a-f-]{36}$/);
+    assert.ok(body.data.started_at <= body.data.timestamp, 'started before now');
+    const again = (await request(`${roster.api}/health`)).body.data;
+    assert.deepEqual([again.instance, again.started_at], [body.data.instance, body.data.started_at], 'the same run');
+    const other = await startRoster();
+    try {
+      assert.notEqual((await request(`${other.api}/health`)).body.data.instance, body.data.instance, 'another run, another id');
+    } finally {
+      await other.stop();
+    }
     assert.deepEqual(Object.keys(body.data.storage).sort(), ['capacity', 'users']);
   });
 
