@@ -4,6 +4,7 @@
  * apart from everyone else's. Everything here is pure or self-contained, so it is tested as units.
  */
 import type { ServerMessage } from '../chat/codec.js';
+import { shortId } from '../../web/src/sender-id.js';
 
 /** Server messages are read with the chat's one codec (chat/codec.ts): shown raw when it does not know them. */
 export { decodeServerMessage as parseServerMessage } from '../chat/codec.js';
@@ -72,10 +73,8 @@ export function formatClock(timestamp: string, timeZone?: string): string {
   return `${part('hour')}:${part('minute')}:${part('second')}`;
 }
 
-/** A sender's id as shown: its first 8 characters (the first group of a UUID). */
-export function shortId(id: string): string {
-  return id.slice(0, 8);
-}
+/** A sender's id as shown, by the rule the browser console uses too (web/src/sender-id.ts). */
+export { shortId };
 
 /**
  * Text safe to write to a terminal: control characters (C0 but tab, DEL, C1) are shown as `\xHH`, so

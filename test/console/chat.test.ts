@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { formatServerMessage } from '../../src/cli/chat-view.js';
 import type { Browser, Page } from 'playwright-core';
 import {
   artifactPath,
@@ -65,7 +66,12 @@ test('two pages chat: welcome, join and leave notices, online count, own message
       ['Hello from Alice', 'false'],
       ['Hi Alice, Bob here', 'true'],
     ]);
-    assert.match((await marks(bob.page))[0]?.[2] ?? '', /^User [0-9a-f]{6}$/);
+    assert.match((await marks(bob.page))[0]?.[2] ?? '', /^[0-9a-f]{8}$/);
+    // The same short id as the terminal client shows for that sender (src/cli/chat-view.ts).
+    const aliceAtBob = messages(bob.page).first();
+    const from = (await aliceAtBob.getAttribute('data-from')) ?? '';
+    const terminalLine = formatServerMessage({ type: 'chat', from, message: 'Hello from Alice', timestamp: '' }) ?? '';
+    assert.equal(terminalLine.split(' ')[1]?.replace(/:$/, ''), await aliceAtBob.locator('.who').textContent());
 
     // A second message from Alice, with the same text Bob could send: still told apart by id.
     await say(alice.page, 'Hi Alice, Bob here');
