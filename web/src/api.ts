@@ -110,6 +110,14 @@ export function listUsers(query: ListQuery, signal?: AbortSignal): Promise<UserP
   return call<UserPage>('GET', `/users?${params}`, undefined, signal) as Promise<UserPage>;
 }
 
+/** The part of health the console uses: which run of Roster answers (a new instance after a restart). */
+export interface Health {
+  instance?: string;
+  started_at?: string;
+}
+
+export const health = () => call<Health>('GET', '/health') as Promise<Health>;
+
 const userPath = (id: string) => `/users/${encodeURIComponent(id)}`;
 
 export const createUser = (fields: UserFields) => call<User>('POST', '/users', fields) as Promise<User>;

@@ -4,6 +4,7 @@
  */
 import { ChatConnection, type ConnectionState, type ServerMessage } from './chat-connection.js';
 import { byId, formatTime, h, hiddenText, timeElement } from './dom.js';
+import { shortId } from './sender-id.js';
 
 /** Entries kept in the log; older ones are dropped so a long session does not grow without bound. */
 const MAX_ENTRIES = 500;
@@ -14,7 +15,9 @@ export class ChatPanel {
   readonly #statusText = byId('chat-status-text', HTMLElement);
   readonly #retry = byId('chat-retry', HTMLButtonElement);
   readonly #count = byId('online-count', HTMLElement);
-  readonly #log = byId('chat-log', HTMLOListElement);
+  /** The scrolling region, and the list of entries in it. */
+  readonly #log = byId('chat-log', HTMLElement);
+  readonly #entries = byId('chat-entries', HTMLOListElement);
   readonly #form = byId('chat-form', HTMLFormElement);
   readonly #input = byId('chat-input', HTMLInputElement);
   readonly #send = byId('chat-send', HTMLButtonElement);
@@ -34,11 +37,14 @@ export class ChatPanel {
   constructor(
     resolveUrl: () => Promise<string>,
     private readonly refused: () => void = () => undefined,
+    /** Called each time a connection opens: after a drop, the server may have restarted meanwhile. */
+    private readonly opened: () => void = () => undefined,
   ) {
     this.#connection = new ChatConnection(resolveUrl, {
       state: (state) => {
         this.#showState(state);
         if (state.kind === 'waiting' && !state.wasOpen) this.refused();
+        if (state.kind === 'open') this.opened();
       },
       message: (message) => this.#receive(message),
     });
@@ -57,7 +63,7 @@ export class ChatPanel {
   /** Leaves the room and forgets the conversation (on sign-out: the next user of the tab sees none of it). */
   stop(): void {
     this.#connection.stop();
-    this.#log.replaceChildren();
+    this.#entries.replaceChildren();
     this.#everConnected = false;
     this.#ownId = null;
     this.#pending = [];
@@ -68,6 +74,11 @@ export class ChatPanel {
     this.#status.dataset.state = 'connecting';
     this.#panel.dataset.state = 'connecting';
     this.#statusText.textContent = 'Not connected';
+  }
+
+  /** A notice of the console's own in the log (e.g. that Roster restarted). */
+  note(text: string): void {
+    this.#notice(text, 'system');
   }
 
   #sendMessage(): void {
@@ -137,7 +148,8 @@ export class ChatPanel {
       const index = this.#pending.indexOf(text);
       if (index >= 0) this.#pending.splice(index, 1);
     }
-    const who = own ? 'You' : `User ${from.slice(0, 6) || '?'}`;
+    // The same short id as the terminal client shows (sender-id.ts); your own messages also say You.
+    const who = own ? 'You' : shortId(from) || '?';
     this.#add(
       h(
         'li',
@@ -162,8 +174,9 @@ export class ChatPanel {
   #add(entry: HTMLLIElement): void {
     const log = this.#log;
     const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
-    log.append(entry);
-    while (log.childElementCount > MAX_ENTRIES) log.firstElementChild?.remove();
+    const entries = this.#entries;
+    entries.append(entry);
+    while (entries.childElementCount > MAX_ENTRIES) entries.firstElementChild?.remove();
     // Follow new entries, unless the user has scrolled up to read older ones.
     if (atBottom) log.scrollTop = log.scrollHeight;
   }

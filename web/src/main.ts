@@ -7,6 +7,7 @@ import { ChatPanel } from './chat-panel.js';
 import { chatAddress, loadConfig, type AuthScheme, type ConsoleConfig } from './config.js';
 import { chatAddressWith, forgetCredential, loadCredential, saveCredential, signingOf, type Credential, type Signing } from './credentials.js';
 import { byId } from './dom.js';
+import { RestartWatch } from './restarts.js';
 import { SignIn } from './sign-in.js';
 import { UsersPanel } from './users-panel.js';
 
@@ -23,6 +24,18 @@ function settings(): Promise<ConsoleConfig> {
 
 const pageUrl = () => new URL(window.location.href);
 
+/**
+ * Watches for a restart of Roster on every chat (re)connection: when one happened, the users are
+ * loaded again and both panels say so.
+ */
+function watchRestarts(users: UsersPanel, chat: () => ChatPanel): RestartWatch {
+  return new RestartWatch((text) => {
+    users.load();
+    users.notify(text);
+    chat().note(text);
+  });
+}
+
 async function main(): Promise<void> {
   // No roles until the service's settings arrive (its ROLES): the filter offers "All roles" alone.
   const users = new UsersPanel([]);
@@ -34,8 +47,15 @@ async function main(): Promise<void> {
   }
   if (loaded) users.setRoles(loaded.roles);
   if (loaded === null || loaded.auth === 'none') {
+    const restarts = watchRestarts(users, () => chat);
     users.load();
-    new ChatPanel(async () => chatAddress(await settings(), pageUrl())).start();
+    void restarts.check();
+    const chat: ChatPanel = new ChatPanel(
+      async () => chatAddress(await settings(), pageUrl()),
+      undefined,
+      () => void restarts.check(),
+    );
+    chat.start();
     return;
   }
   startSignedIn(loaded.auth, users);
@@ -46,7 +66,8 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
   let credential: Credential | null = null;
   let signing: Signing | null = null;
 
-  const chat = new ChatPanel(
+  const restarts = watchRestarts(users, () => chat);
+  const chat: ChatPanel = new ChatPanel(
     async () => {
       if (!credential) throw new Error('not signed in');
       return chatAddressWith(chatAddress(await settings(), pageUrl()), credential);
@@ -56,6 +77,7 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
       // does. A 401 there signs out (through onUnauthorized); anything else, the chat keeps retrying.
       if (signing) checkCredential(signing).catch(() => undefined);
     },
+    () => void restarts.check(),
   );
   // While signed out the form stands alone: the panels, and the links that lead to them, are hidden.
   const panels = [byId('users', HTMLElement), byId('chat', HTMLElement), ...document.querySelectorAll<HTMLElement>('.sections, .skip-link')];
@@ -83,6 +105,7 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
     signRequests(acceptedSigning);
     signIn.showSignedIn(accepted);
     users.load();
+    void restarts.check();
     chat.start();
   }
 

@@ -17,6 +17,8 @@ import {
   type UserPage,
 } from './api.js';
 import { byId, h, hiddenText, timeElement } from './dom.js';
+import { problems, type UserField } from './user-rules.js';
+import { DEFAULT_QUERY, readView, writeView } from './view-url.js';
 
 const FIELDS = ['name', 'email', 'role'] as const;
 type Field = (typeof FIELDS)[number];
@@ -64,7 +66,11 @@ export class UsersPanel {
   readonly #deleteError = byId('delete-form-error', HTMLElement);
   readonly #deleteConfirm = byId('delete-confirm', HTMLButtonElement);
 
-  #query: ListQuery = { page: 1, limit: 10, role: '', search: '', sort: 'created_at', order: 'desc' };
+  /** The view asked for (in the address too); `#shown` holds the users on screen, kept when a reload fails. */
+  #query: ListQuery = { ...DEFAULT_QUERY };
+  #shown: UserPage | null = null;
+  /** The edit values the user was warned about (Create would refuse them); saving them again goes ahead. */
+  #warned: string | null = null;
   #roles: string[] = [];
   #loading: AbortController | null = null;
   #searchTimer: number | undefined;
@@ -74,7 +80,13 @@ export class UsersPanel {
   #returnFocus: HTMLElement | null = null;
 
   constructor(roles: readonly string[]) {
-    this.#query.limit = Number(this.#pageSize.value) || 10;
+    // The view in the address (a shared link, or a reload), shown in the controls.
+    this.#query = readView(window.location.search);
+    this.#search.value = this.#query.search;
+    if (![...this.#pageSize.options].some((option) => option.value === String(this.#query.limit))) {
+      this.#pageSize.append(h('option', { value: this.#query.limit }, String(this.#query.limit)));
+    }
+    this.#pageSize.value = String(this.#query.limit);
     this.setRoles(roles);
     this.#wireList();
     this.#wireUserDialog();
@@ -84,9 +96,16 @@ export class UsersPanel {
   /** The roles offered by the filter and the form (the service's ROLES). */
   setRoles(roles: readonly string[]): void {
     this.#roles = [...roles];
-    const selected = this.#roleFilter.value;
-    this.#roleFilter.replaceChildren(h('option', { value: '' }, 'All roles'), ...roles.map((role) => h('option', { value: role }, role)));
-    this.#roleFilter.value = roles.includes(selected) ? selected : '';
+    // The filtered role is kept even if it is not configured (a link from another Roster): it is what the list shows.
+    const selected = this.#query.role;
+    const offered = selected === '' || roles.includes(selected) ? roles : [...roles, selected];
+    this.#roleFilter.replaceChildren(h('option', { value: '' }, 'All roles'), ...offered.map((role) => h('option', { value: role }, role)));
+    this.#roleFilter.value = selected;
+  }
+
+  /** A notice above the table (e.g. that Roster restarted), cleared by the next action like any other. */
+  notify(text: string): void {
+    this.#announce(text);
   }
 
   load(): void {
@@ -101,6 +120,7 @@ export class UsersPanel {
     if (this.#dialog.open) this.#dialog.close();
     if (this.#deleteDialog.open) this.#deleteDialog.close();
     this.#body.replaceChildren();
+    this.#shown = null;
     this.#table.setAttribute('aria-busy', 'false');
     delete this.#table.dataset.state;
     this.#error.hidden = true;
@@ -120,30 +140,43 @@ export class UsersPanel {
       window.clearTimeout(this.#searchTimer);
       this.#searchTimer = window.setTimeout(() => this.#applySearch(), SEARCH_DELAY_MS);
     });
-    this.#roleFilter.addEventListener('change', () => this.#update({ role: this.#roleFilter.value, page: 1 }));
-    this.#pageSize.addEventListener('change', () => this.#update({ limit: Number(this.#pageSize.value), page: 1 }));
-    this.#order.addEventListener('click', () => this.#update({ order: this.#query.order === 'asc' ? 'desc' : 'asc' }));
+    this.#roleFilter.addEventListener('change', () => this.#change({ role: this.#roleFilter.value, page: 1 }));
+    this.#pageSize.addEventListener('change', () => this.#change({ limit: Number(this.#pageSize.value), page: 1 }));
+    this.#order.addEventListener('click', () => this.#change({ order: this.#query.order === 'asc' ? 'desc' : 'asc' }));
     for (const header of this.#sortHeaders()) {
       header.querySelector('button')?.addEventListener('click', () => {
         const sort = header.dataset.sort ?? 'created_at';
         // The same column again flips the order; a new column starts ascending.
-        this.#update(sort === this.#query.sort ? { order: this.#query.order === 'asc' ? 'desc' : 'asc' } : { sort, order: 'asc', page: 1 });
+        this.#change(sort === this.#query.sort ? { order: this.#query.order === 'asc' ? 'desc' : 'asc' } : { sort, order: 'asc', page: 1 });
       });
     }
-    this.#prev.addEventListener('click', () => this.#update({ page: Math.max(1, this.#query.page - 1) }));
-    this.#next.addEventListener('click', () => this.#update({ page: this.#query.page + 1 }));
-    this.#retry.addEventListener('click', () => this.load());
+    this.#prev.addEventListener('click', () => this.#change({ page: Math.max(1, this.#query.page - 1) }));
+    this.#next.addEventListener('click', () => this.#change({ page: this.#query.page + 1 }));
+    this.#retry.addEventListener('click', () => {
+      this.#clearNotice();
+      this.load();
+    });
     this.#add.addEventListener('click', () => this.#openUserDialog({ kind: 'create' }));
   }
 
   #applySearch(): void {
     window.clearTimeout(this.#searchTimer);
     if (this.#search.value === this.#query.search) return;
-    this.#update({ search: this.#search.value, page: 1 });
+    this.#change({ search: this.#search.value, page: 1 });
+  }
+
+  /** A change the user asked for: an earlier notice ("Created …") no longer applies. */
+  #change(change: Partial<ListQuery>): void {
+    this.#clearNotice();
+    this.#update(change);
   }
 
   #update(change: Partial<ListQuery>): void {
     this.#query = { ...this.#query, ...change };
+    const search = writeView(this.#query);
+    const url = new URL(window.location.href);
+    url.search = search;
+    if (url.href !== window.location.href) window.history.replaceState(window.history.state, '', url);
     this.load();
   }
 
@@ -167,16 +200,23 @@ export class UsersPanel {
         return;
       }
       this.#error.hidden = true;
+      this.#shown = page;
       this.#render(page);
     } catch (error) {
       if (loading.signal.aborted) return;
-      this.#errorText.textContent = error instanceof ApiError ? describe(error) : 'Something went wrong while loading users.';
+      const reason = error instanceof ApiError ? describe(error) : 'Something went wrong while loading users.';
+      // The last users loaded stay on screen (marked stale), rather than a blank table.
+      this.#errorText.textContent = this.#shown ? `${reason} The table still shows the users loaded before.` : reason;
       this.#error.hidden = false;
-      this.#body.replaceChildren();
-      this.#table.dataset.state = 'error';
-      this.#pageInfo.textContent = '';
-      this.#prev.disabled = true;
-      this.#next.disabled = true;
+      if (this.#shown) {
+        this.#table.dataset.state = 'stale';
+      } else {
+        this.#body.replaceChildren();
+        this.#table.dataset.state = 'error';
+        this.#pageInfo.textContent = '';
+        this.#prev.disabled = true;
+        this.#next.disabled = true;
+      }
     } finally {
       if (this.#loading === loading) {
         this.#loading = null;
@@ -208,7 +248,7 @@ export class UsersPanel {
           { class: 'empty-row' },
           h(
             'td',
-            { colspan: 6 },
+            { colspan: 7 },
             h('p', { class: 'empty-title' }, filtered ? 'No users match' : 'No users yet'),
             h('p', { class: 'empty-text' }, filtered ? 'Try another search or role, or clear the filters.' : 'Add the first one with “Add user”.'),
             filtered ? this.#clearFiltersButton() : null,
@@ -238,7 +278,7 @@ export class UsersPanel {
     button.addEventListener('click', () => {
       this.#search.value = '';
       this.#roleFilter.value = '';
-      this.#update({ search: '', role: '', page: 1 });
+      this.#change({ search: '', role: '', page: 1 });
       this.#search.focus();
     });
     return button;
@@ -252,11 +292,23 @@ export class UsersPanel {
       'Delete',
       hiddenText(` ${user.name}`),
     );
+    const copy = h(
+      'button',
+      { type: 'button', class: 'icon-button', 'data-action': 'copy-id', 'data-user-id': user.id, title: 'Copy the id', 'aria-label': `Copy the id of ${user.name}` },
+      h('span', { class: 'copy-icon', 'aria-hidden': 'true' }),
+    );
     edit.addEventListener('click', () => this.#openUserDialog({ kind: 'edit', user }));
     remove.addEventListener('click', () => this.#openDeleteDialog(user));
+    copy.addEventListener('click', () => void this.#copyId(user));
     return h(
       'tr',
       { 'data-id': user.id },
+      h(
+        'td',
+        { class: 'cell-id', 'data-label': 'Id' },
+        h('span', { class: 'id-text', title: user.id }, h('span', { 'aria-hidden': 'true' }, `${user.id.slice(0, 8)}…`), hiddenText(user.id)),
+        copy,
+      ),
       h('td', { class: 'cell-name', 'data-label': 'Name' }, user.name),
       h('td', { class: 'cell-email', 'data-label': 'Email' }, ...emailParts(user.email)),
       h('td', { class: 'cell-role', 'data-label': 'Role' }, h('span', { class: `role-badge role-${cssToken(user.role)}` }, user.role)),
@@ -271,6 +323,21 @@ export class UsersPanel {
     this.#notice.dataset.visible = 'true';
   }
 
+  #clearNotice(): void {
+    this.#notice.textContent = '';
+    delete this.#notice.dataset.visible;
+  }
+
+  async #copyId(user: User): Promise<void> {
+    this.#clearNotice();
+    try {
+      await copyText(user.id);
+      this.#announce(`Copied the id of ${user.name}: ${user.id}`);
+    } catch {
+      this.#announce(`Could not copy; the id of ${user.name} is ${user.id}`);
+    }
+  }
+
   // ---- Create and edit --------------------------------------------------------------------------
 
   #wireUserDialog(): void {
@@ -283,11 +350,16 @@ export class UsersPanel {
     this.#dialog.addEventListener('close', () => this.#restoreFocus());
     // A field's error is cleared once the user changes it.
     for (const field of FIELDS) {
-      this.#inputs[field].addEventListener('input', () => this.#setFieldError(field, null));
+      this.#inputs[field].addEventListener('input', () => {
+        this.#setFieldError(field, null);
+        this.#warned = null;
+      });
     }
   }
 
   #openUserDialog(mode: Mode): void {
+    this.#clearNotice();
+    this.#warned = null;
     this.#mode = mode;
     this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
     const user = mode.kind === 'edit' ? mode.user : null;
@@ -317,7 +389,7 @@ export class UsersPanel {
   async #saveUser(action: 'create' | 'put' | 'patch'): Promise<void> {
     if (this.#form.getAttribute('aria-busy') === 'true') return;
     this.#clearErrors();
-    const fields: UserFields = { name: this.#inputs.name.value, email: this.#inputs.email.value, role: this.#inputs.role.value };
+    let fields: UserFields = { name: this.#inputs.name.value, email: this.#inputs.email.value, role: this.#inputs.role.value };
     const user = this.#mode.kind === 'edit' ? this.#mode.user : null;
     let changes: Partial<UserFields> = fields;
     if (action === 'patch' && user) {
@@ -327,6 +399,27 @@ export class UsersPanel {
         return;
       }
     }
+    // The create rules, in words, before anything is sent. Create and PUT would be refused (422): they
+    // wait for a fix. PATCH would store it (the contract lets it): a warning first, and the same
+    // values saved again go ahead.
+    const found = problems(changes, this.#roles);
+    const wrong = Object.keys(found) as UserField[];
+    if (wrong.length > 0) {
+      for (const field of wrong) this.#setFieldError(field, found[field] ?? null);
+      const values = JSON.stringify(changes);
+      if (action !== 'patch') {
+        this.#focusFirstInvalid();
+        return;
+      }
+      if (this.#warned !== values) {
+        this.#warned = values;
+        this.#showFormError('Create would refuse this data (see the fields marked). Press Save changes again to save it anyway.');
+        this.#focusFirstInvalid();
+        return;
+      }
+    }
+    // Empty fields are left out, so what the API says is that they are required, not that "" is too short.
+    if (action !== 'patch') fields = Object.fromEntries(Object.entries(fields).filter(([, value]) => value.trim() !== '')) as UserFields;
     this.#setBusy(true);
     try {
       let saved: User;
@@ -372,7 +465,11 @@ export class UsersPanel {
     } else {
       this.#showFormError(describe(error));
     }
-    // Focus the first field with an error, so keyboard and screen reader users land on it.
+    this.#focusFirstInvalid();
+  }
+
+  /** Focus on the first field with an error, so keyboard and screen reader users land on it. */
+  #focusFirstInvalid(): void {
     const invalid = FIELDS.map((field) => this.#inputs[field]).find((input) => input.getAttribute('aria-invalid') === 'true');
     invalid?.focus();
   }
@@ -421,6 +518,7 @@ export class UsersPanel {
   }
 
   #openDeleteDialog(user: User): void {
+    this.#clearNotice();
     this.#deleting = user;
     this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
     this.#deleteText.replaceChildren(h('strong', {}, user.name), ` (${user.email}) will be removed. This cannot be undone.`);
@@ -462,6 +560,21 @@ export class UsersPanel {
     }
     if (target?.isConnected) target.focus();
   }
+}
+
+/** Puts text on the clipboard: the Clipboard API where the page may use it, else a selected field and copy. */
+async function copyText(text: string): Promise<void> {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const field = h('textarea', { class: 'visually-hidden', readonly: true, 'aria-hidden': 'true' });
+  field.value = text;
+  document.body.append(field);
+  field.select();
+  const copied = document.execCommand('copy');
+  field.remove();
+  if (!copied) throw new Error('copy refused');
 }
 
 /** Buttons marked `data-close` close their dialog; Escape does too (the dialog's own behaviour). */
