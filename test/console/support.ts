@@ -57,9 +57,9 @@ export interface ConsolePage {
   consoleErrors: string[];
 }
 
-/** A new page (own context: own cookies, own chat connection) on the console, at the given size. */
-export async function openConsole(browser: Browser, origin: string, viewport = DESKTOP): Promise<ConsolePage> {
-  const context = await browser.newContext({ viewport, reducedMotion: 'reduce' });
+/** A new page (own context: own cookies, own chat connection) on the console, at the given size; `path` may carry a view (`/?search=…`). */
+export async function openConsole(browser: Browser, origin: string, viewport = DESKTOP, path = '/', colorScheme: 'light' | 'dark' = 'light'): Promise<ConsolePage> {
+  const context = await browser.newContext({ viewport, reducedMotion: 'reduce', colorScheme });
   const page = await context.newPage();
   const errors: string[] = [];
   const consoleErrors: string[] = [];
@@ -67,7 +67,7 @@ export async function openConsole(browser: Browser, origin: string, viewport = D
   page.on('console', (message) => {
     if (message.type() === 'error') consoleErrors.push(message.text());
   });
-  await page.goto(`${origin}/`);
+  await page.goto(`${origin}${path}`);
   return { page, errors, consoleErrors };
 }
 
