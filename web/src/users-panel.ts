@@ -309,8 +309,9 @@ export class UsersPanel {
         h('span', { class: 'id-text', title: user.id }, h('span', { 'aria-hidden': 'true' }, `${user.id.slice(0, 8)}…`), hiddenText(user.id)),
         copy,
       ),
-      h('td', { class: 'cell-name', 'data-label': 'Name' }, user.name),
-      h('td', { class: 'cell-email', 'data-label': 'Email' }, ...emailParts(user.email)),
+      // One line each; a name or email longer than its column ends in an ellipsis, whole in the tooltip.
+      h('td', { class: 'cell-name', 'data-label': 'Name' }, h('span', { class: 'clip', title: user.name }, user.name)),
+      h('td', { class: 'cell-email', 'data-label': 'Email' }, h('span', { class: 'clip', title: user.email }, user.email)),
       h('td', { class: 'cell-role', 'data-label': 'Role' }, h('span', { class: `role-badge role-${cssToken(user.role)}` }, user.role)),
       h('td', { class: 'cell-date', 'data-label': 'Created' }, timeElement(user.created_at)),
       h('td', { class: 'cell-date', 'data-label': 'Updated' }, timeElement(user.updated_at)),
@@ -586,12 +587,6 @@ function wireClose(dialog: HTMLDialogElement): void {
 
 function isField(field: string): field is Field {
   return (FIELDS as readonly string[]).includes(field);
-}
-
-/** An email with a line-break opportunity after the @, so a narrow column wraps it there first. */
-function emailParts(email: string): (string | Node)[] {
-  const at = email.lastIndexOf('@');
-  return at <= 0 ? [email] : [email.slice(0, at + 1), h('wbr'), email.slice(at + 1)];
 }
 
 function cssToken(value: string): string {
