@@ -139,6 +139,19 @@ export async function registerOpenApi(app: FastifyInstance, protection?: Documen
   });
 }
 
+/** Roster's mark (web/favicon.svg): the reference page's logo and favicon. */
+const ROSTER_MARK =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f5fd6"/>' +
+  '<path d="M10 24V8h7a5 5 0 0 1 1 9.9L22.5 24h-4l-4-6H14v6zm4-9.5h3a1.75 1.75 0 0 0 0-3.5h-3z" fill="#fff"/></svg>';
+
+/** The reference page's top bar: Roster's mark and name, no document picker. */
+const REFERENCE_CSS = [
+  '.swagger-ui .topbar { background: #121a27; padding: 8px 0; }',
+  '.swagger-ui .topbar .download-url-wrapper { display: none !important; }',
+  '.swagger-ui .topbar-wrapper a.link img { height: 32px; width: 32px; }',
+  ".swagger-ui .topbar-wrapper a.link::after { content: 'Roster API reference'; color: #f5f7fa; font: 700 18px system-ui, sans-serif; margin-left: 10px; }",
+].join('\n');
+
 /** The document itself and the reference page, under the API prefix. */
 export async function openApiRoutes(app: FastifyInstance): Promise<void> {
   app.get(
@@ -149,5 +162,13 @@ export async function openApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(swaggerUi, {
     routePrefix: `${API_PREFIX}/reference`,
     uiConfig: { docExpansion: 'list', deepLinking: true, tryItOutEnabled: true },
+    // Roster's mark and name, not Swagger's; and no Explore bar, which offered to load another
+    // document (the page shows this API's one only).
+    logo: { type: 'image/svg+xml', content: ROSTER_MARK, href: `${API_PREFIX}/reference`, target: '_self' },
+    theme: {
+      title: 'Roster API reference',
+      favicon: [{ filename: 'roster.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: ROSTER_MARK }],
+      css: [{ filename: 'roster.css', content: REFERENCE_CSS }],
+    },
   });
 }
