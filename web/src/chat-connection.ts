@@ -4,14 +4,10 @@
  * and reconnects with exponential backoff and jitter whenever the socket closes.
  */
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import { decodeServerMessage, encodeClientMessage, type ClientMessage, type ServerMessage } from './chat-codec.js';
 
-/** Messages the service sends (contract: "Chat messages"). */
-export type ServerMessage =
-  | { type: 'system'; message: string; timestamp?: string }
-  | { type: 'user_join'; message: string; online_count: number; timestamp?: string }
-  | { type: 'user_leave'; message: string; online_count: number; timestamp?: string }
-  | { type: 'chat'; from: string; message: string; timestamp?: string }
-  | { type: 'pong'; timestamp?: string };
+/** Messages the service sends, as the chat's one codec reads them. */
+export type { ServerMessage } from './chat-codec.js';
 
 export type ConnectionState =
   /** Opening a socket; `attempt` is 0 for the first try after start or after a successful session. */
@@ -78,10 +74,10 @@ export class ChatConnection {
   }
 
   /** Sends one JSON message; false when there is no open connection. */
-  send(message: object): boolean {
+  send(message: ClientMessage): boolean {
     const socket = this.#socket;
     if (!socket || socket.readyState !== WebSocket.OPEN) return false;
-    socket.send(JSON.stringify(message));
+    socket.send(encodeClientMessage(message));
     return true;
   }
 
@@ -111,7 +107,7 @@ export class ChatConnection {
     });
     socket.addEventListener('message', (event: MessageEvent) => {
       if (this.#socket !== socket || typeof event.data !== 'string') return;
-      const message = parseServerMessage(event.data);
+      const message = decodeServerMessage(event.data);
       if (!message) return;
       if (message.type === 'pong') this.#awaitingPong = false;
       // The welcome: the room accepted this connection, so the backoff starts over next time.
@@ -159,33 +155,5 @@ export class ChatConnection {
     window.clearInterval(this.#pingTimer);
     this.#pingTimer = undefined;
     this.#awaitingPong = false;
-  }
-}
-
-/** A server message of a known type with the fields the console uses, or null. */
-export function parseServerMessage(text: string): ServerMessage | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const message = value as Record<string, unknown>;
-  const text_ = typeof message.message === 'string' ? message.message : '';
-  const timestamp = typeof message.timestamp === 'string' ? message.timestamp : undefined;
-  switch (message.type) {
-    case 'system':
-      return { type: 'system', message: text_, timestamp };
-    case 'user_join':
-    case 'user_leave':
-      if (typeof message.online_count !== 'number') return null;
-      return { type: message.type, message: text_, online_count: message.online_count, timestamp };
-    case 'chat':
-      return { type: 'chat', from: typeof message.from === 'string' ? message.from : '', message: text_, timestamp };
-    case 'pong':
-      return { type: 'pong', timestamp };
-    default:
-      return null;
   }
 }

@@ -1,0 +1,97 @@
+/**
+ * The chat protocol of the contract, and the one codec of its messages: JSON objects in WebSocket text
+ * frames. The server writes with it and reads client text with it (src/chat/room.ts), the Redis bus
+ * reads other instances' messages with it, and both clients, the terminal one and this browser
+ * console, build and read with it. Pure functions over strings: no DOM, no Node, no socket.
+ */
+
+export type ServerMessage =
+  // `name`: the authenticated principal's name (system: the welcome's addressee; user_join: who
+  // joined), only when authentication is on.
+  | { type: 'system'; message: string; name?: string; timestamp: string }
+  | { type: 'user_join'; message: string; name?: string; online_count: number; timestamp: string }
+  | { type: 'user_leave'; message: string; online_count: number; timestamp: string }
+  | { type: 'chat'; from: string; message: string; timestamp: string }
+  | { type: 'pong'; timestamp: string };
+
+/** What a client's text frame asks for. */
+export type ClientIntent = { kind: 'ping' } | { kind: 'chat'; message: string } | { kind: 'ignore' };
+
+export function parseClientText(text: string): ClientIntent {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // Not JSON: the raw text is the chat message (contract rule 4).
+    return { kind: 'chat', message: text };
+  }
+  const type = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as { type?: unknown }).type : undefined;
+  if (type === 'ping') return { kind: 'ping' };
+  if (type === 'chat') return { kind: 'chat', message: messageText((value as { message?: unknown }).message) };
+  // Valid JSON of any other type (or none): no reply, no broadcast (contract rule 3).
+  return { kind: 'ignore' };
+}
+
+/**
+ * The `message` of a chat: the string sent, or the empty string when absent (contract); `null` counts
+ * as absent, since JSON has no other way to say "no message". Any other non-string value is sent on as
+ * its JSON text, so the outgoing `message` is always the string the protocol table promises.
+ */
+function messageText(message: unknown): string {
+  if (message === undefined || message === null) return '';
+  return typeof message === 'string' ? message : JSON.stringify(message);
+}
+
+/** What a client sends: a chat message or an application-level ping (contract). */
+export type ClientMessage = { type: 'chat'; message: string } | { type: 'ping' };
+
+/** A server message as it travels: one JSON text. */
+export function encodeServerMessage(message: ServerMessage): string {
+  return JSON.stringify(message);
+}
+
+/** A client message as it travels. */
+export function encodeClientMessage(message: ClientMessage): string {
+  return JSON.stringify(message);
+}
+
+/**
+ * A server message read back: a JSON object of one of the contract's types with the fields that type
+ * carries (a missing timestamp reads as ''); anything else is undefined, never trusted. `name` is kept
+ * where the type may carry it. The same reading for every reader: a client of any server, and an
+ * instance reading another's messages from the bus.
+ */
+export function decodeServerMessage(text: string): ServerMessage | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return serverMessageOf(value);
+}
+
+/** As decodeServerMessage, for a value already parsed (a message inside a bus envelope). */
+export function serverMessageOf(value: unknown): ServerMessage | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const fields = value as Record<string, unknown>;
+  const timestamp = typeof fields.timestamp === 'string' ? fields.timestamp : '';
+  const { message, online_count: onlineCount, from, name } = fields;
+  const named = typeof name === 'string' ? { name } : {};
+  switch (fields.type) {
+    case 'system':
+      return typeof message === 'string' ? { type: 'system', message, ...named, timestamp } : undefined;
+    case 'user_join':
+      return typeof message === 'string' && typeof onlineCount === 'number'
+        ? { type: 'user_join', message, ...named, online_count: onlineCount, timestamp }
+        : undefined;
+    case 'user_leave':
+      return typeof message === 'string' && typeof onlineCount === 'number' ? { type: 'user_leave', message, online_count: onlineCount, timestamp } : undefined;
+    case 'chat':
+      return typeof message === 'string' && typeof from === 'string' ? { type: 'chat', from, message, timestamp } : undefined;
+    case 'pong':
+      return { type: 'pong', timestamp };
+    default:
+      return undefined;
+  }
+}
