@@ -1,5 +1,5 @@
 /**
- * Timestamps as decisions.md specifies: UTC, ISO 8601 without offset, microsecond precision
+ * Timestamps as docs/decisions.md specifies: UTC, ISO 8601 without offset, microsecond precision
  * (`2026-11-22T10:15:30.123456`), and strictly increasing within one process, so that sorting users by
  * `created_at` is a total order matching creation order.
  */

@@ -1,4 +1,4 @@
-/** The clock of decisions.md: UTC, no offset, microseconds, strictly increasing. */
+/** The clock of docs/decisions.md: UTC, no offset, microseconds, strictly increasing. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createClock, formatMicros, timestamp } from '../src/clock.js';

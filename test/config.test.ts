@@ -1,6 +1,6 @@
 /**
  * loadConfig: every default, valid overrides (one variable at a time, nothing else changes), and a bad
- * value for every variable, which must throw ConfigError naming it (decisions.md, "Configuration").
+ * value for every variable, which must throw ConfigError naming it (docs/decisions.md, "Configuration").
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

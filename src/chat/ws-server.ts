@@ -2,7 +2,7 @@
  * The chat door: an HTTP server that only upgrades, the `ws` library for the protocol, and the glue
  * between sockets and the `ChatRoom`. Protocol violations are `ws`'s job (1002 for framing errors,
  * 1007 for invalid UTF-8, 1009 for a message over `maxPayload`, decided from the frame header); this
- * file adds what decisions.md asks beyond that: handshake replies, binary frames (1003), the heartbeat,
+ * file adds what docs/decisions.md asks beyond that: handshake replies, binary frames (1003), the heartbeat,
  * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown; and,
  * when configured (`ChatProtection`), TLS, the Origin check (403), authentication (401) and rate limits
  * of handshakes (429) and messages (a notice, then 1008), all decided before the upgrade.
@@ -95,7 +95,7 @@ export function createChatServer(
   });
 
   const plainRequest = (request: IncomingMessage) => {
-    // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (decisions.md).
+    // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (docs/decisions.md).
     const refusal = new RosterError('ERROR', 'This port accepts WebSocket connections only');
     writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
   };
@@ -178,7 +178,7 @@ export function createChatServer(
     const { budget } = client;
     const writable = (): boolean => {
       if (ws.readyState !== WebSocket.OPEN) return false;
-      // A slow consumer (decisions.md): closed once the backlog it had before this turn passes the
+      // A slow consumer (docs/decisions.md): closed once the backlog it had before this turn passes the
       // bound, so its memory stays within the bound plus one turn's messages, and nobody else waits
       // for it. (What this turn wrote is still corked, unsent by design, so it does not count.)
       if (!outbox.isCorked(socket) && ws.bufferedAmount > config.maxBacklog) {
@@ -283,7 +283,7 @@ export function createChatServer(
     closeConnection(ws, connection, CloseCode.tryAgainLater, 'Too slow: unsent messages over the limit');
   }
 
-  // Protocol-level heartbeat (decisions.md): ping everyone each interval, terminate whoever did not
+  // Protocol-level heartbeat (docs/decisions.md): ping everyone each interval, terminate whoever did not
   // answer the previous ping. Terminating fires 'close', which counts the peer out of the room.
   const heartbeat = setInterval(() => {
     for (const [ws, connection] of connections) {

@@ -54,7 +54,7 @@ export class RateLimiter {
   }
 }
 
-/** The 429 of decisions.md, headers included, for REST requests and chat handshakes alike. */
+/** The 429 of docs/decisions.md, headers included, for REST requests and chat handshakes alike. */
 export function rateLimited(max: number, ttlMs: number): RosterError {
   const seconds = String(Math.max(1, Math.ceil(ttlMs / 1000)));
   return new RosterError('RATE_LIMITED', `Too many requests; try again in ${seconds} s`, {

@@ -2,7 +2,7 @@
  * The one place where errors become the error envelope. `RosterError`s thrown by the service and the
  * plumbing pass through as they are; errors raised by Fastify itself (bad JSON, unsupported content
  * type, body too large, query validation, malformed requests) are translated to the codes of
- * decisions.md first. Anything else is a fault: 500 INTERNAL_ERROR, detail in the log, none in the body.
+ * docs/decisions.md first. Anything else is a fault: 500 INTERNAL_ERROR, detail in the log, none in the body.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
@@ -11,7 +11,7 @@ import { codesOf, envelopeOf, ERROR_CATALOG, RosterError, validationFailed } fro
 import type { RouteCatalog } from './catalog.js';
 import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from '../edge/raw-reply.js';
 
-/** Fastify's own error codes, by the reply decisions.md gives them. */
+/** Fastify's own error codes, by the reply docs/decisions.md gives them. */
 const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
     new RosterError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)'),

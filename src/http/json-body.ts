@@ -1,5 +1,5 @@
 /**
- * Request bodies: JSON only (`application/json` and any `type/subtype+json`), per decisions.md. Every
+ * Request bodies: JSON only (`application/json` and any `type/subtype+json`), per docs/decisions.md. Every
  * other content type is left without a parser, so Fastify answers 415, which the error handler turns
  * into UNSUPPORTED_MEDIA_TYPE.
  */
@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { RosterError } from '../errors.js';
 
-/** `*\/*+json` of decisions.md: any media type whose subtype ends in `+json` (RFC 6839). */
+/** `*\/*+json` of docs/decisions.md: any media type whose subtype ends in `+json` (RFC 6839). */
 const STRUCTURED_JSON = /^[^/\s;]+\/[^/\s;]+\+json$/i;
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);

@@ -12,7 +12,7 @@
  * the matches.
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
- * `created_at` strictly increasing (decisions.md); indexes break ties by (`created_at`, `id`) all the same.
+ * `created_at` strictly increasing (docs/decisions.md); indexes break ties by (`created_at`, `id`) all the same.
  *
  * Memory matters at a million users, so the indexes hold the user objects themselves, with no wrapper.
  */
@@ -171,7 +171,7 @@ export class MemoryUserStore implements UserStore {
    * How to read the asked order: an index, and how to walk it.
    * - `ascending`: the index in its own order.
    * - `reversed`: the index backwards; right when no two users share a key (creation order, id).
-   * - `descendingGroups`: descending by key, but users with equal keys keep creation order (decisions.md:
+   * - `descendingGroups`: descending by key, but users with equal keys keep creation order (docs/decisions.md:
    *   ties are stable in both directions), so groups of equal keys are read backwards, each forwards.
    */
   #orderOf(params: ListParams, inRole: OrderedIndex<User>): Order {

@@ -40,7 +40,7 @@ export function sortKey(user: User, field: string): string {
 }
 
 /**
- * Compares strings by Unicode code point (decisions.md). JavaScript's `<` compares UTF-16 code units,
+ * Compares strings by Unicode code point (docs/decisions.md). JavaScript's `<` compares UTF-16 code units,
  * which puts astral characters (emoji) before U+E000..U+FFFF; shifting the units as below makes the
  * code-unit order equal the code-point order.
  */

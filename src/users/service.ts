@@ -15,9 +15,9 @@ export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 
 export interface UserServiceOptions {
-  /** Larger `limit` values are clamped to this (decisions.md). */
+  /** Larger `limit` values are clamped to this (docs/decisions.md). */
   maxPageSize: number;
-  /** decisions.md strict mode: PUT and PATCH also refuse an email held by another user. */
+  /** docs/decisions.md strict mode: PUT and PATCH also refuse an email held by another user. */
   strict: boolean;
   /** MAX_USERS: creates past it get 507; 0 or absent, no cap. */
   maxUsers?: number;

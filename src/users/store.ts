@@ -7,7 +7,7 @@ import type { ListParams, ListResult } from './query.js';
 import type { User, UserFields } from './schema.js';
 
 /**
- * The key under which email uniqueness is decided (decisions.md): surrounding white space trimmed,
+ * The key under which email uniqueness is decided (docs/decisions.md): surrounding white space trimmed,
  * compared case-insensitively. Stores index by it; the stored email keeps what the client sent.
  * Lower-casing alone is not case-insensitive for every script: `STRASSE` and `straße`, `ſam` and
  * `sam`, `ΟΔΟΣ` and `οδοσ` differ after it. Upper- then lower-casing again folds those together
@@ -34,7 +34,7 @@ export interface UserStore {
   /**
    * Stores a new user unless another user holds the same email key. Atomic. Resolves with the user as
    * stored, time-stamped by the store: the memory store by its clock, PostgreSQL by the database's,
-   * so that timestamps are ordered across instances (decisions.md).
+   * so that timestamps are ordered across instances (docs/decisions.md).
    */
   insert(user: NewUser): Promise<User | 'email_taken'>;
   /**

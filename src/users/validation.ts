@@ -1,5 +1,5 @@
 /**
- * Validation of user bodies, in the order decisions.md fixes: the body must be a JSON object (400
+ * Validation of user bodies, in the order docs/decisions.md fixes: the body must be a JSON object (400
  * INVALID_BODY), then the required keys must be present (422, one detail per missing key), then every
  * known field present must have the right type and format (422, one detail per bad field). Later stages
  * are reported only when the earlier ones pass.

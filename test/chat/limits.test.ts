@@ -1,5 +1,5 @@
 /**
- * The chat endpoint's limits and refusals (decisions.md, "Chat"): non-conforming handshakes, the
+ * The chat endpoint's limits and refusals (docs/decisions.md, "Chat"): non-conforming handshakes, the
  * connection limit, the protocol heartbeat, slow consumers, the message size limit and graceful stop.
  */
 import assert from 'node:assert/strict';

@@ -142,7 +142,7 @@ export async function startHardened(env: Record<string, string> = {}): Promise<H
   };
 }
 
-/** Headers every reply of Roster carries (decisions.md). */
+/** Headers every reply of Roster carries (docs/decisions.md). */
 export function assertCommonHeaders(headers: Record<string, string | string[] | undefined>, what: string): void {
   assert.equal(headers['x-powered-by'], undefined, `no X-Powered-By on ${what}`);
   assert.equal(headers['x-content-type-options'], 'nosniff', `nosniff on ${what}`);

@@ -484,7 +484,7 @@ describe('email uniqueness cannot be bypassed', () => {
   });
 
   test('by surrounding white space: every character String.prototype.trim removes', async () => {
-    // decisions.md: uniqueness compares "after trimming surrounding white space"; the service trims
+    // docs/decisions.md: uniqueness compares "after trimming surrounding white space"; the service trims
     // with String.prototype.trim, which removes these (ECMAScript WhiteSpace and LineTerminator).
     const spaces = [' ', '  ', '\t', '\t\t', '\n', '\r\n', '\v', '\f', '\u00A0', '\u1680', '\u2003', '\u200A', '\u2028', '\u2029', '\u202F', '\u205F', '\u3000', '\uFEFF'];
     const address = `spaces.${randomUUID().slice(0, 8)}@example.com`;

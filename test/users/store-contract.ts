@@ -1,6 +1,6 @@
 /**
  * The contract every UserStore must meet, as one suite that each implementation runs against itself
- * (STYLE.md: one shared contract suite per interface). `list` is checked against the pure query
+ * (one shared contract suite per interface). `list` is checked against the pure query
  * functions, which are the definition of the list semantics.
  */
 import assert from 'node:assert/strict';
