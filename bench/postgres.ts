@@ -53,7 +53,7 @@ const BATCH = 5_000;
 /**
  * Applies Roster's migrations to the schema of `url` and, when its users table is empty, stores the
  * first `count` benchmark users in it, with the columns the migration defines written as the store
- * writes them; then moves the store's clock past them and has the planner's statistics taken. A table
+ * writes them; then has the planner's statistics taken. A table
  * that holds users already (a server restarted by the benchmark) is left as it is.
  */
 export async function fillUsers(url: string, count: number): Promise<void> {
@@ -77,7 +77,6 @@ export async function fillUsers(url: string, count: number): Promise<void> {
         columns,
       );
     }
-    await pool.query('UPDATE roster_clock SET last = greatest(last, (SELECT max(created_at) FROM users))');
     await pool.query('ANALYZE users');
   } finally {
     await pool.end();

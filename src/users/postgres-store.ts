@@ -3,8 +3,11 @@
  * Every answer equals the memory store's (query.ts defines them); strings are stored through
  * postgres-text.ts so that SQL sorts and searches them as JavaScript does.
  *
- * Timestamps come from the database (roster_clock), not from the instance, so they are strictly
- * increasing across instances; `insert` and `update` return the stamped record.
+ * Timestamps come from the database clock, not from the instance; across instances they need not be
+ * strictly increasing, and a sequence (`seq`) breaks ties, so creation order, (created_at, seq), is
+ * total and stable (migrations/004). No write takes a row that every other write takes too: counts
+ * per role are spread over rows a writer finds free (SKIP LOCKED). `insert` and `update` return the
+ * stamped record.
  *
  * Email uniqueness: of the users holding an email key, exactly one "claims" it, and a partial unique
  * index allows one claim per key. Creating a user is one INSERT that needs the claim, so when two
@@ -13,8 +16,8 @@
  * involved, and pass the claim on to another holder when the claimer leaves.
  *
  * Lock order, which keeps these transactions from deadlocking one another: the advisory lock on the
- * user written, advisory locks on email keys, then user rows, then the clock row; the clock is taken
- * last and held only by a statement that waits for nothing else.
+ * user written, advisory locks on email keys, then user rows; a count row is only ever taken when no
+ * one holds it.
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -30,8 +33,8 @@ const FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
 /** A user's columns as `Row`, from `table` (a prefix such as `users.` where a statement joins others). */
 const columns = (table = '') =>
   `${table}id, ${table}name, ${table}email, ${table}role, to_char(${table}created_at, ${FORMAT}) AS created_at, to_char(${table}updated_at, ${FORMAT}) AS updated_at`;
-/** The next timestamp: later than every one handed out before, and not behind the database's clock. */
-const NEXT_STAMP = `UPDATE roster_clock SET last = greatest(last + interval '1 microsecond', clock_timestamp() AT TIME ZONE 'UTC') RETURNING last`;
+/** The database's clock, UTC, microseconds: the timestamps of a write. */
+const NOW = `clock_timestamp() AT TIME ZONE 'UTC'`;
 /** Advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
 const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 0))`;
 /** Advisory lock on a user, taken first: while held, no one else changes the user's email key. */
@@ -131,7 +134,7 @@ export class PostgresUserStore implements UserStore {
       `SELECT t.total, ${columns('p.')}
        FROM (${total}) t
        LEFT JOIN LATERAL (
-         SELECT id, name, email, role, created_at, updated_at FROM users WHERE ${where}
+         SELECT id, name, email, role, created_at, updated_at, seq FROM users WHERE ${where}
          ORDER BY ${orderBy(params, '')} LIMIT ${limit} OFFSET ${offset}
        ) p ON true
        ORDER BY ${orderBy(params, 'p.')}`,
@@ -143,7 +146,7 @@ export class PostgresUserStore implements UserStore {
   async insert(user: NewUser): Promise<User | 'email_taken'> {
     const email = emailColumns(user.email);
     const { rows } = await this.#query<Pick<Row, 'created_at'>>(
-      `WITH now AS (${NEXT_STAMP})
+      `WITH now AS (SELECT ${NOW} AS last)
        INSERT INTO users (id, name, email, role, created_at, updated_at, name_lower, email_lower, email_key, claims_email)
        SELECT $1, $2, $3, $4, now.last, now.last, $5, $6, $7, true FROM now
        ON CONFLICT (email_key) WHERE claims_email DO NOTHING
@@ -214,13 +217,11 @@ export class PostgresUserStore implements UserStore {
     await this.pool.end();
   }
 
-  /** The common update: no email change, no uniqueness check, one statement (row lock, then the clock). */
+  /** The common update: no email change, no uniqueness check, one statement (the user's row only). */
   async #updateKeepingEmail(id: string, changes: Changes): Promise<User | 'not_found'> {
     const { rows } = await this.#query<Row>(
-      `WITH target AS (SELECT id FROM users WHERE id = $1 FOR UPDATE),
-            now AS (${NEXT_STAMP.replace(' RETURNING', ' WHERE EXISTS (SELECT 1 FROM target) RETURNING')})
-       UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = now.last
-       FROM now WHERE users.id = $1
+      `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = ${NOW}
+       WHERE users.id = $1
        RETURNING ${columns('users.')}`,
       [id, nullable(changes.name, toStored), nullable(changes.name, (name) => toStored(name.toLowerCase())), nullable(changes.role, toStored)],
     );
@@ -244,10 +245,9 @@ export class PostgresUserStore implements UserStore {
     let rows: Row[];
     try {
       ({ rows } = await client.query<Row>(
-        `WITH now AS (${NEXT_STAMP})
-         UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role),
-           email = coalesce($5, email), email_lower = coalesce($6, email_lower), email_key = $7, claims_email = $8, updated_at = now.last
-         FROM now WHERE users.id = $1
+        `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role),
+           email = coalesce($5, email), email_lower = coalesce($6, email_lower), email_key = $7, claims_email = $8, updated_at = ${NOW}
+         WHERE users.id = $1
          RETURNING ${columns('users.')}`,
         [
           id,
@@ -296,7 +296,7 @@ export class PostgresUserStore implements UserStore {
   /** The user (by creation order) that takes over the claim on `key` from `leaving`, locked; undefined if none. */
   async #lockHeir(client: pg.PoolClient, key: string, leaving: string): Promise<string | undefined> {
     const { rows } = await client.query<{ id: string }>(
-      'SELECT id FROM users WHERE email_key = $1 AND id <> $2 ORDER BY created_at LIMIT 1 FOR UPDATE',
+      'SELECT id FROM users WHERE email_key = $1 AND id <> $2 ORDER BY created_at, seq LIMIT 1 FOR UPDATE',
       [key, leaving],
     );
     return rows[0]?.id;
@@ -352,15 +352,16 @@ export class PostgresUserStore implements UserStore {
 }
 
 /**
- * ORDER BY of a list (query.ts): by the field, ties in creation order (created_at, strictly increasing),
- * also when descending. id and created_at are unique. Any other `sort` ties every user: creation order.
+ * ORDER BY of a list (query.ts): by the field, ties in creation order, (created_at, seq), also when
+ * descending. id and (created_at, seq) are unique. Any other `sort` ties every user: creation order.
  */
 function orderBy(params: ListParams, table: string): string {
   const direction = params.descending ? 'DESC' : 'ASC';
   const field = sortedField(params.sort);
-  if (field === undefined) return `${table}created_at`;
-  if (field === 'created_at' || field === 'id') return `${table}${field} ${direction}`;
-  return `${table}${field} ${direction}, ${table}created_at`;
+  if (field === undefined) return `${table}created_at, ${table}seq`;
+  if (field === 'id') return `${table}id ${direction}`;
+  if (field === 'created_at') return `${table}created_at ${direction}, ${table}seq ${direction}`;
+  return `${table}${field} ${direction}, ${table}created_at, ${table}seq`;
 }
 
 function nullable<T>(value: string | undefined, map: (value: string) => T): T | null {
