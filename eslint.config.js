@@ -17,5 +17,5 @@ export default tseslint.config(
   // The browser console (web/src, compiled by web/tsconfig.json) runs in the browser; its build
   // script (web/build.mjs) runs in Node.
   { files: ['web/**'], languageOptions: { globals: globals.browser } },
-  { files: ['web/build.mjs'], languageOptions: { globals: globals.node } },
+  { files: ['web/build.mjs', 'scripts/**'], languageOptions: { globals: globals.node } },
 );
