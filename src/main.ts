@@ -1,27 +1,32 @@
 /** Entry point: read the configuration, start Roster, stop it cleanly on SIGINT or SIGTERM. */
-import { pino } from 'pino';
-import { ConfigError, loadConfig, type Config } from './config/index.js';
+import type { Logger } from 'pino';
+import { loadConfig, type Config } from './config/index.js';
+import { createLogger } from './logging.js';
 import { createServer } from './server.js';
+import { describeStartupFailure } from './startup.js';
+
+/**
+ * A failed start: one plain line on stderr naming the setting and the cause, whatever LOG_LEVEL says,
+ * and the exit status of its kind (startup.ts). The full error goes to the log at debug.
+ */
+function failStart(error: unknown, logger?: Logger): never {
+  const { line, exitStatus } = describeStartupFailure(error);
+  logger?.debug({ err: error }, 'start-up failure');
+  process.stderr.write(`roster: ${line}\n`);
+  process.exit(exitStatus);
+}
 
 function readConfig(): Config {
   try {
     return loadConfig(process.env);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(`roster: invalid configuration: ${error.message}`);
-      process.exit(2);
-    }
-    throw error;
+    failStart(error);
   }
 }
 
 const config = readConfig();
-const logger = pino({ level: config.logLevel });
-const roster = await createServer(config, logger).catch((error: unknown) => {
-  // e.g. DATABASE_URL names a database that cannot be reached or migrated: one log line, status 1.
-  logger.fatal({ err: error }, 'could not start');
-  process.exit(1);
-});
+const logger = await createLogger(config);
+const roster = await createServer(config, logger).catch((error: unknown) => failStart(error, logger));
 const started = roster.start();
 
 // Installed before the ports open, so a signal that arrives during start-up still stops gracefully
@@ -45,9 +50,4 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-try {
-  await started;
-} catch (error) {
-  logger.fatal({ err: error }, 'could not start');
-  process.exit(1);
-}
+await started.catch((error: unknown) => failStart(error, logger));

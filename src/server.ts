@@ -22,6 +22,7 @@ import type { UserStore } from './users/store.js';
 import { Metrics, NO_CHAT_METRICS } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
 import { RateLimiter } from './edge/rate-limiter.js';
+import { databaseFailure, listenFailure } from './startup.js';
 
 export interface RosterServer {
   readonly rest: FastifyInstance;
@@ -50,7 +51,9 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   const database =
     parts.store || !config.database
       ? undefined
-      : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger, faults);
+      : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger, faults).catch((error: unknown) => {
+          throw databaseFailure(error); // one line naming DATABASE_URL (startup.ts)
+        });
   const store: UserStore = parts.store ?? database ?? new MemoryUserStore();
   try {
     return await assemble(config, logger, parts, store, database, faults);
@@ -108,9 +111,18 @@ async function assemble(
     async start() {
       // Before the ports open, so the first members are already heard elsewhere (bounded: see RedisBus).
       await bus?.start();
-      await rest.listen({ port: config.port, host: config.host, backlog: 4096 });
-      const chatAddress = await chat.listen(config.wsPort, config.host);
+      // The chat port first: Fastify announces the REST port as it opens, so once it does both are
+      // open, and a busy chat port stops the start before anything said "listening".
+      const chatAddress = await chat.listen(config.wsPort, config.host).catch((error: unknown) => {
+        throw listenFailure('WS_PORT', config.wsPort, config.host, error);
+      });
       chatPort = chatAddress.port;
+      try {
+        await rest.listen({ port: config.port, host: config.host, backlog: 4096 });
+      } catch (error) {
+        await chat.close(0).catch(() => undefined);
+        throw listenFailure('PORT', config.port, config.host, error);
+      }
       const port = (rest.server.address() as AddressInfo).port;
       logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');
       logger.info(

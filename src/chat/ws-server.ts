@@ -119,7 +119,10 @@ export function createChatServer(
   // ws:// to the WSS port: a 400 that says so (edge/tls-plain.ts).
   if (protection.tls) answerPlainHttp(server as unknown as TlsServer);
   // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.
-  server.on('error', (error) => log.error({ err: error }, 'chat server error'));
+  // (A failure to listen is the start's to report, main.ts: not logged here.)
+  server.on('error', (error) => {
+    if (server.listening) log.error({ err: error }, 'chat server error');
+  });
   // Handshakes ws itself refuses (a malformed extension or subprotocol header): in the envelope too.
   wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 'ERROR', error.message));
 
