@@ -14,6 +14,7 @@ const DEFAULTS: Config = {
   wsPort: 8765,
   host: '127.0.0.1',
   logLevel: 'info',
+  logFormat: 'json',
   maxPageSize: 100,
   maxUsers: automaticMaxUsers(),
   bodyLimit: MIB,

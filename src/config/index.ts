@@ -29,6 +29,8 @@ export interface Config {
   host: string;
   /** pino level. `LOG_LEVEL`, default `info` (one line per request); `warn` is quiet. */
   logLevel: LogLevel;
+  /** `LOG_FORMAT`: `json` (default, one JSON object a line) or `pretty` (for people: pino-pretty when installed, else plain text). */
+  logFormat: 'json' | 'pretty';
   /** Largest page size; larger `limit` values are clamped to it. `MAX_PAGE_SIZE`, default 100. */
   maxPageSize: number;
   /**
@@ -183,6 +185,7 @@ export function loadConfig(env: Env): Config {
     wsPort,
     host: get(S.HOST),
     logLevel: get(S.LOG_LEVEL),
+    logFormat: get(S.LOG_FORMAT),
     maxPageSize: get(S.MAX_PAGE_SIZE),
     maxUsers: maxUsers(get(S.MAX_USERS), database !== undefined),
     bodyLimit: get(S.BODY_LIMIT),

@@ -50,6 +50,7 @@ export const PORT = setting<number>('PORT', 5000, port, '`5000`', 'REST port (`0
 export const WS_PORT = setting<number>('WS_PORT', 8765, port, '`8765`', 'Chat (WebSocket) port (`0` picks a free port).');
 export const HOST = setting<string>('HOST', '127.0.0.1', host, '`127.0.0.1`', 'Interface both ports bind to. Set `0.0.0.0` to listen on every interface.');
 export const LOG_LEVEL = setting<LogLevel>('LOG_LEVEL', 'info', oneOf(LOG_LEVELS), '`info`', '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. `info` writes one JSON line per request; `warn` is quiet.');
+export const LOG_FORMAT = setting<'json' | 'pretty'>('LOG_FORMAT', 'json', oneOf(['json', 'pretty'] as const), '`json`', '`json`: one JSON object a line, for collectors. `pretty`: lines for people (pino-pretty, a development dependency, when installed; else plain text).');
 export const MAX_PAGE_SIZE = setting<number>('MAX_PAGE_SIZE', 100, integer(1, 1_000_000), '`100`', 'Largest page of the user list; a larger `limit` is clamped to it.');
 export const MAX_USERS = setting<number | undefined>('MAX_USERS', undefined, integer(0, 1_000_000_000), 'users in memory: 40 % of the heap limit ÷ 5 KiB (339 000 on a 4 GiB heap); with `DATABASE_URL`: `0`', 'Users stored at most (`0`: no cap). Past it creates get 507 `INSUFFICIENT_STORAGE`; reads, updates and deletes go on. See [Limits](#limits).');
 export const BODY_LIMIT = setting<number>('BODY_LIMIT', MIB, bytes(1, 1024 * MIB), '`1MiB`', 'Largest request body (bytes, or with a unit: `64KiB`, `1MiB`, `1MB`). Larger bodies get 413.');
@@ -96,6 +97,7 @@ export const SETTINGS: readonly Setting<unknown>[] = [
   WS_PORT,
   HOST,
   LOG_LEVEL,
+  LOG_FORMAT,
   MAX_PAGE_SIZE,
   MAX_USERS,
   BODY_LIMIT,
