@@ -20,7 +20,7 @@ import { hopsTrusted } from '../edge/client-identity.js';
 import { registerJsonBodies } from './json-body.js';
 import { COMMON_HEADERS, timeouts } from '../edge/raw-reply.js';
 import { RosterError } from '../errors.js';
-import { metricsRoute, systemRoutes } from './system-routes.js';
+import { metricsRoute, probeRoutes, systemRoutes } from './system-routes.js';
 import { API_PREFIX } from './prefix.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { CONSOLE_ROOT, registerConsole } from './console.js';
@@ -159,6 +159,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     storage: () => deps.users.service.storage(),
   });
   await app.register(openApiRoutes);
+  await app.register(probeRoutes, { dependencies: deps.dependencies ?? [] });
   if (metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;
     await app.register(metricsRoute, { metrics, guard });

@@ -43,7 +43,9 @@ declare module 'fastify' {
 export type Access = 'public' | 'reader' | 'admin';
 
 const HEALTH = `${API_PREFIX}/health`;
-const PUBLIC_ROUTES = new Set([HEALTH, `${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`, '/metrics', '/', '*']);
+/** Orchestrators' probes (system-routes.ts): public and never rate limited, like health. */
+export const PROBES: ReadonlySet<string> = new Set(['/livez', '/readyz']);
+const PUBLIC_ROUTES = new Set([HEALTH, ...PROBES, `${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`, '/metrics', '/', '*']);
 const PUBLIC_PREFIXES = [`${API_PREFIX}/reference`, CONSOLE_PREFIX];
 
 /**
@@ -74,7 +76,7 @@ function decideAccess(method: string, routeUrl: string | undefined): Access {
 
 /** Whether RATE_LIMIT applies to a route: all but health, which stays answerable to load balancers and orchestrators however busy a client is. */
 export function isRateLimited(routeUrl: string | undefined): boolean {
-  return routeUrl !== HEALTH;
+  return routeUrl !== HEALTH && !PROBES.has(routeUrl ?? '');
 }
 
 export const forbidden = () => new RosterError('FORBIDDEN', 'This needs the admin role');

@@ -120,6 +120,34 @@ export async function metricsRoute(
   );
 }
 
+/**
+ * Probes for orchestrators, at the root of the REST port (where Kubernetes and Docker look), public
+ * and exempt from rate limiting. `/livez`: the process answers (200; restart it when not).
+ * `/readyz`: it can serve users: 200 unless a critical engine (the database) is down or it is shutting
+ * down, then 503 in the error envelope (take it out of rotation, do not restart it).
+ */
+export async function probeRoutes(app: FastifyInstance, options: { dependencies: readonly Dependency[] }): Promise<void> {
+  let shuttingDown = false;
+  app.addHook('preClose', async () => {
+    shuttingDown = true;
+  });
+  const probe = (description: string) => ({
+    schema: { description, tags: ['service'], response: { 200: successSchema(Type.Object({ status: Type.String() })), ...errorReplies(503) } },
+  });
+  app.get('/livez', probe('Liveness: 200 while the process answers'), async () => success('Alive', { status: 'alive' }));
+  app.get('/readyz', probe('Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise'), async () => {
+    if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
+    const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
+    if (critical.length > 0) {
+      throw serviceUnavailable(
+        `Not ready: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
+        critical.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
+      );
+    }
+    return success('Ready', { status: 'ready' });
+  });
+}
+
 /** One entry per described operation of the API (under its prefix, so not /metrics); `:id` path parameters are written `<id>` (contract). */
 function describe(entries: readonly CatalogEntry[]): Endpoint[] {
   return entries
