@@ -76,6 +76,61 @@ export function formatClock(timestamp: string, timeZone?: string): string {
 /** A sender's id as shown, by the rule the browser console uses too (web/src/sender-id.ts). */
 export { shortId };
 
+/** What each close code means, in words (RFC 6455 section 7.4.1, and Roster's own use of them). */
+const CLOSE_MEANINGS: Record<number, string> = {
+  1000: 'the session ended normally',
+  1001: 'the server is shutting down or restarting',
+  1002: 'protocol error: the server received a malformed frame',
+  1003: 'the server does not accept this kind of data (binary frames)',
+  1005: 'closed without a status code',
+  1006: 'the connection dropped without a close frame: the server stopped or the network failed',
+  1007: 'a message was not valid UTF-8',
+  1008: "refused by the server's policy (a rate limit, or the credential expired)",
+  1009: 'a message was larger than the server accepts (its WS_MAX_PAYLOAD)',
+  1010: 'the server lacks an extension the client required',
+  1011: 'the server hit an unexpected error',
+  1012: 'the server is restarting',
+  1013: 'the server is overloaded, or this client read too slowly; try again later',
+  1014: 'a gateway in between got a bad answer from the server',
+  1015: 'the TLS handshake failed',
+};
+
+/** A close code in words: `1009 Message too big (a message was larger than …)`, the server's reason included. */
+export function describeClose(code: number, reason = ''): string {
+  const meaning =
+    CLOSE_MEANINGS[code] ??
+    (code >= 4000 && code <= 4999 ? "a code of the server's own application" : code >= 3000 && code <= 3999 ? 'a code registered by a library or framework' : 'an unknown code');
+  return `${code}${reason ? ` ${printable(reason)}` : ''} (${meaning})`;
+}
+
+/**
+ * Close codes after which connecting again may well work: the server went away (restart, crash, a
+ * dropped network) or was briefly overloaded. Other codes are about what this client sent or is
+ * allowed (1002, 1003, 1007, 1008, 1009, application codes): connecting again would end the same way.
+ */
+export function worthReconnecting(code: number): boolean {
+  return code === 1001 || code === 1005 || code === 1006 || code === 1011 || code === 1012 || code === 1013 || code === 1014;
+}
+
+/**
+ * The delay before reconnection attempt `attempt` (0 for the first after a drop): the browser
+ * console's backoff (web/src/backoff.ts), 0.5 s doubling up to 10 s, less up to half of it at random
+ * so that many clients of a restarted server do not all come back in the same instant.
+ */
+export function reconnectDelay(attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(10_000, 500 * 2 ** Math.min(Math.max(attempt, 0), 30));
+  return Math.round(ceiling * (1 - 0.5 * random()));
+}
+
+/**
+ * Whether a typed line is a command (`/name`, one word of letters): a line such as `/usr/bin is full`
+ * is a message. `//text` sends `/text`.
+ */
+export function commandOf(line: string): string | undefined {
+  const word = line.trim();
+  return /^\/[A-Za-z][\w-]*$/.test(word) ? word.toLowerCase() : undefined;
+}
+
 /**
  * Text safe to write to a terminal: control characters (C0 but tab, DEL, C1) are shown as `\xHH`, so
  * another user's message cannot move the cursor, recolour the terminal or fake a line of its own.

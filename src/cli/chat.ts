@@ -5,14 +5,26 @@
  * drive it in-process as well as through a real process.
  */
 import type { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { clearLine, createInterface, cursorTo, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
 import { encodeClientMessage } from '../chat/codec.js';
-import { formatPong, formatServerMessage, formatUnknown, OwnChats, parseServerMessage } from './chat-view.js';
+import {
+  commandOf,
+  describeClose,
+  formatPong,
+  formatServerMessage,
+  formatUnknown,
+  OwnChats,
+  parseServerMessage,
+  printable,
+  reconnectDelay,
+  worthReconnecting,
+} from './chat-view.js';
 
-export const CHAT_USAGE = `Usage: roster chat [URL] [--json]
+export const CHAT_USAGE = `Usage: roster chat [URL] [--json] [--no-reconnect]
 
 Joins the chat room at URL: by default $WS_URL, else ws://127.0.0.1:$WS_PORT, else
 ws://127.0.0.1:8765 (a URL without a scheme gets ws://).
@@ -21,17 +33,25 @@ On a terminal, type a message and press Enter to send it. Commands:
   /ping    ask the server for a pong and show the round trip
   /help    show these commands
   /quit    leave (so do Ctrl-C and, on an empty line, Ctrl-D)
+Other /words are not sent (start a line with // to send one beginning with /); neither are blank
+or white-space-only lines.
 With piped input, every line is sent as a chat (blank lines are skipped; /quit and /ping still
 work); at the end of the input the client waits up to 2 s for its own messages to come back (and
 its pings to be answered), then leaves. An application ping keeps the connection alive every 30 s.
 
 Options:
-  --json      print every message from the server exactly as received, one JSON object a line,
-              and nothing else on stdout (no prompt; notices go to stderr)
-  -h, --help  show this help
+  --json          print every message from the server exactly as received, one JSON object a
+                  line, and nothing else on stdout (no prompt; notices go to stderr)
+  --no-reconnect  end the session when the connection is lost, instead of connecting again
+  -h, --help      show this help
 
-Exit status: 0 after leaving, or when the server closes the connection with 1000 or 1001;
-1 when the connection cannot be made or the server closes it otherwise; 2 for a usage error.`;
+When an open connection is lost (the server restarts, 1001 or 1012; drops, 1006; is overloaded,
+1013), the client says why and connects again, waiting 0.5 s, then twice as long each time up to
+10 s, until it is back or you leave. Each close code is explained in words.
+
+Exit status: 0 after leaving, or (with --no-reconnect) when the server closes the connection with
+1000 or 1001; 1 when the first connection cannot be made or the server closes it for a reason
+reconnecting would not cure (1008, 1009, …); 2 for a usage error.`;
 
 const COMMANDS_HELP = '* commands: /ping (round trip), /quit or Ctrl-C (leave), /help';
 
@@ -47,6 +67,8 @@ export interface ChatOptions {
   closeTimeoutMs?: number;
   /** Time zone of the clock shown for chats; the local one when absent. */
   timeZone?: string;
+  /** Connect again, with backoff, when an open connection is lost (default true; `--no-reconnect`). */
+  reconnect?: boolean;
 }
 
 export interface ChatIo {
@@ -73,7 +95,7 @@ export function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs 
   try {
     parsed = parseArgs({
       args,
-      options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: { json: { type: 'boolean' }, 'no-reconnect': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
     });
   } catch (error) {
@@ -83,7 +105,7 @@ export function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs 
   if (parsed.positionals.length > 1) return { kind: 'error', message: `one URL at most (got ${parsed.positionals.join(' ')})` };
   let url = parsed.positionals[0] ?? defaultChatUrl(env);
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) url = `ws://${url}`;
-  return { kind: 'run', options: { url, json: parsed.values.json === true } };
+  return { kind: 'run', options: { url, json: parsed.values.json === true, reconnect: parsed.values['no-reconnect'] !== true } };
 }
 
 /** `roster chat …` as a command: parses the arguments, runs on the process's streams, gives the exit status. */
@@ -117,9 +139,13 @@ type Signal = keyof typeof SIGNAL_NUMBERS;
 
 /**
  * connecting -> open -> leaving (waiting for own echoes) -> closing (close 1000 sent) -> done.
- * The server closing, a failure or a second signal go straight to done.
+ * A connection lost while open goes to reconnecting (a backoff, then connecting again) and back to
+ * open; the server closing for good, a failure or a second signal go straight to done.
  */
-type State = 'connecting' | 'open' | 'leaving' | 'closing' | 'done';
+type State = 'connecting' | 'open' | 'reconnecting' | 'leaving' | 'closing' | 'done';
+
+/** Chat refusals of a handshake that carry the error envelope: anything else answering is not a chat port. */
+const CHAT_REFUSALS = new Set([400, 401, 403, 408, 426, 429, 503]);
 
 class ChatSession {
   readonly #options: Required<Omit<ChatOptions, 'timeZone'>> & { timeZone?: string };
@@ -127,18 +153,21 @@ class ChatSession {
   readonly #resolve: (code: number) => void;
   /** Prompt and line editing: a person at a terminal, and not --json. */
   readonly #prompting: boolean;
-  readonly #own = new OwnChats();
+  #own = new OwnChats();
   /** Application pings awaiting their pong, oldest first (the server answers in order). */
-  readonly #pings: { sentAt: number; shown: boolean }[] = [];
+  #pings: { sentAt: number; shown: boolean }[] = [];
   #state: State = 'connecting';
   #ws: WebSocket | undefined;
   #rl: Interface | undefined;
   #outputBroken = false;
   #timers: NodeJS.Timeout[] = [];
+  /** Failed reconnection attempts since the connection was lost. */
+  #attempt = 0;
+  #reconnectTimer: NodeJS.Timeout | undefined;
   readonly #onSignal = (signal: Signal): void => this.#interrupt(signal);
 
   constructor(options: ChatOptions, io: ChatIo, resolve: (code: number) => void) {
-    this.#options = { pingIntervalMs: 30_000, leaveGraceMs: 2_000, closeTimeoutMs: 2_000, ...options };
+    this.#options = { pingIntervalMs: 30_000, leaveGraceMs: 2_000, closeTimeoutMs: 2_000, reconnect: true, ...options };
     this.#io = io;
     this.#resolve = resolve;
     this.#prompting = io.interactive && !options.json;
@@ -151,7 +180,11 @@ class ChatSession {
       this.#outputBroken = true;
       this.#leave(false);
     });
+    this.#connect();
+  }
 
+  /** Opens a connection; its events are heard only while it is the session's current one. */
+  #connect(): void {
     let ws: WebSocket;
     try {
       ws = new WebSocket(this.#options.url, { handshakeTimeout: 10_000 });
@@ -161,20 +194,67 @@ class ChatSession {
       return;
     }
     this.#ws = ws;
-    ws.on('open', () => this.#opened());
-    ws.on('message', (data, isBinary) => this.#received(data, isBinary));
-    ws.on('error', (error) => {
-      if (this.#state === 'connecting') {
-        this.#diagnose(`could not connect to ${this.#options.url}: ${error.message}`);
-        this.#finish(1);
-      } else if (this.#state !== 'done') {
-        this.#diagnose(`connection error: ${error.message}`); // 'close' follows
-      }
+    const current = () => this.#ws === ws && this.#state !== 'done';
+    ws.on('open', () => {
+      if (current()) this.#opened();
     });
-    ws.on('close', (code, reason) => this.#closed(code, reason.toString()));
+    ws.on('message', (data, isBinary) => {
+      if (current()) this.#received(data, isBinary);
+    });
+    ws.on('unexpected-response', (_request, response) => {
+      if (!current()) return;
+      void this.#refused(response).catch(() => this.#failed('the handshake was refused'));
+    });
+    ws.on('error', (error) => {
+      if (!current()) return;
+      if (this.#state === 'connecting' || this.#state === 'reconnecting') this.#failed(error.message);
+      else this.#diagnose(`connection error: ${error.message}`); // 'close' follows
+    });
+    ws.on('close', (code, reason) => {
+      if (current()) this.#closed(code, reason.toString());
+    });
+  }
+
+  /** A connection attempt failed: the first one ends the session; one while reconnecting is retried. */
+  #failed(cause: string): void {
+    if (this.#state === 'reconnecting') return this.#scheduleReconnect();
+    if (this.#state !== 'connecting') return;
+    this.#diagnose(`could not connect to ${this.#options.url}: ${cause}`);
+    this.#finish(1);
+  }
+
+  /**
+   * An HTTP answer instead of the upgrade: a refusal of the chat port (401, 429, 503, … in the error
+   * envelope), shown with its message; or another HTTP server, most likely Roster's REST port, whose
+   * console settings say where the chat is.
+   */
+  async #refused(response: IncomingMessage): Promise<void> {
+    const status = response.statusCode ?? 0;
+    const body = await readSome(response, 4096);
+    let cause: string;
+    if (CHAT_REFUSALS.has(status)) {
+      const envelope = parseEnvelope(body);
+      cause = `HTTP ${status}${envelope ? ` ${envelope}` : ''}`;
+    } else {
+      const chat = await chatAddressFrom(this.#options.url);
+      cause =
+        `an HTTP server answered ${status} instead of a chat: this looks like the REST port (PORT); ` +
+        `the chat listens on its own port, WS_PORT (8765 by default)${chat ? `: roster chat ${chat}` : ''}`;
+    }
+    if (this.#ws?.readyState !== WebSocket.CLOSED) this.#ws?.terminate();
+    this.#failed(cause);
   }
 
   #opened(): void {
+    if (this.#state === 'reconnecting') {
+      this.#state = 'open';
+      this.#attempt = 0;
+      // A new connection is a new member with a new id: learn it again from the next echo.
+      this.#own = new OwnChats();
+      this.#pings = [];
+      this.#notice(`* reconnected to ${this.#options.url}`);
+      return;
+    }
     if (this.#state !== 'connecting') return;
     this.#state = 'open';
     const keepAlive = setInterval(() => this.#ping(false), this.#options.pingIntervalMs);
@@ -199,20 +279,27 @@ class ChatSession {
   }
 
   #line(line: string): void {
-    if (this.#state !== 'open') return;
-    const command = line.trim();
+    if (this.#state !== 'open' && this.#state !== 'reconnecting') return;
+    const command = commandOf(line);
     if (command === '/quit') return this.#leave(true);
     if (this.#prompting) this.#rl?.prompt(); // a fresh prompt; what the line brings is drawn above it
     if (command === '/ping') this.#ping(true);
     else if (command === '/help') this.#show(COMMANDS_HELP);
-    else if (line !== '') {
-      this.#own.sent(line);
-      this.#ws?.send(encodeClientMessage({ type: 'chat', message: line }));
+    else if (command !== undefined) this.#notice(`* unknown command ${printable(command)}; ${COMMANDS_HELP.slice(2)} (start a line with // to send one beginning with /)`);
+    else if (line.trim() === '') return; // nothing to say: blank and white-space-only lines are not sent
+    else if (this.#state === 'reconnecting') this.#notice('* not sent: not connected (reconnecting)');
+    else {
+      const text = line.trimStart().startsWith('//') ? line.replace('//', '/') : line;
+      this.#own.sent(text);
+      this.#ws?.send(encodeClientMessage({ type: 'chat', message: text }));
     }
   }
 
   #ping(shown: boolean): void {
-    if (this.#ws?.readyState !== WebSocket.OPEN) return;
+    if (this.#ws?.readyState !== WebSocket.OPEN) {
+      if (shown) this.#notice('* not connected (reconnecting)');
+      return;
+    }
     this.#pings.push({ sentAt: performance.now(), shown });
     this.#ws.send(encodeClientMessage({ type: 'ping' }));
   }
@@ -249,9 +336,11 @@ class ChatSession {
 
   /**
    * Stops reading input and leaves: after the client's own chats have come back and its pings have
-   * been answered (bounded by leaveGraceMs) when `drain`, at once otherwise.
+   * been answered (bounded by leaveGraceMs) when `drain`, at once otherwise. While reconnecting there
+   * is nothing to wait for: the session ends.
    */
   #leave(drain: boolean): void {
+    if (this.#state === 'reconnecting') return this.#finish(0);
     if (this.#state !== 'open') return;
     this.#state = 'leaving';
     this.#rl?.close();
@@ -271,6 +360,7 @@ class ChatSession {
   #interrupt(signal: Signal): void {
     if (this.#state === 'open') this.#leave(false);
     else if (this.#state === 'leaving') this.#close();
+    else if (this.#state === 'reconnecting') this.#finish(0); // no connection to close
     else if (this.#state !== 'done') {
       // Still connecting (nothing to close cleanly), or already closing and asked again.
       if (this.#state === 'connecting') this.#diagnose(`interrupted before the connection to ${this.#options.url} opened`);
@@ -280,19 +370,47 @@ class ChatSession {
 
   #closed(code: number, reason: string): void {
     if (this.#state === 'done' || this.#state === 'connecting') return; // a failed connection is reported by 'error'
+    if (this.#state === 'reconnecting') return this.#scheduleReconnect(); // an attempt that failed
     if (this.#state === 'closing') return this.#finish(0);
-    this.#diagnose(`the server closed the connection: ${code}${reason ? ` ${reason}` : ''}`);
+    const lost = code === 1006 ? `the connection dropped: ${describeClose(code)}` : `the server closed the connection: ${describeClose(code, reason)}`;
+    if (this.#options.reconnect && this.#state === 'open' && worthReconnecting(code)) {
+      this.#diagnose(lost);
+      this.#state = 'reconnecting';
+      this.#attempt = 0;
+      this.#pings = [];
+      this.#scheduleReconnect();
+      return;
+    }
+    this.#diagnose(lost);
     this.#finish(code === 1000 || code === 1001 ? 0 : 1);
+  }
+
+  /** The next reconnection attempt, after the console's backoff; each wait is announced. */
+  #scheduleReconnect(): void {
+    if (this.#state !== 'reconnecting' || this.#reconnectTimer) return;
+    const delay = reconnectDelay(this.#attempt++);
+    this.#notice(`* reconnecting in ${(delay / 1000).toFixed(1)} s (attempt ${this.#attempt}; Ctrl-C to leave)`);
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      if (this.#state === 'reconnecting') this.#connect();
+    }, delay);
   }
 
   #finish(code: number): void {
     if (this.#state === 'done') return;
     this.#state = 'done';
     for (const timer of this.#timers) clearTimeout(timer);
+    clearTimeout(this.#reconnectTimer);
     for (const signal of Object.keys(SIGNAL_NUMBERS) as Signal[]) this.#io.signals.off(signal, this.#onSignal);
     this.#rl?.close();
     if (this.#ws && this.#ws.readyState !== WebSocket.CLOSED) this.#ws.terminate();
     this.#resolve(code);
+  }
+
+  /** A line for the person about the session itself: above the prompt on a terminal, else on stderr. */
+  #notice(line: string): void {
+    if (this.#prompting) this.#show(line);
+    else this.#io.errors.write(`${line}\n`);
   }
 
   /** A line for the person (stdout; stderr with --json), drawn above the prompt when there is one. */
@@ -301,7 +419,7 @@ class ChatSession {
       this.#io.errors.write(`${line}\n`);
       return;
     }
-    const prompt = this.#prompting && this.#state === 'open' ? this.#rl : undefined;
+    const prompt = this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting') ? this.#rl : undefined;
     if (prompt) this.#clearPromptLine();
     this.#write(`${line}\n`);
     prompt?.prompt(true);
@@ -309,8 +427,9 @@ class ChatSession {
 
   /** A diagnostic on stderr, prefixed with the command's name. */
   #diagnose(text: string): void {
-    if (this.#prompting && this.#state === 'open') this.#clearPromptLine();
+    if (this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting')) this.#clearPromptLine();
     this.#io.errors.write(`roster chat: ${text}\n`);
+    if (this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting')) this.#rl?.prompt(true);
   }
 
   #clearPromptLine(): void {
@@ -321,6 +440,58 @@ class ChatSession {
 
   #write(text: string): void {
     if (!this.#outputBroken) this.#io.output.write(text);
+  }
+}
+
+/** Up to `limit` bytes of a response body (the rest is not waited for), as text. */
+async function readSome(response: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const timer = setTimeout(() => response.destroy(), 2_000);
+  try {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    // cut off: what arrived is enough
+  } finally {
+    clearTimeout(timer);
+    response.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+/** `CODE: message` of an error envelope, or undefined. */
+function parseEnvelope(body: string): string | undefined {
+  try {
+    const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } }).error;
+    if (typeof error?.code === 'string' && typeof error.message === 'string') return printable(`${error.code}: ${error.message}`);
+  } catch {
+    // not JSON
+  }
+  return undefined;
+}
+
+/**
+ * When `url` points at Roster's REST port, the chat URL its console would use (from
+ * /console/config.json); undefined when that cannot be told within 2 s.
+ */
+async function chatAddressFrom(url: string): Promise<string | undefined> {
+  try {
+    const rest = new URL(url);
+    const secure = rest.protocol === 'wss:' || rest.protocol === 'https:';
+    rest.protocol = secure ? 'https:' : 'http:';
+    rest.pathname = '/console/config.json';
+    rest.search = '';
+    const response = await fetch(rest, { signal: AbortSignal.timeout(2_000) });
+    const settings = (await response.json()) as { chatPort?: unknown; chatUrl?: unknown };
+    if (typeof settings.chatUrl === 'string' && /^wss?:\/\//.test(settings.chatUrl)) return settings.chatUrl;
+    if (typeof settings.chatPort !== 'number') return undefined;
+    return `${secure ? 'wss' : 'ws'}://${rest.hostname.includes(':') ? `[${rest.hostname}]` : rest.hostname}:${settings.chatPort}`;
+  } catch {
+    return undefined;
   }
 }
 
