@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  commandOf,
+  describeClose,
   formatClock,
   formatPong,
   formatServerMessage,
@@ -12,7 +14,9 @@ import {
   OwnChats,
   parseServerMessage,
   printable,
+  reconnectDelay,
   shortId,
+  worthReconnecting,
 } from '../../src/cli/chat-view.js';
 
 const TS = '2026-11-22T10:15:30.123456';
@@ -79,15 +83,15 @@ describe('formatServerMessage', () => {
 
   test('a chat: clock, short sender id, text; the client own ones marked (you)', () => {
     const chat = { type: 'chat', from: ID, message: 'hello there', timestamp: TS } as const;
-    assert.equal(formatServerMessage(chat, utc), '[10:15:30] 3f2a9c1b: hello there');
-    assert.equal(formatServerMessage(chat, { ...utc, mine: true }), '[10:15:30] 3f2a9c1b (you): hello there');
-    assert.equal(formatServerMessage(chat, { timeZone: 'Asia/Kolkata' }), '[15:45:30] 3f2a9c1b: hello there');
-    assert.equal(formatServerMessage({ ...chat, message: '' }, utc), '[10:15:30] 3f2a9c1b: ');
+    assert.equal(formatServerMessage(chat, utc), '[10:15:30] 3f2a9c: hello there');
+    assert.equal(formatServerMessage(chat, { ...utc, mine: true }), '[10:15:30] 3f2a9c (you): hello there');
+    assert.equal(formatServerMessage(chat, { timeZone: 'Asia/Kolkata' }), '[15:45:30] 3f2a9c: hello there');
+    assert.equal(formatServerMessage({ ...chat, message: '' }, utc), '[10:15:30] 3f2a9c: ');
   });
 
   test('control characters in a chat cannot reach the terminal', () => {
     const line = formatServerMessage({ type: 'chat', from: ID, message: 'a\nb\x1b[2Jc\rd\te', timestamp: TS }, utc);
-    assert.equal(line, '[10:15:30] 3f2a9c1b: a\\x0ab\\x1b[2Jc\\x0dd\te');
+    assert.equal(line, '[10:15:30] 3f2a9c: a\\x0ab\\x1b[2Jc\\x0dd\te');
   });
 
   test('a pong has no line of its own', () => {
@@ -119,8 +123,8 @@ describe('formatClock, shortId, printable', () => {
     assert.match(formatClock(TS), /^\d{2}:\d{2}:\d{2}$/);
   });
 
-  test('shortId is the first 8 characters', () => {
-    assert.equal(shortId(ID), '3f2a9c1b');
+  test('shortId is the first 6 characters, as in the browser console', () => {
+    assert.equal(shortId(ID), '3f2a9c');
     assert.equal(shortId('abc'), 'abc');
   });
 
@@ -164,5 +168,30 @@ describe('OwnChats: telling the client own chats apart', () => {
     own.sent('');
     assert.equal(own.isMine('me', ''), true);
     assert.equal(own.id, 'me');
+  });
+});
+
+describe('close codes, reconnection, commands', () => {
+  test('describeClose puts every code in words, the reason as sent (made printable)', () => {
+    assert.equal(describeClose(1006), '1006 (the connection dropped without a close frame: the server stopped or the network failed)');
+    assert.equal(describeClose(1009, 'Message too big'), '1009 Message too big (a message was larger than the server accepts, WS_MAX_PAYLOAD on Roster)');
+    assert.match(describeClose(4001, 'x\x1b'), /^4001 x\\x1b \(a code of the server's own application\)$/);
+    assert.match(describeClose(2999), /an unknown code/);
+  });
+
+  test('worthReconnecting: the server went away or was busy, not what the client sent', () => {
+    for (const code of [1001, 1006, 1011, 1012, 1013]) assert.equal(worthReconnecting(code), true, String(code));
+    for (const code of [1000, 1002, 1003, 1007, 1008, 1009, 4000]) assert.equal(worthReconnecting(code), false, String(code));
+  });
+
+  test("reconnectDelay: the console's backoff, 0.5 s doubling to 10 s, up to half of it jitter", () => {
+    assert.deepEqual([0, 1, 2, 5, 20].map((attempt) => reconnectDelay(attempt, () => 0)), [500, 1000, 2000, 10_000, 10_000]);
+    assert.equal(reconnectDelay(0, () => 1), 250);
+  });
+
+  test('commandOf: one /word is a command; a path, text or // is not', () => {
+    assert.equal(commandOf(' /Quit '), '/quit');
+    assert.equal(commandOf('/nope'), '/nope');
+    for (const line of ['/usr/bin is full', '//quit', 'hello', '/', '/1']) assert.equal(commandOf(line), undefined, line);
   });
 });

@@ -143,8 +143,8 @@ describe('roster chat: without --json, for people', () => {
     const clock = (timestamp: string): string => timestamp.slice(11, 19); // UTC, and TZ=UTC
     assert.deepEqual(cli.stdout.lines, [
       '* Welcome to the chat! 2 users online.',
-      `[${clock(mine.timestamp)}] ${mine.from.slice(0, 8)} (you): hello, I am piped`,
-      `[${clock(theirs.timestamp)}] ${theirs.from.slice(0, 8)}: hi\\x1b[31m there`,
+      `[${clock(mine.timestamp)}] ${mine.from.slice(0, 6)} (you): hello, I am piped`,
+      `[${clock(theirs.timestamp)}] ${theirs.from.slice(0, 6)}: hi\\x1b[31m there`,
     ]);
     assert.equal(cli.stderr.text, '');
   });
@@ -160,12 +160,57 @@ describe('roster chat: connection and exit status', () => {
     assert.match(cli.stderr.text, new RegExp(`^roster chat: could not connect to ${url}: .*ECONNREFUSED`));
   });
 
-  test('the server shuts down: the close code goes to stderr, exit 0 (1001)', { timeout: TEST_MS }, async (t) => {
+  test('--no-reconnect, the server shuts down: the close code in words goes to stderr, exit 0 (1001)', { timeout: TEST_MS }, async (t) => {
     const running = await roster(t);
-    const cli = await jsonChat(t, running.wsUrl);
+    const cli = new Cli(t, ['chat', running.wsUrl, '--json', '--no-reconnect']);
+    await cli.waitForJson((m) => m.type === 'system', 'the welcome');
     await running.stop();
     assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    assert.match(cli.stderr.text, /^roster chat: the server closed the connection: 1001\b.*\n$/);
+    assert.match(cli.stderr.text, /^roster chat: the server closed the connection: 1001\b.*\(the server is shutting down or restarting\)\n$/);
+  });
+
+  test('the server restarts: the client says why, reconnects with backoff, and chats again', { timeout: TEST_MS }, async (t) => {
+    const first = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000' });
+    t.after(() => first.stop());
+    const cli = await jsonChat(t, first.wsUrl);
+    await first.stop();
+    await cli.stderr.until(() => (/reconnecting in \d+\.\d s/.test(cli.stderr.text) ? true : undefined), 'the reconnecting notice');
+    assert.match(cli.stderr.text, /^roster chat: the server closed the connection: 1001\b.*\(the server is shutting down or restarting\)\n/);
+
+    // The same chat port, a new process's worth of state: a second welcome arrives on the new connection.
+    const second = await roster(t, { WS_PORT: String(first.wsPort) });
+    await cli.stderr.until(() => (cli.stderr.text.includes(`* reconnected to ${first.wsUrl}`) ? true : undefined), 'the reconnected notice', undefined, 15_000);
+    await cli.waitForJson((m) => m.type === 'system' && cli.json.filter((x) => x.type === 'system').length === 2, 'the second welcome');
+    const observer = await client(t, second.wsUrl);
+    cli.child.stdin.write('back again\n');
+    assert.equal((await observer.next((m) => m.type === 'chat')).message, 'back again');
+    cli.child.stdin.end();
+    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+  });
+
+  test('pointed at the REST port: one line saying to use the chat port, and which one', { timeout: TEST_MS }, async (t) => {
+    const running = await roster(t);
+    const restUrl = running.origin.replace('http:', 'ws:');
+    const cli = new Cli(t, ['chat', restUrl]);
+    assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
+    assert.equal(cli.stdout.text, '');
+    assert.equal(cli.stderr.lines.length, 1, cli.describe());
+    assert.match(cli.stderr.text, /^roster chat: could not connect to ws:\/\/127\.0\.0\.1:\d+: .*REST port \(PORT\).*WS_PORT/);
+    assert.ok(cli.stderr.text.includes(`roster chat ${running.wsUrl}`), cli.describe());
+  });
+
+  test('white-space-only lines and unknown /commands are not sent; // sends a leading /', { timeout: TEST_MS }, async (t) => {
+    const running = await roster(t);
+    const observer = await client(t, running.wsUrl);
+    const cli = await jsonChat(t, running.wsUrl);
+    await observer.next((m) => m.type === 'user_join');
+    cli.child.stdin.end('   \n\t\n/nope\n//slash\n/usr/bin is full\nlast\n');
+    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+    const sent = cli.json.filter((m) => m.type === 'chat').map((m) => m.message);
+    assert.deepEqual(sent, ['/slash', '/usr/bin is full', 'last']);
+    await observer.next((m) => m.type === 'user_leave');
+    assert.deepEqual(observer.messages.filter((m: Json) => m.type === 'chat').map((m: Json) => m.message), sent, 'what the room got');
+    assert.match(cli.stderr.text, /^\* unknown command \/nope; commands: .*\/help/m);
   });
 
   test('the server closes with another code: exit 1 (a message over WS_MAX_PAYLOAD gets 1009)', { timeout: TEST_MS }, async (t) => {
@@ -180,7 +225,7 @@ describe('roster chat: connection and exit status', () => {
     const url = await bareServer(t, ({ ws }) => ws.close(4000, 'custom goodbye'));
     const cli = new Cli(t, ['chat', url, '--json']);
     assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
-    assert.equal(cli.stderr.text, 'roster chat: the server closed the connection: 4000 custom goodbye\n');
+    assert.equal(cli.stderr.text, "roster chat: the server closed the connection: 4000 custom goodbye (a code of the server's own application)\n");
   });
 
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -238,12 +283,12 @@ describe('roster chat at a terminal (in-process)', () => {
     assert.ok(screen.plain.startsWith(`* connected to ${running.wsUrl}\n`), screen.plain);
 
     keys.write('hello\r');
-    await screen.until(has(/\] [0-9a-f]{8} \(you\): hello\n> $/), 'the own chat, marked');
+    await screen.until(has(/\] [0-9a-f]{6} \(you\): hello\n> $/), 'the own chat, marked');
 
     const other = await client(t, running.wsUrl);
     await screen.until(has(/\* a user joined \(2 online\)\n> $/), 'the join notice');
     other.send({ type: 'chat', message: 'hi' });
-    await screen.until(has(/\] [0-9a-f]{8}: hi\n> $/), 'the other chat, not marked');
+    await screen.until(has(/\] [0-9a-f]{6}: hi\n> $/), 'the other chat, not marked');
 
     keys.write('/ping\r');
     await screen.until(has(/\* pong in \d+ ms\n> $/), 'the round trip');
