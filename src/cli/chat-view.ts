@@ -86,7 +86,7 @@ const CLOSE_MEANINGS: Record<number, string> = {
   1006: 'the connection dropped without a close frame: the server stopped or the network failed',
   1007: 'a message was not valid UTF-8',
   1008: "refused by the server's policy (a rate limit, or the credential expired)",
-  1009: 'a message was larger than the server accepts (its WS_MAX_PAYLOAD)',
+  1009: 'a message was larger than the server accepts, WS_MAX_PAYLOAD on Roster',
   1010: 'the server lacks an extension the client required',
   1011: 'the server hit an unexpected error',
   1012: 'the server is restarting',

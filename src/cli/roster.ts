@@ -7,7 +7,9 @@
  */
 import { CHAT_USAGE, chatCommand } from './chat.js';
 import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
+import { createRequire } from 'node:module';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
+import { USERS_USAGE, usersCommand } from './users.js';
 
 interface Command {
   /** One line for `roster --help`. */
@@ -75,6 +77,14 @@ const COMMANDS = new Map<string, Command>([
       run: (args) => migrateCommand(args),
     },
   ],
+  [
+    'users',
+    {
+      summary: 'export users to JSON or CSV, or import them, over the REST API',
+      usage: USERS_USAGE,
+      run: (args) => usersCommand(args),
+    },
+  ],
   // Further subcommands go here: a summary, a usage text and run().
 ]);
 
@@ -83,7 +93,7 @@ function usage(): string {
   const lines = [...COMMANDS].map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
   const details = [...COMMANDS.values()].map((command) => command.usage);
   return [
-    'Usage: roster [command] [arguments]',
+    'Usage: roster [command] [arguments]    (roster --version: the version)',
     '',
     'Commands:',
     ...lines,
@@ -94,6 +104,11 @@ function usage(): string {
   ]
     .join('\n')
     .trimEnd();
+}
+
+/** The package's version (package.json, two folders above dist/src/cli). */
+function version(): string {
+  return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
 }
 
 function help(text: string): number {
@@ -111,6 +126,7 @@ async function main(argv: string[]): Promise<number | undefined> {
   const [name, ...args] = argv;
   if (name === undefined) return COMMANDS.get('serve')?.run([]);
   if (name === '--help' || name === '-h' || name === 'help') return help(usage());
+  if (name === '--version' || name === '-v' || name === 'version') return help(`roster ${version()}`);
   const command = COMMANDS.get(name);
   if (!command) return usageError(undefined, `unknown command ${JSON.stringify(name)}`);
   return command.run(args);

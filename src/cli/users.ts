@@ -1,0 +1,336 @@
+/**
+ * `roster users export|import`: users out of and into a running Roster, over its REST API (so every
+ * rule of the API applies: validation, email uniqueness, MAX_USERS, AUTH). Both stream: export writes
+ * each page as it arrives, import posts each record as it is read, so neither holds the whole file.
+ * On a terminal, stderr shows progress; import reports every refused record with the API's reason.
+ */
+import { createReadStream } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
+       roster users import FILE [--format json|csv] [options]
+
+export  writes every user (oldest first) to stdout: a JSON array (the default) or CSV with a header
+        row id,name,email,role,created_at,updated_at.
+import  creates a user for each record of FILE ('-' for stdin): a JSON array of objects, JSON lines,
+        or CSV with a header row (the format is told from --format, else the file name, else its
+        first character). name, email and role are sent; ids and timestamps are the server's own.
+        Each refused record is reported on stderr with the API's reason; the rest go on.
+
+Options:
+  --url URL           the API: default $API_URL, else http://127.0.0.1:$PORT/api/v1 (PORT 5000)
+  --api-key KEY       AUTH=apikey: the key (default $ROSTER_API_KEY)
+  --token TOKEN       AUTH=jwt or oauth2: a bearer token (default $ROSTER_TOKEN)
+  --basic NAME:PASS   AUTH=basic: a user and password (default $ROSTER_BASIC)
+  -h, --help          show this help
+Prefer the environment variables to the options for secrets: a command line is visible to others.
+
+Exit status: 0 when everything was exported or imported; 1 when a record was refused or the API
+failed; 2 for a usage error.`;
+
+type Format = 'json' | 'csv';
+
+interface Api {
+  base: string;
+  headers: Record<string, string>;
+}
+
+interface Parsed {
+  action: 'export' | 'import';
+  file?: string;
+  format?: Format;
+  api: Api;
+}
+
+const FIELDS = ['id', 'name', 'email', 'role', 'created_at', 'updated_at'] as const;
+
+export function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help: true } | { error: string } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        format: { type: 'string' },
+        url: { type: 'string' },
+        'api-key': { type: 'string' },
+        token: { type: 'string' },
+        basic: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { help: true };
+  const [action, ...rest] = positionals;
+  if (action !== 'export' && action !== 'import') return { error: `expected export or import (got ${action === undefined ? 'nothing' : JSON.stringify(action)})` };
+  if (action === 'export' && rest.length > 0) return { error: `export takes no file (got ${rest.join(' ')}); redirect its output instead` };
+  if (action === 'import' && rest.length !== 1) return { error: 'import takes one FILE (or - for stdin)' };
+  if (values.format !== undefined && values.format !== 'json' && values.format !== 'csv') return { error: `--format must be json or csv (got ${values.format})` };
+
+  const base = (values.url ?? env.API_URL?.trim() ?? `http://127.0.0.1:${env.PORT?.trim() || '5000'}/api/v1`).replace(/\/+$/, '');
+  try {
+    new URL(base);
+  } catch {
+    return { error: `--url must be an http(s) URL such as http://127.0.0.1:5000/api/v1 (got ${base})` };
+  }
+  const headers: Record<string, string> = { accept: 'application/json' };
+  const apiKey = values['api-key'] ?? env.ROSTER_API_KEY;
+  const token = values.token ?? env.ROSTER_TOKEN;
+  const basic = values.basic ?? env.ROSTER_BASIC;
+  if (apiKey) headers['x-api-key'] = apiKey;
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (basic) headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
+  return { action, file: rest[0], format: values.format as Format | undefined, api: { base, headers } };
+}
+
+/** `roster users …` as a command. */
+export async function usersCommand(args: string[]): Promise<number> {
+  const parsed = parseUsersArgs(args, process.env);
+  if ('help' in parsed) {
+    process.stdout.write(`${USERS_USAGE}\n`);
+    return 0;
+  }
+  if ('error' in parsed) {
+    process.stderr.write(`roster users: ${parsed.error}\nRun 'roster users --help' for usage.\n`);
+    return 2;
+  }
+  const progress = new Progress(process.stderr);
+  try {
+    if (parsed.action === 'export') return await exportUsers(parsed.api, parsed.format ?? 'json', process.stdout, progress);
+    const input = parsed.file === '-' ? process.stdin : createReadStream(parsed.file!);
+    const format = parsed.format ?? (/\.csv$/i.test(parsed.file!) ? 'csv' : /\.jsonl?$/i.test(parsed.file!) ? 'json' : undefined);
+    return await importUsers(parsed.api, input, format, progress);
+  } catch (error) {
+    progress.done();
+    process.stderr.write(`roster users ${parsed.action}: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+/** A progress line on a terminal (stderr), redrawn at most ten times a second; nothing elsewhere. */
+class Progress {
+  #last = 0;
+  #shown = false;
+  constructor(private readonly stream: NodeJS.WriteStream) {}
+
+  update(text: string): void {
+    if (!this.stream.isTTY || Date.now() - this.#last < 100) return;
+    this.#last = Date.now();
+    this.#shown = true;
+    this.stream.write(`\r\x1b[K${text}`);
+  }
+
+  /** Clears the line, before a report line or at the end. */
+  done(): void {
+    if (this.#shown) this.stream.write('\r\x1b[K');
+    this.#shown = false;
+  }
+}
+
+type UserRecord = Record<string, unknown>;
+
+async function call(api: Api, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  for (let attempt = 1; ; attempt++) {
+    let response: Response;
+    try {
+      response = await fetch(`${api.base}${path}`, {
+        method,
+        headers: body === undefined ? api.headers : { ...api.headers, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (error) {
+      const reason = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
+      const cause = reason?.code ?? reason?.errors?.[0]?.code ?? reason?.message ?? (error as Error).message;
+      throw new Error(`cannot reach the API at ${api.base}: ${cause}`);
+    }
+    const text = await response.text();
+    // Rate limited, or briefly unavailable: wait as told (at most 10 s) and try again, five times.
+    if ((response.status === 429 || response.status === 503) && attempt < 5) {
+      const seconds = Math.min(10, Number(response.headers.get('retry-after')) || 1);
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      continue;
+    }
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      throw new Error(`${method} ${api.base}${path} answered ${response.status} with something that is not JSON: is --url the API (…/api/v1)?`);
+    }
+    if (response.status === 401 || response.status === 403) throw new Error(`${response.status} ${reasonOf(json)} (see --api-key, --token, --basic)`);
+    return { status: response.status, json };
+  }
+}
+
+function reasonOf(json: unknown): string {
+  const error = (json as { error?: { code?: string; message?: string; details?: { field?: string; message?: string }[] } } | undefined)?.error;
+  if (!error) return 'unexpected reply';
+  const details = (error.details ?? []).map((d) => `${d.field}: ${d.message}`).join('; ');
+  return `${error.code}: ${error.message}${details ? ` (${details})` : ''}`;
+}
+
+async function write(out: NodeJS.WritableStream, text: string): Promise<void> {
+  if (!out.write(text)) await new Promise<void>((resolve) => out.once('drain', resolve));
+}
+
+export async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream, progress: Progress): Promise<number> {
+  let written = 0;
+  for (let page = 1; ; page++) {
+    const { status, json } = await call(api, 'GET', `/users?sort=created_at&order=asc&limit=100&page=${page}`);
+    if (status !== 200) throw new Error(`listing users failed: ${status} ${reasonOf(json)}`);
+    // Nothing is written before the API has answered once: a failure leaves stdout empty.
+    if (page === 1) await write(out, format === 'csv' ? `${FIELDS.join(',')}\r\n` : '[');
+    const users = json.data.users as UserRecord[];
+    for (const user of users) {
+      const line = format === 'csv' ? `${FIELDS.map((field) => csvCell(user[field])).join(',')}\r\n` : `${written === 0 ? '\n' : ',\n'}${JSON.stringify(user)}`;
+      await write(out, line);
+      written++;
+    }
+    progress.update(`exported ${written} of ${json.data.pagination.total} users`);
+    if (users.length === 0 || page >= json.data.pagination.pages) break;
+  }
+  if (format === 'json') await write(out, written === 0 ? ']\n' : '\n]\n');
+  progress.done();
+  return 0;
+}
+
+function csvCell(value: unknown): string {
+  const text = value === undefined || value === null ? '' : String(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+export async function importUsers(api: Api, input: NodeJS.ReadableStream, format: Format | undefined, progress: Progress): Promise<number> {
+  let imported = 0;
+  let refused = 0;
+  let number = 0;
+  for await (const record of records(input, format)) {
+    number++;
+    const label = `record ${number}${typeof record.email === 'string' ? ` (${record.email})` : ''}`;
+    if (record instanceof Error) {
+      progress.done();
+      process.stderr.write(`roster users import: ${label} refused: ${record.message}\n`);
+      refused++;
+      continue;
+    }
+    const body: UserRecord = { name: record.name, email: record.email };
+    if (record.role !== undefined && record.role !== '') body.role = record.role;
+    const { status, json } = await call(api, 'POST', '/users', body);
+    if (status === 201) imported++;
+    else {
+      refused++;
+      progress.done();
+      process.stderr.write(`roster users import: ${label} refused: ${status} ${reasonOf(json)}\n`);
+    }
+    progress.update(`imported ${imported}, refused ${refused}`);
+  }
+  progress.done();
+  process.stderr.write(`roster users import: ${imported} imported, ${refused} refused (of ${number} records)\n`);
+  return refused === 0 ? 0 : 1;
+}
+
+/** The records of a JSON array, JSON lines or CSV stream, one at a time; a malformed one is an Error in its place. */
+async function* records(input: NodeJS.ReadableStream, format: Format | undefined): AsyncGenerator<UserRecord | (Error & { email?: undefined })> {
+  input.setEncoding('utf8');
+  const chunks = input[Symbol.asyncIterator]() as AsyncIterator<string>;
+  let first = await chunks.next();
+  while (!first.done && first.value.trim() === '') first = await chunks.next();
+  if (first.done) return;
+  const all = (async function* () {
+    yield first.value;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+  })();
+  const kind = format ?? (/^\s*[[{]/.test(first.value) ? 'json' : 'csv');
+  yield* kind === 'json' ? jsonRecords(all) : csvRecords(all);
+}
+
+/** Top-level objects of a JSON array or of JSON lines, cut out as they stream past. */
+async function* jsonRecords(chunks: AsyncIterable<string>): AsyncGenerator<UserRecord | Error> {
+  let buffer = '';
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let start = -1;
+  for await (const chunk of chunks) {
+    let i = buffer.length;
+    buffer += chunk;
+    for (; i < buffer.length; i++) {
+      const c = buffer[i];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === '\\') escaped = true;
+        else if (c === '"') inString = false;
+        continue;
+      }
+      if (c === '"') inString = true;
+      else if (c === '{' || c === '[') {
+        if (depth === 0 && c === '{') start = i;
+        if (depth > 0 || c === '{') depth++;
+      } else if ((c === '}' || c === ']') && depth > 0) {
+        depth--;
+        if (depth === 0) {
+          const text = buffer.slice(start, i + 1);
+          try {
+            yield JSON.parse(text) as UserRecord;
+          } catch (error) {
+            yield new Error(`not valid JSON: ${(error as Error).message}`);
+          }
+          buffer = buffer.slice(i + 1);
+          i = -1;
+        }
+      }
+    }
+    if (depth === 0) buffer = ''; // separators, brackets and white space between records
+  }
+  if (depth > 0) yield new Error('the input ends inside a record');
+}
+
+/** CSV records (RFC 4180: quoted cells may hold commas, quotes and line breaks) as objects keyed by the header row. */
+async function* csvRecords(chunks: AsyncIterable<string>): AsyncGenerator<UserRecord> {
+  let header: string[] | undefined;
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  let afterQuote = false;
+  const finish = (): UserRecord | undefined => {
+    row.push(cell);
+    cell = '';
+    const cells = row;
+    row = [];
+    if (cells.length === 1 && cells[0] === '') return undefined; // a blank line
+    if (!header) {
+      header = cells.map((name) => name.trim().toLowerCase());
+      return undefined;
+    }
+    return Object.fromEntries(header.map((name, index) => [name, cells[index] ?? '']));
+  };
+  for await (const chunk of chunks) {
+    for (const c of chunk) {
+      if (quoted) {
+        if (c === '"') {
+          quoted = false;
+          afterQuote = true;
+        } else cell += c;
+      } else if (c === '"') {
+        if (afterQuote) cell += '"'; // "" inside quotes
+        quoted = true;
+        afterQuote = false;
+      } else {
+        afterQuote = false;
+        if (c === ',') {
+          row.push(cell);
+          cell = '';
+        } else if (c === '\n') {
+          const record = finish();
+          if (record) yield record;
+        } else if (c !== '\r') cell += c;
+      }
+    }
+  }
+  if (cell !== '' || row.length > 0) {
+    const record = finish();
+    if (record) yield record;
+  }
+}
