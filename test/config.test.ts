@@ -217,6 +217,8 @@ describe('loadConfig valid overrides', () => {
     ['DATABASE_URL', 'postgresql://roster:secret@db:5432/roster', { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 }, maxUsers: 0 }],
     // The pool size alone changes nothing: there is no database to pool.
     ['DATABASE_POOL_SIZE', '4', {}],
+    ['LOG_FORMAT', 'pretty', { logFormat: 'pretty' }],
+    ['LOG_FORMAT', 'JSON', {}],
     ['REDIS_URL', 'redis://127.0.0.1:6379', { redis: { url: 'redis://127.0.0.1:6379' } }],
     ['REDIS_URL', 'rediss://cache:6380/2', { redis: { url: 'rediss://cache:6380/2' } }],
   ];
@@ -233,6 +235,7 @@ describe('loadConfig valid overrides', () => {
       WS_PORT: '0',
       HOST: '0.0.0.0',
       LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'pretty',
       MAX_PAGE_SIZE: '25',
       BODY_LIMIT: '64KiB',
       ROLES: 'admin,user,guest',
@@ -255,6 +258,7 @@ describe('loadConfig valid overrides', () => {
       wsPort: 0,
       host: '0.0.0.0',
       logLevel: 'warn',
+      logFormat: 'pretty',
       maxPageSize: 25,
       bodyLimit: 64 * KIB,
       roles: ['admin', 'user', 'guest'],
@@ -308,6 +312,7 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['WS_PORT', 'abc'],
     ['WS_PORT', '99999'],
     ['LOG_LEVEL', 'loud'],
+    ['LOG_FORMAT', 'colour'],
     ['LOG_LEVEL', 'verbose'],
     ['LOG_LEVEL', '30'],
     ['MAX_PAGE_SIZE', '0'],

@@ -371,7 +371,7 @@ describe('main.js: request log', () => {
     // service is polled until it answers (there is no event to await).
     const [port, wsPort] = [await freePort(), await freePort()];
     const roster = new Roster(t, { PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn' });
-    // The chat port is bound after the REST port, so once both accept, start-up is complete.
+    // Start-up is complete once both ports accept (the chat port opens first, then the REST port).
     const deadline = Date.now() + START_MS;
     for (const listening of [port, wsPort]) {
       for (;;) {

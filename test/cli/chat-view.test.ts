@@ -83,15 +83,15 @@ describe('formatServerMessage', () => {
 
   test('a chat: clock, short sender id, text; the client own ones marked (you)', () => {
     const chat = { type: 'chat', from: ID, message: 'hello there', timestamp: TS } as const;
-    assert.equal(formatServerMessage(chat, utc), '[10:15:30] 3f2a9c: hello there');
-    assert.equal(formatServerMessage(chat, { ...utc, mine: true }), '[10:15:30] 3f2a9c (you): hello there');
-    assert.equal(formatServerMessage(chat, { timeZone: 'Asia/Kolkata' }), '[15:45:30] 3f2a9c: hello there');
-    assert.equal(formatServerMessage({ ...chat, message: '' }, utc), '[10:15:30] 3f2a9c: ');
+    assert.equal(formatServerMessage(chat, utc), '[10:15:30] 3f2a9c1b: hello there');
+    assert.equal(formatServerMessage(chat, { ...utc, mine: true }), '[10:15:30] 3f2a9c1b (you): hello there');
+    assert.equal(formatServerMessage(chat, { timeZone: 'Asia/Kolkata' }), '[15:45:30] 3f2a9c1b: hello there');
+    assert.equal(formatServerMessage({ ...chat, message: '' }, utc), '[10:15:30] 3f2a9c1b: ');
   });
 
   test('control characters in a chat cannot reach the terminal', () => {
     const line = formatServerMessage({ type: 'chat', from: ID, message: 'a\nb\x1b[2Jc\rd\te', timestamp: TS }, utc);
-    assert.equal(line, '[10:15:30] 3f2a9c: a\\x0ab\\x1b[2Jc\\x0dd\te');
+    assert.equal(line, '[10:15:30] 3f2a9c1b: a\\x0ab\\x1b[2Jc\\x0dd\te');
   });
 
   test('a pong has no line of its own', () => {
@@ -123,8 +123,8 @@ describe('formatClock, shortId, printable', () => {
     assert.match(formatClock(TS), /^\d{2}:\d{2}:\d{2}$/);
   });
 
-  test('shortId is the first 6 characters, as in the browser console', () => {
-    assert.equal(shortId(ID), '3f2a9c');
+  test('shortId is the first 8 characters, as in the browser console', () => {
+    assert.equal(shortId(ID), '3f2a9c1b');
     assert.equal(shortId('abc'), 'abc');
   });
 

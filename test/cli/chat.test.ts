@@ -143,8 +143,8 @@ describe('roster chat: without --json, for people', () => {
     const clock = (timestamp: string): string => timestamp.slice(11, 19); // UTC, and TZ=UTC
     assert.deepEqual(cli.stdout.lines, [
       '* Welcome to the chat! 2 users online.',
-      `[${clock(mine.timestamp)}] ${mine.from.slice(0, 6)} (you): hello, I am piped`,
-      `[${clock(theirs.timestamp)}] ${theirs.from.slice(0, 6)}: hi\\x1b[31m there`,
+      `[${clock(mine.timestamp)}] ${mine.from.slice(0, 8)} (you): hello, I am piped`,
+      `[${clock(theirs.timestamp)}] ${theirs.from.slice(0, 8)}: hi\\x1b[31m there`,
     ]);
     assert.equal(cli.stderr.text, '');
   });
@@ -283,12 +283,12 @@ describe('roster chat at a terminal (in-process)', () => {
     assert.ok(screen.plain.startsWith(`* connected to ${running.wsUrl}\n`), screen.plain);
 
     keys.write('hello\r');
-    await screen.until(has(/\] [0-9a-f]{6} \(you\): hello\n> $/), 'the own chat, marked');
+    await screen.until(has(/\] [0-9a-f]{8} \(you\): hello\n> $/), 'the own chat, marked');
 
     const other = await client(t, running.wsUrl);
     await screen.until(has(/\* a user joined \(2 online\)\n> $/), 'the join notice');
     other.send({ type: 'chat', message: 'hi' });
-    await screen.until(has(/\] [0-9a-f]{6}: hi\n> $/), 'the other chat, not marked');
+    await screen.until(has(/\] [0-9a-f]{8}: hi\n> $/), 'the other chat, not marked');
 
     keys.write('/ping\r');
     await screen.until(has(/\* pong in \d+ ms\n> $/), 'the round trip');
