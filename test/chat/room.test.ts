@@ -9,7 +9,8 @@ import { describe, test, type TestContext } from 'node:test';
 import type { Member } from '../../src/chat/room.js';
 import { ChatClient } from '../helpers.js';
 import { handshakeRequest } from './frames.js';
-import { barrier, crowd, Scope, tcpOf, TIMESTAMP, UUID_LIKE, within } from './support.js';
+import { TIMESTAMP, UUID_LIKE } from '../support/formats.js';
+import { barrier, crowd, Scope, tcpOf, within } from './support.js';
 
 async function scoped(t: TestContext, env: Record<string, string> = {}): Promise<Scope> {
   const scope = await Scope.start(env);

@@ -9,10 +9,6 @@ import { WebSocket } from 'ws';
 import { ChatClient, startRoster, type Running } from '../helpers.js';
 import { RawClient } from './frames.js';
 
-/** Server timestamps: UTC, no offset, microseconds (docs/decisions.md). */
-export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
-export const UUID_LIKE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** One Roster plus everything a test connected to it. */
 export class Scope {
   readonly clients: ChatClient[] = [];

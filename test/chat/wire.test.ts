@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { ChatClient } from '../helpers.js';
 import { acceptFor, closePayload, encodeFrame, Opcode, RawClient, textMessage, type EncodeOptions, type Frame } from './frames.js';
-import { crowd, Scope, TIMESTAMP, UUID_LIKE } from './support.js';
+import { TIMESTAMP, UUID_LIKE } from '../support/formats.js';
+import { crowd, Scope } from './support.js';
 
 async function scoped(t: TestContext, env: Record<string, string> = {}): Promise<Scope> {
   const scope = await Scope.start(env);

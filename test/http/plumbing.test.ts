@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Dependency, DependencyState } from '../../src/health.js';
 import { request, startRoster, type Running } from '../helpers.js';
+import { TIMESTAMP } from '../support/formats.js';
 
 let roster: Running;
 before(async () => {
@@ -47,7 +48,7 @@ describe('health', () => {
     assert.equal(body.status, 'success');
     assert.equal(typeof body.message, 'string');
     assert.equal(body.data.status, 'healthy');
-    assert.match(body.data.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/);
+    assert.match(body.data.timestamp, TIMESTAMP);
     assert.ok(Math.abs(Date.parse(`${body.data.timestamp}Z`) - Date.now()) < 60_000, 'UTC, and now');
     // No checks without engines; the memory store's fill under its default MAX_USERS.
     assert.deepEqual(Object.keys(body.data).sort(), ['instance', 'started_at', 'status', 'storage', 'timestamp'], 'no checks without engines');

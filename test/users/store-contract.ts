@@ -11,11 +11,10 @@ import { createClock } from '../../src/clock.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
 import type { NewUser, UserStore } from '../../src/users/store.js';
+import { TIMESTAMP } from '../support/formats.js';
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(name: string, makeStore: () => Promise<UserStore>, options: { numRuns?: number } = {}): void {
-  const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
-
   const numRuns = Number(process.env.FUZZ_RUNS ?? options.numRuns ?? 60);
   describe(`UserStore contract: ${name}`, () => {
     const clock = createClock();
