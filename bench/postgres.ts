@@ -1,51 +1,13 @@
 /**
  * The PostgreSQL of the benchmark's rows on Roster's PostgreSQL store: a schema of the run's own (the
- * URL carries its search path, as the store's tests do), filled with the benchmark's users in bulk and
- * dropped afterwards.
+ * tests' schema helper, test/support/postgres.ts, with a `bench_` prefix), filled with the benchmark's
+ * users in bulk and dropped afterwards.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { migrate } from '../src/users/postgres-migrations.js';
 import { toStored } from '../src/users/postgres-text.js';
 import { emailKey } from '../src/users/store.js';
 import { benchUser } from './users.js';
-
-export interface BenchSchema {
-  name: string;
-  /** The database URL with this schema as the whole search path. */
-  url: string;
-  drop(): Promise<void>;
-}
-
-/** A fresh schema `bench_<random>` in the database of `databaseUrl`. */
-export async function benchSchema(databaseUrl: string): Promise<BenchSchema> {
-  const name = `bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  try {
-    // pg_trgm in public, not in the bench schema, whose drop would take it (and others' indexes) along.
-    // Without the right to create it, the migration does without trigram indexes.
-    await admin.query('CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public').catch(() => undefined);
-    await admin.query(`CREATE SCHEMA ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(databaseUrl);
-  url.searchParams.set('options', `-c search_path=${name}`);
-  return {
-    name,
-    url: url.toString(),
-    async drop() {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
-      } finally {
-        await client.end();
-      }
-    },
-  };
-}
 
 /** Users per INSERT: each column goes as one array parameter, so a batch is one short statement. */
 const BATCH = 5_000;

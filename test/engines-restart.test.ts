@@ -6,16 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, execSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import pg from 'pg';
 import { Redis } from 'ioredis';
 import { request, type JsonResponse } from './helpers.js';
 import { Instance } from './instances.js';
 import { roomUrl } from './chat/redis-support.js';
-import { DATABASE_URL, urlWithSchema } from './postgres.js';
+import { DATABASE_URL, freshSchema } from './support/postgres.js';
 
 const REDIS_URL = process.env.REDIS_URL;
 const PG_VERSIONS = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql') : [];
@@ -67,25 +66,14 @@ const redisReady = () => {
 
 describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => {
   test('the process survives both restarts and recovers', { timeout: 120_000 }, async (t) => {
-    // A schema of this test's own, made and dropped with short-lived connections (the restart ends any
+    // A schema of this test's own, made and dropped on short-lived connections (the restart ends any
     // connection this test would hold).
-    const schema = `roster_test_${randomBytes(6).toString('hex')}`;
-    const admin = async (sql: string) => {
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      client.on('error', () => {});
-      await client.connect();
-      try {
-        await client.query(sql);
-      } finally {
-        await client.end();
-      }
-    };
-    await admin(`CREATE SCHEMA ${schema}`);
+    const schema = await freshSchema();
     t.after(async () => {
       await until('PostgreSQL back for the clean-up', pgReady);
-      await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await schema.drop();
     });
-    const roster = await Instance.start(t, { DATABASE_URL: urlWithSchema(DATABASE_URL!, schema), REDIS_URL: roomUrl() });
+    const roster = await Instance.start(t, { DATABASE_URL: schema.url, REDIS_URL: roomUrl() });
     const { client: talker } = await roster.join();
     const { client: listener } = await roster.join();
 

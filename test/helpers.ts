@@ -1,67 +1,15 @@
 /**
- * Test helpers: a real Roster on ephemeral ports (REST and chat), driven over real sockets.
+ * Test helpers, the entry of the test support kit: a real Roster on ephemeral ports (REST and chat),
+ * driven over real sockets. The kit's parts live in test/support/ and are re-exported here.
  */
 import { once } from 'node:events';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { pino, type DestinationStream } from 'pino';
 import { WebSocket } from 'ws';
-import { loadConfig, type Config } from '../src/config/index.js';
-import { createServer, type RosterServer, type ServerParts } from '../src/server.js';
-import { freshSchema } from './postgres.js';
 
-export interface Running {
-  server: RosterServer;
-  config: Config;
-  /** e.g. http://127.0.0.1:41234 */
-  origin: string;
-  /** e.g. http://127.0.0.1:41234/api/v1 */
-  api: string;
-  /** e.g. ws://127.0.0.1:41235 */
-  wsUrl: string;
-  wsPort: number;
-  stop(): Promise<void>;
-}
-
-let defaultStore: 'memory' | 'postgres' = 'memory';
-
-/**
- * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
- * PostgreSQL, each Roster in a fresh schema dropped when it stops: how the REST suites run a second
- * time against the PostgreSQL store (`*.postgres.test.ts`).
- */
-export function usePostgresStore(): void {
-  defaultStore = 'postgres';
-}
-
-/**
- * Starts Roster with the given environment on top of test defaults (ports 0, logging silent), and
- * optionally a store of the test's own and a stream that receives the log lines.
- */
-export async function startRoster(
-  env: Record<string, string> = {},
-  options: ServerParts & { logTo?: DestinationStream } = {},
-): Promise<Running> {
-  const schema = defaultStore === 'postgres' && !options.store && env.DATABASE_URL === undefined ? await freshSchema() : undefined;
-  try {
-    const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...(schema && { DATABASE_URL: schema.url }), ...env });
-    const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
-    const server = await createServer(config, logger, options);
-    const { port, wsPort } = await server.start();
-    const origin = `http://127.0.0.1:${port}`;
-    const stop = async () => {
-      try {
-        await server.stop();
-      } finally {
-        await schema?.drop();
-      }
-    };
-    return { server, config, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop };
-  } catch (error) {
-    await schema?.drop();
-    throw error;
-  }
-}
+export { startRoster, usePostgresStore, type Running } from './support/roster.js';
+export { RosterProcess, type Exit, type LogLine } from './support/roster-process.js';
+export { within } from './support/wait.js';
 
 export interface JsonResponse {
   status: number;
@@ -152,15 +100,6 @@ export class ChatClient {
 export async function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
   const [code, reason] = await once(ws, 'close');
   return { code: code as number, reason: String(reason) };
-}
-
-/** Rejects if `promise` has not settled within `ms`: every wait on an event is bounded, so no test hangs. */
-export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A log destination for startRoster's `logTo` that keeps every JSON line it receives. */

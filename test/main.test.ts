@@ -7,140 +7,17 @@
  * Every wait is bounded; every child is killed when its test ends, whatever the outcome.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { createInterface } from 'node:readline';
-import { after, describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
-import { freePort, within } from './helpers.js';
-
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+import { freePort, RosterProcess, within } from './helpers.js';
 
 /** Generous bounds: each one only matters when something is broken. */
 const START_MS = 10_000;
-const EXIT_MS = 5_000;
 const EVENT_MS = 5_000;
 const TEST_MS = 30_000;
-
-interface LogLine {
-  level?: number;
-  msg?: string;
-  [field: string]: unknown;
-}
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-
-const children = new Set<ChildProcess>();
-
-/** Belt and braces: whatever a test left running is killed when the file ends. */
-after(() => {
-  for (const child of children) kill(child);
-});
-
-function kill(child: ChildProcess): void {
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-}
-
-/** `node dist/src/main.js` with exactly the given environment (plus PATH), its output recorded. */
-class Roster {
-  readonly child: ChildProcess;
-  /** Every stdout line, as written. */
-  readonly stdout: string[] = [];
-  stderr = '';
-  /** Settles when the process has exited and its output streams are closed. */
-  readonly closed: Promise<Exit>;
-  exit: Exit | undefined;
-  #waiters = new Set<() => void>();
-
-  constructor(t: TestContext, env: Record<string, string>) {
-    this.child = spawn(process.execPath, [MAIN], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(this.child);
-    t.after(() => {
-      kill(this.child);
-      children.delete(this.child);
-    });
-
-    createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      this.stdout.push(line);
-      this.#wake();
-    });
-    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      this.stderr += chunk;
-    });
-    this.closed = new Promise<Exit>((resolve, reject) => {
-      this.child.once('error', reject);
-      this.child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
-        this.exit = { code, signal };
-        this.#wake();
-        resolve(this.exit);
-      });
-    });
-    this.closed.catch(() => {}); // a spawn failure surfaces through whichever wait comes first
-  }
-
-  /** Every stdout line parsed as JSON; fails the test on a line that is not. */
-  get lines(): LogLine[] {
-    return this.stdout.map((line) => {
-      try {
-        return JSON.parse(line) as LogLine;
-      } catch {
-        assert.fail(`stdout line is not JSON: ${line}`);
-      }
-    });
-  }
-
-  /** The first stdout JSON line that matches; rejects on timeout or when the process exits first. */
-  async waitForLine(predicate: (line: LogLine) => boolean, what: string, ms = START_MS): Promise<LogLine> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      for (const raw of this.stdout) {
-        let line: LogLine;
-        try {
-          line = JSON.parse(raw) as LogLine;
-        } catch {
-          continue;
-        }
-        if (predicate(line)) return line;
-      }
-      if (this.exit) throw new Error(`Roster exited (${JSON.stringify(this.exit)}) before ${what}; ${this.describe()}`);
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new Error(`timed out waiting for ${what}; ${this.describe()}`);
-      await within(new Promise<void>((resolve) => this.#waiters.add(resolve)), remaining, what).catch(() => {});
-    }
-  }
-
-  /** Waits for the "Roster is listening" line and returns the ports it reports. */
-  async listening(): Promise<{ port: number; wsPort: number }> {
-    const line = await this.waitForLine((l) => l.msg === 'Roster is listening', '"Roster is listening"');
-    assert.equal(typeof line.port, 'number');
-    assert.equal(typeof line.wsPort, 'number');
-    return { port: line.port as number, wsPort: line.wsPort as number };
-  }
-
-  /** Waits for the process to exit; rejects after `ms`. */
-  exited(ms = EXIT_MS): Promise<Exit> {
-    return within(this.closed, ms, `the process to exit; ${this.describe()}`);
-  }
-
-  describe(): string {
-    return `stdout: ${JSON.stringify(this.stdout)}, stderr: ${JSON.stringify(this.stderr)}`;
-  }
-
-  #wake(): void {
-    for (const resolve of this.#waiters) resolve();
-    this.#waiters.clear();
-  }
-}
 
 /** What a new TCP connection to `port` gets: 'connected' or the error code (ECONNREFUSED). */
 async function connectOutcome(port: number): Promise<string> {
@@ -250,7 +127,7 @@ describe('main.js: a bad setting stops start-up', () => {
 
   for (const [variable, value] of cases) {
     test(`${variable}=${value}: exit status 2, one stderr line naming ${variable}, nothing started`, { timeout: TEST_MS }, async (t) => {
-      const roster = new Roster(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', [variable]: value });
+      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', [variable]: value });
       const exit = await roster.exited();
       assert.deepEqual(exit, { code: 2, signal: null }, roster.describe());
       const lines = roster.stderr.split(/\r?\n/).filter((line, index, all) => line !== '' || index < all.length - 1);
@@ -264,7 +141,7 @@ describe('main.js: a bad setting stops start-up', () => {
 describe('main.js: the running service and its shutdown', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     test(`serves REST and chat on the ports it logs; ${signal}: chat gets 1001, exit 0, ports closed`, { timeout: TEST_MS }, async (t) => {
-      const roster = new Roster(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
       const { port, wsPort } = await roster.listening();
       assert.notEqual(port, 0);
       assert.notEqual(wsPort, 0);
@@ -302,7 +179,7 @@ describe('main.js: the running service and its shutdown', () => {
   for (const keepAlive of [false, true]) {
     const kind = keepAlive ? 'keep-alive' : 'Connection: close';
     test(`SIGTERM with a request in flight (${kind}): it completes, new connections are refused meanwhile, then prompt exit 0`, { timeout: TEST_MS }, async (t) => {
-      const roster = new Roster(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
       const { port, wsPort } = await roster.listening();
       const { ws } = await joinChat(wsPort);
       t.after(() => ws.terminate());
@@ -344,7 +221,7 @@ describe('main.js: request log', () => {
   ];
 
   test('LOG_LEVEL=info: exactly one JSON line per request, msg "request" with method, url, status', { timeout: TEST_MS }, async (t) => {
-    const roster = new Roster(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+    const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
     const { port } = await roster.listening();
     for (const { path, status } of requests) {
       assert.equal((await getJson(`http://127.0.0.1:${port}${path}`)).status, status, path);
@@ -370,7 +247,7 @@ describe('main.js: request log', () => {
     // At warn the "Roster is listening" line is not written, so the ports are chosen here and the
     // service is polled until it answers (there is no event to await).
     const [port, wsPort] = [await freePort(), await freePort()];
-    const roster = new Roster(t, { PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn' });
+    const roster = new RosterProcess(t, { PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn' });
     // Start-up is complete once both ports accept (the chat port opens first, then the REST port).
     const deadline = Date.now() + START_MS;
     for (const listening of [port, wsPort]) {

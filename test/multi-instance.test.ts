@@ -10,7 +10,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { roomUrl, WITHOUT_REDIS } from './chat/redis-support.js';
 import { request } from './helpers.js';
 import { Instance } from './instances.js';
-import { freshSchema, NO_DATABASE, DATABASE_URL, type TestSchema } from './postgres.js';
+import { freshSchema, NO_DATABASE, DATABASE_URL, type TestSchema } from './support/postgres.js';
 
 const SKIP = !DATABASE_URL ? NO_DATABASE : WITHOUT_REDIS;
 

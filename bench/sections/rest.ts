@@ -13,7 +13,7 @@ import { bytes, integer, megabytes, ms, percent, rate, ratio, table, targetLines
 import type { FastifyFloorCommand } from '../servers/fastify-floor.js';
 import type { HttpBaselineCommand, HttpBaselineStarted } from '../servers/http-baseline.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
-import { benchSchema, type BenchSchema } from '../postgres.js';
+import { freshSchema, type TestSchema } from '../../test/support/postgres.js';
 import { engineLoadMeter, otherLoadMeter, processCpuSeconds } from '../stats.js';
 import { idPool, SEARCH_TERM, searchMatches } from '../users.js';
 import {
@@ -270,11 +270,11 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
       // Alongside the others for the scenarios they answer, each gone once it has run them.
       let floor: RestServer | undefined;
       let postgres: RestServer | undefined;
-      let schema: BenchSchema | undefined;
+      let schema: TestSchema | undefined;
       try {
         for (const name of SERVERS) servers.push(await startRestServer(name, users));
         if (databaseUrl && users <= POSTGRES_MAX_USERS) {
-          schema = await benchSchema(databaseUrl).catch((error: unknown) => {
+          schema = await freshSchema({ databaseUrl, prefix: 'bench_' }).catch((error: unknown) => {
             failPostgres(findings, users, `no bench schema: ${errorText(error)}`, postgresKeys);
             return undefined;
           });
@@ -349,7 +349,7 @@ async function startFloor(servers: readonly RestServer[], users: number, id: str
 }
 
 /** Roster's environment on the bench schema; on the bench's Redis prefix too when REDIS_URL is set, as a deployment of several instances runs. */
-function postgresEnv(schema: BenchSchema): Record<string, string> {
+function postgresEnv(schema: TestSchema): Record<string, string> {
   const redisUrl = process.env.REDIS_URL;
   return { DATABASE_URL: schema.url, ...(redisUrl && { REDIS_URL: benchRedisUrl(redisUrl) }) };
 }

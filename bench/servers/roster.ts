@@ -3,12 +3,10 @@
  * with the benchmark's users before it starts; or, when `env` has DATABASE_URL, on PostgreSQL, the
  * users stored there first (bench/postgres.ts). Reports its ports and its memory to the parent.
  */
-import { pino } from 'pino';
-import { loadConfig } from '../../src/config/index.js';
-import { createServer } from '../../src/server.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { answerParent, measureFill, memoryNow, type Fill } from '../ipc.js';
 import { fillUsers } from '../postgres.js';
+import { startRoster } from '../../test/support/roster.js';
 import { benchUser } from '../users.js';
 
 export type RosterCommand =
@@ -30,12 +28,9 @@ answerParent<RosterCommand>(async (command) => {
       if ((await store.insert(benchUser(index))) === 'email_taken') throw new Error(`the store refused bench user ${index}`);
     }
   });
-  // With users already stored, createServer adds no seed users.
-  const logger = pino({ level: 'warn' });
+  // With users already stored, createServer adds no seed users. The tests' in-process start, at warn;
   // MAX_USERS=0: the bench fills a million users of modest size, past the worst-case default cap.
-  const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', MAX_USERS: '0', ...command.env });
-  const server = await createServer(config, logger, store ? { store } : {});
-  const ports = await server.start();
-  const result: RosterStarted = { ...ports, ...fill };
+  const { port, wsPort } = await startRoster({ LOG_LEVEL: 'warn', MAX_USERS: '0', ...command.env }, store ? { store } : {});
+  const result: RosterStarted = { port, wsPort, ...fill };
   return result;
 });

@@ -14,7 +14,8 @@ import { Redis } from 'ioredis';
 import type { ServerParts } from '../../src/server.js';
 import { ChatClient, request, startRoster, type Running } from '../helpers.js';
 import { barrier, within } from './support.js';
-import { LogWatch, RedisProxy, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { LogWatch, redisTarget, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Message = any;
@@ -183,7 +184,7 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
   });
 
   test('with Redis gone, chat on an instance goes on locally, health says degraded, and the bus comes back by itself', async (t) => {
-    const proxy = await RedisProxy.start();
+    const proxy = await TcpProxy.start(redisTarget());
     t.after(() => proxy.close());
     const url = roomUrl();
     const log = new LogWatch();
@@ -221,7 +222,7 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
   });
 
   test('when Redis stops answering, events past the bound are dropped for the other instances, not held; local chat goes on', async (t) => {
-    const proxy = await RedisProxy.start();
+    const proxy = await TcpProxy.start(redisTarget());
     t.after(() => proxy.close());
     const url = roomUrl();
     const log = new LogWatch();
@@ -256,7 +257,7 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
   });
 
   test('an instance started while Redis is unreachable opens its ports anyway and joins the room once Redis is there', async (t) => {
-    const proxy = await RedisProxy.start();
+    const proxy = await TcpProxy.start(redisTarget());
     t.after(() => proxy.close());
     proxy.cut();
     const url = roomUrl();

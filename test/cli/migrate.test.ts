@@ -1,7 +1,7 @@
 /** `roster migrate` as a real process against the real PostgreSQL, and without one. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DATABASE_URL, freshSchema, NO_DATABASE } from '../postgres.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE } from '../support/postgres.js';
 import { Cli, freePort, TEST_MS } from './support.js';
 
 describe('roster migrate', () => {

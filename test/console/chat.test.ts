@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatServerMessage } from '../../src/cli/chat-view.js';
 import type { Browser, Page } from 'playwright-core';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import {
   artifactPath,
   eventually,
@@ -14,7 +15,6 @@ import {
   noChromium,
   openConsole,
   startConsoleRoster,
-  TcpProxy,
   waitForText,
   type ConsoleRoster,
 } from './support.js';
@@ -136,9 +136,8 @@ test('a dropped connection shows "Reconnecting in … s" and comes back with bac
   try {
     // The page reaches the chat through a proxy (given as the public chat URL), which the test cuts.
     let chatPort = 0;
-    proxy = new TcpProxy(() => chatPort);
-    const proxyPort = await proxy.listen();
-    roster = await startConsoleRoster({}, { chatUrl: `ws://127.0.0.1:${proxyPort}/` });
+    proxy = await TcpProxy.start(() => ({ host: '127.0.0.1', port: chatPort }));
+    roster = await startConsoleRoster({}, { chatUrl: `ws://127.0.0.1:${proxy.port}/` });
     chatPort = roster.wsPort;
     browser = await launchBrowser();
     const { page, errors } = await openConsole(browser, roster.origin);
@@ -147,7 +146,6 @@ test('a dropped connection shows "Reconnecting in … s" and comes back with bac
     await eventually(async () => (await messages(page).first().getAttribute('data-own')) === 'true', 'own message marked');
 
     // The network drops every connection and refuses new ones for a while.
-    proxy.accepting = false;
     proxy.cut();
     await waitForText(status(page), /^Connection lost\. Reconnecting in \d+ s…$/);
     assert.equal(await page.locator('#chat-send').isDisabled(), true, 'sending is off while disconnected');
@@ -158,7 +156,7 @@ test('a dropped connection shows "Reconnecting in … s" and comes back with bac
     await eventually(async () => proxy!.refused >= 2, 'two refused reconnection attempts', 8_000);
     await waitForText(status(page), /^Connection lost\. Reconnecting in \d+ s…$|^Reconnecting…$/);
 
-    proxy.accepting = true;
+    proxy.restore();
     await waitForText(status(page), 'Connected', 15_000);
     await waitForText(count(page), /^1$/);
     assert.equal(roster.server.chat.room.size, 1, 'the old connection is gone, the new one is in');

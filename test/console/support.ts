@@ -1,13 +1,12 @@
 /**
- * Support for the browser console's tests: a Roster serving its console, headless Chromium through playwright-core, a TCP proxy
- * that can cut the chat's connections, and small polling helpers.
+ * Support for the browser console's tests: a Roster serving its console, headless Chromium through
+ * playwright-core, and small polling helpers. (A proxy that cuts the chat's connections is the kit's
+ * TcpProxy, support/tcp-proxy.ts.)
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { createServer as createTcpServer, connect, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import type { RosterServer } from '../../src/server.js';
-import { startRoster } from '../helpers.js';
+import { startRoster, type Running } from '../helpers.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -23,13 +22,7 @@ export const ARTIFACTS = fileURLToPath(new URL('../../../test-artifacts/console/
 export const DESKTOP = { width: 1280, height: 900 };
 export const PHONE = { width: 390, height: 844 };
 
-export interface ConsoleRoster {
-  server: RosterServer;
-  origin: string;
-  api: string;
-  wsPort: number;
-  stop(): Promise<void>;
-}
+export type ConsoleRoster = Running;
 
 /** Roster on ephemeral ports, the console served as app.ts wires it (CONSOLE, CHAT_PUBLIC_URL). */
 export async function startConsoleRoster(env: Record<string, string> = {}, consoleOptions: { chatUrl?: string } = {}): Promise<ConsoleRoster> {
@@ -37,8 +30,7 @@ export async function startConsoleRoster(env: Record<string, string> = {}, conso
     throw new Error(`The console is not built (${WEB_ROOT}index.html is missing): run npm run build`);
   }
   const chatUrl: Record<string, string> = consoleOptions.chatUrl === undefined ? {} : { CHAT_PUBLIC_URL: consoleOptions.chatUrl };
-  const running = await startRoster({ ...env, ...chatUrl });
-  return { server: running.server, origin: running.origin, api: running.api, wsPort: running.wsPort, stop: running.stop };
+  return startRoster({ ...env, ...chatUrl });
 }
 
 export async function launchBrowser(): Promise<Browser> {
@@ -98,57 +90,4 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
 export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS, { recursive: true });
   return `${ARTIFACTS}${name}`;
-}
-
-/**
- * A TCP proxy in front of the chat port, so a test can drop the page's connection the way a network
- * does (the server never closes it), and refuse new ones for a while.
- */
-export class TcpProxy {
-  readonly #server: TcpServer;
-  readonly #sockets = new Set<Socket>();
-  /** While false, new connections are accepted and immediately dropped. */
-  accepting = true;
-  /** Connections dropped because `accepting` was false. */
-  refused = 0;
-
-  /** `target`: the port to forward to, asked at each connection. */
-  constructor(target: () => number) {
-    this.#server = createTcpServer((client) => {
-      if (!this.accepting) {
-        this.refused += 1;
-        client.destroy();
-        return;
-      }
-      const upstream = connect(target(), '127.0.0.1');
-      for (const [socket, other] of [
-        [client, upstream],
-        [upstream, client],
-      ] as const) {
-        this.#sockets.add(socket);
-        socket.on('error', () => other.destroy());
-        socket.on('close', () => {
-          this.#sockets.delete(socket);
-          other.destroy();
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-  }
-
-  async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
-    return (this.#server.address() as AddressInfo).port;
-  }
-
-  /** Drops every proxied connection at once. */
-  cut(): void {
-    for (const socket of this.#sockets) socket.destroy();
-  }
-
-  async close(): Promise<void> {
-    this.cut();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
-  }
 }

@@ -1,7 +1,7 @@
 /** The REST hardening suite (rest.test.ts: Unicode names, email folding, concurrency) again, with the users in PostgreSQL. */
 import { test } from 'node:test';
 import { usePostgresStore } from '../helpers.js';
-import { DATABASE_URL, NO_DATABASE } from '../postgres.js';
+import { DATABASE_URL, NO_DATABASE } from '../support/postgres.js';
 
 if (DATABASE_URL) {
   usePostgresStore();

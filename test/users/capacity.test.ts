@@ -5,13 +5,9 @@
  * a small heap filled with worst-case users: it refuses creates long before the heap runs out.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config/index.js';
-import { request, startRoster, within } from '../helpers.js';
+import { request, RosterProcess, startRoster } from '../helpers.js';
 
 const MIB = 2 ** 20;
 
@@ -103,23 +99,9 @@ describe('MAX_USERS', () => {
   });
 
   test('a real process with a small heap, filled with worst-case users under the default cap: 507, and it stays up', { timeout: 120_000 }, async (t) => {
-    const main = fileURLToPath(new URL('../../src/main.js', import.meta.url));
-    const child = spawn(process.execPath, ['--max-old-space-size=96', main], {
-      env: { PATH: process.env.PATH ?? '', PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', CONSOLE: 'false' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    t.after(() => child.kill('SIGKILL'));
-    const lines = createInterface({ input: child.stdout! });
-    const listening = await within(
-      new Promise<{ port: number }>((resolve) =>
-        lines.on('line', (line) => {
-          const entry = JSON.parse(line) as { msg?: string; port?: number };
-          if (entry.msg === 'Roster is listening') resolve(entry as { port: number });
-        }),
-      ),
-      10_000,
-      'Roster listening',
-    );
+    const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', CONSOLE: 'false' }, { nodeArgs: ['--max-old-space-size=96'] });
+    const { child } = roster;
+    const listening = await roster.listening();
     const api = `http://127.0.0.1:${listening.port}/api/v1`;
     const { created, refusal } = await fillUntilRefused(api, 8);
     assert.equal(refusal.status, 507, refusal.text);
@@ -130,8 +112,7 @@ describe('MAX_USERS', () => {
     assert.equal((await request(`${api}/users?search=zzz`)).status, 200);
     assert.equal((await request(`${api}/users?sort=email&limit=100`)).status, 200);
     assert.equal(child.exitCode, null, 'the process exited');
-    child.kill('SIGTERM');
-    const [code] = await within(once(child, 'exit'), 10_000, 'exit');
+    const { code } = await roster.stop('SIGTERM', 10_000);
     assert.equal(code, 0);
     t.diagnostic(`heap 96 MiB: ${created} worst-case users created before 507, capacity ${health.body.data.storage.capacity}`);
   });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { request, startRoster, type Running } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../postgres.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../support/postgres.js';
 
 if (!DATABASE_URL) {
   test('two Roster instances on one PostgreSQL', { skip: NO_DATABASE }, () => {});

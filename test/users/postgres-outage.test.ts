@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { request, startRoster, within, type JsonResponse, type Running } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, urlWithSchema, type TestSchema } from '../postgres.js';
-import { TcpProxy } from '../tcp-proxy.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE, urlWithSchema, type TestSchema } from '../support/postgres.js';
+import { TcpProxy, targetOf } from '../support/tcp-proxy.js';
 
 /** connectionTimeoutMillis and query_timeout are 2 s and 6 s; a reply must come well before a client gives up. */
 const REPLY_WITHIN_MS = 8_000;
@@ -44,8 +44,8 @@ if (!DATABASE_URL) {
     let roster: Running;
     before(async () => {
       schema = await freshSchema();
+      proxy = await TcpProxy.start(targetOf(databaseUrl, 5432));
       const target = new URL(databaseUrl);
-      proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port || 5432) });
       target.host = `127.0.0.1:${proxy.port}`;
       roster = await startRoster({ DATABASE_URL: urlWithSchema(target.toString(), schema.name), DATABASE_POOL_SIZE: '3' });
     });
@@ -66,7 +66,7 @@ if (!DATABASE_URL) {
       assert.equal(healthy.status, 200, healthy.text);
       assert.deepEqual(healthy.body.data.checks, { database: 'up' });
 
-      await proxy.cut();
+      proxy.cut();
 
       const list = await within(request(`${roster.api}/users`), REPLY_WITHIN_MS, 'a list while the database is down');
       assertUnavailable(list, 'list');
@@ -81,7 +81,7 @@ if (!DATABASE_URL) {
       assertUnavailable(health, 'health');
       assert.deepEqual(health.body.error.details.map((detail: { field: string }) => detail.field), ['database']);
 
-      await proxy.restore();
+      proxy.restore();
 
       // No request needed: the probe notices the database is back.
       await eventually('health back to 200', () => request(`${roster.api}/health`), (response) => response.status === 200);
@@ -109,7 +109,7 @@ if (!DATABASE_URL) {
         for (const reply of replies) assertUnavailable(reply, 'list');
         assertUnavailable(await request(`${roster.api}/health`), 'health');
       } finally {
-        await proxy.restore();
+        proxy.restore();
       }
       await eventually('lists answered again', () => request(`${roster.api}/users`), (response) => response.status === 200);
     });

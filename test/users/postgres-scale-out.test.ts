@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import pg from 'pg';
 import { request, startRoster } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE } from '../postgres.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE } from '../support/postgres.js';
 
 test('writes of other users never wait for a transaction holding the small tables and one user', { skip: DATABASE_URL ? false : NO_DATABASE, timeout: 60_000 }, async (t) => {
   const schema = await freshSchema();

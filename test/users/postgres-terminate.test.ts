@@ -12,7 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { request, type JsonResponse } from '../helpers.js';
 import { Instance } from '../instances.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, urlWithSchema } from '../postgres.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE, urlWithSchema } from '../support/postgres.js';
 
 const TERMINATIONS = 200;
 const CLIENTS = 4;

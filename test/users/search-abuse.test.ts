@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { request, startRoster, type Running } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../postgres.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../support/postgres.js';
 
 const stores: [string, () => Promise<{ roster: Running; schema?: TestSchema }>][] = [
   ['memory', async () => ({ roster: await startRoster() })],

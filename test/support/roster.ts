@@ -1,0 +1,63 @@
+/**
+ * Roster in this process, on ephemeral ports (REST and chat), as `main.ts` builds it from settings: the
+ * one in-process start of the tests and of the benchmark's Roster server.
+ */
+import { pino, type DestinationStream } from 'pino';
+import { loadConfig, type Config } from '../../src/config/index.js';
+import { createServer, type RosterServer, type ServerParts } from '../../src/server.js';
+import { freshSchema } from './postgres.js';
+
+export interface Running {
+  server: RosterServer;
+  config: Config;
+  /** The REST port. */
+  port: number;
+  /** e.g. http://127.0.0.1:41234 */
+  origin: string;
+  /** e.g. http://127.0.0.1:41234/api/v1 */
+  api: string;
+  /** e.g. ws://127.0.0.1:41235 */
+  wsUrl: string;
+  wsPort: number;
+  stop(): Promise<void>;
+}
+
+let defaultStore: 'memory' | 'postgres' = 'memory';
+
+/**
+ * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
+ * PostgreSQL, each Roster in a fresh schema dropped when it stops: how the REST suites run a second
+ * time against the PostgreSQL store (`*.postgres.test.ts`).
+ */
+export function usePostgresStore(): void {
+  defaultStore = 'postgres';
+}
+
+/**
+ * Starts Roster with the given environment on top of test defaults (ports 0, logging silent), and
+ * optionally parts of the test's own (a store, a chat bus) and a stream that receives the log lines.
+ */
+export async function startRoster(
+  env: Record<string, string> = {},
+  options: ServerParts & { logTo?: DestinationStream } = {},
+): Promise<Running> {
+  const schema = defaultStore === 'postgres' && !options.store && env.DATABASE_URL === undefined ? await freshSchema() : undefined;
+  try {
+    const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...(schema && { DATABASE_URL: schema.url }), ...env });
+    const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
+    const server = await createServer(config, logger, options);
+    const { port, wsPort } = await server.start();
+    const origin = `http://127.0.0.1:${port}`;
+    const stop = async () => {
+      try {
+        await server.stop();
+      } finally {
+        await schema?.drop();
+      }
+    };
+    return { server, config, port, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop };
+  } catch (error) {
+    await schema?.drop();
+    throw error;
+  }
+}
