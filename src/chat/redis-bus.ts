@@ -47,7 +47,7 @@ const MAX_RETRY_DELAY_MS = 1_000;
 const START_WAIT_MS = 3_000;
 
 /** One publication: the sender instance, its member count, and what happened (nothing: a heartbeat). */
-interface Envelope {
+export interface Envelope {
   i: string;
   n: number;
   m?: SharedMessage;
@@ -277,7 +277,8 @@ async function quit(redis: Redis): Promise<void> {
 const SHARED_TYPES: ReadonlySet<string> = new Set(['chat', 'user_join', 'user_leave']);
 
 /** An envelope from another Roster instance, or undefined for anything else published on the channel. */
-function decode(text: string): Envelope | undefined {
+// Exported for its table test (test/chat/redis-codec.test.ts) only.
+export function decode(text: string): Envelope | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
