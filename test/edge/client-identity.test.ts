@@ -1,0 +1,66 @@
+/**
+ * Client identity (edge/client-identity.ts), as tables: the key a client's limits are counted under,
+ * and a handshake's address as TRUST_PROXY lets X-Forwarded-For tell it.
+ */
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, test } from 'node:test';
+import type { Principal } from '../../src/edge/authenticator.js';
+import { addressOf, clientKey, hopsTrusted } from '../../src/edge/client-identity.js';
+
+const principal = (name: string, scheme: Principal['scheme']): Principal => ({ name, role: 'user', scheme }) as Principal;
+
+describe('clientKey', () => {
+  const cases: [name: string, who: Principal | null | undefined, address: string, expected: string][] = [
+    ['no principal: the address', undefined, '203.0.113.7', 'address:203.0.113.7'],
+    ['a null principal: the address', null, '::1', 'address:::1'],
+    ['an API key', principal('api-key-1', 'apikey'), '203.0.113.7', 'principal:apikey:api-key-1'],
+    ['a Basic user', principal('ada', 'basic'), '203.0.113.7', 'principal:basic:ada'],
+    ['a token', principal('ada', 'jwt'), '198.51.100.1', 'principal:jwt:ada'],
+  ];
+  for (const [name, who, address, expected] of cases) {
+    test(`${name}: ${expected}`, () => assert.equal(clientKey(who, address), expected));
+  }
+
+  test('one name under two schemes, and a name that looks like an address, are distinct keys', () => {
+    const keys = [clientKey(principal('ada', 'basic'), 'x'), clientKey(principal('ada', 'jwt'), 'x'), clientKey(principal('203.0.113.7', 'basic'), 'x'), clientKey(undefined, '203.0.113.7')];
+    assert.equal(new Set(keys).size, keys.length);
+  });
+});
+
+describe('hopsTrusted', () => {
+  const cases: [hops: number, hop: number, expected: boolean][] = [
+    [0, 0, false],
+    [1, 0, true],
+    [1, 1, false],
+    [2, 1, true],
+    [2, 2, false],
+  ];
+  for (const [hops, hop, expected] of cases) {
+    test(`${hops} hops: hop ${hop} is ${expected ? '' : 'not '}a proxy`, () => assert.equal(hopsTrusted(hops)('203.0.113.7', hop), expected));
+  }
+});
+
+/** A handshake from `peer` with the given X-Forwarded-For. */
+function handshake(peer: string, forwarded?: string): IncomingMessage {
+  return { headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded }, socket: { remoteAddress: peer } } as unknown as IncomingMessage;
+}
+
+describe('addressOf', () => {
+  const XFF = '203.0.113.7, 198.51.100.2, 10.0.0.5';
+  const cases: [name: string, trust: true | number | readonly string[], peer: string, forwarded: string | undefined, expected: string][] = [
+    ['trust everyone: the first address', true, '127.0.0.1', XFF, '203.0.113.7'],
+    ['trust everyone, no header: the peer', true, '127.0.0.1', undefined, '127.0.0.1'],
+    ['0 hops: the peer, whatever the header says', 0, '127.0.0.1', XFF, '127.0.0.1'],
+    ['1 hop: the last forwarded address', 1, '127.0.0.1', XFF, '10.0.0.5'],
+    ['2 hops', 2, '127.0.0.1', XFF, '198.51.100.2'],
+    ['more hops than addresses: the first', 9, '127.0.0.1', XFF, '203.0.113.7'],
+    ['a trusted proxy address: the next address', ['127.0.0.1'], '127.0.0.1', XFF, '10.0.0.5'],
+    ['trusted proxies by CIDR: past every trusted one', ['127.0.0.1', '10.0.0.0/8'], '127.0.0.1', XFF, '198.51.100.2'],
+    ['a peer that is not a trusted proxy: the peer', ['10.0.0.0/8'], '192.0.2.1', XFF, '192.0.2.1'],
+    ['an empty list: the peer', [], '127.0.0.1', XFF, '127.0.0.1'],
+  ];
+  for (const [name, trust, peer, forwarded, expected] of cases) {
+    test(`${name}: ${expected}`, () => assert.equal(addressOf(trust)(handshake(peer, forwarded)), expected));
+  }
+});
