@@ -34,7 +34,7 @@ const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 4
 const OMITTED = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'v']);
 
 /** One pino JSON line as `HH:MM:SS.mmm LEVEL message key=value …`, the error's stack below it. */
-export function plainLine(json: string): string {
+function plainLine(json: string): string {
   let entry: Record<string, unknown>;
   try {
     entry = JSON.parse(json) as Record<string, unknown>;

@@ -11,7 +11,7 @@
 import { ConfigError } from './config/index.js';
 
 /** The exit statuses of a failed start (documented in the README, "Start-up failures"). */
-export const EXIT_STATUS = {
+const EXIT_STATUS = {
   /** Anything not listed below. */
   other: 1,
   /** A setting is missing or invalid (config.ts). */
@@ -23,7 +23,7 @@ export const EXIT_STATUS = {
 } as const;
 
 /** A start-up failure already put in words: `line` follows "roster: ". */
-export class StartupError extends Error {
+class StartupError extends Error {
   constructor(
     readonly line: string,
     readonly exitStatus: number,

@@ -36,7 +36,7 @@ export interface RedisBusOptions {
   maxPending: number;
 }
 
-export const BUS_DEFAULTS: RedisBusOptions = { heartbeatMs: 1_000, ttlMs: 4_000, maxPending: 10_000 };
+const BUS_DEFAULTS: RedisBusOptions = { heartbeatMs: 1_000, ttlMs: 4_000, maxPending: 10_000 };
 
 /** The channel's name after ioredis's `keyPrefix` (settable in REDIS_URL as `?keyPrefix=`), so deployments can share one Redis. */
 const DEFAULT_PREFIX = 'roster:';

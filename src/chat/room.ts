@@ -33,7 +33,7 @@ export interface Member {
 }
 
 /** How long join and leave notices wait to be coalesced, per member in the room: 5 000 members, 100 ms. */
-export const NOTICE_WINDOW_MS_PER_MEMBER = 0.02;
+const NOTICE_WINDOW_MS_PER_MEMBER = 0.02;
 const MAX_NOTICE_WINDOW_MS = 100;
 
 export interface RoomEvents {

@@ -30,7 +30,7 @@ import { MessageBudget } from './message-budget.js';
 import type { ChatRoom, Member } from './room.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
-export const CloseCode = {
+const CloseCode = {
   goingAway: 1001,
   unsupportedData: 1003,
   policyViolation: 1008,

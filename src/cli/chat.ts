@@ -82,7 +82,7 @@ export interface ChatIo {
 }
 
 /** The chat URL when none is given: a client setting, so read here and not in the server's config. */
-export function defaultChatUrl(env: NodeJS.ProcessEnv): string {
+function defaultChatUrl(env: NodeJS.ProcessEnv): string {
   const url = env.WS_URL?.trim();
   if (url) return url;
   return `ws://127.0.0.1:${env.WS_PORT?.trim() || '8765'}`;
@@ -90,7 +90,7 @@ export function defaultChatUrl(env: NodeJS.ProcessEnv): string {
 
 export type ChatArgs = { kind: 'help' } | { kind: 'run'; options: ChatOptions } | { kind: 'error'; message: string };
 
-export function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
+function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
   let parsed;
   try {
     parsed = parseArgs({

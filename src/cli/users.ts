@@ -44,7 +44,7 @@ interface Parsed {
 
 const FIELDS = ['id', 'name', 'email', 'role', 'created_at', 'updated_at'] as const;
 
-export function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help: true } | { error: string } {
+function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help: true } | { error: string } {
   let parsed;
   try {
     parsed = parseArgs({
@@ -176,7 +176,7 @@ async function write(out: NodeJS.WritableStream, text: string): Promise<void> {
   if (!out.write(text)) await new Promise<void>((resolve) => out.once('drain', resolve));
 }
 
-export async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream, progress: Progress): Promise<number> {
+async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream, progress: Progress): Promise<number> {
   let written = 0;
   for (let page = 1; ; page++) {
     const { status, json } = await call(api, 'GET', `/users?sort=created_at&order=asc&limit=100&page=${page}`);
@@ -202,7 +202,7 @@ function csvCell(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export async function importUsers(api: Api, input: NodeJS.ReadableStream, format: Format | undefined, progress: Progress): Promise<number> {
+async function importUsers(api: Api, input: NodeJS.ReadableStream, format: Format | undefined, progress: Progress): Promise<number> {
   let imported = 0;
   let refused = 0;
   let number = 0;

@@ -43,7 +43,7 @@ function setting<T>(name: string, fallback: T, parse: Parse<T>, shown: string, h
   return { name, fallback, parse, shown, help };
 }
 
-export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 export const AUTH_SCHEMES: readonly AuthScheme[] = ['none', 'apikey', 'basic', 'jwt', 'oauth2'];
 
 export const PORT = setting<number>('PORT', 5000, port, '`5000`', 'REST port (`0` picks a free port).');

@@ -58,7 +58,7 @@ export interface Authenticator {
 }
 
 /** Seconds of clock difference tolerated on exp, nbf and iat. */
-export const CLOCK_TOLERANCE_S = 5;
+const CLOCK_TOLERANCE_S = 5;
 /**
  * At most one JWKS fetch per this many ms when a token names a key id that is not cached (jose's
  * `cooldownDuration`; its default is 30 s). Short enough that a rotation is picked up at once, long
@@ -67,7 +67,7 @@ export const CLOCK_TOLERANCE_S = 5;
 export const JWKS_COOLDOWN_MS = 2_000;
 const JWKS_TIMEOUT_MS = 5_000;
 /** How long a successful verification is reused; never past a token's exp. */
-export const CACHE_TTL_MS = 60_000;
+const CACHE_TTL_MS = 60_000;
 const CACHE_ENTRIES = 4_096;
 /**
  * Password hashes computed at once (scrypt runs on libuv's thread pool, 4 threads by default: two stay
@@ -77,7 +77,7 @@ const CACHE_ENTRIES = 4_096;
  */
 export const HASHING_CONCURRENCY = 2;
 export const HASHING_QUEUE = 8;
-export const HASHING_RETRY_AFTER_S = 1;
+const HASHING_RETRY_AFTER_S = 1;
 const REALM = 'realm="roster"';
 
 export function createAuthenticator(config: AuthConfig): Authenticator | undefined {

@@ -13,7 +13,7 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 import type { PasswordHash } from '../config/password-hash.js';
 export { parsePasswordHash, type PasswordHash } from '../config/password-hash.js';
 
-export const SCRYPT_DEFAULTS = { N: 2 ** 17, r: 8, p: 1 } as const;
+const SCRYPT_DEFAULTS = { N: 2 ** 17, r: 8, p: 1 } as const;
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;
 

@@ -189,7 +189,7 @@ class OneLinePerRequest extends LogController {
  * The request URL as logged: values of `api_key` and `access_token` replaced, so that credentials sent
  * in a query string never reach the logs (headers are never logged at all).
  */
-export function redactCredentials(url: string): string {
+function redactCredentials(url: string): string {
   const query = url.indexOf('?');
   if (query === -1) return url;
   const pairs = url.slice(query + 1).split('&').map((pair) => {

@@ -56,7 +56,7 @@ function fromSchemaValidation(error: FastifyError): RosterError {
   return validationFailed([...details].map(([field, message]) => ({ field, message })));
 }
 
-export function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
+function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
   // COMMON_HEADERS here too: replies to router errors (frameworkErrors) skip the onSend hooks.
   reply.headers({ ...COMMON_HEADERS, ...error.headers });
   return reply.code(error.status).type(JSON_CONTENT_TYPE).send(envelopeOf(error));

@@ -44,7 +44,7 @@ export type Access = 'public' | 'reader' | 'admin';
 
 const HEALTH = `${API_PREFIX}/health`;
 /** Orchestrators' probes (system-routes.ts): public and never rate limited, like health. */
-export const PROBES: ReadonlySet<string> = new Set(['/livez', '/readyz']);
+const PROBES: ReadonlySet<string> = new Set(['/livez', '/readyz']);
 const PUBLIC_ROUTES = new Set([HEALTH, ...PROBES, `${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`, '/metrics', '/', '*']);
 const PUBLIC_PREFIXES = [`${API_PREFIX}/reference`, CONSOLE_PREFIX];
 

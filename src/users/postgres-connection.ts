@@ -19,7 +19,7 @@ const CONNECT_TIMEOUT_MS = 2_000;
 const STATEMENT_TIMEOUT_MS = 5_000;
 const QUERY_TIMEOUT_MS = 6_000;
 /** How often the probe asks `SELECT 1` while the database is down. */
-export const PROBE_INTERVAL_MS = 1_000;
+const PROBE_INTERVAL_MS = 1_000;
 
 export function createPool(database: { url: string; poolSize: number }, faults: EngineFaults): pg.Pool {
   const pool = new pg.Pool({

@@ -73,7 +73,7 @@ function fixup(unit: number): number {
   return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
 }
 
-export function matchesSearch(user: User, needle: string): boolean {
+function matchesSearch(user: User, needle: string): boolean {
   return user.name.toLowerCase().includes(needle) || user.email.toLowerCase().includes(needle);
 }
 

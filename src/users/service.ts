@@ -10,9 +10,9 @@ import { SEED_USERS } from './seed.js';
 import type { NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
-export const DEFAULT_ROLE = 'user';
-export const DEFAULT_PAGE = 1;
-export const DEFAULT_LIMIT = 20;
+const DEFAULT_ROLE = 'user';
+const DEFAULT_PAGE = 1;
+const DEFAULT_LIMIT = 20;
 
 export interface UserServiceOptions {
   /** Larger `limit` values are clamped to this (docs/decisions.md). */

@@ -27,7 +27,7 @@ export interface ConnectionOptions {
   backoff: BackoffOptions;
 }
 
-export const DEFAULT_CONNECTION_OPTIONS: ConnectionOptions = { pingIntervalMs: 30_000, backoff: DEFAULT_BACKOFF };
+const DEFAULT_CONNECTION_OPTIONS: ConnectionOptions = { pingIntervalMs: 30_000, backoff: DEFAULT_BACKOFF };
 
 export class ChatConnection {
   #socket: WebSocket | null = null;

@@ -49,7 +49,7 @@ export function parseServiceTime(value: string): Date | null {
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /** `2026-11-22` in the browser's time zone. */
-export function formatDate(date: Date): string {
+function formatDate(date: Date): string {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
 }
 

@@ -12,8 +12,8 @@ export interface UserInput {
 
 export type UserField = keyof UserInput;
 
-export const NAME_MAX = 200;
-export const EMAIL_MAX = 254;
+const NAME_MAX = 200;
+const EMAIL_MAX = 254;
 const EMAIL_SHAPE = /^[^\s@]+@(?:[^\s@.]+\.)+[^\s@.]+$/;
 
 /** What is wrong with one field under the create rules, in words; null when Create would accept it. */
