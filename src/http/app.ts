@@ -23,6 +23,8 @@ import { RosterError } from '../errors.js';
 import { metricsRoute, probeRoutes, systemRoutes } from './system-routes.js';
 import { API_PREFIX } from './prefix.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
+import { asyncApiDocument } from './asyncapi.js';
+import { DEFAULT_LIMIT } from '../users/service.js';
 import { CONSOLE_ROOT, registerConsole } from './console.js';
 import type { Metrics } from '../metrics.js';
 import type { Authenticator } from '../edge/authenticator.js';
@@ -145,20 +147,35 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     });
   }
 
-  await registerOpenApi(app, {
-    auth: config.auth.scheme,
-    rateLimited: config.rateLimit !== undefined,
-    isProtected: (method, url) => accessOf(method, url) !== 'public',
-    isLimited: isRateLimited,
-  });
-  await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users });
+  const documented = {
+    cors: config.corsOrigins !== undefined && config.corsOrigins.length > 0,
+    bodyLimit: config.bodyLimit,
+    maxPageSize: config.maxPageSize,
+    defaultLimit: DEFAULT_LIMIT,
+    tls: config.tls !== undefined,
+    host: config.host,
+  };
+  await registerOpenApi(
+    app,
+    {
+      auth: config.auth.scheme,
+      rateLimited: config.rateLimit !== undefined,
+      isProtected: (method, url) => accessOf(method, url) !== 'public',
+      isLimited: isRateLimited,
+    },
+    documented,
+  );
+  await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users, strict: config.strictValidation, capped: config.maxUsers > 0 });
   await app.register(systemRoutes, {
     prefix: API_PREFIX,
     catalog,
     dependencies: deps.dependencies ?? [],
     storage: () => deps.users.service.storage(),
+    critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
   });
-  await app.register(openApiRoutes);
+  await app.register(openApiRoutes, { config: documented, asyncApi: () =>
+      asyncApiDocument({ publicUrl: config.chatPublicUrl, host: config.host, port: deps.chatPort?.() ?? config.wsPort, tls: config.tls !== undefined }),
+  });
   await app.register(probeRoutes, { dependencies: deps.dependencies ?? [] });
   if (metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;

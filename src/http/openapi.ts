@@ -7,6 +7,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
 import { Type } from 'typebox';
 import type { AuthScheme } from '../config/index.js';
 import { API_PREFIX } from './prefix.js';
@@ -15,27 +16,37 @@ import { codesOf, ERROR_CATALOG, type ErrorCode, type ErrorStatus } from '../err
 export const API_VERSION = '1.0.0';
 export const API_TITLE = 'Roster User Management and Chat API';
 
-/**
- * The error envelope of the contract for one status: `code` is one of the catalog's codes for that
- * status (errors.ts), each with its example.
- */
+/** Every code, for the document's components: what a client generator turns into one enum. */
+const ERROR_CODE_SCHEMA = {
+  title: 'ErrorCode',
+  type: 'string' as const,
+  enum: Object.keys(ERROR_CATALOG),
+  description:
+    'Machine-readable error code, one of the error catalog (src/errors.ts):\n' +
+    (Object.keys(ERROR_CATALOG) as ErrorCode[]).map((code) => `- ${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`).join('\n'),
+};
+
+/** The error envelope of the contract (one schema, `ErrorEnvelope`), described for one status: its codes and examples. */
 function errorEnvelope(status: ErrorStatus) {
   const codes = codesOf(status);
   return Type.Object(
     {
       status: Type.Literal('error'),
-      error: Type.Object({
-        code: Type.Union(
-          codes.map((code) => Type.Literal(code)),
-          { description: 'Machine-readable error code' },
-        ),
-        message: Type.String({ description: 'What went wrong, for people' }),
-        details: Type.Optional(
-          Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { description: 'One entry per invalid field or parameter' }),
-        ),
-      }),
+      error: Type.Object(
+        {
+          code: Type.Unsafe<ErrorCode>(ERROR_CODE_SCHEMA),
+          message: Type.String({ description: 'What went wrong, for people' }),
+          details: Type.Optional(
+            Type.Array(Type.Object({ field: Type.String(), message: Type.String() }, { title: 'FieldDetail' }), {
+              description: 'One entry per invalid field or parameter',
+            }),
+          ),
+        },
+        { title: 'ErrorBody' },
+      ),
     },
     {
+      title: 'ErrorEnvelope',
       description: codes.map((code) => `${code}: ${ERROR_CATALOG[code].meaning}`).join('. '),
       examples: codes.map((code) => ({
         status: 'error',
@@ -52,19 +63,12 @@ const ERRORS = Object.fromEntries(
   [...new Set(Object.values(ERROR_CATALOG).map((entry) => entry.status))].map((status) => [status, errorEnvelope(status)]),
 ) as Record<ErrorStatus, ReturnType<typeof errorEnvelope>>;
 
-/** Every code, for the document's components: what a client generator turns into one enum. */
-const ERROR_CODE_SCHEMA = {
-  type: 'string' as const,
-  enum: Object.keys(ERROR_CATALOG),
-  description: (Object.keys(ERROR_CATALOG) as ErrorCode[])
-    .map((code) => `${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`)
-    .join('\n'),
-};
-
-
-/** The `response` entries for the error replies an operation can give (500 is always possible). */
+/**
+ * The `response` entries for the error replies an operation can give: 400 (a malformed URL, a missing
+ * Host) and 500 are always possible.
+ */
 export function errorReplies(...statuses: ErrorStatus[]): Partial<Record<ErrorStatus, ReturnType<typeof errorEnvelope>>> {
-  return Object.fromEntries([...statuses, 500 as const].map((status) => [status, ERRORS[status]]));
+  return Object.fromEntries([400 as const, ...statuses, 500 as const].map((status) => [status, ERRORS[status]]));
 }
 
 /** How the document describes the protection that is on (protection.ts): nothing when all is off. */
@@ -114,29 +118,190 @@ function documentProtection(app: FastifyInstance, protection: DocumentedProtecti
   });
 }
 
+/** What the document says that only the configuration knows. */
+export interface DocumentedConfig {
+  /** CORS_ORIGINS set: an OPTIONS preflight from one of them gets 204. */
+  cors: boolean;
+  /** BODY_LIMIT, in bytes. */
+  bodyLimit: number;
+  /** MAX_PAGE_SIZE. */
+  maxPageSize: number;
+  /** The default page size of the list. */
+  defaultLimit: number;
+  /** TLS_CERT/TLS_KEY: the REST port speaks HTTPS. */
+  tls: boolean;
+  /** HOST. */
+  host: string;
+}
+
 /** Registers the document generator; must come before the routes it describes. */
-export async function registerOpenApi(app: FastifyInstance, protection?: DocumentedProtection): Promise<void> {
-  if (protection && (protection.auth !== 'none' || protection.rateLimited)) documentProtection(app, protection);
+export async function registerOpenApi(app: FastifyInstance, protection: DocumentedProtection, config: DocumentedConfig): Promise<void> {
+  if (protection.auth !== 'none' || protection.rateLimited) documentProtection(app, protection);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: API_TITLE,
         version: API_VERSION,
+        summary: 'User records over REST and a WebSocket chat room',
         description:
-          'User records under /api/v1 and a WebSocket chat room on its own port (see the README). ' +
-          'Every reply is JSON: successes in {status:"success", message, data}, errors in {status:"error", error:{code, message, details?}}.',
+          'User records under /api/v1 and a WebSocket chat room on its own port, described by the AsyncAPI document at ' +
+          `${API_PREFIX}/asyncapi.json. ` +
+          'Every reply is JSON: successes in {status:"success", message, data}, errors in {status:"error", error:{code, message, details?}}. ' +
+          `Request bodies are JSON of at most ${config.bodyLimit} bytes (BODY_LIMIT; 413 beyond). ` +
+          'Every reply carries X-Request-Id. A path asked with a method it does not serve answers 405 METHOD_NOT_ALLOWED with Allow (documented as each path\'s OPTIONS).',
+        contact: { name: 'Roster maintainers', url: 'https://github.com/roster/roster' },
+        license: { name: 'MIT', identifier: 'MIT' },
       },
       tags: [
         { name: 'users', description: 'User records' },
         { name: 'service', description: 'Health and self-description' },
       ],
       components: {
-        schemas: { ErrorCode: ERROR_CODE_SCHEMA },
-        ...(protection && protection.auth !== 'none' ? { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> } : {}),
+        schemas: {},
+        ...(protection.auth !== 'none' ? { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> } : {}),
       },
     },
+    transformObject: (documentObject) =>
+      finishDocument((documentObject as unknown as { openapiObject: OpenApiDocument }).openapiObject, protection, config) as never,
   });
+}
+
+type Json = Record<string, unknown>;
+interface OpenApiDocument {
+  info: Json;
+  paths: Record<string, Record<string, Json>>;
+  components: { schemas: Record<string, Json>; headers?: Record<string, Json>; securitySchemes?: Json };
+  servers?: Json[];
+}
+
+const HEADERS: Record<string, Json> = {
+  XRequestId: { description: 'The request\'s X-Request-Id when it is 1 to 128 printable ASCII characters, else a new UUID; also in the log line (reqId)', schema: { type: 'string' } },
+  Allow: { description: 'The methods this path serves', schema: { type: 'string' }, example: 'GET, HEAD, POST' },
+  WWWAuthenticate: { description: 'The authentication scheme to use', schema: { type: 'string' } },
+  RetryAfter: { description: 'Seconds until the client may try again', schema: { type: 'integer', minimum: 0 } },
+  RateLimitLimit: { description: 'Requests allowed per window (RATE_LIMIT)', schema: { type: 'integer', minimum: 1 } },
+  RateLimitRemaining: { description: 'Requests left in the current window', schema: { type: 'integer', minimum: 0 } },
+  RateLimitReset: { description: 'Seconds until the window resets', schema: { type: 'integer', minimum: 0 } },
+};
+const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
+const RATE_HEADERS = { 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining'), 'RateLimit-Reset': header('RateLimitReset') };
+
+/** The OPTIONS operation of each path: its operationId. */
+const PATH_NAMES: Record<string, string> = {
+  [`${API_PREFIX}/users`]: 'Users',
+  [`${API_PREFIX}/users/{id}`]: 'User',
+  [`${API_PREFIX}/health`]: 'Health',
+  [`${API_PREFIX}/docs`]: 'Docs',
+  [`${API_PREFIX}/openapi.json`]: 'OpenApi',
+  [`${API_PREFIX}/asyncapi.json`]: 'AsyncApi',
+  '/metrics': 'Metrics',
+  '/livez': 'Liveness',
+  '/readyz': 'Readiness',
+};
+
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/**
+ * Turns what @fastify/swagger generated from the route schemas into the published document: titled
+ * schemas become `$ref`'d components, every reply names its headers, HEAD and OPTIONS (405 with Allow)
+ * are described, and `page`/`limit` are described as the integers they are (the route validates them
+ * as digit strings, see ListQuery, so that `1e309` stays a 422).
+ */
+function finishDocument(doc: OpenApiDocument, protection: DocumentedProtection, config: DocumentedConfig): OpenApiDocument {
+  const schemas: Record<string, Json> = {};
+  const hoist = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(hoist);
+    if (typeof value !== 'object' || value === null) return value;
+    const object = value as Json;
+    const out: Json = {};
+    for (const [key, child] of Object.entries(object)) out[key] = hoist(child);
+    if (typeof object.title === 'string') {
+      const { description, examples, ...definition } = out;
+      if (!(object.title in schemas)) {
+        schemas[object.title] = object.title === 'ErrorEnvelope' ? definition : { ...definition, ...(description ? { description } : {}), ...(examples ? { examples } : {}) };
+      }
+      return { $ref: `#/components/schemas/${object.title}` };
+    }
+    return out;
+  };
+  const paths = hoist(doc.paths) as OpenApiDocument['paths'];
+
+  for (const [path, item] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(item)) {
+      const responses = operation.responses as Record<string, Json>;
+      for (const [status, response] of Object.entries(responses)) {
+        const headers: Json = { 'X-Request-Id': header('XRequestId') };
+        if (status === '401') headers['WWW-Authenticate'] = header('WWWAuthenticate');
+        if (status === '429') Object.assign(headers, { 'Retry-After': header('RetryAfter'), ...RATE_HEADERS });
+        if (status.startsWith('2') && protection.rateLimited && protection.isLimited(fastifyUrl(path))) Object.assign(headers, RATE_HEADERS);
+        response.headers = headers;
+        if (status === '413') response.description = `${String(response.description)} (BODY_LIMIT: ${config.bodyLimit} bytes)`;
+      }
+      if (method === 'get' && operation.parameters) {
+        for (const parameter of operation.parameters as Json[]) {
+          if (parameter.name === 'page') {
+            parameter.schema = { type: 'integer', minimum: 1, maximum: 999_999_999_999_999, default: 1 };
+          } else if (parameter.name === 'limit') {
+            parameter.schema = { type: 'integer', minimum: 1, maximum: config.maxPageSize, default: config.defaultLimit };
+            parameter.description = `Page size; larger values are clamped to MAX_PAGE_SIZE (${config.maxPageSize})`;
+          }
+        }
+      }
+    }
+    // HEAD: served for every GET, with the GET's headers and no body.
+    const get = item.get;
+    if (get) {
+      const head = clone(get);
+      head.operationId = `${String(get.operationId)}Head`;
+      head.summary = `${String(get.summary)} (headers only)`;
+      head.description = `As GET ${path}, without the body`;
+      for (const response of Object.values(head.responses as Record<string, Json>)) delete response.content;
+      item.head = head;
+    }
+    // Any other method on a known path: 405 with Allow. OPTIONS is where that is written down (and,
+    // with CORS_ORIGINS, the preflight's 204).
+    const allowed = Object.keys(item).map((method) => method.toUpperCase()).sort().join(', ');
+    const name = PATH_NAMES[path] ?? path.replace(/\W+/g, '_');
+    const pathParameters = Object.values(item).flatMap((operation) => ((operation.parameters as Json[] | undefined) ?? []).filter((p) => p.in === 'path'));
+    item.options = {
+      tags: get?.tags ?? ['service'],
+      ...(pathParameters.length > 0 ? { parameters: clone([...new Map(pathParameters.map((p) => [p.name, p])).values()]) } : {}),
+      operationId: `options${name}`,
+      summary: 'Methods this path serves',
+      description: `Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: ${allowed}` +
+        (config.cors ? '; a CORS preflight from one of CORS_ORIGINS gets 204 with the CORS headers instead.' : '.'),
+      responses: {
+        ...(config.cors ? { 204: { description: 'A CORS preflight from an allowed origin', headers: { 'X-Request-Id': header('XRequestId') } } } : {}),
+        405: {
+          description: `METHOD_NOT_ALLOWED: ${ERROR_CATALOG.METHOD_NOT_ALLOWED.meaning}`,
+          headers: { 'X-Request-Id': header('XRequestId'), Allow: { ...header('Allow') } },
+          content: {
+            'application/json': {
+              schema: { $ref: '#/components/schemas/ErrorEnvelope' },
+              example: { status: 'error', error: { code: 'METHOD_NOT_ALLOWED', message: `OPTIONS is not supported on this path; use ${allowed}` } },
+            },
+          },
+        },
+      },
+      security: [],
+    };
+  }
+  // No requirement where none applies (public operations, or AUTH=none): said, not left unsaid.
+  for (const item of Object.values(paths)) for (const operation of Object.values(item)) operation.security ??= [];
+  const text = JSON.stringify(paths);
+  const headers = Object.fromEntries(Object.entries(HEADERS).filter(([name]) => text.includes(`"#/components/headers/${name}"`)));
+  return { ...doc, paths, components: { ...doc.components, schemas: { ...doc.components.schemas, ...schemas }, headers } };
+}
+
+/** `/api/v1/users/{id}` as Fastify writes it. */
+const fastifyUrl = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+/** `servers`: this process's REST address, as configured (HOST, TLS) and bound (the port). */
+export function serversOf(config: DocumentedConfig, port: number, requestHost: string): Json[] {
+  const wildcard = config.host === '0.0.0.0' || config.host === '::';
+  const host = wildcard ? requestHost.replace(/:\d+$/, '') : config.host.includes(':') ? `[${config.host}]` : config.host;
+  return [{ url: `${config.tls ? 'https' : 'http'}://${host}:${port}`, description: 'This Roster (HOST, PORT and TLS of its configuration)' }];
 }
 
 /** Roster's mark (web/favicon.svg): the reference page's logo and favicon. */
@@ -153,11 +318,35 @@ const REFERENCE_CSS = [
 ].join('\n');
 
 /** The document itself and the reference page, under the API prefix. */
-export async function openApiRoutes(app: FastifyInstance): Promise<void> {
+export async function openApiRoutes(app: FastifyInstance, options: { config: DocumentedConfig; asyncApi: () => object }): Promise<void> {
   app.get(
     `${API_PREFIX}/openapi.json`,
-    { schema: { description: 'This API as an OpenAPI 3.1 document', tags: ['service'], response: errorReplies() } },
-    async () => app.swagger(),
+    {
+      schema: {
+        operationId: 'getOpenApi',
+        summary: 'The OpenAPI document',
+        description: 'This API as an OpenAPI 3.1 document',
+        tags: ['service'],
+        response: { 200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } }, ...errorReplies() },
+      },
+    },
+    async (request, reply) => {
+      const port = (app.server.address() as AddressInfo).port;
+      return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...app.swagger(), servers: serversOf(options.config, port, request.headers.host ?? 'localhost') }));
+    },
+  );
+  app.get(
+    `${API_PREFIX}/asyncapi.json`,
+    {
+      schema: {
+        operationId: 'getAsyncApi',
+        summary: 'The AsyncAPI document of the chat',
+        description: 'The chat (WebSocket) as an AsyncAPI 3.0 document',
+        tags: ['service'],
+        response: { 200: { description: 'The AsyncAPI 3.0 document', content: { 'application/json': { schema: { type: 'object' } } } }, ...errorReplies() },
+      },
+    },
+    async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(options.asyncApi())),
   );
   await app.register(swaggerUi, {
     routePrefix: `${API_PREFIX}/reference`,

@@ -31,22 +31,31 @@ const HealthData = Type.Object({
       description: 'Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down`',
     }),
   ),
-});
+}, { title: 'Health' });
 
-const Endpoint = Type.Object({
-  path: Type.String(),
-  method: Type.String(),
-  description: Type.String(),
-  parameters: Type.Optional(Type.Record(Type.String(), Type.String())),
-  body: Type.Optional(Type.Record(Type.String(), Type.String())),
-});
-const Description = Type.Object({ version: Type.String(), title: Type.String(), endpoints: Type.Array(Endpoint) });
+const Endpoint = Type.Object(
+  {
+    path: Type.String(),
+    method: Type.String(),
+    description: Type.String(),
+    parameters: Type.Optional(Type.Record(Type.String(), Type.String())),
+    body: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { title: 'Endpoint' },
+);
+const Description = Type.Object({ version: Type.String(), title: Type.String(), endpoints: Type.Array(Endpoint) }, { title: 'ApiDescription' });
 
 type Endpoint = Static<typeof Endpoint>;
 
 export async function systemRoutes(
   app: FastifyInstance,
-  options: { catalog: RouteCatalog; dependencies: readonly Dependency[]; storage: () => Promise<Storage | undefined> },
+  options: {
+    catalog: RouteCatalog;
+    dependencies: readonly Dependency[];
+    storage: () => Promise<Storage | undefined>;
+    /** A dependency whose loss makes health answer 503 (PostgreSQL). */
+    critical: boolean;
+  },
 ): Promise<void> {
   // One run of the service: a client that sees another instance id knows Roster restarted (and, with
   // users in memory, lost them).
@@ -55,9 +64,11 @@ export async function systemRoutes(
     '/health',
     {
       schema: {
+        operationId: 'getHealth',
+        summary: 'Health of the service',
         description: 'Health check of the service. 503 (in the error envelope) when the database is down.',
         tags: ['service'],
-        response: { 200: successSchema(HealthData), ...errorReplies(503) },
+        response: { 200: successSchema(HealthData, 'HealthEnvelope'), ...(options.critical ? errorReplies(503) : errorReplies()) },
       },
     },
     async () => {
@@ -87,7 +98,15 @@ export async function systemRoutes(
   let endpoints: Endpoint[] | undefined;
   app.get(
     '/docs',
-    { schema: { description: 'Machine-readable list of the API endpoints', tags: ['service'], response: { 200: successSchema(Description), ...errorReplies() } } },
+    {
+      schema: {
+        operationId: 'getDocs',
+        summary: 'List the API endpoints',
+        description: 'Machine-readable list of the API endpoints',
+        tags: ['service'],
+        response: { 200: successSchema(Description, 'ApiDescriptionEnvelope'), ...errorReplies() },
+      },
+    },
     async () => {
       // Built on first use, when every route is registered; routes cannot change after start-up.
       endpoints ??= describe(options.catalog.entries);
@@ -111,9 +130,11 @@ export async function metricsRoute(
       // METRICS_AUTH: an admin credential (protection.ts, requireAdmin).
       ...(options.guard ? { onRequest: options.guard } : {}),
       schema: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics',
         description: 'Metrics in the Prometheus text format: HTTP requests, chat connections and messages, the process',
         tags: ['service'],
-        response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errorReplies() },
+        response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...(options.guard ? errorReplies(401, 403) : errorReplies()) },
       },
     },
     async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
@@ -131,11 +152,17 @@ export async function probeRoutes(app: FastifyInstance, options: { dependencies:
   app.addHook('preClose', async () => {
     shuttingDown = true;
   });
-  const probe = (description: string) => ({
-    schema: { description, tags: ['service'], response: { 200: successSchema(Type.Object({ status: Type.String() })), ...errorReplies(503) } },
+  const probe = (operationId: string, summary: string, description: string) => ({
+    schema: {
+      operationId,
+      summary,
+      description,
+      tags: ['service'],
+      response: { 200: successSchema(Type.Object({ status: Type.String() }, { title: 'Probe' }), 'ProbeEnvelope'), ...errorReplies(503) },
+    },
   });
-  app.get('/livez', probe('Liveness: 200 while the process answers'), async () => success('Alive', { status: 'alive' }));
-  app.get('/readyz', probe('Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise'), async () => {
+  app.get('/livez', probe('getLiveness', 'Liveness probe', 'Liveness: 200 while the process answers'), async () => success('Alive', { status: 'alive' }));
+  app.get('/readyz', probe('getReadiness', 'Readiness probe', 'Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise'), async () => {
     if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
     const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
     if (critical.length > 0) {

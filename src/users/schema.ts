@@ -12,20 +12,23 @@ export const FIELD_RULES = {
   role: (roles: readonly string[]) => `must be one of: ${roles.join(', ')}`,
 } as const;
 
-/** Custom formats, registered with the validator in `validation.ts` (JSON Schema cannot say "after trimming"). */
+/**
+ * The name and email rules as standard JSON Schema patterns (ECMA-262, evaluated with the `u` flag, so
+ * `{0,198}` counts code points). The service validates with these very schemas (validation.ts), and the
+ * OpenAPI document publishes them, so a client's validator and the service accept the same strings.
+ * Surrounding white space is allowed and not counted (the service trims it): JS `\s` is exactly what
+ * `String.prototype.trim` removes. Both patterns are linear: the bounded repetition and the labels,
+ * which exclude the dot, cannot backtrack catastrophically.
+ */
+export const NAME_PATTERN = '^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$';
+export const EMAIL_PATTERN = '^\\s*(?=\\S{1,254}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.)+[^\\s@.]+\\s*$';
+
+/** The same rules as predicates (the browser console's form rules are checked against them). */
+const NAME_REGEXP = new RegExp(NAME_PATTERN, 'u');
+const EMAIL_REGEXP = new RegExp(EMAIL_PATTERN, 'u');
 export const FORMATS = {
-  'roster-name': (value: string): boolean => {
-    const trimmed = value.trim();
-    // Characters are counted as code points, so an emoji counts once. The cheap bound rejects huge
-    // strings before spreading them.
-    return trimmed.length >= 1 && trimmed.length <= 400 && [...trimmed].length <= 200;
-  },
-  'roster-email': (value: string): boolean => {
-    const trimmed = value.trim();
-    // Pragmatic shape, not RFC 5322: something, one @, then dot-separated labels with no spaces. The
-    // label class excludes the dot, so the repetition cannot backtrack catastrophically.
-    return trimmed.length <= 254 && /^[^\s@]+@(?:[^\s@.]+\.)+[^\s@.]+$/.test(trimmed);
-  },
+  'roster-name': (value: string): boolean => NAME_REGEXP.test(value),
+  'roster-email': (value: string): boolean => EMAIL_REGEXP.test(value),
 } as const;
 
 export const User = Type.Object(
@@ -38,6 +41,7 @@ export const User = Type.Object(
     updated_at: Type.String({ description: 'Time of the last update, UTC, ISO 8601 without offset, microseconds' }),
   },
   {
+    title: 'User',
     additionalProperties: false,
     examples: [
       {
@@ -56,12 +60,12 @@ export type User = Static<typeof User>;
 /** The fields a client may write. */
 export type UserFields = Pick<User, 'name' | 'email' | 'role'>;
 
-function nameSchema() {
-  return Type.String({ format: 'roster-name', description: `Full name (required); ${FIELD_RULES.name}` });
+function nameSchema(required: boolean) {
+  return Type.String({ minLength: 1, pattern: NAME_PATTERN, description: `Full name${required ? ' (required)' : ''}; ${FIELD_RULES.name}` });
 }
 
-function emailSchema() {
-  return Type.String({ format: 'roster-email', description: `Email address (required); ${FIELD_RULES.email}` });
+function emailSchema(required: boolean) {
+  return Type.String({ minLength: 3, pattern: EMAIL_PATTERN, description: `Email address${required ? ' (required)' : ''}; ${FIELD_RULES.email}` });
 }
 
 function roleSchema(roles: readonly string[]) {
@@ -82,20 +86,26 @@ export interface UserSchemas {
 
 export function userSchemas(roles: readonly string[], strict: boolean): UserSchemas {
   const write = Type.Object(
-    { name: nameSchema(), email: emailSchema(), role: Type.Optional(roleSchema(roles)) },
-    { examples: [{ name: 'Grace Hopper', email: 'grace.hopper@example.com', role: 'user' }] },
+    { name: nameSchema(true), email: emailSchema(true), role: Type.Optional(roleSchema(roles)) },
+    { title: 'UserInput', examples: [{ name: 'Grace Hopper', email: 'grace.hopper@example.com', role: 'user' }] },
   );
   const patch = strict
-    ? Type.Object({
-        name: Type.Optional(nameSchema()),
-        email: Type.Optional(emailSchema()),
-        role: Type.Optional(roleSchema(roles)),
-      })
-    : Type.Object({
-        name: Type.Optional(Type.String({ description: 'Full name' })),
-        email: Type.Optional(Type.String({ description: 'Email address' })),
-        role: Type.Optional(Type.String({ description: 'Role' })),
-      });
+    ? Type.Object(
+        {
+          name: Type.Optional(nameSchema(false)),
+          email: Type.Optional(emailSchema(false)),
+          role: Type.Optional(roleSchema(roles)),
+        },
+        { title: 'UserPatch', examples: [{ role: roles.at(-1) ?? 'user' }] },
+      )
+    : Type.Object(
+        {
+          name: Type.Optional(Type.String({ description: 'Full name' })),
+          email: Type.Optional(Type.String({ description: 'Email address' })),
+          role: Type.Optional(Type.String({ description: 'Role' })),
+        },
+        { title: 'UserPatch', examples: [{ name: 'Grace Brewster Hopper' }] },
+      );
   return { write, patch, roles };
 }
 
@@ -135,12 +145,15 @@ export const ListQuery = Type.Object({
 });
 export type ListQuery = Static<typeof ListQuery>;
 
-export const Pagination = Type.Object({
-  total: Type.Integer({ description: 'Users after filtering and search' }),
-  page: Type.Integer({ description: 'The page number used' }),
-  limit: Type.Integer({ description: 'The page size used' }),
-  pages: Type.Integer({ description: 'ceil(total / limit)' }),
-});
+export const Pagination = Type.Object(
+  {
+    total: Type.Integer({ description: 'Users after filtering and search' }),
+    page: Type.Integer({ description: 'The page number used' }),
+    limit: Type.Integer({ description: 'The page size used' }),
+    pages: Type.Integer({ description: 'ceil(total / limit)' }),
+  },
+  { title: 'Pagination' },
+);
 
-export const UserList = Type.Object({ users: Type.Array(User), pagination: Pagination });
+export const UserList = Type.Object({ users: Type.Array(User), pagination: Pagination }, { title: 'UserList' });
 export type UserList = Static<typeof UserList>;

@@ -9,7 +9,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RosterError, validationFailed } from '../errors.js';
-import { FIELD_RULES, FORMATS, type UserFields, type UserSchemas } from './schema.js';
+import { FIELD_RULES, type UserFields, type UserSchemas } from './schema.js';
 
 const WRITABLE = ['name', 'email', 'role'] as const;
 
@@ -22,7 +22,7 @@ export interface UserValidator {
 
 export function createUserValidator(schemas: UserSchemas): UserValidator {
   // Coercion off: `"name": 123` is an error, never the string "123". All errors, so every bad field is named.
-  const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, formats: FORMATS });
+  const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false });
   const write = ajv.compile(schemas.write);
   const patch = ajv.compile(schemas.patch);
   const rule = (field: string): string =>

@@ -10,22 +10,29 @@ import { JSON_CONTENT_TYPE } from '../../edge/raw-reply.js';
 export interface UserRoutesOptions {
   service: UserService;
   schemas: UserSchemas;
+  /** STRICT_VALIDATION: PUT and PATCH can answer 409 (an email held by another user). */
+  strict: boolean;
+  /** A MAX_USERS cap is in force: POST can answer 507. */
+  capped: boolean;
 }
 
 type WithId = { Params: { id: string } };
 
-export async function userRoutes(app: FastifyInstance, { service, schemas }: UserRoutesOptions): Promise<void> {
-  const one = successSchema(User);
+export async function userRoutes(app: FastifyInstance, { service, schemas, strict, capped }: UserRoutesOptions): Promise<void> {
+  const one = successSchema(User, 'UserEnvelope');
+  const conflict = strict ? ([409] as const) : [];
   const tags = ['users'];
 
   app.get<{ Querystring: ListQuery }>(
     '/users',
     {
       schema: {
+        operationId: 'listUsers',
+        summary: 'List users',
         description: 'List users with role filter, search, sort and pagination',
         tags,
         querystring: ListQuery,
-        response: { 200: successSchema(UserList), ...errorReplies(400, 422) },
+        response: { 200: successSchema(UserList, 'UserListEnvelope'), ...errorReplies(422) },
       },
     },
     // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
@@ -34,7 +41,7 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
 
   app.get<WithId>(
     '/users/:id',
-    { schema: { description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
+    { schema: { operationId: 'getUser', summary: 'Get a user', description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
     async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id))),
   );
 
@@ -42,10 +49,12 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
     '/users',
     {
       schema: {
+        operationId: 'createUser',
+        summary: 'Create a user',
         description: 'Create a user; the email must not be held by another user (case-insensitive)',
         tags,
         body: schemas.write,
-        response: { 201: one, ...errorReplies(400, 409, 413, 415, 422, 507) },
+        response: { 201: one, ...errorReplies(409, 413, 415, 422, ...(capped ? ([507] as const) : [])) },
       },
     },
     async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),
@@ -55,11 +64,13 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
     '/users/:id',
     {
       schema: {
+        operationId: 'replaceUser',
+        summary: 'Replace a user',
         description: 'Replace a user (role resets to "user" when omitted)',
         tags,
         params: UserId,
         body: schemas.write,
-        response: { 200: one, ...errorReplies(400, 404, 409, 413, 415, 422) },
+        response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
       },
     },
     async (request) => success('User updated', await service.replace(request.params.id, request.body)),
@@ -69,18 +80,20 @@ export async function userRoutes(app: FastifyInstance, { service, schemas }: Use
     '/users/:id',
     {
       schema: {
+        operationId: 'updateUser',
+        summary: 'Update some fields of a user',
         description: 'Update some fields of a user',
         tags,
         params: UserId,
         body: schemas.patch,
-        response: { 200: one, ...errorReplies(400, 404, 409, 413, 415, 422) },
+        response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
       },
     },
     async (request) => success('User updated', await service.update(request.params.id, request.body)),
   );
 
   const deleted = { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404) };
-  app.delete<WithId>('/users/:id', { schema: { description: 'Delete a user', tags, params: UserId, response: deleted } }, async (request, reply) => {
+  app.delete<WithId>('/users/:id', { schema: { operationId: 'deleteUser', summary: 'Delete a user', description: 'Delete a user', tags, params: UserId, response: deleted } }, async (request, reply) => {
     await service.remove(request.params.id);
     return reply.code(204).send();
   });

@@ -1,0 +1,80 @@
+/**
+ * The chat as an AsyncAPI 3.0 document, served at /api/v1/asyncapi.json: the channel (the room, any
+ * path of the chat port), its WebSocket binding, and every message with its JSON Schema and an example
+ * (web/src/chat-messages.ts, the schemas the chat tests check every frame against). Operations are
+ * the service's view: it sends the server messages and receives the client's.
+ */
+import { CHAT_MESSAGES, type ChatMessageKey } from '../../web/src/chat-messages.js';
+import { API_VERSION } from './openapi.js';
+
+export interface ChatAddress {
+  /** CHAT_PUBLIC_URL, when the chat is reached through a proxy. */
+  publicUrl?: string | undefined;
+  host: string;
+  /** The chat port bound. */
+  port: number;
+  tls: boolean;
+}
+
+export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
+  const keys = Object.keys(CHAT_MESSAGES) as ChatMessageKey[];
+  const server = (() => {
+    if (chat.publicUrl && /^wss?:\/\//.test(chat.publicUrl)) {
+      const url = new URL(chat.publicUrl);
+      return { host: url.host, pathname: url.pathname, protocol: url.protocol.replace(':', '') };
+    }
+    const host = chat.host === '0.0.0.0' || chat.host === '::' ? 'localhost' : chat.host;
+    return { host: `${host}:${chat.port}`, protocol: chat.tls ? 'wss' : 'ws' };
+  })();
+  const messages = Object.fromEntries(
+    keys.map((key) => {
+      const spec = CHAT_MESSAGES[key];
+      return [
+        key,
+        {
+          name: spec.name,
+          title: spec.title,
+          summary: spec.summary,
+          contentType: 'application/json',
+          payload: spec.payload,
+          examples: [{ name: `${key}Example`, payload: spec.example }],
+        },
+      ];
+    }),
+  );
+  const ref = (key: ChatMessageKey) => ({ $ref: `#/channels/room/messages/${key}` });
+  const operations = Object.fromEntries(
+    keys.map((key) => {
+      const spec = CHAT_MESSAGES[key];
+      const action = spec.sender === 'server' ? 'send' : 'receive';
+      return [
+        `${action}${key[0]!.toUpperCase()}${key.slice(1)}`,
+        { action, title: spec.title, summary: spec.summary, channel: { $ref: '#/channels/room' }, messages: [ref(key)] },
+      ];
+    }),
+  );
+  return {
+    asyncapi: '3.0.0',
+    info: {
+      title: 'Roster chat',
+      version: API_VERSION,
+      description:
+        'One chat room over WebSocket: JSON objects in text frames. Every message from the service has a `type` and a `timestamp`. ' +
+        'Valid JSON of another type is ignored; text that is not JSON is a chat message of that text. With AUTH on, the handshake ' +
+        'carries the same credentials as the REST API.',
+      license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+    },
+    defaultContentType: 'application/json',
+    servers: { roster: { ...server, description: 'This Roster\'s chat port (WS_PORT, or CHAT_PUBLIC_URL)' } },
+    channels: {
+      room: {
+        address: '/',
+        title: 'The room',
+        description: 'The one chat room; any path of the chat port reaches it',
+        messages: { ...messages },
+        bindings: { ws: { method: 'GET', bindingVersion: '0.1.0' } },
+      },
+    },
+    operations,
+  };
+}

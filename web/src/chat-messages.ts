@@ -1,0 +1,106 @@
+/**
+ * The chat protocol's messages as JSON Schemas (draft 2020-12), one per message: the AsyncAPI document
+ * (src/http/asyncapi.ts, served at /api/v1/asyncapi.json) publishes them, the chat tests check every
+ * frame the service sends against them, and the types of chat-codec.ts are what they describe. Pure
+ * data: the browser console and the server load the same module.
+ */
+
+const TIMESTAMP = {
+  type: 'string',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}$',
+  description: 'When the service sent it: UTC, ISO 8601 without offset, microseconds',
+} as const;
+const TEXT = { type: 'string' } as const;
+const COUNT = { type: 'integer', minimum: 0, description: 'Connections in the room after this event (all instances)' } as const;
+const NAME = { type: 'string', description: 'The authenticated principal\'s name; only with AUTH on' } as const;
+
+/** One message: its name in the document, who sends it, its JSON Schema and one example. */
+export interface ChatMessageSpec {
+  readonly name: string;
+  readonly title: string;
+  readonly summary: string;
+  readonly sender: 'server' | 'client';
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly example: Readonly<Record<string, unknown>>;
+}
+
+const object = (type: string, properties: Record<string, unknown>, required: string[]) => ({
+  type: 'object',
+  properties: { type: { const: type }, ...properties },
+  required: ['type', ...required],
+  additionalProperties: false,
+});
+
+export const CHAT_MESSAGES = {
+  system: {
+    name: 'system',
+    title: 'Welcome',
+    summary: 'Sent to a connection once it joined: the welcome, with how many are online',
+    sender: 'server',
+    payload: object('system', { message: TEXT, name: NAME, timestamp: TIMESTAMP }, ['message', 'timestamp']),
+    example: { type: 'system', message: 'Welcome to the chat! 2 users online.', timestamp: '2026-11-22T10:15:30.123456' },
+  },
+  userJoin: {
+    name: 'user_join',
+    title: 'Someone joined',
+    summary: 'Sent to everyone else when a connection joins',
+    sender: 'server',
+    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, ['message', 'online_count', 'timestamp']),
+    example: { type: 'user_join', message: 'A user joined the chat', online_count: 2, timestamp: '2026-11-22T10:15:30.123456' },
+  },
+  userLeave: {
+    name: 'user_leave',
+    title: 'Someone left',
+    summary: 'Sent to everyone still there when a connection leaves',
+    sender: 'server',
+    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, ['message', 'online_count', 'timestamp']),
+    example: { type: 'user_leave', message: 'A user left the chat', online_count: 1, timestamp: '2026-11-22T10:15:31.123456' },
+  },
+  chatOut: {
+    name: 'chat',
+    title: 'Chat message (to everyone)',
+    summary: 'A chat message, broadcast to every connection, the sender included',
+    sender: 'server',
+    payload: object('chat', { from: { type: 'string', description: 'The sender\'s connection id' }, message: TEXT, timestamp: TIMESTAMP }, ['from', 'message', 'timestamp']),
+    example: { type: 'chat', from: '5b0e7c1a-9f3d-4e2b-8a61-2c4d6e8f0a1b', message: 'hi', timestamp: '2026-11-22T10:15:32.123456' },
+  },
+  pong: {
+    name: 'pong',
+    title: 'Pong',
+    summary: 'The answer to a ping, to its sender only',
+    sender: 'server',
+    payload: object('pong', { timestamp: TIMESTAMP }, ['timestamp']),
+    example: { type: 'pong', timestamp: '2026-11-22T10:15:33.123456' },
+  },
+  chatIn: {
+    name: 'chat',
+    title: 'Chat message (from a client)',
+    summary: 'A chat message to broadcast; a text frame that is not JSON is taken as a chat message of that text',
+    sender: 'client',
+    payload: {
+      type: 'object',
+      properties: { type: { const: 'chat' }, message: { type: 'string', description: 'The text; absent or null is the empty string' } },
+      required: ['type'],
+    },
+    example: { type: 'chat', message: 'hi' },
+  },
+  ping: {
+    name: 'ping',
+    title: 'Ping',
+    summary: 'An application-level ping: the service answers pong to the sender only',
+    sender: 'client',
+    payload: { type: 'object', properties: { type: { const: 'ping' } }, required: ['type'] },
+    example: { type: 'ping' },
+  },
+} as const satisfies Record<string, ChatMessageSpec>;
+
+export type ChatMessageKey = keyof typeof CHAT_MESSAGES;
+
+/** The server message keys by their `type` on the wire. */
+export const SERVER_MESSAGE_BY_TYPE: Readonly<Record<string, ChatMessageKey>> = {
+  system: 'system',
+  user_join: 'userJoin',
+  user_leave: 'userLeave',
+  chat: 'chatOut',
+  pong: 'pong',
+};
