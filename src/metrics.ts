@@ -38,7 +38,9 @@ export class Metrics {
   readonly chat: ChatMetrics;
 
   constructor(faults?: EngineFaults, storage?: () => Promise<Storage | undefined>) {
-    collectDefaultMetrics({ register: this.registry, prefix: 'roster_' });
+    // The standard process and Node.js metrics under their conventional names (process_cpu_seconds_total,
+    // nodejs_eventloop_lag_seconds, ...), so stock dashboards work; Roster's own carry the roster_ prefix.
+    collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
     if (faults) {
       // Read at scrape time from the plain counts the engine listeners keep.
