@@ -6,6 +6,8 @@ import { once } from 'node:events';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { WebSocket } from 'ws';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { CHAT_MESSAGES, SERVER_MESSAGE_BY_TYPE } from '../web/src/chat-messages.js';
 
 export { startRoster, usePostgresStore, type Running } from './support/roster.js';
 export { RosterProcess, type Exit, type LogLine } from './support/roster-process.js';
@@ -36,16 +38,38 @@ export async function request(
   return { status: response.status, headers: response.headers, text, body: text.length > 0 ? JSON.parse(text) : undefined };
 }
 
-/** A WebSocket client that records every message it receives, parsed as JSON. */
+/** Each server message's JSON Schema, as the AsyncAPI document publishes it (web/src/chat-messages.ts). */
+const frameAjv = new Ajv2020({ strict: true, allErrors: true });
+const validateFrame = Object.fromEntries(
+  Object.entries(SERVER_MESSAGE_BY_TYPE).map(([type, key]) => [type, frameAjv.compile(CHAT_MESSAGES[key].payload)]),
+);
+
+/** Why `message` is not a server message of the AsyncAPI document, or undefined when it is one. */
+export function frameProblem(message: unknown): string | undefined {
+  const type = (message as { type?: unknown } | null)?.type;
+  const validate = typeof type === 'string' ? validateFrame[type] : undefined;
+  if (!validate) return `no server message has type ${JSON.stringify(type)}`;
+  return validate(message) ? undefined : frameAjv.errorsText(validate.errors);
+}
+
+/**
+ * A WebSocket client that records every message it receives, parsed as JSON. Every frame is checked
+ * against its message schema of the AsyncAPI document: one that is not fails the test (`next` rejects),
+ * so the document cannot drift from the wire.
+ */
 export class ChatClient {
   readonly messages: any[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
   readonly ws: WebSocket;
   #waiters: { predicate: (m: any) => boolean; resolve: (m: any) => void }[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** The first frame off the AsyncAPI document, if any. */
+  invalidFrame: Error | undefined;
 
   constructor(url: string) {
     this.ws = new WebSocket(url);
     this.ws.on('message', (data) => {
       const message = JSON.parse(data.toString());
+      const problem = frameProblem(message);
+      if (problem && !this.invalidFrame) this.invalidFrame = new Error(`frame off the AsyncAPI document: ${data.toString()}: ${problem}`);
       this.messages.push(message);
       this.#waiters = this.#waiters.filter((waiter) => {
         if (!waiter.predicate(message)) return true;
@@ -64,6 +88,7 @@ export class ChatClient {
 
   /** Resolves with the first message (already received or coming) that matches. */
   next(predicate: (message: any) => boolean, timeoutMs = 5000): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    if (this.invalidFrame) return Promise.reject(this.invalidFrame);
     const seen = this.messages.find(predicate);
     if (seen) {
       this.messages.splice(this.messages.indexOf(seen), 1);
@@ -88,6 +113,7 @@ export class ChatClient {
 
   /** Closes and waits for the close handshake; resolves with the close code. */
   async close(): Promise<number> {
+    if (this.invalidFrame) throw this.invalidFrame;
     if (this.ws.readyState === WebSocket.CLOSED) return 1005;
     const closed = once(this.ws, 'close');
     this.ws.close();

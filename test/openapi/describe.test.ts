@@ -197,3 +197,13 @@ describe('/metrics follows Prometheus conventions', () => {
     for (const name of used) assert.ok(exposed.has(name), `${name} is exposed`);
   });
 });
+
+describe('chat frames are checked against the AsyncAPI document', () => {
+  test('a frame off the document is refused by the shared check', async () => {
+    const { frameProblem } = await import('../helpers.js');
+    assert.equal(frameProblem({ type: 'pong', timestamp: '2026-11-22T10:15:30.123456' }), undefined);
+    assert.ok(frameProblem({ type: 'pong', timestamp: '2026-11-22T10:15:30.123456', extra: 1 }));
+    assert.ok(frameProblem({ type: 'user_join', message: 'x', timestamp: '2026-11-22T10:15:30.123456' }), 'online_count is required');
+    assert.ok(frameProblem({ type: 'hello' }));
+  });
+});
