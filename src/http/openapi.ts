@@ -23,7 +23,7 @@ const ERROR_CODE_SCHEMA = {
   enum: Object.keys(ERROR_CATALOG),
   description:
     'Machine-readable error code, one of the error catalog (src/errors.ts):\n' +
-    (Object.keys(ERROR_CATALOG) as ErrorCode[]).map((code) => `- ${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`).join('\n'),
+    (Object.keys(ERROR_CATALOG) as ErrorCode[]).map((code) => `${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`).join('\n'),
 };
 
 /** The error envelope of the contract (one schema, `ErrorEnvelope`), described for one status: its codes and examples. */
