@@ -11,8 +11,8 @@ import type { NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
 const DEFAULT_ROLE = 'user';
-const DEFAULT_PAGE = 1;
-const DEFAULT_LIMIT = 20;
+export const DEFAULT_PAGE = 1;
+export const DEFAULT_LIMIT = 20;
 
 export interface UserServiceOptions {
   /** Larger `limit` values are clamped to this (docs/decisions.md). */
