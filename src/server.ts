@@ -15,7 +15,6 @@ import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';
 import { addressOf } from './edge/client-identity.js';
 import { MemoryUserStore } from './users/memory-store.js';
-import type { PostgresUserStore } from './users/postgres-store.js';
 import { userSchemas } from './users/schema.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
@@ -34,7 +33,7 @@ export interface RosterServer {
 }
 
 export interface ServerParts {
-  /** The user store; PostgreSQL when DATABASE_URL is set, else the in-memory store of the contract, unless another is given. */
+  /** The user store; PostgreSQL or SQLite when DATABASE_URL is set, else the in-memory store of the contract, unless another is given. */
   store?: UserStore;
   /** Engines the health check reports on, beyond those the configuration brings. */
   dependencies?: readonly Dependency[];
@@ -54,11 +53,19 @@ export async function createServer(config: Config, logger: Logger, parts: Server
       : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger, faults).catch((error: unknown) => {
           throw databaseFailure(error); // one line naming DATABASE_URL (startup.ts)
         });
-  const store: UserStore = parts.store ?? database ?? new MemoryUserStore();
+  // SQLite: one file, locked against other Roster processes (DatabaseInUse), migrated before use.
+  const sqlite =
+    parts.store || !config.sqlite
+      ? undefined
+      : await (await import('./users/sqlite-store.js')).SqliteUserStore.open(config.sqlite, logger).catch((error: unknown) => {
+          throw databaseFailure(error);
+        });
+  const store: UserStore = parts.store ?? database ?? sqlite ?? new MemoryUserStore();
   try {
-    return await assemble(config, logger, parts, store, database, faults);
+    return await assemble(config, logger, parts, store, [...(database ? [database.health] : []), ...(sqlite ? [sqlite.health] : [])], faults);
   } catch (error) {
     await database?.close().catch(() => undefined);
+    await sqlite?.close().catch(() => undefined);
     throw error;
   }
 }
@@ -68,7 +75,8 @@ async function assemble(
   logger: Logger,
   parts: ServerParts,
   store: UserStore,
-  database: PostgresUserStore | undefined,
+  /** The health of the store's engine (PostgreSQL or SQLite), when it has one. */
+  storeHealth: readonly Dependency[],
   faults: EngineFaults,
 ): Promise<RosterServer> {
   const schemas = userSchemas(config.roles, config.strictValidation);
@@ -85,7 +93,7 @@ async function assemble(
   const authenticator = createAuthenticator(config.auth);
   // One rate limiter for both doors too: REST requests and chat handshakes (under keys of their own).
   const limiter = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
-  const dependencies: Dependency[] = [...(database ? [database.health] : []), ...(parts.dependencies ?? [])];
+  const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
   const bus: RedisBus | undefined = config.redis
     ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, parts.chatBus, faults)

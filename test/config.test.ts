@@ -37,6 +37,7 @@ const DEFAULTS: Config = {
   corsOrigins: undefined,
   securityHeaders: false,
   database: undefined,
+  sqlite: undefined,
   redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
@@ -215,6 +216,11 @@ describe('loadConfig valid overrides', () => {
     ['SECURITY_HEADERS', 'true', { securityHeaders: true }],
     ['DATABASE_URL', 'postgres://127.0.0.1/test', { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 }, maxUsers: 0 }],
     ['DATABASE_URL', 'postgresql://roster:secret@db:5432/roster', { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 }, maxUsers: 0 }],
+    ['DATABASE_URL', 'sqlite:./roster.db', { sqlite: { path: './roster.db', synchronous: 'NORMAL' }, maxUsers: 0 }],
+    ['DATABASE_URL', 'sqlite:///var/lib/roster/users.db', { sqlite: { path: '/var/lib/roster/users.db', synchronous: 'NORMAL' }, maxUsers: 0 }],
+    ['DATABASE_URL', 'sqlite::memory:', { sqlite: { path: ':memory:', synchronous: 'NORMAL' }, maxUsers: 0 }],
+    // The durability setting alone changes nothing: there is no SQLite file.
+    ['SQLITE_SYNCHRONOUS', 'full', {}],
     // The pool size alone changes nothing: there is no database to pool.
     ['DATABASE_POOL_SIZE', '4', {}],
     ['LOG_FORMAT', 'pretty', { logFormat: 'pretty' }],
@@ -222,6 +228,10 @@ describe('loadConfig valid overrides', () => {
     ['REDIS_URL', 'redis://127.0.0.1:6379', { redis: { url: 'redis://127.0.0.1:6379' } }],
     ['REDIS_URL', 'rediss://cache:6380/2', { redis: { url: 'rediss://cache:6380/2' } }],
   ];
+
+  test('DATABASE_URL=sqlite: with SQLITE_SYNCHRONOUS=FULL', () => {
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:data/roster.db', SQLITE_SYNCHRONOUS: 'FULL' }), expected({ sqlite: { path: 'data/roster.db', synchronous: 'FULL' }, maxUsers: 0 }));
+  });
 
   for (const [variable, value, patch] of cases) {
     test(`${variable}=${JSON.stringify(value)} changes only that setting`, () => {
@@ -280,6 +290,7 @@ describe('loadConfig valid overrides', () => {
       corsOrigins: undefined,
       securityHeaders: false,
       database: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3 },
+      sqlite: undefined,
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, maxConnectionsPerClient: undefined, handshakeTimeoutMs: 2000 },
@@ -356,6 +367,8 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['WS_MAX_CONNECTIONS_PER_CLIENT', 'lots'],
     ['DATABASE_URL', 'mysql://127.0.0.1/test'],
     ['DATABASE_URL', 'not a url'],
+    ['DATABASE_URL', 'sqlite:'],
+    ['SQLITE_SYNCHRONOUS', 'OFF'],
     ['DATABASE_POOL_SIZE', '0'],
     ['DATABASE_POOL_SIZE', 'ten'],
     ['REDIS_URL', 'http://127.0.0.1:6379'],

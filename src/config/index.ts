@@ -9,6 +9,7 @@
  */
 import { checkTimeouts, checkPorts, authConfig, checkCorsOrigins, checkTls, maxConnectionsPerClient, maxUsers } from './policy.js';
 import { loadTls } from './files.js';
+import { SQLITE_PREFIX, sqlitePath } from './readers.js';
 import type { Setting } from './settings.js';
 import * as S from './settings.js';
 
@@ -106,8 +107,21 @@ export interface Config {
    * default unset; `DATABASE_POOL_SIZE`, default 10 connections per instance.
    */
   database: { url: string; poolSize: number } | undefined;
+  /**
+   * SQLite holds the users instead of memory, in one file of this process. `DATABASE_URL=sqlite:<path>`
+   * (`sqlite::memory:` for a database that lives as long as the process); `SQLITE_SYNCHRONOUS`, `NORMAL`
+   * (default) or `FULL`: see the README, "Keeping users on disk".
+   */
+  sqlite: SqliteConfig | undefined;
   /** Redis carries the chat between instances. `REDIS_URL` (redis:// or rediss://), default unset: one process, one room. */
   redis: { url: string } | undefined;
+}
+
+export interface SqliteConfig {
+  /** The database file, relative to the working directory, or `:memory:`. */
+  path: string;
+  /** SQLite's `synchronous` in WAL mode: NORMAL survives a crash of the process, FULL also a power cut. */
+  synchronous: 'NORMAL' | 'FULL';
 }
 
 export type AuthScheme = 'none' | 'apikey' | 'basic' | 'jwt' | 'oauth2';
@@ -178,6 +192,7 @@ export function loadConfig(env: Env): Config {
   const auth = authOf(get, isSet);
   const corsOrigins = get(S.CORS_ORIGINS);
   const database = get(S.DATABASE_URL);
+  const sqlite = database?.toLowerCase().startsWith(SQLITE_PREFIX) ?? false;
   const tlsCert = get(S.TLS_CERT);
   const tlsKey = get(S.TLS_KEY);
   return {
@@ -208,7 +223,9 @@ export function loadConfig(env: Env): Config {
     corsOrigins: (checkCorsOrigins(corsOrigins, auth.scheme), corsOrigins),
     securityHeaders: get(S.SECURITY_HEADERS),
     // The pool size is read (and checked) even without DATABASE_URL, as it always was.
-    database: ((poolSize) => (database === undefined ? undefined : { url: database, poolSize }))(get(S.DATABASE_POOL_SIZE)),
+    database: ((poolSize) => (database === undefined || sqlite ? undefined : { url: database, poolSize }))(get(S.DATABASE_POOL_SIZE)),
+    // The durability setting is read (and checked) even without a SQLite DATABASE_URL, like the pool size.
+    sqlite: ((synchronous) => (sqlite ? { path: sqlitePath(database!), synchronous } : undefined))(get(S.SQLITE_SYNCHRONOUS)),
     redis: ((url) => (url === undefined ? undefined : { url }))(get(S.REDIS_URL)),
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),

@@ -82,6 +82,32 @@ export function engineUrl(protocols: readonly string[]): Parse<string> {
   };
 }
 
+/** The prefix of a SQLite DATABASE_URL: `sqlite:<path>`. */
+export const SQLITE_PREFIX = 'sqlite:';
+
+/**
+ * DATABASE_URL: a PostgreSQL URL, or `sqlite:<path>` (`sqlite:./roster.db`, `sqlite:/abs/roster.db`,
+ * `sqlite:///abs/roster.db`, `sqlite::memory:`), which must name a file.
+ */
+export const databaseUrl: Parse<string> = (raw, name) => {
+  if (!raw.toLowerCase().startsWith(SQLITE_PREFIX)) return engineUrl(['postgres:', 'postgresql:'])(raw, name);
+  if (sqlitePath(raw) === '') throw new ConfigError(name, 'must name a file after sqlite: (sqlite:./roster.db, or sqlite::memory:)');
+  return raw;
+};
+
+/** The file of a `sqlite:` DATABASE_URL, as written (`sqlite:///abs` names `/abs`). */
+export function sqlitePath(url: string): string {
+  const path = url.slice(SQLITE_PREFIX.length);
+  return path.startsWith('//') ? path.slice(2) : path;
+}
+
+/** SQLITE_SYNCHRONOUS: NORMAL or FULL, in any case. */
+export const sqliteSynchronous: Parse<'NORMAL' | 'FULL'> = (raw, name) => {
+  const value = raw.toUpperCase();
+  if (value !== 'NORMAL' && value !== 'FULL') throw new ConfigError(name, `must be NORMAL or FULL (got "${raw}")`);
+  return value;
+};
+
 /**
  * The chat address the console connects to: a ws://, wss://, http:// or https:// URL, or a path on the
  * page's host. The one definition of that rule: the console reads the setting's value as given.

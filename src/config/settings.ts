@@ -11,6 +11,7 @@ import {
   boolean,
   bytes,
   chatUrl,
+  databaseUrl,
   engineUrl,
   host,
   integer,
@@ -22,6 +23,7 @@ import {
   port,
   rate,
   roles,
+  sqliteSynchronous,
   text,
   trustProxy,
   type Parse,
@@ -87,8 +89,9 @@ export const HSTS_MAX_AGE = setting<number>('HSTS_MAX_AGE', 31_536_000, integer(
 export const HSTS_INCLUDE_SUBDOMAINS = setting<boolean>('HSTS_INCLUDE_SUBDOMAINS', false, boolean, '`false`', '`true` adds `includeSubDomains` to HSTS: only if every host under the domain speaks HTTPS.');
 export const CORS_ORIGINS = setting<readonly string[] | undefined>('CORS_ORIGINS', undefined, origins, '(unset: off)', 'Comma-separated origins allowed cross-origin REST calls and chat connections; `*` only without `AUTH`.');
 export const SECURITY_HEADERS = setting<boolean>('SECURITY_HEADERS', false, boolean, '`false`', '`true`: security headers (CSP, `X-Frame-Options`, `Referrer-Policy`, `Permissions-Policy`, cross-origin isolation, HSTS over TLS, `Cache-Control: no-store` on authenticated replies, …) on every REST reply.');
-export const DATABASE_URL = setting<string | undefined>('DATABASE_URL', undefined, engineUrl(['postgres:', 'postgresql:']), '(unset: users in memory)', '`postgres://` or `postgresql://` URL: users live in PostgreSQL, shared by every instance on it. See [Running several instances](#running-several-instances).');
+export const DATABASE_URL = setting<string | undefined>('DATABASE_URL', undefined, databaseUrl, '(unset: users in memory)', '`postgres://` or `postgresql://` URL: users live in PostgreSQL, shared by every instance on it. See [Running several instances](#running-several-instances). `sqlite:<file>` (`sqlite:./roster.db`, `sqlite:///var/lib/roster/roster.db`): users live in that SQLite file, owned by this one process; `sqlite::memory:` for tests. See [Keeping users on disk](#keeping-users-on-disk-sqlite).');
 export const DATABASE_POOL_SIZE = setting<number>('DATABASE_POOL_SIZE', 10, integer(1, 1000), '`10`', 'Connections to PostgreSQL per instance (only with `DATABASE_URL`).');
+export const SQLITE_SYNCHRONOUS = setting<'NORMAL' | 'FULL'>('SQLITE_SYNCHRONOUS', 'NORMAL', sqliteSynchronous, '`NORMAL`', 'With `DATABASE_URL=sqlite:…`: `NORMAL` (an acknowledged write survives a crash or `kill -9` of the process) or `FULL` (it also survives a power cut or an operating-system crash, at the cost of a disk flush per write). See [Keeping users on disk](#keeping-users-on-disk-sqlite).');
 export const REDIS_URL = setting<string | undefined>('REDIS_URL', undefined, engineUrl(['redis:', 'rediss:']), '(unset: one room per process)', '`redis://` or `rediss://` URL: the chat room spans every instance on this Redis.');
 
 /** Every setting, in the order the README's table lists them. */
@@ -136,5 +139,6 @@ export const SETTINGS: readonly Setting<unknown>[] = [
   SECURITY_HEADERS,
   DATABASE_URL,
   DATABASE_POOL_SIZE,
+  SQLITE_SYNCHRONOUS,
   REDIS_URL,
 ];

@@ -1,0 +1,130 @@
+/**
+ * The SQLite store against the shared store contract, in memory and on a file, then what only a file
+ * holds: strings of every kind round-trip and sort as in the memory store, users and the clock outlive
+ * a reopen, migrations, and the lock against a second opener.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { pino } from 'pino';
+import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { queryUsers, type ListParams } from '../../src/users/query.js';
+import type { User } from '../../src/users/schema.js';
+import { fromBlob, toBlob } from '../../src/users/sqlite-text.js';
+import { DatabaseInUse, migrateSqliteFile, readSqliteMigrations, SqliteUserStore } from '../../src/users/sqlite-store.js';
+import { userStoreContract } from './store-contract.js';
+
+const silent = pino({ level: 'silent' });
+const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
+after(() => rmSync(folder, { recursive: true, force: true }));
+const fileOf = () => join(folder, `${randomUUID()}.db`);
+
+userStoreContract('SqliteUserStore (:memory:)', () => SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent));
+userStoreContract('SqliteUserStore (a file, synchronous=FULL)', () => SqliteUserStore.open({ path: fileOf(), synchronous: 'FULL' }, silent), { numRuns: 20 });
+
+describe('SQLite text', () => {
+  test('every string round-trips, and BLOB byte order is the code-point order of the memory store', () => {
+    const text = fc.string({ unit: fc.oneof(fc.constantFrom('\u0000', '\u0001', '\ud800', '\udfff', '\ue000', '\uffff', '😀', 'a', 'A', 'é'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 8 });
+    fc.assert(
+      fc.property(text, text, (a, b) => {
+        assert.equal(fromBlob(toBlob(a)), a);
+        const memory = queryUsers(
+          [a, b].map((name, i) => ({ id: String(i), name, email: '', role: '', created_at: '', updated_at: '' })),
+          { sort: 'name', descending: false, offset: 0, limit: 2 },
+        ).users.map((user) => user.name);
+        const bytes = Buffer.compare(toBlob(a), toBlob(b));
+        if (a !== b) assert.deepEqual(memory, bytes < 0 ? [a, b] : [b, a]);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('SqliteUserStore on a file', () => {
+  test('users, strings of every kind and the clock outlive closing and opening again', async () => {
+    const path = fileOf();
+    const names = ['x\u0000y', 'lone \ud800 high', 'lone \udc00 low', '😀 smile', '\uffff', 'Zoë', 'ada', 'ADA', '\u0001'];
+    let store = await SqliteUserStore.open({ path, synchronous: 'FULL' }, silent);
+    const memory = new MemoryUserStore();
+    const users: User[] = [];
+    try {
+      for (const [i, name] of names.entries()) {
+        const user = { id: randomUUID(), name, email: `${name}@x${i}.io`, role: i % 2 ? 'admin' : 'user\u0000' };
+        users.push((await store.insert(user)) as User);
+        await memory.insert(user);
+      }
+    } finally {
+      await store.close();
+    }
+    store = await SqliteUserStore.open({ path, synchronous: 'FULL' }, silent);
+    try {
+      for (const user of users) assert.deepEqual(await store.get(user.id), user);
+      assert.equal(await store.count(), names.length);
+      const later = (await store.insert({ id: randomUUID(), name: 'later', email: 'later@x.io', role: 'user' })) as User;
+      assert.ok(later.created_at > users.at(-1)!.created_at, 'the clock starts past every stored stamp');
+      users.push(later);
+      await memory.insert(later);
+      const searches = [undefined, '\u0000', '\ud800', 'a', 'ADA', '😀', '\u0001', 'X'];
+      for (const sort of ['name', 'email', 'role', 'id', 'created_at', 'updated_at', 'other']) {
+        for (const descending of [false, true]) {
+          for (const search of searches) {
+            for (const role of [undefined, 'user\u0000', 'admin']) {
+              const params: ListParams = { sort, descending, offset: 0, limit: 100, search, role };
+              assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+            }
+          }
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a second opener of the same file is refused while the first holds it, and gets it once it is closed', async () => {
+    const path = fileOf();
+    const first = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent);
+    try {
+      await assert.rejects(SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent), DatabaseInUse);
+      await assert.rejects(migrateSqliteFile({ path, synchronous: 'NORMAL' }), DatabaseInUse);
+    } finally {
+      await first.close();
+    }
+    const second = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent);
+    await second.close();
+  });
+
+  test('migrations are applied once and recorded', async () => {
+    const path = fileOf();
+    const versions = (await readSqliteMigrations()).map((migration) => migration.version);
+    assert.ok(versions.includes('001_users'), JSON.stringify(versions));
+    assert.deepEqual((await migrateSqliteFile({ path, synchronous: 'NORMAL' })).applied, versions);
+    assert.deepEqual((await migrateSqliteFile({ path, synchronous: 'NORMAL' })).applied, []);
+    const store = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent);
+    try {
+      const recorded = store.database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
+      assert.deepEqual(recorded, versions);
+      assert.equal(store.database.pragma('journal_mode', { simple: true }), 'wal');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('the list runs on indexes: no sort of the whole table for a page in any field order', async () => {
+    const store = await SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent);
+    try {
+      for (const field of ['name', 'email', 'role']) {
+        for (const direction of ['ASC', 'DESC']) {
+          const plan = store.database.prepare(`EXPLAIN QUERY PLAN SELECT * FROM users ORDER BY ${field} ${direction}, created_at LIMIT 20`).all() as { detail: string }[];
+          const details = plan.map((row) => row.detail).join('; ');
+          assert.doesNotMatch(details, /TEMP B-TREE/, `${field} ${direction}: ${details}`);
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
