@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { CHAT_MESSAGES, SERVER_MESSAGE_BY_TYPE } from '../web/src/chat-messages.js';
 
-export { startRoster, usePostgresStore, type Running } from './support/roster.js';
+export { startRoster, usePostgresStore, useSqliteStore, type Running } from './support/roster.js';
 export { RosterProcess, type Exit, type LogLine } from './support/roster-process.js';
 export { within } from './support/wait.js';
 

@@ -2,6 +2,9 @@
  * Roster in this process, on ephemeral ports (REST and chat), as `main.ts` builds it from settings: the
  * one in-process start of the tests and of the benchmark's Roster server.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino, type DestinationStream } from 'pino';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createServer, type RosterServer, type ServerParts } from '../../src/server.js';
@@ -22,7 +25,7 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-let defaultStore: 'memory' | 'postgres' = 'memory';
+let defaultStore: 'memory' | 'postgres' | 'sqlite' = 'memory';
 
 /**
  * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
@@ -34,6 +37,21 @@ export function usePostgresStore(): void {
 }
 
 /**
+ * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
+ * SQLite, each Roster in a fresh database file of its own (WAL, synchronous=FULL) removed when it
+ * stops: how the REST suites run again against the SQLite store (`*.sqlite.test.ts`).
+ */
+export function useSqliteStore(): void {
+  defaultStore = 'sqlite';
+}
+
+/** A fresh SQLite file in a folder of its own, and how to remove it. */
+function freshSqliteFile(): { url: string; drop(): Promise<void> } {
+  const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
+  return { url: `sqlite:${join(folder, 'roster.db')}`, drop: async () => rmSync(folder, { recursive: true, force: true }) };
+}
+
+/**
  * Starts Roster with the given environment on top of test defaults (ports 0, logging silent), and
  * optionally parts of the test's own (a store, a chat bus) and a stream that receives the log lines.
  */
@@ -41,9 +59,12 @@ export async function startRoster(
   env: Record<string, string> = {},
   options: ServerParts & { logTo?: DestinationStream } = {},
 ): Promise<Running> {
-  const schema = defaultStore === 'postgres' && !options.store && env.DATABASE_URL === undefined ? await freshSchema() : undefined;
+  const ownStore = !options.store && env.DATABASE_URL === undefined;
+  const schema =
+    ownStore && defaultStore === 'postgres' ? await freshSchema() : ownStore && defaultStore === 'sqlite' ? freshSqliteFile() : undefined;
   try {
-    const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...(schema && { DATABASE_URL: schema.url }), ...env });
+    const extra = schema && { DATABASE_URL: schema.url, ...(defaultStore === 'sqlite' && { SQLITE_SYNCHRONOUS: 'FULL' }) };
+    const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...extra, ...env });
     const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
     const server = await createServer(config, logger, options);
     const { port, wsPort } = await server.start();
