@@ -3,12 +3,13 @@
  * deployment can change the schema before starting new instances (which would apply them too).
  */
 import { EngineFaults } from '../engine-faults.js';
-import { ConfigError, loadConfig } from '../config/index.js';
+import { ConfigError, loadConfig, type SqliteConfig } from '../config/index.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 
-Applies the pending database migrations (the numbered SQL files of migrations/) to the PostgreSQL
-named by DATABASE_URL, in one transaction, and prints each version applied. Roster applies them at
+Applies the pending database migrations (the numbered SQL files of migrations/, or of
+migrations/sqlite/ for a sqlite: URL) to the database named by DATABASE_URL, in one transaction, and
+prints each version applied. A SQLite file in use by a running Roster is refused (it migrates itself). Roster applies them at
 start-up as well; this runs them ahead, e.g. before a rolling update. Exit status 0 when the schema is
 up to date, 1 when the database refused or could not be reached, 2 for a bad setting.`;
 
@@ -24,13 +25,15 @@ export async function migrateCommand(args: string[], io: Io = { output: process.
   }
   if (args.length > 0) return usageError(io, `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
   let database;
+  let sqlite;
   try {
-    database = loadConfig(env).database;
+    ({ database, sqlite } = loadConfig(env));
   } catch (error) {
     if (error instanceof ConfigError) return usageError(io, `invalid configuration: ${error.message}`);
     throw error;
   }
-  if (!database) return usageError(io, 'needs DATABASE_URL (a postgres:// URL) to know which database to migrate');
+  if (sqlite) return migrateSqlite(sqlite, io);
+  if (!database) return usageError(io, 'needs DATABASE_URL (a postgres:// or sqlite: URL) to know which database to migrate');
 
   // Loaded here, not at the top: every `roster` command imports this file, and only this one needs pg.
   const [{ createPool }, { migrate, readMigrations }] = await Promise.all([
@@ -49,6 +52,20 @@ export async function migrateCommand(args: string[], io: Io = { output: process.
     return 1;
   } finally {
     await pool.end().catch(() => undefined);
+  }
+}
+
+async function migrateSqlite(sqlite: SqliteConfig, io: Io): Promise<number> {
+  // Loaded here, not at the top, as pg is for PostgreSQL.
+  const { migrateSqliteFile } = await import('../users/sqlite-store.js');
+  try {
+    const { applied, latest } = await migrateSqliteFile(sqlite);
+    for (const version of applied) io.output.write(`applied ${version}\n`);
+    io.output.write(`the schema is up to date (${latest ?? 'no migrations'})\n`);
+    return 0;
+  } catch (error) {
+    io.errors.write(`roster migrate: ${describe(error)}\n`);
+    return 1;
   }
 }
 

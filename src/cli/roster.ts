@@ -8,6 +8,7 @@
 import { CHAT_USAGE, chatCommand } from './chat.js';
 import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
 import { createRequire } from 'node:module';
+import { BACKUP_USAGE, backupCommand } from './backup.js';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
 import { USERS_USAGE, usersCommand } from './users.js';
 
@@ -72,7 +73,7 @@ const COMMANDS = new Map<string, Command>([
   [
     'migrate',
     {
-      summary: 'apply the pending PostgreSQL migrations (DATABASE_URL) and exit',
+      summary: 'apply the pending database migrations (DATABASE_URL: PostgreSQL or SQLite) and exit',
       usage: MIGRATE_USAGE,
       run: (args) => migrateCommand(args),
     },
@@ -83,6 +84,14 @@ const COMMANDS = new Map<string, Command>([
       summary: 'export users to JSON or CSV, or import them, over the REST API',
       usage: USERS_USAGE,
       run: (args) => usersCommand(args),
+    },
+  ],
+  [
+    'backup',
+    {
+      summary: 'copy the SQLite database (DATABASE_URL=sqlite:…) to a file, while the service runs',
+      usage: BACKUP_USAGE,
+      run: (args) => backupCommand(args),
     },
   ],
   // Further subcommands go here: a summary, a usage text and run().

@@ -43,6 +43,6 @@ describe('roster migrate', () => {
     assert.match(help.stdout.text, /^Usage: roster migrate/);
     const all = new Cli(t, ['--help']);
     assert.deepEqual(await all.exited(), { code: 0, signal: null }, all.describe());
-    assert.match(all.stdout.text, /\n {2}migrate +apply the pending PostgreSQL migrations/);
+    assert.match(all.stdout.text, /\n {2}migrate +apply the pending database migrations/);
   });
 });
