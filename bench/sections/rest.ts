@@ -6,6 +6,9 @@
  * get by id on two instances of it). Then the tables, the derived checks against the targets, and the
  * memory figures.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { benchAuths, type BenchAuth } from '../auth.js';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
 import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
@@ -81,7 +84,17 @@ const PAIR_USERS = 1_000;
  * see servers/fastify-floor.ts), which runs health and get by id only; and, with DATABASE_URL, Roster
  * on its PostgreSQL store, once alone and once as two instances on the same schema.
  */
-type RestServerName = ServerName | 'Fastify floor' | 'Roster (PostgreSQL)' | 'two instances (PostgreSQL)';
+type RestServerName = ServerName | 'Fastify floor' | 'Roster (PostgreSQL)' | 'two instances (PostgreSQL)' | SqliteServerName;
+
+/** Roster on its SQLite store (DATABASE_URL=sqlite:…), once per durability setting. */
+const SQLITE_SYNCS = ['FULL', 'NORMAL'] as const;
+type SqliteServerName = `Roster (SQLite ${(typeof SQLITE_SYNCS)[number]})`;
+/** The scenarios run on the SQLite store: all (the one-connection search aside), writes last. */
+const SQLITE_KEYS: readonly ScenarioKey[] = ['health', 'get', 'list', 'role', 'search', 'sorted', 'create', 'patch'];
+/** SQLite's reads against Roster's memory store, writes against its PostgreSQL store (issue 17). */
+const SQLITE_READ_KEYS: readonly ScenarioKey[] = ['get', 'list', 'role', 'search', 'sorted'];
+const SQLITE_READ_RATIO = 0.5;
+const SQLITE_WRITE_RATIO = 2;
 
 interface RestServer {
   name: RestServerName;
@@ -131,6 +144,8 @@ interface RestFindings {
   floorRows: RestRow[];
   /** Roster on PostgreSQL, and get by id on two instances; undefined without DATABASE_URL. */
   postgresRows?: RestRow[];
+  /** Roster on SQLite, FULL and NORMAL. */
+  sqliteRows: RestRow[];
   memory: { users: number; server: RestServer }[];
   searchChecks: SearchCheck[];
   notes: string[];
@@ -261,7 +276,7 @@ async function settle(server: RestServer, after: string): Promise<string | undef
 
 async function measureRest(plan: Plan): Promise<RestFindings> {
   const databaseUrl = process.env.DATABASE_URL;
-  const findings: RestFindings = { rows: [], authRows: [], floorRows: [], ...(databaseUrl && { postgresRows: [] }), memory: [], searchChecks: [], notes: [] };
+  const findings: RestFindings = { rows: [], authRows: [], floorRows: [], ...(databaseUrl && { postgresRows: [] }), sqliteRows: [], memory: [], searchChecks: [], notes: [] };
   const postgresKeys = POSTGRES_KEYS[plan.postgres];
   const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   try {
@@ -319,11 +334,44 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
         await Promise.all([...servers, ...(floor ? [floor] : []), ...(postgres ? [postgres] : [])].map((server) => server.child.kill()));
         await schema?.drop().catch((error: unknown) => findings.notes.push(`**The bench schema ${schema?.name ?? ''} could not be dropped**: ${errorText(error)}`));
       }
+      if (plan.postgres === 'all') await measureSqlite(generator, users, plan, findings);
     }
   } finally {
     await generator.kill();
   }
   return findings;
+}
+
+/**
+ * Roster on its SQLite store at `users`, once per durability setting: a fresh file in a folder of its
+ * own, filled in bulk, every SQLite scenario in order (writes last), then the folder removed. Run after
+ * the other servers of the size are gone, alone on the server CPU like them.
+ */
+async function measureSqlite(generator: BenchChild, users: number, plan: Plan, findings: RestFindings): Promise<void> {
+  const ids = idPool(users, ID_POOL);
+  for (const sync of SQLITE_SYNCS) {
+    const name: SqliteServerName = `Roster (SQLite ${sync})`;
+    const folder = mkdtempSync(join(tmpdir(), 'roster-bench-sqlite-'));
+    let server: RestServer | undefined;
+    try {
+      server = await startRestServer(name, users, undefined, { DATABASE_URL: `sqlite:${join(folder, 'roster.db')}`, SQLITE_SYNCHRONOUS: sync });
+      const expected = searchMatches(users);
+      const said = ((await getJson(server.port, SEARCH_PATH, 120_000)) as { data?: { pagination?: { total?: number } } }).data?.pagination?.total;
+      findings.notes.push(`${name} at ${integer(users)} users: \`?search=${SEARCH_TERM}\` says ${integer(said ?? NaN)} (expected ${integer(expected)}).`);
+      for (const key of SQLITE_KEYS) {
+        const scenario = SCENARIOS.find((candidate) => candidate.key === key)!;
+        findings.sqliteRows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
+      }
+    } catch (error) {
+      for (const key of SQLITE_KEYS) {
+        if (findings.sqliteRows.some((row) => row.server === name && row.users === users && row.scenario.key === key)) continue;
+        findings.sqliteRows.push({ scenario: SCENARIOS.find((candidate) => candidate.key === key)!, users, server: name, error: errorText(error) });
+      }
+    } finally {
+      await server?.child.kill();
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }
 }
 
 /**
@@ -544,6 +592,7 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     );
   });
   const postgresSection = postgresReport(plan, findings, header, cells, rps);
+  const sqlite = sqliteReport(plan, findings, header, cells, rps);
   const authTargets: Target[] = findings.authRows.map((row) => {
     const value = authVsPlain(row);
     // A credential refused is no measurement of authentication's cost.
@@ -696,6 +745,8 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     '',
     ...postgresSection,
     '',
+    ...sqlite.lines,
+    '',
     '### REST with authentication (Roster)',
     '',
     `Roster started again at ${integer(AUTH_USERS)} users, once with AUTH=apikey (a key with the user role) and once with AUTH=jwt (an HS256 token minted with jose, as \`roster token\` does), ` +
@@ -722,8 +773,10 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   ].join('\n');
   // A size stopped early leaves rows missing: at least one failure.
   const missing = plan.sizes.length * SCENARIOS.length * SERVERS.length - findings.rows.length;
-  const errors = [...findings.rows, ...findings.authRows, ...findings.floorRows, ...(findings.postgresRows ?? [])].filter((row) => row.error !== undefined).length + missing;
-  return { markdown, targets: [...targets, ...authTargets, ...memoryTargets], errors };
+  const errors =
+    [...findings.rows, ...findings.authRows, ...findings.floorRows, ...(findings.postgresRows ?? []), ...findings.sqliteRows].filter((row) => row.error !== undefined).length +
+    missing;
+  return { markdown, targets: [...targets, ...authTargets, ...sqlite.targets, ...memoryTargets], errors };
 }
 
 /**
@@ -772,6 +825,58 @@ function postgresReport(
     '',
     ...disturbed(rows),
   ];
+}
+
+/**
+ * The subsection of Roster on SQLite: each scenario against Roster on its memory store (reads) and on
+ * PostgreSQL (writes) in the same run, with the issue's targets.
+ */
+function sqliteReport(
+  plan: Plan,
+  findings: RestFindings,
+  header: readonly string[],
+  cells: (row: RestRow, ...comparisons: string[]) => (string | number)[],
+  rps: (key: ScenarioKey, users: number, server: ServerName) => number,
+): { lines: string[]; targets: Target[] } {
+  const heading = '### REST on SQLite';
+  const rows = findings.sqliteRows;
+  if (rows.length === 0) return { lines: [heading, '', 'n/a: not in quick mode.'], targets: [] };
+  const own = (row: RestRow) => row.result?.requestsPerSecond ?? NaN;
+  const postgres = (key: ScenarioKey, users: number) =>
+    findings.postgresRows?.find((row) => row.server === 'Roster (PostgreSQL)' && row.users === users && row.scenario.key === key)?.result?.requestsPerSecond ?? NaN;
+  const sqliteTable = table(
+    [...header, 'SQLite / memory store', 'SQLite / PostgreSQL'],
+    rows.map((row) => cells(row, ratio(own(row) / rps(row.scenario.key, row.users, 'Roster')), ratio(own(row) / postgres(row.scenario.key, row.users)))),
+  );
+  const targets: Target[] = [];
+  for (const row of rows) {
+    const read = SQLITE_READ_KEYS.includes(row.scenario.key);
+    const write = row.scenario.key === 'create' || row.scenario.key === 'patch';
+    if (!read && !write) continue;
+    const value = read ? own(row) / rps(row.scenario.key, row.users, 'Roster') : own(row) / postgres(row.scenario.key, row.users);
+    targets.push({
+      label: `${row.server}: ${row.scenario.label} at ${integer(row.users)} users`,
+      figure: `${ratio(value)} ${read ? 'the memory store' : 'PostgreSQL'}`,
+      goal: `≥ ${read ? SQLITE_READ_RATIO : SQLITE_WRITE_RATIO}×`,
+      pass: judge(value, (v) => v >= (read ? SQLITE_READ_RATIO : SQLITE_WRITE_RATIO)),
+      disturbed: isDisturbed(row.otherLoad),
+    });
+  }
+  const lines = [
+    heading,
+    '',
+    `Roster with DATABASE_URL=sqlite:<a fresh file> (WAL), once with SQLITE_SYNCHRONOUS=FULL and once with NORMAL (the default), each filled in bulk with the same users (one transaction), ` +
+      `run after the other servers of its size on CPU ${SERVER_CPU}. Reads are compared with Roster on its memory store, creates and patches with Roster on PostgreSQL, in the table above${plan.postgres === 'all' ? '' : ' (quick mode: none)'}. Otherwise as above.`,
+    '',
+    sqliteTable,
+    '',
+    ...disturbed(rows),
+    '',
+    'Targets:',
+    '',
+    targetLines(targets),
+  ];
+  return { lines, targets };
 }
 
 /** Runs the REST section and reports it. */

@@ -1,11 +1,13 @@
 /**
  * Benchmark child: Roster itself, in-process as `main.ts` would run it, with its memory store filled
  * with the benchmark's users before it starts; or, when `env` has DATABASE_URL, on PostgreSQL, the
- * users stored there first (bench/postgres.ts). Reports its ports and its memory to the parent.
+ * users stored there first (bench/postgres.ts); or on SQLite (DATABASE_URL=sqlite:…, bench/sqlite.ts).
+ * Reports its ports and its memory to the parent.
  */
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { answerParent, measureFill, memoryNow, type Fill } from '../ipc.js';
 import { fillUsers } from '../postgres.js';
+import { fillSqlite } from '../sqlite.js';
 import { startRoster } from '../../test/support/roster.js';
 import { benchUser } from '../users.js';
 
@@ -23,7 +25,8 @@ answerParent<RosterCommand>(async (command) => {
   const database = command.env.DATABASE_URL;
   const store = database ? undefined : new MemoryUserStore();
   const fill = await measureFill(async () => {
-    if (database) await fillUsers(database, command.users);
+    if (database?.startsWith('sqlite:')) await fillSqlite(database.slice('sqlite:'.length), command.users);
+    else if (database) await fillUsers(database, command.users);
     for (let index = 0; store && index < command.users; index++) {
       if ((await store.insert(benchUser(index))) === 'email_taken') throw new Error(`the store refused bench user ${index}`);
     }
