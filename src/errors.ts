@@ -33,7 +33,7 @@ export const ERROR_CATALOG = {
   TOO_MANY_CONNECTIONS: { status: 429, meaning: 'A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT', example: 'Too many chat connections from this client' },
   HEADERS_TOO_LARGE: { status: 431, meaning: 'The request headers are larger than Node\'s limit (16 KiB)', example: 'The request headers are too large' },
   INTERNAL_ERROR: { status: 500, meaning: 'An unexpected fault; the detail is in the log, never in the reply', example: 'An unexpected error occurred' },
-  SERVICE_UNAVAILABLE: { status: 503, meaning: 'An engine is unreachable or busy, the chat is full or shutting down, or logins are queued past their bound; nothing was changed', example: 'The database is unreachable; try again shortly' },
+  SERVICE_UNAVAILABLE: { status: 503, meaning: 'An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed', example: 'The database is unreachable; try again shortly' },
   INSUFFICIENT_STORAGE: { status: 507, meaning: 'A create while the store holds MAX_USERS users; reads, updates and deletes go on', example: 'The user store is full (1000 users, MAX_USERS); delete users or raise the limit' },
 } as const satisfies Record<string, { status: number; meaning: string; example: string }>;
 
