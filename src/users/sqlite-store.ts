@@ -67,6 +67,8 @@ interface Row {
 }
 
 const COLUMNS = 'id, name, email, role, created_at, updated_at';
+/** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
+export const SQLITE_CACHED_USERS = 20_000;
 
 /** Refused to open: another process holds the file. */
 export class DatabaseInUse extends Error {
@@ -235,6 +237,14 @@ export class SqliteUserStore implements UserStore {
   /** The last stamp handed out (microseconds): every next one is later, also across restarts. */
   #last: number;
   readonly #statements = new Map<string, Database.Statement>();
+  /**
+   * Users as last read or written, by rowid (created_at). This process is the file's only writer, so an
+   * entry is replaced or dropped by every write of its user and is never stale. Reads then fetch only
+   * rowids from the indexes (no row, no decoding), and hand out the same object until the user changes,
+   * as the memory store does, so the reply cache keeps each user's JSON (http/routes/user-json.ts).
+   * Bounded: when full it starts again empty.
+   */
+  readonly #cache = new Map<number, User>();
 
   private constructor(db: Database.Database, lock: SqliteLock | undefined, logger: Logger) {
     this.#db = db;
@@ -271,8 +281,10 @@ export class SqliteUserStore implements UserStore {
   }
 
   async get(id: string): Promise<User | undefined> {
-    const row = this.#read(() => this.#statement(`SELECT ${COLUMNS} FROM users WHERE id = ?`).get(toBlob(id)) as Row | undefined);
-    return row && userOf(row, id);
+    return this.#read(() => {
+      const rowid = this.#statement('SELECT created_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as number | undefined;
+      return rowid === undefined ? undefined : this.#userAt(rowid);
+    });
   }
 
   async list(params: ListParams): Promise<ListResult> {
@@ -292,19 +304,17 @@ export class SqliteUserStore implements UserStore {
         values.push(needle, needle);
       }
       const where = filters.length === 0 ? '' : `WHERE ${filters.join(' AND ')}`;
-      const total =
-        params.search === undefined
-          ? params.role === undefined
-            ? this.#count()
-            : (this.#roles.get(params.role) ?? 0)
-          : (this.#statement(`SELECT count(*) FROM users ${where}`).pluck().get(...values) as number);
+      const select = `SELECT created_at FROM users ${where} ORDER BY ${orderBy(params)}`;
+      if (params.search !== undefined) {
+        // A search reads every row anyway: one pass gives the matches in order, hence the total and the page.
+        const matches = this.#statement(select).pluck().all(...values) as number[];
+        return { users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)), total: matches.length };
+      }
+      // Without search, the total is the count kept per role: no count of the table.
+      const total = params.role === undefined ? this.#count() : (this.#roles.get(params.role) ?? 0);
       if (params.offset >= total || params.limit <= 0) return { users: [], total };
-      const rows = this.#statement(`SELECT ${COLUMNS} FROM users ${where} ORDER BY ${orderBy(params)} LIMIT ? OFFSET ?`).all(
-        ...values,
-        params.limit,
-        params.offset,
-      ) as Row[];
-      return { users: rows.map((row) => userOf(row)), total };
+      const rowids = this.#statement(`${select} LIMIT ? OFFSET ?`).pluck().all(...values, params.limit, params.offset) as number[];
+      return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
     });
   }
 
@@ -321,28 +331,29 @@ export class SqliteUserStore implements UserStore {
       ).run(now, id, toBlob(user.name), toBlob(user.email), toBlob(user.role), now, toStored(user.name.toLowerCase()), toStored(user.email.toLowerCase()), key);
       this.#counted(user.role, 1);
       const stamp = formatMicros(now);
-      return { id: user.id, name: user.name, email: user.email, role: user.role, created_at: stamp, updated_at: stamp };
+      return this.#cached(now, { id: user.id, name: user.name, email: user.email, role: user.role, created_at: stamp, updated_at: stamp });
     });
   }
 
   async update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
     return this.#write(() => {
-      const stored = toBlob(id);
-      const row = this.#statement(`SELECT ${COLUMNS} FROM users WHERE id = ?`).get(stored) as Row | undefined;
-      if (!row) return 'not_found';
+      const found = this.#statement('SELECT created_at, email_key FROM users WHERE id = ?').get(toBlob(id)) as
+        | { created_at: number; email_key: string }
+        | undefined;
+      if (!found) return 'not_found';
+      const rowid = found.created_at;
       const key = changes.email === undefined ? undefined : toStored(emailKey(changes.email));
-      if (options.uniqueEmail) {
-        const ownKey = key ?? (this.#statement('SELECT email_key FROM users WHERE id = ?').pluck().get(stored) as string);
-        if (this.#statement('SELECT 1 FROM users WHERE email_key = ? AND id <> ? LIMIT 1').get(ownKey, stored)) return 'email_taken';
+      if (options.uniqueEmail && this.#statement('SELECT 1 FROM users WHERE email_key = ? AND created_at <> ? LIMIT 1').get(key ?? found.email_key, rowid)) {
+        return 'email_taken';
       }
-      const before = userOf(row, id);
+      const before = this.#userAt(rowid);
       const now = this.#next();
       const name = changes.name;
       const email = changes.email;
       this.#statement(
         `UPDATE users SET name = coalesce(?, name), name_lower = coalesce(?, name_lower), email = coalesce(?, email),
            email_lower = coalesce(?, email_lower), email_key = coalesce(?, email_key), role = coalesce(?, role), updated_at = ?
-         WHERE id = ?`,
+         WHERE created_at = ?`,
       ).run(
         name === undefined ? null : toBlob(name),
         name === undefined ? null : toStored(name.toLowerCase()),
@@ -351,7 +362,7 @@ export class SqliteUserStore implements UserStore {
         key ?? null,
         changes.role === undefined ? null : toBlob(changes.role),
         now,
-        stored,
+        rowid,
       );
       const next: User = { ...before, ...changes, updated_at: formatMicros(now) };
       if (next.role !== before.role) {
@@ -359,15 +370,16 @@ export class SqliteUserStore implements UserStore {
         this.#counted(next.role, 1);
       }
       // Exactly the user's own fields, in the contract's order, whatever else `changes` carries.
-      return { id: next.id, name: next.name, email: next.email, role: next.role, created_at: next.created_at, updated_at: next.updated_at };
+      return this.#cached(rowid, { id: next.id, name: next.name, email: next.email, role: next.role, created_at: next.created_at, updated_at: next.updated_at });
     });
   }
 
   async remove(id: string): Promise<boolean> {
     return this.#write(() => {
-      const role = this.#statement('DELETE FROM users WHERE id = ? RETURNING role').pluck().get(toBlob(id)) as Buffer | undefined;
-      if (role === undefined) return false;
-      this.#counted(fromBlob(role), -1);
+      const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as { role: Buffer; created_at: number } | undefined;
+      if (gone === undefined) return false;
+      this.#cache.delete(gone.created_at);
+      this.#counted(fromBlob(gone.role), -1);
       return true;
     });
   }
@@ -395,6 +407,7 @@ export class SqliteUserStore implements UserStore {
 
   async close(): Promise<void> {
     this.health.close();
+    this.#cache.clear();
     // Closing the last connection checkpoints the WAL into the database file and removes it.
     if (this.#db.open) this.#db.close();
     this.#lock?.release();
@@ -403,6 +416,20 @@ export class SqliteUserStore implements UserStore {
   /** The database file's connection, for the bench (bulk fill) and the tests. */
   get database(): Database.Database {
     return this.#db;
+  }
+
+  /** The user stored at `rowid` (which the caller has just read from the file). */
+  #userAt(rowid: number): User {
+    const known = this.#cache.get(rowid);
+    if (known) return known;
+    const row = this.#statement(`SELECT ${COLUMNS} FROM users WHERE created_at = ?`).get(rowid) as Row;
+    return this.#cached(rowid, userOf(row));
+  }
+
+  #cached(rowid: number, user: User): User {
+    if (this.#cache.size >= SQLITE_CACHED_USERS && !this.#cache.has(rowid)) this.#cache.clear();
+    this.#cache.set(rowid, user);
+    return user;
   }
 
   #count(): number {
