@@ -40,8 +40,10 @@ after(() => {
 /** Roster on `file` as a child process; resolves once health answers. */
 async function startInstance(file: string, env: Record<string, string> = {}): Promise<Instance> {
   const [port, wsPort] = [await freePort(), await freePort()];
+  // One process, one file: not the chat bus the test run may name.
+  const { REDIS_URL: _redis, ...inherited } = process.env;
   const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, DATABASE_URL: `sqlite:${file}`, PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn', ...env },
+    env: { ...inherited, DATABASE_URL: `sqlite:${file}`, PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -341,7 +343,7 @@ describe('SQLite store, as real processes', () => {
         const health = await request(`${instance.api}/health`);
         assert.equal(health.status, 200);
         assert.equal(health.body.data.status, 'degraded');
-        assert.deepEqual(health.body.data.checks, { database: 'down' });
+        assert.equal(health.body.data.checks.database, 'down');
 
         assert.equal(spawnSync('prlimit', ['--pid', pid, '--fsize=unlimited:unlimited']).status, 0);
         await within(
