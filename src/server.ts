@@ -96,13 +96,17 @@ async function assemble(
   const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
   const bus: RedisBus | undefined = config.redis
-    ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, parts.chatBus, faults)
+    ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, { history: config.chat.history, ...parts.chatBus }, faults)
     : undefined;
   if (bus) dependencies.push(bus);
-  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, limiter, dependencies });
-  const room = new ChatRoom({
-    deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed'),
-  }, bus);
+  const room = new ChatRoom(
+    { deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed') },
+    bus,
+    { history: config.chat.history },
+  );
+  const chatMembers = async () =>
+    (await room.members()).map((member) => ({ id: member.id, ...(member.name === undefined ? {} : { name: member.name }), connected_at: member.since }));
+  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, limiter, dependencies, chatMembers });
   const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS, {
     tls: config.tls,
     origins: config.corsOrigins,

@@ -46,6 +46,7 @@ const DEFAULTS: Config = {
     maxConnections: 10_000,
     maxConnectionsPerClient: undefined,
     handshakeTimeoutMs: 15_000,
+    history: 500,
   },
 };
 
@@ -293,7 +294,7 @@ describe('loadConfig valid overrides', () => {
       sqlite: undefined,
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
-      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, maxConnectionsPerClient: undefined, handshakeTimeoutMs: 2000 },
+      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, maxConnectionsPerClient: undefined, handshakeTimeoutMs: 2000, history: 500 },
     });
   });
 });

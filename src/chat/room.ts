@@ -9,10 +9,16 @@
  * (NOTICE_WINDOW_MS_PER_MEMBER), so a small room hears of a join at once and a crowd's notices cost a
  * bounded share of the time. Anything else the room sends first flushes the pending notices, so every
  * member still sees every message in the order the room produced them.
+ *
+ * History (history.ts) is opt-in per member: a member that asked (`?history=`, `?since=`) is a
+ * listener. It gets its replay after its welcome (what the room sends it meanwhile waits, in order,
+ * behind the replay), then chat messages carrying their ids, each id once and in increasing order.
+ * Everyone else gets exactly the contract's frames: the broadcast loop runs over them alone.
  */
 import { timestamp } from '../clock.js';
-import { localBus, type ChatBus, type SharedMessage } from './bus.js';
-import { encodeServerMessage, parseClientText, type ServerMessage } from './codec.js';
+import { localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
+import { compareIds, encodeServerMessage, parseClientText, type ChatMessage, type ServerMessage } from './codec.js';
+import { MemoryHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
 
 export interface Member {
   /** The connection's random, unguessable identifier: the `from` of its chat messages. */
@@ -41,8 +47,29 @@ export interface RoomEvents {
   deliveryFailed?(member: Member, error: unknown): void;
 }
 
+export interface RoomOptions {
+  /** CHAT_HISTORY: messages kept for members that ask; 0 (the default here): no history, nobody asks. */
+  history?: number;
+}
+
+/** A member that asked for history: the last id it was given, and what waits behind its replay. */
+interface Listener {
+  lastId: string | undefined;
+  /** Until its replay is out: what the room sent it meanwhile (an id for chat messages that carry one). */
+  pending: { payload: Buffer | readonly Buffer[]; from: number; id?: string }[] | undefined;
+}
+
 export class ChatRoom {
   readonly #members = new Map<string, Member>();
+  /** The members that did not ask for history: the contract's frames only. */
+  readonly #plain = new Map<string, Member>();
+  readonly #listeners = new Map<Member, Listener>();
+  /** Every member here as the member list shows it, in the order they joined. */
+  readonly #records = new Map<string, MemberRecord>();
+  #seq = 0;
+  readonly #history: ChatHistory | undefined;
+  /** The history when this process keeps it itself (no shared history on the bus). */
+  readonly #memory: MemoryHistory | undefined;
   /** Join and leave notices not yet handed to the members, oldest first. */
   #notices: Buffer[] = [];
   /** Members who joined while notices were pending: the index of their own join notice. */
@@ -54,8 +81,28 @@ export class ChatRoom {
   constructor(
     private readonly events: RoomEvents = {},
     private readonly bus: ChatBus = localBus,
+    options: RoomOptions = {},
   ) {
-    bus.attach({ localCount: () => this.size, deliver: (message) => this.#fromElsewhere(message) });
+    bus.attach({
+      localCount: () => this.size,
+      localMembers: () => [...this.#records.values()],
+      deliver: (message, id, own) => this.#fromElsewhere(message, id, own),
+    });
+    const capacity = options.history ?? 0;
+    if (capacity > 0) {
+      this.#memory = bus.history ? undefined : new MemoryHistory(capacity);
+      this.#history = bus.history ?? this.#memory;
+    }
+  }
+
+  /** This instance's members, in the order they joined. */
+  localMembers(): MemberRecord[] {
+    return [...this.#records.values()];
+  }
+
+  /** The members of the whole room: every instance's when the bus shares them, else this one's. */
+  async members(): Promise<MemberRecord[]> {
+    return this.bus.members ? this.bus.members() : this.localMembers();
   }
 
   /** Members connected to this instance. */
@@ -68,8 +115,13 @@ export class ChatRoom {
     return this.size + this.bus.remoteCount();
   }
 
-  join(member: Member): void {
+  /** `request`: what the member asked for on its handshake URL; history only if the room keeps one. */
+  join(member: Member, request?: HistoryRequest): void {
+    const record: MemberRecord = { id: member.id, ...(member.name === undefined ? {} : { name: member.name }), since: timestamp(), seq: ++this.#seq };
+    this.#records.set(member.id, record);
     this.#members.set(member.id, member);
+    const asks = this.#history !== undefined && request !== undefined && (request.history !== undefined || request.since !== undefined);
+    if (!asks) this.#plain.set(member.id, member);
     const count = this.#online();
     // `name` only for an authenticated member: without authentication the messages are as before.
     const name = member.name === undefined ? {} : { name: member.name };
@@ -80,10 +132,61 @@ export class ChatRoom {
       ...name,
       timestamp: timestamp(),
     }));
+    if (asks) this.#replay(member, request);
     this.#joinedAt.set(member, this.#notices.length);
     const notice: SharedMessage = { type: 'user_join', message: 'A user joined the chat', ...name, online_count: count, timestamp: timestamp() };
     this.#notice(notice);
-    this.bus.publish(notice, this.size);
+    this.bus.publish(notice, this.size, { join: record });
+  }
+
+  /** Reads what the member asked for; everything else it is sent waits until the replay is out. */
+  #replay(member: Member, request: HistoryRequest): void {
+    const listener: Listener = { lastId: undefined, pending: [] };
+    this.#listeners.set(member, listener);
+    let read: Recovery | Promise<Recovery>;
+    try {
+      read = this.#history!.read(request);
+    } catch {
+      read = unavailable(request);
+    }
+    if (!(read instanceof Promise)) return this.#replayed(member, listener, read);
+    read.then(
+      (recovery) => this.#replayed(member, listener, recovery),
+      () => this.#replayed(member, listener, unavailable(request)),
+    );
+  }
+
+  #replayed(member: Member, listener: Listener, recovery: Recovery): void {
+    if (this.#listeners.get(member) !== listener) return; // left meanwhile
+    const frames = recovery.entries.map((entry) => serialise({ ...entry.message, id: entry.id, history: true }));
+    frames.push(
+      serialise({
+        type: 'history',
+        count: recovery.entries.length,
+        ...(recovery.lastId === undefined ? {} : { last_id: recovery.lastId }),
+        ...(recovery.recovered === undefined ? {} : { recovered: recovery.recovered }),
+        timestamp: timestamp(),
+      }),
+    );
+    const pending = listener.pending!;
+    listener.pending = undefined;
+    listener.lastId = recovery.lastId;
+    this.#deliver(member, frames, 0);
+    for (const item of pending) {
+      if (item.id === undefined) this.#deliver(member, item.payload, item.from);
+      else this.#deliverStored(member, listener, item.id, item.payload as Buffer);
+    }
+  }
+
+  /** A chat with its id, to a member that asked for ids: each id once, in increasing order. */
+  #deliverStored(member: Member, listener: Listener, id: string, payload: Buffer): void {
+    if (listener.pending) {
+      listener.pending.push({ payload, from: 0, id });
+      return;
+    }
+    if (listener.lastId !== undefined && !(compareIds(id, listener.lastId) > 0)) return; // replayed already
+    listener.lastId = id;
+    this.#deliver(member, payload);
   }
 
   /** A `system` message to one member only (a rate-limit notice, say). */
@@ -95,10 +198,13 @@ export class ChatRoom {
   leave(member: Member): boolean {
     if (this.#members.get(member.id) !== member) return false;
     this.#members.delete(member.id);
+    this.#plain.delete(member.id);
+    this.#listeners.delete(member);
+    this.#records.delete(member.id);
     this.#joinedAt.delete(member);
     const notice: SharedMessage = { type: 'user_leave', message: 'A user left the chat', online_count: this.#online(), timestamp: timestamp() };
     this.#notice(notice);
-    this.bus.publish(notice, this.size);
+    this.bus.publish(notice, this.size, { leave: member.id });
     return true;
   }
 
@@ -124,19 +230,49 @@ export class ChatRoom {
     const intent = parseClientText(text);
     if (intent.kind === 'ping') this.#send(member, { type: 'pong', timestamp: timestamp() });
     else if (intent.kind === 'chat') {
-      const chat: SharedMessage = { type: 'chat', from: member.id, message: intent.message, timestamp: timestamp() };
-      this.#broadcast(chat);
-      this.bus.publish(chat, this.size);
+      const chat: ChatMessage = { type: 'chat', from: member.id, message: intent.message, timestamp: timestamp() };
+      const frame = this.#broadcast(chat);
+      const shared = this.bus.history;
+      if (this.#history === undefined) {
+        this.bus.publish(chat, this.size);
+      } else if (shared) {
+        // The listeners here get it back from the bus with its id, in the order of the shared history.
+        if (!shared.publishChat(chat, this.size)) this.#toListeners(frame);
+      } else {
+        const id = this.#memory!.append(chat);
+        this.#toListeners(frame, id, chat);
+        this.bus.publish(chat, this.size);
+      }
     }
   }
 
   /**
    * What a member of another instance did, told to every member here as if it were local. A notice's
    * count is this instance's view of the room (the bus has already taken in the sender's new count).
+   * `own`: a chat of this instance coming back from the shared history with its id, for the listeners.
    */
-  #fromElsewhere(message: SharedMessage): void {
-    if (message.type === 'chat') this.#broadcast(message);
-    else this.#notice({ ...message, online_count: this.#online() });
+  #fromElsewhere(message: SharedMessage, id?: string, own?: boolean): void {
+    if (message.type !== 'chat') return this.#notice({ ...message, online_count: this.#online() });
+    if (own) {
+      if (id === undefined || this.#listeners.size === 0) return;
+      this.#flushNotices();
+      this.#toListeners(undefined, id, message);
+      return;
+    }
+    const frame = this.#broadcast(message);
+    this.#toListeners(frame, id, message);
+  }
+
+  /** A chat to the listeners: with its id when it has one, else the plain frame. */
+  #toListeners(frame: Buffer | undefined, id?: string, chat?: ChatMessage): void {
+    if (this.#listeners.size === 0) return;
+    if (id === undefined) {
+      const plain = frame ?? serialise(chat!);
+      for (const member of this.#listeners.keys()) this.#deliver(member, plain);
+      return;
+    }
+    const stored = serialise({ ...chat!, id });
+    for (const [member, listener] of this.#listeners) this.#deliverStored(member, listener, id, stored);
   }
 
   #notice(message: ServerMessage): void {
@@ -158,16 +294,25 @@ export class ChatRoom {
     this.#deliver(member, serialise(message));
   }
 
-  #broadcast(message: ServerMessage): void {
+  /** To every member that did not ask for history; returns the frame. */
+  #broadcast(message: ServerMessage): Buffer {
     this.#flushNotices();
     const frame = serialise(message);
-    for (const member of this.#members.values()) {
+    for (const member of this.#plain.values()) {
       this.#deliver(member, frame);
     }
+    return frame;
   }
 
   /** One message, or `payloads[from]` onwards as one write (coalesced notices). */
   #deliver(member: Member, payload: Buffer | readonly Buffer[], from = 0): void {
+    if (this.#listeners.size !== 0) {
+      const pending = this.#listeners.get(member)?.pending;
+      if (pending) {
+        pending.push({ payload, from });
+        return;
+      }
+    }
     try {
       if (Buffer.isBuffer(payload)) member.deliver(payload);
       else member.deliverMany(payload as readonly Buffer[], from);
@@ -176,6 +321,11 @@ export class ChatRoom {
       this.events.deliveryFailed?.(member, error);
     }
   }
+}
+
+/** When the history could not be read (Redis away): nothing replayed, the position unknown. */
+function unavailable(request: HistoryRequest): Recovery {
+  return { entries: [], lastId: undefined, ...(request.since === undefined ? {} : { recovered: false }) };
 }
 
 function serialise(message: ServerMessage): Buffer {

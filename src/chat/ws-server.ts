@@ -28,6 +28,23 @@ import { admission, isWebSocketUpgrade, refuse, type ChatProtection } from './ha
 export type { ChatProtection } from './handshake.js';
 import { MessageBudget } from './message-budget.js';
 import type { ChatRoom, Member } from './room.js';
+import type { HistoryRequest } from './history.js';
+
+/**
+ * What a handshake URL asks of the history: `?since=<id>` (recovery; wins over history), else
+ * `?history=N` (a whole number; larger than the history kept gives all of it). Neither: undefined, and
+ * the connection gets the contract's frames only. A `since` that is not an id is a gap, said so.
+ */
+export function historyRequest(url: string | undefined): HistoryRequest | undefined {
+  const at = url?.indexOf('?') ?? -1;
+  if (at < 0) return undefined;
+  const query = new URLSearchParams(url!.slice(at + 1));
+  const since = query.get('since');
+  if (since !== null) return { since };
+  const history = query.get('history');
+  if (history !== null && /^\d{1,9}$/.test(history)) return { history: Number(history) };
+  return undefined;
+}
 
 /** Close codes of RFC 6455 that Roster sends itself. */
 const CloseCode = {
@@ -142,7 +159,7 @@ export function createChatServer(
     if (!guarded) {
       const key = clientKey(undefined, addressOf(request));
       if (tooMany(key)) return refuseTooMany(socket);
-      return wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key));
+      return wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, undefined, historyRequest(request.url)));
     }
     admit(request).then(
       (verdict) => {
@@ -151,7 +168,7 @@ export function createChatServer(
         if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
         const key = clientKey(verdict, addressOf(request));
         if (tooMany(key)) return refuseTooMany(socket);
-        wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, verdict));
+        wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, verdict, historyRequest(request.url)));
       },
       (error: unknown) => {
         log.error({ err: error }, 'chat handshake check failed');
@@ -171,7 +188,7 @@ export function createChatServer(
   }
 
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
-  function accept(ws: WebSocket, socket: Duplex, key: string, principal?: Principal): void {
+  function accept(ws: WebSocket, socket: Duplex, key: string, principal?: Principal, asked?: HistoryRequest): void {
     let client = clients.get(key);
     if (!client) {
       client = { key, open: 0, budget: messageLimit ? new MessageBudget(messageLimit) : undefined };
@@ -240,7 +257,7 @@ export function createChatServer(
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
     });
 
-    room.join(connection.member);
+    room.join(connection.member, asked);
     metrics.joined();
     if (principal?.expiresAt !== undefined) closeAtExpiry(ws, connection, principal.expiresAt);
   }

@@ -168,6 +168,8 @@ export interface ChatConfig {
   maxConnectionsPerClient: number | undefined;
   /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
   handshakeTimeoutMs: number;
+  /** Chat messages kept for clients that ask (`?history=`, `?since=`); 0: off. `CHAT_HISTORY`, default 500. */
+  history: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -234,6 +236,7 @@ export function loadConfig(env: Env): Config {
       maxConnections: get(S.WS_MAX_CONNECTIONS),
       maxConnectionsPerClient: maxConnectionsPerClient(get(S.WS_MAX_CONNECTIONS_PER_CLIENT), auth.scheme !== 'none' || isSet('RATE_LIMIT')),
       handshakeTimeoutMs: headersTimeoutMs,
+      history: get(S.CHAT_HISTORY),
     },
   };
 }

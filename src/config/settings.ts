@@ -71,6 +71,7 @@ export const MAX_CONNECTIONS = setting<number>('MAX_CONNECTIONS', 10_000, intege
 export const METRICS = setting<boolean>('METRICS', true, boolean, '`true`', 'Prometheus metrics at `GET /metrics` on the REST port; `false` removes the route.');
 export const METRICS_AUTH = setting<boolean>('METRICS_AUTH', false, boolean, '`false`', 'With `AUTH` on, `true` makes `/metrics` need an admin credential; `false` leaves it public (see [Protection](#protection-opt-in)).');
 export const CONSOLE = setting<boolean>('CONSOLE', true, boolean, '`true`', 'The browser console at `/` on the REST port; `false` removes it.');
+export const CHAT_HISTORY = setting<number>('CHAT_HISTORY', 500, integer(0, 100_000), '`500`', 'Chat messages the room keeps (in Redis with `REDIS_URL`, shared by every instance) for clients that ask, on the handshake URL, for `?history=N` or `?since=<id>`; `0` turns history and recovery off. See [History and recovery](#history-and-recovery-opt-in).');
 export const CHAT_PUBLIC_URL = setting<string | undefined>('CHAT_PUBLIC_URL', undefined, chatUrl, '(unset)', 'The chat address the browser console connects to, when it is not the page\'s host with `WS_PORT` (behind a proxy).');
 export const AUTH = setting<AuthScheme>('AUTH', 'none', oneOf(AUTH_SCHEMES), '`none`', '`none`, `apikey`, `basic`, `jwt` or `oauth2`: see [Protection (opt-in)](#protection-opt-in).');
 export const API_KEYS = setting<{ key: string; role: string }[] | undefined>('API_KEYS', undefined, apiKeys, '(unset)', '`AUTH=apikey`: comma-separated `key[:role]` (keys of 16–256 characters; role `user` unless given: write `key:admin` for an admin).');
@@ -119,6 +120,7 @@ export const SETTINGS: readonly Setting<unknown>[] = [
   METRICS,
   METRICS_AUTH,
   CONSOLE,
+  CHAT_HISTORY,
   CHAT_PUBLIC_URL,
   AUTH,
   API_KEYS,

@@ -13,6 +13,7 @@ import type { Config } from '../config/index.js';
 import type { UserSchemas } from '../users/schema.js';
 import type { UserService } from '../users/service.js';
 import { userRoutes } from './routes/users.js';
+import { chatRoutes, type ChatRoutesOptions } from './routes/chat.js';
 import { RouteCatalog } from './catalog.js';
 import { frameworkErrors, registerErrorHandling } from './errors.js';
 import { clientErrorHandler } from '../edge/client-errors.js';
@@ -47,6 +48,8 @@ export interface AppDependencies {
   limiter?: RateLimiter | undefined;
   /** Engines the health check reports on (PostgreSQL, Redis); none in the default single process. */
   dependencies?: readonly Dependency[];
+  /** The chat room's members on every instance, for GET /api/v1/chat/members (absent: no such route). */
+  chatMembers?: ChatRoutesOptions['members'] | undefined;
 }
 
 declare module 'fastify' {
@@ -166,6 +169,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     documented,
   );
   await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users, strict: config.strictValidation, capped: config.maxUsers > 0 });
+  if (deps.chatMembers) await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });
   await app.register(systemRoutes, {
     prefix: API_PREFIX,
     catalog,

@@ -156,6 +156,7 @@ export async function registerOpenApi(app: FastifyInstance, protection: Document
       tags: [
         { name: 'users', description: 'User records' },
         { name: 'service', description: 'Health and self-description' },
+        { name: 'chat', description: 'The chat room, read-only: who is online' },
       ],
       components: {
         schemas: {},

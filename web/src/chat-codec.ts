@@ -11,8 +11,48 @@ export type ServerMessage =
   | { type: 'system'; message: string; name?: string; timestamp: string }
   | { type: 'user_join'; message: string; name?: string; online_count: number; timestamp: string }
   | { type: 'user_leave'; message: string; online_count: number; timestamp: string }
-  | { type: 'chat'; from: string; message: string; timestamp: string }
-  | { type: 'pong'; timestamp: string };
+  // `id` (the message's position in the room's history) and `history` (replayed, not live): only to a
+  // client that asked for history or recovery on its handshake URL (`?history=N`, `?since=<id>`).
+  | { type: 'chat'; from: string; message: string; timestamp: string; id?: string; history?: true }
+  | { type: 'pong'; timestamp: string }
+  // Only to a client that asked: ends the replay. `last_id`: the position it now holds (reconnect with
+  // `?since=` it); `count`: messages replayed; `recovered` (with `since` only): false when the gap is
+  // older than the history kept, and then nothing was replayed.
+  | { type: 'history'; count: number; last_id?: string; recovered?: boolean; timestamp: string };
+
+/** A chat message as the server sends it. */
+export type ChatMessage = Extract<ServerMessage, { type: 'chat' }>;
+
+/**
+ * Message ids are `<milliseconds>-<sequence>` (Redis stream ids; the same form in memory), ordered as
+ * two numbers. Negative when `a` comes before `b`; NaN when either is not an id.
+ */
+export function compareIds(a: string, b: string): number {
+  const x = idParts(a);
+  const y = idParts(b);
+  if (!x || !y) return NaN;
+  return x[0] - y[0] || x[1] - y[1];
+}
+
+export function isMessageId(text: string): boolean {
+  return idParts(text) !== undefined;
+}
+
+function idParts(id: string): [number, number] | undefined {
+  const match = /^(\d{1,15})-(\d{1,15})$/.exec(id);
+  return match ? [Number(match[1]), Number(match[2])] : undefined;
+}
+
+/**
+ * The query a client adds to the chat URL to opt in: `history` recent messages when it joins, or
+ * everything since `since` (the last id it saw) when it reconnects. Empty when it asks for neither.
+ */
+export function historyQuery(options: { history?: number | undefined; since?: string | undefined }): string {
+  const parts: string[] = [];
+  if (options.since !== undefined) parts.push(`since=${encodeURIComponent(options.since)}`);
+  else if (options.history !== undefined) parts.push(`history=${Math.max(0, Math.floor(options.history))}`);
+  return parts.join('&');
+}
 
 /** What a client's text frame asks for. */
 export type ClientIntent = { kind: 'ping' } | { kind: 'chat'; message: string } | { kind: 'ignore' };
@@ -76,7 +116,7 @@ export function serverMessageOf(value: unknown): ServerMessage | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const fields = value as Record<string, unknown>;
   const timestamp = typeof fields.timestamp === 'string' ? fields.timestamp : '';
-  const { message, online_count: onlineCount, from, name } = fields;
+  const { message, online_count: onlineCount, from, name, id, history, count, last_id: lastId, recovered } = fields;
   const named = typeof name === 'string' ? { name } : {};
   switch (fields.type) {
     case 'system':
@@ -88,9 +128,21 @@ export function serverMessageOf(value: unknown): ServerMessage | undefined {
     case 'user_leave':
       return typeof message === 'string' && typeof onlineCount === 'number' ? { type: 'user_leave', message, online_count: onlineCount, timestamp } : undefined;
     case 'chat':
-      return typeof message === 'string' && typeof from === 'string' ? { type: 'chat', from, message, timestamp } : undefined;
+      return typeof message === 'string' && typeof from === 'string'
+        ? { type: 'chat', from, message, timestamp, ...(typeof id === 'string' ? { id } : {}), ...(history === true ? { history } : {}) }
+        : undefined;
     case 'pong':
       return { type: 'pong', timestamp };
+    case 'history':
+      return typeof count === 'number'
+        ? {
+            type: 'history',
+            count,
+            ...(typeof lastId === 'string' ? { last_id: lastId } : {}),
+            ...(typeof recovered === 'boolean' ? { recovered } : {}),
+            timestamp,
+          }
+        : undefined;
     default:
       return undefined;
   }

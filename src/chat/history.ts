@@ -1,0 +1,94 @@
+/**
+ * The room's memory of chat messages, for clients that ask for it (`?history=N`, `?since=<id>` on the
+ * handshake URL): nothing of it reaches a client that does not ask. One process keeps the last
+ * CHAT_HISTORY messages here, in memory; with REDIS_URL the Redis bus keeps them in a capped stream
+ * instead (redis-bus.ts), so that every instance serves the same history with the same ids.
+ *
+ * Ids are `<ms>-<seq>`, as Redis stream ids. In memory the first part is when the process started, so
+ * a `since` from an earlier run of the process is older than anything kept: told so, not replayed.
+ */
+import { compareIds, isMessageId, type ChatMessage } from './codec.js';
+
+/** What a joining client asked for: the last `history` messages, or everything after `since`. */
+export interface HistoryRequest {
+  history?: number;
+  since?: string;
+}
+
+export interface StoredChat {
+  readonly id: string;
+  readonly message: ChatMessage;
+}
+
+/** What a client that asked is given after its welcome. */
+export interface Recovery {
+  /** Oldest first. */
+  readonly entries: readonly StoredChat[];
+  /** The position the client holds once it has them: the newest id of the history (undefined: unknown). */
+  readonly lastId: string | undefined;
+  /** With `since` only: false when the gap is older than the history (entries is then empty). */
+  readonly recovered?: boolean;
+}
+
+export interface ChatHistory {
+  /** How many messages are kept; a request for more gets this many. */
+  readonly capacity: number;
+  read(request: HistoryRequest): Recovery | Promise<Recovery>;
+}
+
+/**
+ * The ids a history holds, and what `since` means against them: `floor` is the newest id known to be
+ * gone (or the origin, before anything is); every message after it is kept. A `since` from the floor
+ * to the newest id is recovered exactly; anything else (older, newer, another run's) is a gap.
+ */
+export function recover(entries: readonly StoredChat[], floor: string, request: HistoryRequest, capacity: number): Recovery {
+  const lastId = entries.length > 0 ? entries[entries.length - 1]!.id : floor;
+  if (request.since !== undefined) {
+    const since = request.since;
+    if (!isMessageId(since) || compareIds(since, floor) < 0 || compareIds(since, lastId) > 0) return { entries: [], lastId, recovered: false };
+    // Ids increase along the entries: the missed ones are a suffix.
+    let from = entries.length;
+    while (from > 0 && compareIds(entries[from - 1]!.id, since) > 0) from--;
+    return { entries: entries.slice(from), lastId, recovered: true };
+  }
+  const count = Math.min(request.history ?? 0, capacity, entries.length);
+  return { entries: count === 0 ? [] : entries.slice(entries.length - count), lastId };
+}
+
+/** One process's history: the last `capacity` chat messages, ids `<start ms>-<n>`. */
+export class MemoryHistory implements ChatHistory {
+  readonly #epoch: number;
+  #seq = 0;
+  /** The kept messages, oldest first, from index `#head` (older slots are dropped in batches). */
+  #entries: StoredChat[] = [];
+  #head = 0;
+  #floor: string;
+
+  constructor(
+    readonly capacity: number,
+    epoch = Date.now(),
+  ) {
+    this.#epoch = epoch;
+    this.#floor = `${epoch}-0`;
+  }
+
+  /** Keeps `message` and returns its id. */
+  append(message: ChatMessage): string {
+    const id = `${this.#epoch}-${++this.#seq}`;
+    this.#entries.push({ id, message });
+    if (this.#entries.length - this.#head > this.capacity) {
+      this.#floor = this.#entries[this.#head]!.id;
+      this.#head++;
+      // Amortised: the array is compacted once half of it is dropped slots.
+      if (this.#head >= this.capacity) {
+        this.#entries = this.#entries.slice(this.#head);
+        this.#head = 0;
+      }
+    }
+    return id;
+  }
+
+  read(request: HistoryRequest): Recovery {
+    return recover(this.#entries.slice(this.#head), this.#floor, request, this.capacity);
+  }
+}
