@@ -72,9 +72,25 @@ interface PairRow {
   error?: string;
 }
 
+/** A row of the history comparison: Roster with CHAT_HISTORY off and on, the same clients. */
+interface HistoryRow {
+  clients: number;
+  senders: number;
+  /** Deliveries/s of each run with CHAT_HISTORY=0, then with it on, in the order run (alternating). */
+  off: number[];
+  on: number[];
+  errors: string[];
+}
+
+/** CHAT_HISTORY of the "on" runs: the default. */
+const HISTORY_ON = '500';
+/** Runs of each setting, alternating off and on, so that drift of the machine hits both alike. */
+const HISTORY_ROUNDS = 2;
+
 interface ChatFindings {
   rows: ChatRow[];
   notes: string[];
+  historyRows?: HistoryRow[];
   /** Undefined without REDIS_URL. */
   pairRows?: PairRow[];
   pairNotes: string[];
@@ -130,6 +146,7 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
         }
       }
     }
+    findings.historyRows = await measureHistory(plan, generator);
     const redisUrl = process.env.REDIS_URL;
     // Not in quick mode, which stays under a minute.
     if (redisUrl && plan.postgres === 'all') findings.pairRows = await measurePair(plan, generator, redisUrl, findings.pairNotes);
@@ -191,6 +208,48 @@ async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, 
   } finally {
     await Promise.all(servers.map((server) => server.child.kill()));
     await resetClients(generator);
+  }
+  return rows;
+}
+
+/**
+ * Broadcast with the room's history on (CHAT_HISTORY, the default) against off (0): the smallest client
+ * count of the plan, each sender count, alternating off and on HISTORY_ROUNDS times; the clients do not
+ * ask for history (as the contract's clients), so the difference is what keeping it costs.
+ */
+async function measureHistory(plan: Plan, generator: BenchChild): Promise<HistoryRow[]> {
+  const clients = Math.min(...plan.chat.clients);
+  const rows = plan.chat.senders.map((senders): HistoryRow => ({ clients, senders, off: [], on: [], errors: [] }));
+  const { window, warmupSeconds, seconds } = plan.chat;
+  for (let round = 0; round < HISTORY_ROUNDS; round++) {
+    for (const setting of ['0', HISTORY_ON]) {
+      let server: ChatServer | undefined;
+      try {
+        server = await startChatServer('Roster', { env: { CHAT_HISTORY: setting }, label: `Roster (chat, CHAT_HISTORY=${setting})` });
+        const connect: ChatCommand = {
+          cmd: 'connect',
+          ports: [server.wsPort],
+          serverPid: server.child.pid,
+          clients,
+          senders: Math.max(...plan.chat.senders),
+          expectWelcome: true,
+          maxSeconds: plan.chat.connectSeconds,
+        };
+        const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
+        if (connected.connected < clients || !connected.settled) throw new Error('clients not all connected and settled: not measured');
+        for (const row of rows) {
+          const run: ChatCommand = { cmd: 'run', serverPid: server.child.pid, senders: row.senders, window, warmupSeconds, seconds };
+          const result = await generator.request<ChatResult>(run, (warmupSeconds + seconds) * 1000 + 60_000);
+          (setting === '0' ? row.off : row.on).push(result.deliveriesPerSecond);
+          progress(`chat history ${setting === '0' ? 'off' : 'on'}, ${integer(clients)} clients, ${row.senders} sender(s): ${integer(result.deliveriesPerSecond)} deliveries/s`);
+        }
+      } catch (error) {
+        for (const row of rows) row.errors.push(errorText(error));
+      } finally {
+        await server?.child.kill();
+        await resetClients(generator);
+      }
+    }
   }
   return rows;
 }
@@ -267,10 +326,45 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
     '',
     targetLines(targets),
     '',
+    ...historyReport(findings.historyRows ?? [], targets),
+    '',
     ...pairReport(plan, findings, (clients, senders) => deliveries(clients, senders, 'Roster')),
   ];
   const errors = [...findings.rows, ...(findings.pairRows ?? [])].filter((row) => row.error !== undefined).length;
   return { markdown: sections.join('\n'), targets, errors };
+}
+
+/** The history subsection: deliveries/s with CHAT_HISTORY on against off; adds its targets to `targets`. */
+function historyReport(rows: readonly HistoryRow[], targets: Target[]): string[] {
+  const median = (values: readonly number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted.length === 0 ? NaN : sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  };
+  const lines = rows.map((row) => {
+    const value = median(row.on) / median(row.off);
+    targets.push({
+      label: `chat deliveries/s with history on / off, ${integer(row.clients)} clients, ${row.senders} sender(s)`,
+      figure: ratio(value),
+      goal: '≥ 0.9×',
+      pass: judge(value, (v) => v >= 0.9),
+    });
+    return [
+      integer(row.clients),
+      row.senders,
+      row.off.map(integer).join(', '),
+      row.on.map(integer).join(', '),
+      ratio(value),
+      row.errors.length > 0 ? `error: ${row.errors[0]}` : '',
+    ];
+  });
+  return [
+    '### Chat: history on and off',
+    '',
+    `Roster alone with CHAT_HISTORY=0 and with CHAT_HISTORY=${HISTORY_ON} (the default), the same clients (none of them asks for history), ` +
+      `alternating off and on ${HISTORY_ROUNDS} times; each figure is one run's deliveries/s, the ratio is of the medians.`,
+    '',
+    table(['Clients', 'Senders', 'history off: deliveries/s', 'history on: deliveries/s', 'on / off', ''], lines),
+  ];
 }
 
 /** The two-instance subsection, compared with one instance (`single`: Roster's deliveries/s above). */

@@ -36,8 +36,13 @@ export function formatServerMessage(message: ServerMessage, options: FormatOptio
       return `* a user left (${message.online_count} online)`;
     case 'chat': {
       const who = `${printable(shortId(message.from))}${options.mine ? ' (you)' : ''}`;
-      return `[${formatClock(message.timestamp, options.timeZone)}] ${who}: ${printable(message.message)}`;
+      // Replayed from the room's history (said before this connection joined): marked with a `~`.
+      return `${message.history ? '~' : ''}[${formatClock(message.timestamp, options.timeZone)}] ${who}: ${printable(message.message)}`;
     }
+    case 'history':
+      if (message.recovered === false) return '* some messages were missed while disconnected: older than the history the room keeps';
+      if (message.recovered === true) return `* ${message.count} missed ${message.count === 1 ? 'message' : 'messages'} recovered`;
+      return message.count > 0 ? `* (the last ${message.count} ${message.count === 1 ? 'message' : 'messages'} above, marked ~)` : undefined;
     case 'pong':
       return undefined;
   }
@@ -152,8 +157,22 @@ export function printable(text: string): string {
  * `pending` also tells when everything sent has come back, which is what leaving at end of input waits for.
  */
 export class OwnChats {
-  readonly #pending: string[] = [];
+  #pending: string[] = [];
   #id: string | undefined;
+  /** The ids of this client's earlier connections (after reconnecting), still its own in a replay. */
+  readonly #earlier = new Set<string>();
+
+  /** A new connection (a new id): chats still waiting to come back are given up on. */
+  reset(): void {
+    if (this.#id !== undefined) this.#earlier.add(this.#id);
+    this.#id = undefined;
+    this.#pending = [];
+  }
+
+  /** Whether a replayed chat was this client's (it learns nothing from one). */
+  wasMine(from: string): boolean {
+    return from === this.#id || this.#earlier.has(from);
+  }
 
   /** This client's connection id, once learnt. */
   get id(): string | undefined {

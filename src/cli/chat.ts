@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { clearLine, createInterface, cursorTo, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
-import { encodeClientMessage } from '../chat/codec.js';
+import { ChatPosition, encodeClientMessage } from '../chat/codec.js';
 import {
   commandOf,
   describeClose,
@@ -24,7 +24,7 @@ import {
   worthReconnecting,
 } from './chat-view.js';
 
-export const CHAT_USAGE = `Usage: roster chat [URL] [--json] [--no-reconnect]
+export const CHAT_USAGE = `Usage: roster chat [URL] [--json] [--no-reconnect] [--history N]
 
 Joins the chat room at URL: by default $WS_URL, else ws://127.0.0.1:$WS_PORT, else
 ws://127.0.0.1:8765 (a URL without a scheme gets ws://).
@@ -43,6 +43,8 @@ Options:
   --json          print every message from the server exactly as received, one JSON object a
                   line, and nothing else on stdout (no prompt; notices go to stderr)
   --no-reconnect  end the session when the connection is lost, instead of connecting again
+  --history N     show the room's last N messages on joining (marked ~), and after a reconnection
+                  exactly what was missed meanwhile, in order, nothing twice
   -h, --help      show this help
 
 When an open connection is lost (the server restarts, 1001 or 1012; drops, 1006; is overloaded,
@@ -69,6 +71,8 @@ export interface ChatOptions {
   timeZone?: string;
   /** Connect again, with backoff, when an open connection is lost (default true; `--no-reconnect`). */
   reconnect?: boolean;
+  /** --history N: the last N messages on joining, and what was missed (`since`) on reconnecting; 0: neither. */
+  history?: number;
 }
 
 export interface ChatIo {
@@ -95,7 +99,7 @@ function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
   try {
     parsed = parseArgs({
       args,
-      options: { json: { type: 'boolean' }, 'no-reconnect': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: { json: { type: 'boolean' }, 'no-reconnect': { type: 'boolean' }, history: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
     });
   } catch (error) {
@@ -105,7 +109,12 @@ function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
   if (parsed.positionals.length > 1) return { kind: 'error', message: `one URL at most (got ${parsed.positionals.join(' ')})` };
   let url = parsed.positionals[0] ?? defaultChatUrl(env);
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) url = `ws://${url}`;
-  return { kind: 'run', options: { url, json: parsed.values.json === true, reconnect: parsed.values['no-reconnect'] !== true } };
+  const history = parsed.values.history;
+  if (history !== undefined && !/^\d{1,6}$/.test(history)) return { kind: 'error', message: `--history takes a whole number (got ${history})` };
+  return {
+    kind: 'run',
+    options: { url, json: parsed.values.json === true, reconnect: parsed.values['no-reconnect'] !== true, ...(history === undefined ? {} : { history: Number(history) }) },
+  };
 }
 
 /** `roster chat …` as a command: parses the arguments, runs on the process's streams, gives the exit status. */
@@ -153,7 +162,7 @@ class ChatSession {
   readonly #resolve: (code: number) => void;
   /** Prompt and line editing: a person at a terminal, and not --json. */
   readonly #prompting: boolean;
-  #own = new OwnChats();
+  readonly #own = new OwnChats();
   /** Application pings awaiting their pong, oldest first (the server answers in order). */
   #pings: { sentAt: number; shown: boolean }[] = [];
   #state: State = 'connecting';
@@ -164,10 +173,13 @@ class ChatSession {
   /** Failed reconnection attempts since the connection was lost. */
   #attempt = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
+  /** --history: where this session is in the room's history, across reconnections. */
+  readonly #position: ChatPosition | undefined;
   readonly #onSignal = (signal: Signal): void => this.#interrupt(signal);
 
   constructor(options: ChatOptions, io: ChatIo, resolve: (code: number) => void) {
-    this.#options = { pingIntervalMs: 30_000, leaveGraceMs: 2_000, closeTimeoutMs: 2_000, reconnect: true, ...options };
+    this.#options = { pingIntervalMs: 30_000, leaveGraceMs: 2_000, closeTimeoutMs: 2_000, reconnect: true, history: 0, ...options };
+    this.#position = this.#options.history > 0 ? new ChatPosition(this.#options.history) : undefined;
     this.#io = io;
     this.#resolve = resolve;
     this.#prompting = io.interactive && !options.json;
@@ -187,7 +199,8 @@ class ChatSession {
   #connect(): void {
     let ws: WebSocket;
     try {
-      ws = new WebSocket(this.#options.url, { handshakeTimeout: 10_000 });
+      // With --history: the last N on the first connection, what was missed since on the next ones.
+      ws = new WebSocket(this.#position ? this.#position.url(this.#options.url) : this.#options.url, { handshakeTimeout: 10_000 });
     } catch (error) {
       this.#diagnose(`invalid URL ${JSON.stringify(this.#options.url)}: ${(error as Error).message}`);
       this.#finish(2);
@@ -249,8 +262,9 @@ class ChatSession {
     if (this.#state === 'reconnecting') {
       this.#state = 'open';
       this.#attempt = 0;
-      // A new connection is a new member with a new id: learn it again from the next echo.
-      this.#own = new OwnChats();
+      // A new connection is a new member with a new id: learn it again from the next echo (the old
+      // ids stay this client's, for what a replay brings back).
+      this.#own.reset();
       this.#pings = [];
       this.#notice(`* reconnected to ${this.#options.url}`);
       return;
@@ -311,16 +325,18 @@ class ChatSession {
       return;
     }
     const text = rawText(data);
+    const message = parseServerMessage(text);
+    // Nothing twice across reconnections (the server sends no repeat; the client checks anyway).
+    if (message && this.#position && !this.#position.accept(message)) return;
     if (this.#options.json) this.#write(`${text}\n`);
 
-    const message = parseServerMessage(text);
     let line: string | undefined;
     if (message === undefined) line = formatUnknown(text);
     else if (message.type === 'pong') {
       const ping = this.#pings.shift();
       if (ping?.shown) line = formatPong(performance.now() - ping.sentAt);
     } else {
-      const mine = message.type === 'chat' && this.#own.isMine(message.from, message.message);
+      const mine = message.type === 'chat' && (message.history ? this.#own.wasMine(message.from) : this.#own.isMine(message.from, message.message));
       line = formatServerMessage(message, { mine, timeZone: this.#options.timeZone });
     }
     // With --json the raw line above is the output; only the answer to /ping is worth a notice.

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatServerMessage } from '../../src/cli/chat-view.js';
+import { ChatClient } from '../helpers.js';
 import type { Browser, Page } from 'playwright-core';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import {
@@ -167,6 +168,50 @@ test('a dropped connection shows "Reconnecting in … s" and comes back with bac
     assert.equal(await messages(page).nth(1).getAttribute('data-own'), 'true');
     assert.deepEqual(errors, []);
   } finally {
+    await browser?.close();
+    await proxy?.close();
+    await roster?.stop();
+  }
+});
+
+test('the page shows recent history on joining and, after a drop, exactly what was missed', { skip: noChromium, timeout: 40_000 }, async () => {
+  let roster: ConsoleRoster | undefined;
+  let browser: Browser | undefined;
+  let proxy: TcpProxy | undefined;
+  let observer: ChatClient | undefined;
+  try {
+    let chatPort = 0;
+    proxy = new TcpProxy(() => chatPort);
+    const proxyPort = await proxy.listen();
+    roster = await startConsoleRoster({}, { chatUrl: `ws://127.0.0.1:${proxyPort}/` });
+    chatPort = roster.wsPort;
+    // Someone talks before the page joins, straight to the chat port.
+    observer = await ChatClient.connect(`ws://127.0.0.1:${roster.wsPort}`);
+    for (const text of ['early 1', 'early 2']) observer.send({ type: 'chat', message: text });
+    await observer.next((m) => m.message === 'early 2');
+
+    browser = await launchBrowser();
+    const { page, errors } = await openConsole(browser, roster.origin);
+    await waitForText(status(page), 'Connected');
+    await eventually(async () => (await messages(page).count()) === 2, 'the two earlier messages');
+    assert.deepEqual(await messages(page).evaluateAll((items) => items.map((item) => item.classList.contains('earlier'))), [true, true]);
+
+    proxy.accepting = false;
+    proxy.cut();
+    await waitForText(page.locator('#chat-log li.notice.lost'), 'Connection lost');
+    await observer.next((m) => m.type === 'user_leave');
+    for (const text of ['while away 1', 'while away 2', 'while away 3']) observer.send({ type: 'chat', message: text });
+    await observer.next((m) => m.message === 'while away 3');
+    proxy.accepting = true;
+    await waitForText(status(page), 'Connected', 15_000);
+    await waitForText(page.locator('#chat-log li.notice.system').last(), '3 missed messages recovered');
+    observer.send({ type: 'chat', message: 'after' });
+    await waitForText(messages(page).last(), 'after');
+    const texts = await messages(page).evaluateAll((items) => items.map((item) => item.querySelector('.text')?.textContent));
+    assert.deepEqual(texts, ['early 1', 'early 2', 'while away 1', 'while away 2', 'while away 3', 'after'], 'nothing lost, nothing twice');
+    assert.deepEqual(errors, []);
+  } finally {
+    observer?.ws.terminate();
     await browser?.close();
     await proxy?.close();
     await roster?.stop();

@@ -147,3 +147,41 @@ export function serverMessageOf(value: unknown): ServerMessage | undefined {
       return undefined;
   }
 }
+
+/**
+ * A client's place in the room's history, across its reconnections: the first connection asks for the
+ * last `history` messages, every later one for what it missed (`since` the last id it saw). `accept`
+ * takes in each message and says whether to show it: a chat whose id is not past the last one seen is
+ * a repeat (the server does not send one; a client checks anyway).
+ */
+export class ChatPosition {
+  #lastId: string | undefined;
+
+  constructor(readonly history: number) {}
+
+  get lastId(): string | undefined {
+    return this.#lastId;
+  }
+
+  /** `url` with the query of the next connection. */
+  url(url: string): string {
+    const query = historyQuery(this.#lastId === undefined ? { history: this.history } : { since: this.#lastId });
+    return `${url}${url.includes('?') ? '&' : '?'}${query}`;
+  }
+
+  accept(message: ServerMessage): boolean {
+    if (message.type === 'history') {
+      if (message.last_id !== undefined) this.#lastId = message.last_id;
+      return true;
+    }
+    if (message.type !== 'chat' || message.id === undefined) return true;
+    if (this.#lastId !== undefined && !(compareIds(message.id, this.#lastId) > 0)) return false;
+    this.#lastId = message.id;
+    return true;
+  }
+
+  /** A new session (another user, say): the next connection asks for recent history again. */
+  reset(): void {
+    this.#lastId = undefined;
+  }
+}

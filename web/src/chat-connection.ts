@@ -4,7 +4,7 @@
  * and reconnects with exponential backoff and jitter whenever the socket closes.
  */
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import { decodeServerMessage, encodeClientMessage, type ClientMessage, type ServerMessage } from './chat-codec.js';
+import { ChatPosition, decodeServerMessage, encodeClientMessage, type ClientMessage, type ServerMessage } from './chat-codec.js';
 
 /** Messages the service sends, as the chat's one codec reads them. */
 export type { ServerMessage } from './chat-codec.js';
@@ -25,9 +25,14 @@ export interface ConnectionOptions {
   /** Contract: a client sends an application-level ping every 30 seconds. */
   pingIntervalMs: number;
   backoff: BackoffOptions;
+  /**
+   * Recent messages asked for on joining; every reconnection then asks for what was missed (`since`),
+   * so that nothing is lost or shown twice while the room keeps it. 0: the contract's frames only.
+   */
+  history: number;
 }
 
-const DEFAULT_CONNECTION_OPTIONS: ConnectionOptions = { pingIntervalMs: 30_000, backoff: DEFAULT_BACKOFF };
+const DEFAULT_CONNECTION_OPTIONS: ConnectionOptions = { pingIntervalMs: 30_000, backoff: DEFAULT_BACKOFF, history: 50 };
 
 export class ChatConnection {
   #socket: WebSocket | null = null;
@@ -39,12 +44,16 @@ export class ChatConnection {
   #stopped = false;
   /** Counts start() calls: a connect still resolving its URL from before a stop and start gives up. */
   #generation = 0;
+  /** Where this session is in the room's history (with `history` on). */
+  readonly #position: ChatPosition | undefined;
 
   constructor(
     private readonly resolveUrl: () => Promise<string>,
     private readonly events: ConnectionEvents,
     private readonly options: ConnectionOptions = DEFAULT_CONNECTION_OPTIONS,
-  ) {}
+  ) {
+    this.#position = options.history > 0 ? new ChatPosition(options.history) : undefined;
+  }
 
   get isOpen(): boolean {
     return this.#socket?.readyState === WebSocket.OPEN;
@@ -53,6 +62,7 @@ export class ChatConnection {
   start(): void {
     this.#stopped = false;
     this.#attempt = 0;
+    this.#position?.reset();
     this.#generation += 1;
     void this.#connect();
   }
@@ -88,7 +98,8 @@ export class ChatConnection {
     const generation = this.#generation;
     let socket: WebSocket;
     try {
-      socket = new WebSocket(await this.resolveUrl());
+      const url = await this.resolveUrl();
+      socket = new WebSocket(this.#position ? this.#position.url(url) : url);
     } catch {
       if (this.#stopped || generation !== this.#generation) return;
       // The settings could not be loaded, or the address is not a valid WebSocket URL.
@@ -108,7 +119,7 @@ export class ChatConnection {
     socket.addEventListener('message', (event: MessageEvent) => {
       if (this.#socket !== socket || typeof event.data !== 'string') return;
       const message = decodeServerMessage(event.data);
-      if (!message) return;
+      if (!message || (this.#position && !this.#position.accept(message))) return;
       if (message.type === 'pong') this.#awaitingPong = false;
       // The welcome: the room accepted this connection, so the backoff starts over next time.
       if (message.type === 'system') this.#attempt = 0;

@@ -132,17 +132,23 @@ export class ChatPanel {
         this.#count.textContent = String(message.online_count);
         break;
       case 'chat':
-        this.#chat(message.from, message.message, message.timestamp);
+        this.#chat(message.from, message.message, message.timestamp, message.history === true);
+        break;
+      case 'history':
+        // The end of what the room replayed: recent messages on joining, or what was missed meanwhile.
+        if (message.recovered === false) this.#notice('Some messages were missed while disconnected: they are older than the history the room keeps', 'lost');
+        else if (message.recovered === true && message.count > 0) this.#notice(`${message.count} missed ${message.count === 1 ? 'message' : 'messages'} recovered`, 'system');
         break;
       case 'pong':
         break;
     }
   }
 
-  #chat(from: string, text: string, timestamp?: string): void {
+  /** `earlier`: replayed from the room's history (said before this connection joined). */
+  #chat(from: string, text: string, timestamp?: string, earlier = false): void {
     // The contract never tells a connection its own id. The first echo of the oldest text still
     // waiting for one reveals it; from then on, messages from that id are this user's.
-    if (this.#ownId === null && this.#pending[0] === text) this.#ownId = from;
+    if (!earlier && this.#ownId === null && this.#pending[0] === text) this.#ownId = from;
     const own = this.#ownId !== null && from === this.#ownId;
     if (own) {
       const index = this.#pending.indexOf(text);
@@ -153,7 +159,7 @@ export class ChatPanel {
     this.#add(
       h(
         'li',
-        { class: own ? 'entry message own' : 'entry message', 'data-own': String(own), 'data-from': from },
+        { class: `${own ? 'entry message own' : 'entry message'}${earlier ? ' earlier' : ''}`, 'data-own': String(own), 'data-from': from },
         h('p', { class: 'meta' }, h('span', { class: 'who' }, who), hiddenText(' at '), timestamp ? timeElement(timestamp, formatTime) : null),
         h('p', { class: 'text' }, text),
       ),
