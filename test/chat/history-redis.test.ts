@@ -8,7 +8,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { ChatClient, request, startRoster, type Running } from '../helpers.js';
 import { compareIds } from '../../src/chat/codec.js';
 import { Listening, texts, type Message } from './history-support.js';
-import { roomUrl, WITHOUT_REDIS } from './redis-support.js';
+import { LogWatch, RedisProxy, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
 
 async function start(t: TestContext, url: string, env: Record<string, string> = {}): Promise<Running> {
   const running = await startRoster({ REDIS_URL: url, SHUTDOWN_TIMEOUT_MS: '2000', ...env });
@@ -130,5 +130,40 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
       assert.equal(listing.total, 6);
       assert.deepEqual([...listing.ids].sort(), expected);
     }
+  });
+
+  test('with Redis away, chat reaches the sender’s instance only, without ids and outside the history (the stated bound)', { timeout: 60_000 }, async (t) => {
+    const proxy = await RedisProxy.start();
+    t.after(() => proxy.close());
+    const url = roomUrl();
+    const log = new LogWatch();
+    const a = await startRoster({ REDIS_URL: via(url, proxy.port), SHUTDOWN_TIMEOUT_MS: '2000', LOG_LEVEL: 'info' }, { logTo: log.stream });
+    t.after(() => a.stop());
+    const sender = await member(t, a);
+    const asking = new Listening(`${a.wsUrl}/?history=0`);
+    t.after(() => asking.terminate());
+    await asking.until((m) => m.type === 'history');
+    sender.send({ type: 'chat', message: 'before' });
+    const before = await asking.until((m) => m.message === 'before');
+    assert.equal(typeof before.id, 'string');
+
+    const down = log.until(/chat bus down/);
+    proxy.cut();
+    await down;
+    sender.send({ type: 'chat', message: 'during' });
+    const during = await asking.until((m) => m.message === 'during');
+    assert.equal(during.id, undefined, 'not in the history: no id');
+
+    const back = log.until(/chat bus is back/, 10_000);
+    proxy.restore();
+    await back;
+    sender.send({ type: 'chat', message: 'after' });
+    const after = await asking.until((m) => m.message === 'after');
+    assert.ok(compareIds(after.id, before.id) > 0);
+    // Recovery from `before` gives what the history holds: the outage's message is not in it.
+    const recovering = new Listening(`${a.wsUrl}/?since=${before.id}`);
+    t.after(() => recovering.terminate());
+    const end = await recovering.until((m) => m.type === 'history');
+    assert.deepEqual([end.recovered, recovering.chats().map((m: Message) => m.message)], [true, ['after']]);
   });
 });

@@ -184,4 +184,16 @@ describe('chat history and recovery, one instance', () => {
     assert.equal(openapi.status, 200);
     assert.equal(openapi.body.paths['/api/v1/chat/members'].get.tags[0], 'chat');
   });
+
+  test('the member list under AUTH: a reader’s credential, and the principal’s name', async (t) => {
+    const KEY = 'k3y-0123456789abcdef';
+    const scope = await Scope.start({ AUTH: 'apikey', API_KEYS: KEY });
+    t.after(() => scope.dispose());
+    await scope.client(`/?api_key=${KEY}`);
+    assert.equal((await request(`${scope.running.api}/chat/members`)).status, 401);
+    const listed = await request(`${scope.running.api}/chat/members`, { headers: { 'X-API-Key': KEY } });
+    assert.equal(listed.status, 200);
+    assert.equal(listed.body.data.pagination.total, 1);
+    assert.equal(typeof listed.body.data.members[0].name, 'string');
+  });
 });
