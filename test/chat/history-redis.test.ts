@@ -8,7 +8,8 @@ import { describe, test, type TestContext } from 'node:test';
 import { ChatClient, request, startRoster, type Running } from '../helpers.js';
 import { compareIds } from '../../src/chat/codec.js';
 import { Listening, texts, type Message } from './history-support.js';
-import { LogWatch, RedisProxy, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { LogWatch, redisTarget, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
 
 async function start(t: TestContext, url: string, env: Record<string, string> = {}): Promise<Running> {
   const running = await startRoster({ REDIS_URL: url, SHUTDOWN_TIMEOUT_MS: '2000', ...env });
@@ -133,7 +134,7 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
   });
 
   test('with Redis away, chat reaches the sender’s instance only, without ids and outside the history (the stated bound)', { timeout: 60_000 }, async (t) => {
-    const proxy = await RedisProxy.start();
+    const proxy = await TcpProxy.start(redisTarget());
     t.after(() => proxy.close());
     const url = roomUrl();
     const log = new LogWatch();

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ChatClient, startRoster } from '../helpers.js';
-import { TcpProxy } from '../tcp-proxy.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { Cli, TEST_MS, type Json } from './support.js';
 
 test('roster chat --history: recent messages on joining, then recovery after a drop without loss or repeats', { timeout: TEST_MS }, async (t) => {
@@ -31,12 +31,12 @@ test('roster chat --history: recent messages on joining, then recovery after a d
   await cli.waitForJson((m) => m.message === 'live-0', 'a live message');
 
   // The network drops; what is said meanwhile is missed, then recovered on reconnection.
-  await proxy.cut();
+  proxy.cut();
   await observer.next((m) => m.type === 'user_leave');
   const missed = ['missed-0', 'missed-1', 'missed-2', 'missed-3'];
   for (const text of missed) observer.send({ type: 'chat', message: text });
   await observer.next((m) => m.message === 'missed-3');
-  await proxy.restore();
+  proxy.restore();
   const back = await cli.waitForJson((m) => m.type === 'history' && m.recovered !== undefined, 'the recovery');
   assert.equal(back.recovered, true);
   assert.equal(back.count, missed.length);

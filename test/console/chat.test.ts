@@ -181,9 +181,8 @@ test('the page shows recent history on joining and, after a drop, exactly what w
   let observer: ChatClient | undefined;
   try {
     let chatPort = 0;
-    proxy = new TcpProxy(() => chatPort);
-    const proxyPort = await proxy.listen();
-    roster = await startConsoleRoster({}, { chatUrl: `ws://127.0.0.1:${proxyPort}/` });
+    proxy = await TcpProxy.start(() => ({ host: '127.0.0.1', port: chatPort }));
+    roster = await startConsoleRoster({}, { chatUrl: `ws://127.0.0.1:${proxy.port}/` });
     chatPort = roster.wsPort;
     // Someone talks before the page joins, straight to the chat port.
     observer = await ChatClient.connect(`ws://127.0.0.1:${roster.wsPort}`);
@@ -196,13 +195,12 @@ test('the page shows recent history on joining and, after a drop, exactly what w
     await eventually(async () => (await messages(page).count()) === 2, 'the two earlier messages');
     assert.deepEqual(await messages(page).evaluateAll((items) => items.map((item) => item.classList.contains('earlier'))), [true, true]);
 
-    proxy.accepting = false;
     proxy.cut();
     await waitForText(page.locator('#chat-log li.notice.lost'), 'Connection lost');
     await observer.next((m) => m.type === 'user_leave');
     for (const text of ['while away 1', 'while away 2', 'while away 3']) observer.send({ type: 'chat', message: text });
     await observer.next((m) => m.message === 'while away 3');
-    proxy.accepting = true;
+    proxy.restore();
     await waitForText(status(page), 'Connected', 15_000);
     await waitForText(page.locator('#chat-log li.notice.system').last(), '3 missed messages recovered');
     observer.send({ type: 'chat', message: 'after' });
