@@ -79,13 +79,15 @@ interface HistoryRow {
   /** Deliveries/s of each run with CHAT_HISTORY=0, then with it on, in the order run (alternating). */
   off: number[];
   on: number[];
+  /** The most CPU other processes used during any of its runs, as a share of one CPU. */
+  otherLoad: number;
   errors: string[];
 }
 
 /** CHAT_HISTORY of the "on" runs: the default. */
 const HISTORY_ON = '500';
 /** Runs of each setting, alternating off and on, so that drift of the machine hits both alike. */
-const HISTORY_ROUNDS = 2;
+const HISTORY_ROUNDS = 3;
 
 interface ChatFindings {
   rows: ChatRow[];
@@ -219,7 +221,7 @@ async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, 
  */
 async function measureHistory(plan: Plan, generator: BenchChild): Promise<HistoryRow[]> {
   const clients = Math.min(...plan.chat.clients);
-  const rows = plan.chat.senders.map((senders): HistoryRow => ({ clients, senders, off: [], on: [], errors: [] }));
+  const rows = plan.chat.senders.map((senders): HistoryRow => ({ clients, senders, off: [], on: [], otherLoad: 0, errors: [] }));
   const { window, warmupSeconds, seconds } = plan.chat;
   for (let round = 0; round < HISTORY_ROUNDS; round++) {
     for (const setting of ['0', HISTORY_ON]) {
@@ -239,7 +241,9 @@ async function measureHistory(plan: Plan, generator: BenchChild): Promise<Histor
         if (connected.connected < clients || !connected.settled) throw new Error('clients not all connected and settled: not measured');
         for (const row of rows) {
           const run: ChatCommand = { cmd: 'run', serverPid: server.child.pid, senders: row.senders, window, warmupSeconds, seconds };
+          const others = otherLoadMeter(benchPids);
           const result = await generator.request<ChatResult>(run, (warmupSeconds + seconds) * 1000 + 60_000);
+          row.otherLoad = Math.max(row.otherLoad, others());
           (setting === '0' ? row.off : row.on).push(result.deliveriesPerSecond);
           progress(`chat history ${setting === '0' ? 'off' : 'on'}, ${integer(clients)} clients, ${row.senders} sender(s): ${integer(result.deliveriesPerSecond)} deliveries/s`);
         }
@@ -308,6 +312,8 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
     }
   }
 
+  // Before the targets are printed below: the history subsection adds its own to them.
+  const history = historyReport(findings.historyRows ?? [], targets);
   const sections = [
     '### Chat',
     '',
@@ -326,7 +332,7 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
     '',
     targetLines(targets),
     '',
-    ...historyReport(findings.historyRows ?? [], targets),
+    ...history,
     '',
     ...pairReport(plan, findings, (clients, senders) => deliveries(clients, senders, 'Roster')),
   ];
@@ -347,6 +353,7 @@ function historyReport(rows: readonly HistoryRow[], targets: Target[]): string[]
       figure: ratio(value),
       goal: '≥ 0.9×',
       pass: judge(value, (v) => v >= 0.9),
+      disturbed: isDisturbed(row.otherLoad),
     });
     return [
       integer(row.clients),
@@ -354,6 +361,7 @@ function historyReport(rows: readonly HistoryRow[], targets: Target[]): string[]
       row.off.map(integer).join(', '),
       row.on.map(integer).join(', '),
       ratio(value),
+      isDisturbed(row.otherLoad) ? `**${percent(row.otherLoad)}**` : percent(row.otherLoad),
       row.errors.length > 0 ? `error: ${row.errors[0]}` : '',
     ];
   });
@@ -363,7 +371,7 @@ function historyReport(rows: readonly HistoryRow[], targets: Target[]): string[]
     `Roster alone with CHAT_HISTORY=0 and with CHAT_HISTORY=${HISTORY_ON} (the default), the same clients (none of them asks for history), ` +
       `alternating off and on ${HISTORY_ROUNDS} times; each figure is one run's deliveries/s, the ratio is of the medians.`,
     '',
-    table(['Clients', 'Senders', 'history off: deliveries/s', 'history on: deliveries/s', 'on / off', ''], lines),
+    table(['Clients', 'Senders', 'history off: deliveries/s', 'history on: deliveries/s', 'on / off', 'others (most)', ''], lines),
   ];
 }
 
