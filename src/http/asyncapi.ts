@@ -61,7 +61,9 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
       description:
         'One chat room over WebSocket: JSON objects in text frames. Every message from the service has a `type` and a `timestamp`. ' +
         'Valid JSON of another type is ignored; text that is not JSON is a chat message of that text. With AUTH on, the handshake ' +
-        'carries the same credentials as the REST API.',
+        'carries the same credentials as the REST API. History and recovery are opt-in (CHAT_HISTORY): a handshake URL with ' +
+        '`?history=N` gets the last N chat messages after its welcome, `?since=<id>` exactly those after that id, each marked ' +
+        '`history: true`, then a `history` message; only such a client sees message ids.',
       license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
     },
     defaultContentType: 'application/json',
@@ -72,7 +74,19 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
         title: 'The room',
         description: 'The one chat room; any path of the chat port reaches it',
         messages: { ...messages },
-        bindings: { ws: { method: 'GET', bindingVersion: '0.1.0' } },
+        bindings: {
+          ws: {
+            method: 'GET',
+            query: {
+              type: 'object',
+              properties: {
+                history: { type: 'string', pattern: '^\\d+$', description: 'Opt in: the last N chat messages of the history after the welcome' },
+                since: { type: 'string', description: 'Opt in: the chat messages after this id (the last one seen); wins over history' },
+              },
+            },
+            bindingVersion: '0.1.0',
+          },
+        },
       },
     },
     operations,

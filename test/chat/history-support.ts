@@ -1,9 +1,11 @@
 /**
  * A chat client that asked for history (`?history=`, `?since=`): every message it took in, in order,
  * and a way to lose its connection after a given number of chat messages, as a dropped client would
- * (whatever arrives after that is never read).
+ * (whatever arrives after that is never read). Every frame is checked against the AsyncAPI document's
+ * schemas (helpers.ts): one that is not makes `until` reject.
  */
 import { WebSocket } from 'ws';
+import { frameProblem } from '../helpers.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Message = any;
@@ -13,6 +15,8 @@ export class Listening {
   readonly messages: Message[] = [];
   readonly texts: string[] = [];
   readonly closed: Promise<void>;
+  /** Frames off the AsyncAPI document, with why. */
+  readonly invalid: string[] = [];
   #gone = false;
   #waiters = new Set<() => void>();
 
@@ -25,7 +29,10 @@ export class Listening {
       if (this.#gone) return;
       const text = data.toString();
       this.texts.push(text);
-      this.messages.push(JSON.parse(text));
+      const message = JSON.parse(text);
+      const problem = frameProblem(message);
+      if (problem) this.invalid.push(`${text}: ${problem}`);
+      this.messages.push(message);
       if (options.dropAfter !== undefined && this.chats().length === options.dropAfter) {
         this.#gone = true;
         this.ws.terminate();
@@ -40,6 +47,7 @@ export class Listening {
 
   /** Resolves once a message taken in matches (already, or later); rejects after `ms`. */
   until(predicate: (m: Message) => boolean, ms = 10_000): Promise<Message> {
+    if (this.invalid.length > 0) return Promise.reject(new Error(`frame off the AsyncAPI document: ${this.invalid[0]}`));
     const found = this.messages.find(predicate);
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {

@@ -117,6 +117,7 @@ describe('docs', () => {
     assert.deepEqual(operations, [
       'DELETE /api/v1/users/<id>',
       'GET /api/v1/asyncapi.json',
+      'GET /api/v1/chat/members',
       'GET /api/v1/docs',
       'GET /api/v1/health',
       'GET /api/v1/openapi.json',
@@ -152,6 +153,7 @@ describe('docs', () => {
       'GET /api/v1/docs': [200, undefined],
       'GET /api/v1/openapi.json': [200, undefined],
       'GET /api/v1/asyncapi.json': [200, undefined],
+      'GET /api/v1/chat/members': [200, undefined],
     };
     for (const { method, path } of body.data.endpoints) {
       const url = `${roster.origin}${path.replace('<id>', 'no-such-id')}`;

@@ -158,7 +158,7 @@ describe('the AsyncAPI document', () => {
     assert.deepEqual(diagnostics.filter((d) => d.severity <= 1).map((d) => d.message), []);
     assert.deepEqual(document.channels().all().map((channel) => channel.id()), ['room']);
     const types = document.allMessages().all().map((message) => message.name());
-    assert.deepEqual([...new Set(types)].sort(), ['chat', 'ping', 'pong', 'system', 'user_join', 'user_leave']);
+    assert.deepEqual([...new Set(types)].sort(), ['chat', 'history', 'ping', 'pong', 'system', 'user_join', 'user_leave']);
     assert.equal(doc.servers.roster.host, `127.0.0.1:${roster.wsPort}`);
     const docs = await served(roster, 'docs');
     assert.ok(docs.data.endpoints.some((e: { path: string; method: string }) => e.path === '/api/v1/asyncapi.json' && e.method === 'GET'));

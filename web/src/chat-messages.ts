@@ -13,6 +13,11 @@ const TIMESTAMP = {
 const TEXT = { type: 'string' } as const;
 const COUNT = { type: 'integer', minimum: 0, description: 'Connections in the room after this event (all instances)' } as const;
 const NAME = { type: 'string', description: 'The authenticated principal\'s name; only with AUTH on' } as const;
+const MESSAGE_ID = {
+  type: 'string',
+  pattern: '^\\d{1,15}-\\d{1,15}$',
+  description: 'A chat message\'s position in the room\'s history (`<ms>-<seq>`, increasing); only to a client that asked for history',
+} as const;
 
 /** One message: its name in the document, who sends it, its JSON Schema and one example. */
 export interface ChatMessageSpec {
@@ -61,8 +66,36 @@ export const CHAT_MESSAGES = {
     title: 'Chat message (to everyone)',
     summary: 'A chat message, broadcast to every connection, the sender included',
     sender: 'server',
-    payload: object('chat', { from: { type: 'string', description: 'The sender\'s connection id' }, message: TEXT, timestamp: TIMESTAMP }, ['from', 'message', 'timestamp']),
+    payload: object(
+      'chat',
+      {
+        from: { type: 'string', description: 'The sender\'s connection id' },
+        message: TEXT,
+        timestamp: TIMESTAMP,
+        id: MESSAGE_ID,
+        history: { const: true, description: 'Replayed from the history (said before this connection joined); only to a client that asked' },
+      },
+      ['from', 'message', 'timestamp'],
+    ),
     example: { type: 'chat', from: '5b0e7c1a-9f3d-4e2b-8a61-2c4d6e8f0a1b', message: 'hi', timestamp: '2026-11-22T10:15:32.123456' },
+  },
+  history: {
+    name: 'history',
+    title: 'End of the replay',
+    summary:
+      'Only to a client that asked (handshake URL ?history=N or ?since=<id>): after the replayed chat messages, how many there were and the position now held',
+    sender: 'server',
+    payload: object(
+      'history',
+      {
+        count: { type: 'integer', minimum: 0, description: 'Chat messages replayed' },
+        last_id: { ...MESSAGE_ID, description: 'The newest id of the history: reconnect with ?since= it (absent when the history could not be read)' },
+        recovered: { type: 'boolean', description: 'With ?since= only: false when the gap is older than the history kept (nothing was replayed)' },
+        timestamp: TIMESTAMP,
+      },
+      ['count', 'timestamp'],
+    ),
+    example: { type: 'history', count: 3, last_id: '1763900000000-42', recovered: true, timestamp: '2026-11-22T10:15:34.123456' },
   },
   pong: {
     name: 'pong',
@@ -103,4 +136,5 @@ export const SERVER_MESSAGE_BY_TYPE: Readonly<Record<string, ChatMessageKey>> = 
   user_leave: 'userLeave',
   chat: 'chatOut',
   pong: 'pong',
+  history: 'history',
 };

@@ -26,33 +26,42 @@ export interface ChatRoutesOptions {
 
 const MembersQuery = Type.Pick(ListQuery, ['page', 'limit']);
 
-const ChatMember = Type.Object({
-  id: Type.String({ description: 'The connection id: the `from` of its chat messages' }),
-  name: Type.Optional(Type.String({ description: 'The authenticated principal, when AUTH is on' })),
-  connected_at: Type.String({ description: 'When it joined: UTC, ISO 8601 without offset, microseconds' }),
-});
+const ChatMember = Type.Object(
+  {
+    id: Type.String({ description: 'The connection id: the `from` of its chat messages' }),
+    name: Type.Optional(Type.String({ description: 'The authenticated principal, when AUTH is on' })),
+    connected_at: Type.String({ description: 'When it joined: UTC, ISO 8601 without offset, microseconds' }),
+  },
+  { title: 'ChatMember' },
+);
 
-const MemberList = Type.Object({
-  members: Type.Array(ChatMember),
-  pagination: Type.Object(
-    {
-      total: Type.Integer({ description: 'Members of the room, on every instance' }),
-      page: Pagination.properties.page,
-      limit: Pagination.properties.limit,
-      pages: Pagination.properties.pages,
-    },
-  ),
-});
+const MemberList = Type.Object(
+  {
+    members: Type.Array(ChatMember),
+    pagination: Type.Object(
+      {
+        total: Type.Integer({ description: 'Members of the room, on every instance' }),
+        page: Pagination.properties.page,
+        limit: Pagination.properties.limit,
+        pages: Pagination.properties.pages,
+      },
+      { title: 'ChatMemberPagination' },
+    ),
+  },
+  { title: 'ChatMemberList' },
+);
 
 export async function chatRoutes(app: FastifyInstance, { members, maxPageSize }: ChatRoutesOptions): Promise<void> {
   app.get<{ Querystring: { page?: string; limit?: string } }>(
     '/chat/members',
     {
       schema: {
+        operationId: 'listChatMembers',
+        summary: 'List who is in the chat room',
         description: 'Who is in the chat room now, on every instance, oldest connection first; paginated like the user list',
         tags: ['chat'],
         querystring: MembersQuery,
-        response: { 200: successSchema(MemberList), ...errorReplies(422, 503) },
+        response: { 200: successSchema(MemberList, 'ChatMemberListEnvelope'), ...errorReplies(422, 503) },
       },
     },
     async (request) => {
