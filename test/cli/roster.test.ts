@@ -18,7 +18,7 @@ describe('roster: help and dispatch', () => {
       assert.match(help, /^ {2}serve +\S/m);
       assert.match(help, /^ {2}chat +\S/m);
       assert.match(help, /^Usage: roster serve$/m);
-      assert.match(help, /^Usage: roster chat \[URL\] \[--json\] \[--no-reconnect\]$/m);
+      assert.match(help, /^Usage: roster chat \[URL\] \[--json\] \[--no-reconnect\] \[--history N\]$/m);
       assert.equal(cli.stderr.text, '');
     });
   }
