@@ -29,7 +29,17 @@ export async function benchAuths(): Promise<BenchAuth[]> {
     .sign(new TextEncoder().encode(secret));
   // Reading needs no more than the user role.
   return [
-    { scheme: 'apikey', carrier: 'X-API-Key', env: { AUTH: 'apikey', API_KEYS: `${key}:user` }, headers: { 'x-api-key': key } },
-    { scheme: 'jwt', carrier: 'Authorization: Bearer', env: { AUTH: 'jwt', JWT_SECRET: secret }, headers: { authorization: `Bearer ${token}` } },
+    {
+      scheme: 'apikey',
+      carrier: 'X-API-Key',
+      env: { AUTH: 'apikey', API_KEYS: `${key}:user` },
+      headers: { 'x-api-key': key },
+    },
+    {
+      scheme: 'jwt',
+      carrier: 'Authorization: Bearer',
+      env: { AUTH: 'jwt', JWT_SECRET: secret },
+      headers: { authorization: `Bearer ${token}` },
+    },
   ];
 }

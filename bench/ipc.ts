@@ -66,7 +66,9 @@ export class BenchChild {
         this.#pending.clear();
         resolve();
       };
-      this.#process.on('exit', (code, signal) => done(signal ? `was killed (${signal})` : `exited with status ${code}`));
+      this.#process.on('exit', (code, signal) =>
+        done(signal ? `was killed (${signal})` : `exited with status ${code}`),
+      );
       this.#process.on('error', (error) => done(`could not run: ${error.message}`));
     });
   }
@@ -82,7 +84,9 @@ export class BenchChild {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
-        reject(new Error(`${this.name} did not answer ${JSON.stringify(command).slice(0, 80)} within ${timeoutMs / 1000} s`));
+        reject(
+          new Error(`${this.name} did not answer ${JSON.stringify(command).slice(0, 80)} within ${timeoutMs / 1000} s`),
+        );
       }, timeoutMs);
       this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
       this.#process.send({ ...command, id });
@@ -131,7 +135,8 @@ export function answerParent<C extends { cmd: string }>(handle: (command: C) => 
       .then(() => handle(message))
       .then(
         (value) => send({ id: message.id, ok: true, value }),
-        (error: unknown) => send({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
+        (error: unknown) =>
+          send({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
       );
   });
   process.on('disconnect', () => process.exit(0));

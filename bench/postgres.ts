@@ -28,7 +28,16 @@ export async function fillUsers(url: string, count: number): Promise<void> {
       const columns: string[][] = Array.from({ length: 8 }, () => []);
       for (let index = start; index < Math.min(start + BATCH, count); index++) {
         const user = benchUser(index);
-        const values = [user.id, user.name, user.email, user.role, user.created_at, user.name.toLowerCase(), user.email.toLowerCase(), emailKey(user.email)];
+        const values = [
+          user.id,
+          user.name,
+          user.email,
+          user.role,
+          user.created_at,
+          user.name.toLowerCase(),
+          user.email.toLowerCase(),
+          emailKey(user.email),
+        ];
         values.forEach((value, column) => columns[column]!.push(toStored(value)));
       }
       await pool.query(

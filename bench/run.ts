@@ -29,7 +29,8 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
 ];
 
 function commandLine(args: readonly string[]): string {
-  if (process.env.npm_lifecycle_event === 'bench') return `npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
+  if (process.env.npm_lifecycle_event === 'bench')
+    return `npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
   const script = process.argv[1] ?? 'dist/bench/run.js';
   const local = relative(process.cwd(), script);
   return ['node', local.startsWith('..') ? script : local, ...args].join(' ');
@@ -37,8 +38,14 @@ function commandLine(args: readonly string[]): string {
 
 function revision(): string {
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     return `commit ${commit}${dirty ? ' with uncommitted changes in src/' : ''}`;
   } catch {
     return 'commit unknown';
@@ -113,7 +120,10 @@ async function main(): Promise<void> {
 }
 
 process.on('exit', killAllChildren);
-for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+for (const [signal, status] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
   process.on(signal, () => {
     killAllChildren();
     process.exit(status);

@@ -29,7 +29,17 @@ export async function fillSqlite(path: string, count: number): Promise<void> {
       for (let index = 0; index < count; index++) {
         const user = benchUser(index);
         const at = microsOf(user.created_at);
-        insert.run(at, toBlob(user.id), toBlob(user.name), toBlob(user.email), toBlob(user.role), at, toStored(user.name.toLowerCase()), toStored(user.email.toLowerCase()), toStored(emailKey(user.email)));
+        insert.run(
+          at,
+          toBlob(user.id),
+          toBlob(user.name),
+          toBlob(user.email),
+          toBlob(user.role),
+          at,
+          toStored(user.name.toLowerCase()),
+          toStored(user.email.toLowerCase()),
+          toStored(emailKey(user.email)),
+        );
       }
     })();
     db.exec('ANALYZE');

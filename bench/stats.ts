@@ -29,7 +29,11 @@ function processTicks(pid: number | string): Ticks | undefined {
     // Fields after the command name (which may hold spaces): state is the 1st, utime the 12th, stime
     // the 13th, starttime the 20th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { ticks: Number(fields[11]) + Number(fields[12]), started: fields[19]!, command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) };
+    return {
+      ticks: Number(fields[11]) + Number(fields[12]),
+      started: fields[19]!,
+      command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+    };
   } catch {
     return undefined;
   }
@@ -89,7 +93,10 @@ export function otherLoadMeter(ours: () => ReadonlySet<number>, engines = false)
  * when Roster runs on them (and whatever anyone else asked of them meanwhile).
  */
 export function engineLoadMeter(): () => number {
-  return loadMeter(() => new Set(), (ticks) => ENGINE_COMMANDS.has(ticks.command));
+  return loadMeter(
+    () => new Set(),
+    (ticks) => ENGINE_COMMANDS.has(ticks.command),
+  );
 }
 
 /** CPU seconds this process has used so far. */
@@ -106,7 +113,11 @@ function coreTicks(cpu: number): { busy: number; total: number } | undefined {
       .find((row) => row.startsWith(`cpu${cpu} `));
     if (!line) return undefined;
     // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
-    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
     const busy = user + nice + system + irq + softirq + steal;
     return { busy, total: busy + idle + iowait };
   } catch {
@@ -129,7 +140,10 @@ export function cpuMeter(serverPid: number): () => CpuShare {
   if (pinned) {
     const server = coreTicks(SERVER_CPU);
     const generator = coreTicks(LOAD_CPU);
-    return () => ({ server: coreShare(server, coreTicks(SERVER_CPU)), generator: coreShare(generator, coreTicks(LOAD_CPU)) });
+    return () => ({
+      server: coreShare(server, coreTicks(SERVER_CPU)),
+      generator: coreShare(generator, coreTicks(LOAD_CPU)),
+    });
   }
   const start = performance.now();
   const server = processCpuSeconds(serverPid);
@@ -144,7 +158,10 @@ export function cpuMeter(serverPid: number): () => CpuShare {
   };
 }
 
-function coreShare(before: { busy: number; total: number } | undefined, after: { busy: number; total: number } | undefined): number | undefined {
+function coreShare(
+  before: { busy: number; total: number } | undefined,
+  after: { busy: number; total: number } | undefined,
+): number | undefined {
   if (!before || !after || after.total === before.total) return undefined;
   return (after.busy - before.busy) / (after.total - before.total);
 }

@@ -32,7 +32,9 @@ run(['web/build.mjs']).on('exit', (code) => {
 run([tsc, '-p', 'web/tsconfig.json', '--watch', '--preserveWatchOutput']);
 
 // The server's compiler: the service starts after its first pass ("Found N errors. Watching…").
-const compiler = run([tsc, '-p', 'tsconfig.json', '--watch', '--preserveWatchOutput'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const compiler = run([tsc, '-p', 'tsconfig.json', '--watch', '--preserveWatchOutput'], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 let service;
 compiler.stdout.setEncoding('utf8');
 compiler.stdout.on('data', (text) => {

@@ -15,26 +15,104 @@ export interface FieldDetail {
  * and a RosterError is made from a code, so a status can never disagree with its code.
  */
 export const ERROR_CATALOG = {
-  INVALID_JSON: { status: 400, meaning: 'The body is not valid JSON (an empty body declared as JSON included)', example: 'The request body is not valid JSON' },
-  INVALID_BODY: { status: 400, meaning: 'The body is JSON but not an object, or POST/PUT/PATCH has no body', example: 'The request body must be a JSON object' },
-  ERROR: { status: 400, meaning: 'Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract\'s default code)', example: 'The request is malformed' },
-  UNAUTHORIZED: { status: 401, meaning: 'With AUTH on: no credentials or bad ones; WWW-Authenticate names the scheme', example: 'Authentication is required' },
-  FORBIDDEN: { status: 403, meaning: 'Authenticated but not allowed (a reader writing), or a chat handshake from a foreign origin', example: 'This needs the admin role' },
+  INVALID_JSON: {
+    status: 400,
+    meaning: 'The body is not valid JSON (an empty body declared as JSON included)',
+    example: 'The request body is not valid JSON',
+  },
+  INVALID_BODY: {
+    status: 400,
+    meaning: 'The body is JSON but not an object, or POST/PUT/PATCH has no body',
+    example: 'The request body must be a JSON object',
+  },
+  ERROR: {
+    status: 400,
+    meaning:
+      "Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code)",
+    example: 'The request is malformed',
+  },
+  UNAUTHORIZED: {
+    status: 401,
+    meaning: 'With AUTH on: no credentials or bad ones; WWW-Authenticate names the scheme',
+    example: 'Authentication is required',
+  },
+  FORBIDDEN: {
+    status: 403,
+    meaning: 'Authenticated but not allowed (a reader writing), or a chat handshake from a foreign origin',
+    example: 'This needs the admin role',
+  },
   NOT_FOUND: { status: 404, meaning: 'No route at this path', example: 'No route for GET /api/v1/nothing' },
-  USER_NOT_FOUND: { status: 404, meaning: 'No user with this id', example: 'No user with id "7d0f5e0c-0000-4000-8000-000000000000"' },
-  METHOD_NOT_ALLOWED: { status: 405, meaning: 'The path exists but not with this method; Allow lists the methods', example: 'DELETE is not supported on this path; use GET, HEAD, POST' },
-  REQUEST_TIMEOUT: { status: 408, meaning: 'The headers or the whole request took longer than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS', example: 'The request took too long' },
-  EMAIL_EXISTS: { status: 409, meaning: 'The email is held by another user (case-insensitive, trimmed)', example: 'A user with this email already exists' },
-  PAYLOAD_TOO_LARGE: { status: 413, meaning: 'The body is larger than BODY_LIMIT', example: 'The request body is too large' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'A body that is not JSON on POST, PUT or PATCH', example: 'The request body must be JSON (Content-Type: application/json)' },
-  VALIDATION_ERROR: { status: 422, meaning: 'Invalid fields or parameters, each named in details', example: 'The request is not valid' },
-  UPGRADE_REQUIRED: { status: 426, meaning: 'A chat handshake with a WebSocket version other than 13', example: 'Only WebSocket version 13 is supported' },
-  RATE_LIMITED: { status: 429, meaning: 'Over RATE_LIMIT; Retry-After and RateLimit-* say when to come back', example: 'Too many requests; try again in 12 s' },
-  TOO_MANY_CONNECTIONS: { status: 429, meaning: 'A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT', example: 'Too many chat connections from this client' },
-  HEADERS_TOO_LARGE: { status: 431, meaning: 'The request headers are larger than Node\'s limit (16 KiB)', example: 'The request headers are too large' },
-  INTERNAL_ERROR: { status: 500, meaning: 'An unexpected fault; the detail is in the log, never in the reply', example: 'An unexpected error occurred' },
-  SERVICE_UNAVAILABLE: { status: 503, meaning: 'An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed', example: 'The database is unreachable; try again shortly' },
-  INSUFFICIENT_STORAGE: { status: 507, meaning: 'A create while the store holds MAX_USERS users; reads, updates and deletes go on', example: 'The user store is full (1000 users, MAX_USERS); delete users or raise the limit' },
+  USER_NOT_FOUND: {
+    status: 404,
+    meaning: 'No user with this id',
+    example: 'No user with id "7d0f5e0c-0000-4000-8000-000000000000"',
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    meaning: 'The path exists but not with this method; Allow lists the methods',
+    example: 'DELETE is not supported on this path; use GET, HEAD, POST',
+  },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    meaning: 'The headers or the whole request took longer than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS',
+    example: 'The request took too long',
+  },
+  EMAIL_EXISTS: {
+    status: 409,
+    meaning: 'The email is held by another user (case-insensitive, trimmed)',
+    example: 'A user with this email already exists',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    meaning: 'The body is larger than BODY_LIMIT',
+    example: 'The request body is too large',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    meaning: 'A body that is not JSON on POST, PUT or PATCH',
+    example: 'The request body must be JSON (Content-Type: application/json)',
+  },
+  VALIDATION_ERROR: {
+    status: 422,
+    meaning: 'Invalid fields or parameters, each named in details',
+    example: 'The request is not valid',
+  },
+  UPGRADE_REQUIRED: {
+    status: 426,
+    meaning: 'A chat handshake with a WebSocket version other than 13',
+    example: 'Only WebSocket version 13 is supported',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    meaning: 'Over RATE_LIMIT; Retry-After and RateLimit-* say when to come back',
+    example: 'Too many requests; try again in 12 s',
+  },
+  TOO_MANY_CONNECTIONS: {
+    status: 429,
+    meaning: 'A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT',
+    example: 'Too many chat connections from this client',
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    meaning: "The request headers are larger than Node's limit (16 KiB)",
+    example: 'The request headers are too large',
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    meaning: 'An unexpected fault; the detail is in the log, never in the reply',
+    example: 'An unexpected error occurred',
+  },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    meaning:
+      'An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed',
+    example: 'The database is unreachable; try again shortly',
+  },
+  INSUFFICIENT_STORAGE: {
+    status: 507,
+    meaning: 'A create while the store holds MAX_USERS users; reads, updates and deletes go on',
+    example: 'The user store is full (1000 users, MAX_USERS); delete users or raise the limit',
+  },
 } as const satisfies Record<string, { status: number; meaning: string; example: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
@@ -78,7 +156,10 @@ export const serviceUnavailable = (message: string, details?: readonly FieldDeta
 
 /** MAX_USERS reached: nothing that grows the store is accepted until users are deleted. */
 export const storeFull = (capacity: number) =>
-  new RosterError('INSUFFICIENT_STORAGE', `The user store is full (${capacity} users, MAX_USERS); delete users or raise the limit`);
+  new RosterError(
+    'INSUFFICIENT_STORAGE',
+    `The user store is full (${capacity} users, MAX_USERS); delete users or raise the limit`,
+  );
 
 export const validationFailed = (details: readonly FieldDetail[]) =>
   new RosterError('VALIDATION_ERROR', 'The request is not valid', { details });

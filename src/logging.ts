@@ -6,7 +6,10 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config/index.js';
 
-export async function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>, stream: NodeJS.WritableStream = process.stdout): Promise<Logger> {
+export async function createLogger(
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  stream: NodeJS.WritableStream = process.stdout,
+): Promise<Logger> {
   if (config.logFormat === 'json') return pino({ level: config.logLevel });
   return pino({ level: config.logLevel }, (await prettyStream(stream)) ?? plainStream(stream));
 }

@@ -62,16 +62,47 @@ export class Metrics {
         const now = await storage();
         if (now) gauge.set(now[field]);
       };
-      new Gauge({ name: 'roster_users_stored', help: 'Users in the store (under a MAX_USERS cap)', registers, collect() { return read('users', this); } });
-      new Gauge({ name: 'roster_users_capacity', help: 'MAX_USERS: creates past it get 507', registers, collect() { return read('capacity', this); } });
+      new Gauge({
+        name: 'roster_users_stored',
+        help: 'Users in the store (under a MAX_USERS cap)',
+        registers,
+        collect() {
+          return read('users', this);
+        },
+      });
+      new Gauge({
+        name: 'roster_users_capacity',
+        help: 'MAX_USERS: creates past it get 507',
+        registers,
+        collect() {
+          return read('capacity', this);
+        },
+      });
     }
     const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
     const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });
     const leaves = new Counter({ name: 'roster_chat_leaves_total', help: 'Connections that left the room', registers });
-    const received = new Counter({ name: 'roster_chat_messages_in_total', help: 'Text messages received from clients', registers });
-    const sent = new Counter({ name: 'roster_chat_messages_out_total', help: 'Messages written to clients (one per recipient)', registers });
-    const dropped = new Counter({ name: 'roster_chat_slow_consumers_dropped_total', help: 'Connections closed for an unsent backlog over WS_MAX_BACKLOG', registers });
-    const closes = new Counter({ name: 'roster_chat_closes_total', help: 'Closed chat connections by close code', labelNames: ['code'] as const, registers });
+    const received = new Counter({
+      name: 'roster_chat_messages_in_total',
+      help: 'Text messages received from clients',
+      registers,
+    });
+    const sent = new Counter({
+      name: 'roster_chat_messages_out_total',
+      help: 'Messages written to clients (one per recipient)',
+      registers,
+    });
+    const dropped = new Counter({
+      name: 'roster_chat_slow_consumers_dropped_total',
+      help: 'Connections closed for an unsent backlog over WS_MAX_BACKLOG',
+      registers,
+    });
+    const closes = new Counter({
+      name: 'roster_chat_closes_total',
+      help: 'Closed chat connections by close code',
+      labelNames: ['code'] as const,
+      registers,
+    });
     this.chat = {
       opened: () => open.inc(),
       closed: (code) => {

@@ -50,19 +50,30 @@ export async function createServer(config: Config, logger: Logger, parts: Server
   const database =
     parts.store || !config.database
       ? undefined
-      : await (await import('./users/postgres-store.js')).PostgresUserStore.open(config.database, logger, faults).catch((error: unknown) => {
+      : await (
+          await import('./users/postgres-store.js')
+        ).PostgresUserStore.open(config.database, logger, faults).catch((error: unknown) => {
           throw databaseFailure(error); // one line naming DATABASE_URL (startup.ts)
         });
   // SQLite: one file, locked against other Roster processes (DatabaseInUse), migrated before use.
   const sqlite =
     parts.store || !config.sqlite
       ? undefined
-      : await (await import('./users/sqlite-store.js')).SqliteUserStore.open(config.sqlite, logger).catch((error: unknown) => {
+      : await (
+          await import('./users/sqlite-store.js')
+        ).SqliteUserStore.open(config.sqlite, logger).catch((error: unknown) => {
           throw databaseFailure(error);
         });
   const store: UserStore = parts.store ?? database ?? sqlite ?? new MemoryUserStore();
   try {
-    return await assemble(config, logger, parts, store, [...(database ? [database.health] : []), ...(sqlite ? [sqlite.health] : [])], faults);
+    return await assemble(
+      config,
+      logger,
+      parts,
+      store,
+      [...(database ? [database.health] : []), ...(sqlite ? [sqlite.health] : [])],
+      faults,
+    );
   } catch (error) {
     await database?.close().catch(() => undefined);
     await sqlite?.close().catch(() => undefined);
@@ -96,7 +107,12 @@ async function assemble(
   const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
   // REDIS_URL: the room is shared with the other instances on the same Redis.
   const bus: RedisBus | undefined = config.redis
-    ? new (await import('./chat/redis-bus.js')).RedisBus(config.redis.url, logger, { history: config.chat.history, ...parts.chatBus }, faults)
+    ? new (await import('./chat/redis-bus.js')).RedisBus(
+        config.redis.url,
+        logger,
+        { history: config.chat.history, ...parts.chatBus },
+        faults,
+      )
     : undefined;
   if (bus) dependencies.push(bus);
   const room = new ChatRoom(
@@ -105,8 +121,21 @@ async function assemble(
     { history: config.chat.history },
   );
   const chatMembers = async () =>
-    (await room.members()).map((member) => ({ id: member.id, ...(member.name === undefined ? {} : { name: member.name }), connected_at: member.since }));
-  const rest = await buildApp(config, { logger, users: { service, schemas }, metrics, chatPort: () => chatPort, authenticator, limiter, dependencies, chatMembers });
+    (await room.members()).map((member) => ({
+      id: member.id,
+      ...(member.name === undefined ? {} : { name: member.name }),
+      connected_at: member.since,
+    }));
+  const rest = await buildApp(config, {
+    logger,
+    users: { service, schemas },
+    metrics,
+    chatPort: () => chatPort,
+    authenticator,
+    limiter,
+    dependencies,
+    chatMembers,
+  });
   const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS, {
     tls: config.tls,
     origins: config.corsOrigins,

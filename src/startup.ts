@@ -59,7 +59,10 @@ export function databaseFailure(error: unknown): StartupError {
 
 function databaseCause(error: unknown): string {
   // pg tries every address of a host name (::1 and 127.0.0.1 for localhost): one refusal stands for all.
-  const first = error instanceof AggregateError && error.errors.length > 0 ? (error.errors[0] as SystemError) : (error as SystemError);
+  const first =
+    error instanceof AggregateError && error.errors.length > 0
+      ? (error.errors[0] as SystemError)
+      : (error as SystemError);
   const where = first?.address !== undefined && first.port !== undefined ? `${first.address}:${first.port}` : undefined;
   switch (first?.code) {
     case 'ECONNREFUSED':
@@ -81,7 +84,8 @@ function databaseCause(error: unknown): string {
 /** The one line and exit status for anything that stopped the start. */
 export function describeStartupFailure(error: unknown): { line: string; exitStatus: number } {
   if (error instanceof StartupError) return { line: error.line, exitStatus: error.exitStatus };
-  if (error instanceof ConfigError) return { line: `invalid configuration: ${error.message}`, exitStatus: EXIT_STATUS.badSetting };
+  if (error instanceof ConfigError)
+    return { line: `invalid configuration: ${error.message}`, exitStatus: EXIT_STATUS.badSetting };
   return { line: `could not start: ${messageOf(error)}`, exitStatus: EXIT_STATUS.other };
 }
 

@@ -13,7 +13,10 @@ test('formats microseconds since the epoch as UTC without offset', () => {
 
 test('two readings in the same microsecond still move forward', () => {
   const clock = createClock(() => 5_000_000);
-  assert.deepEqual([clock.next(), clock.next(), clock.next()], ['1970-01-01T00:00:05.000000', '1970-01-01T00:00:05.000001', '1970-01-01T00:00:05.000002']);
+  assert.deepEqual(
+    [clock.next(), clock.next(), clock.next()],
+    ['1970-01-01T00:00:05.000000', '1970-01-01T00:00:05.000001', '1970-01-01T00:00:05.000002'],
+  );
 });
 
 test('a wall clock stepped backwards does not make time go back', () => {
@@ -21,7 +24,12 @@ test('a wall clock stepped backwards does not make time go back', () => {
   const clock = createClock(() => readings.shift()!);
   assert.deepEqual(
     [clock.next(), clock.next(), clock.next(), clock.next()],
-    ['1970-01-01T00:00:10.000000', '1970-01-01T00:00:10.000001', '1970-01-01T00:00:10.000002', '1970-01-01T00:00:12.000000'],
+    [
+      '1970-01-01T00:00:10.000000',
+      '1970-01-01T00:00:10.000001',
+      '1970-01-01T00:00:10.000002',
+      '1970-01-01T00:00:12.000000',
+    ],
   );
 });
 

@@ -204,21 +204,45 @@ describe('loadConfig valid overrides', () => {
     // Protection on: the per-client chat connection limit takes its default too.
     ['RATE_LIMIT', '100/minute', { rateLimit: { max: 100, windowMs: 60_000 }, chat: { maxConnectionsPerClient: 32 } }],
     ['RATE_LIMIT', '10/second', { rateLimit: { max: 10, windowMs: 1000 }, chat: { maxConnectionsPerClient: 32 } }],
-    ['RATE_LIMIT', '1000 / hour', { rateLimit: { max: 1000, windowMs: 3_600_000 }, chat: { maxConnectionsPerClient: 32 } }],
+    [
+      'RATE_LIMIT',
+      '1000 / hour',
+      { rateLimit: { max: 1000, windowMs: 3_600_000 }, chat: { maxConnectionsPerClient: 32 } },
+    ],
     ['RATE_LIMIT', '5/s', { rateLimit: { max: 5, windowMs: 1000 }, chat: { maxConnectionsPerClient: 32 } }],
     ['TRUST_PROXY', 'false', {}],
     ['TRUST_PROXY', 'true', { trustProxy: true }],
     ['TRUST_PROXY', 'TRUE', { trustProxy: true }],
     ['TRUST_PROXY', '2', { trustProxy: 2 }],
-    ['TRUST_PROXY', '10.0.0.0/8, 127.0.0.1,::1,fd00::/8', { trustProxy: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8'] }],
+    [
+      'TRUST_PROXY',
+      '10.0.0.0/8, 127.0.0.1,::1,fd00::/8',
+      { trustProxy: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8'] },
+    ],
     ['CORS_ORIGINS', 'https://app.example.com', { corsOrigins: ['https://app.example.com'] }],
-    ['CORS_ORIGINS', 'https://a.example.com, http://localhost:3000', { corsOrigins: ['https://a.example.com', 'http://localhost:3000'] }],
+    [
+      'CORS_ORIGINS',
+      'https://a.example.com, http://localhost:3000',
+      { corsOrigins: ['https://a.example.com', 'http://localhost:3000'] },
+    ],
     ['CORS_ORIGINS', '*', { corsOrigins: ['*'] }],
     ['SECURITY_HEADERS', 'true', { securityHeaders: true }],
-    ['DATABASE_URL', 'postgres://127.0.0.1/test', { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 }, maxUsers: 0 }],
-    ['DATABASE_URL', 'postgresql://roster:secret@db:5432/roster', { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 }, maxUsers: 0 }],
+    [
+      'DATABASE_URL',
+      'postgres://127.0.0.1/test',
+      { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 }, maxUsers: 0 },
+    ],
+    [
+      'DATABASE_URL',
+      'postgresql://roster:secret@db:5432/roster',
+      { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 }, maxUsers: 0 },
+    ],
     ['DATABASE_URL', 'sqlite:./roster.db', { sqlite: { path: './roster.db', synchronous: 'NORMAL' }, maxUsers: 0 }],
-    ['DATABASE_URL', 'sqlite:///var/lib/roster/users.db', { sqlite: { path: '/var/lib/roster/users.db', synchronous: 'NORMAL' }, maxUsers: 0 }],
+    [
+      'DATABASE_URL',
+      'sqlite:///var/lib/roster/users.db',
+      { sqlite: { path: '/var/lib/roster/users.db', synchronous: 'NORMAL' }, maxUsers: 0 },
+    ],
     ['DATABASE_URL', 'sqlite::memory:', { sqlite: { path: ':memory:', synchronous: 'NORMAL' }, maxUsers: 0 }],
     // The durability setting alone changes nothing: there is no SQLite file.
     ['SQLITE_SYNCHRONOUS', 'full', {}],
@@ -231,7 +255,10 @@ describe('loadConfig valid overrides', () => {
   ];
 
   test('DATABASE_URL=sqlite: with SQLITE_SYNCHRONOUS=FULL', () => {
-    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:data/roster.db', SQLITE_SYNCHRONOUS: 'FULL' }), expected({ sqlite: { path: 'data/roster.db', synchronous: 'FULL' }, maxUsers: 0 }));
+    assert.deepEqual(
+      loadConfig({ DATABASE_URL: 'sqlite:data/roster.db', SQLITE_SYNCHRONOUS: 'FULL' }),
+      expected({ sqlite: { path: 'data/roster.db', synchronous: 'FULL' }, maxUsers: 0 }),
+    );
   });
 
   for (const [variable, value, patch] of cases) {
@@ -294,7 +321,15 @@ describe('loadConfig valid overrides', () => {
       sqlite: undefined,
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
-      chat: { maxPayload: MIB, heartbeatMs: 5000, maxBacklog: 2048, maxConnections: 3, maxConnectionsPerClient: undefined, handshakeTimeoutMs: 2000, history: 500 },
+      chat: {
+        maxPayload: MIB,
+        heartbeatMs: 5000,
+        maxBacklog: 2048,
+        maxConnections: 3,
+        maxConnectionsPerClient: undefined,
+        handshakeTimeoutMs: 2000,
+        history: 500,
+      },
     });
   });
 });
@@ -411,14 +446,20 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
     assert.equal(loadConfig({}).chat.maxConnectionsPerClient, undefined);
     assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET }).chat.maxConnectionsPerClient, 32);
     assert.equal(loadConfig({ RATE_LIMIT: '10/second' }).chat.maxConnectionsPerClient, 32);
-    assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET, WS_MAX_CONNECTIONS_PER_CLIENT: '4' }).chat.maxConnectionsPerClient, 4);
+    assert.equal(
+      loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET, WS_MAX_CONNECTIONS_PER_CLIENT: '4' }).chat.maxConnectionsPerClient,
+      4,
+    );
   });
 
   test('AUTH=apikey: keys with an optional role, user (a reader) by default', () => {
     const config = loadConfig({ AUTH: 'apikey', API_KEYS: `${KEY}:admin, ${KEY}-reader` });
     assert.deepEqual(config.auth, {
       scheme: 'apikey',
-      apiKeys: [{ key: KEY, role: 'admin' }, { key: `${KEY}-reader`, role: 'user' }],
+      apiKeys: [
+        { key: KEY, role: 'admin' },
+        { key: `${KEY}-reader`, role: 'user' },
+      ],
       basicUsers: [],
       jwtSecret: undefined,
       oauth2: undefined,
@@ -436,18 +477,32 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
 
   test('AUTH=jwt and AUTH=oauth2', () => {
     assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET }).auth.jwtSecret, SECRET);
-    const oauth2 = { OAUTH2_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', OAUTH2_ISSUER: 'https://idp.example.com/', OAUTH2_AUDIENCE: 'roster' };
+    const oauth2 = {
+      OAUTH2_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json',
+      OAUTH2_ISSUER: 'https://idp.example.com/',
+      OAUTH2_AUDIENCE: 'roster',
+    };
     assert.deepEqual(loadConfig({ AUTH: 'oauth2', ...oauth2 }).auth.oauth2, {
       jwksUrl: oauth2.OAUTH2_JWKS_URL,
       issuer: oauth2.OAUTH2_ISSUER,
       audience: 'roster',
       acceptJwtTyp: false,
     });
-    assert.equal(loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_ACCEPT_JWT_TYP: 'true' }).auth.oauth2?.acceptJwtTyp, true);
-    assert.equal(loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_JWKS_URL: 'http://127.0.0.1:9999/jwks' }).auth.oauth2?.jwksUrl, 'http://127.0.0.1:9999/jwks');
+    assert.equal(
+      loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_ACCEPT_JWT_TYP: 'true' }).auth.oauth2?.acceptJwtTyp,
+      true,
+    );
+    assert.equal(
+      loadConfig({ AUTH: 'oauth2', ...oauth2, OAUTH2_JWKS_URL: 'http://127.0.0.1:9999/jwks' }).auth.oauth2?.jwksUrl,
+      'http://127.0.0.1:9999/jwks',
+    );
   });
 
-  const oauth2 = { OAUTH2_JWKS_URL: 'https://idp.example.com/jwks', OAUTH2_ISSUER: 'https://idp.example.com/', OAUTH2_AUDIENCE: 'roster' };
+  const oauth2 = {
+    OAUTH2_JWKS_URL: 'https://idp.example.com/jwks',
+    OAUTH2_ISSUER: 'https://idp.example.com/',
+    OAUTH2_AUDIENCE: 'roster',
+  };
   const bad: [variable: string, env: Record<string, string>][] = [
     ['AUTH', { AUTH: 'token' }],
     ['API_KEYS', { AUTH: 'apikey' }],

@@ -40,7 +40,8 @@ function finalStage(text: string): Stage {
         stage = { env: {} };
         break;
       case 'ENV':
-        for (const [, name, value] of args.matchAll(/(\w+)=("[^"]*"|\S+)/g)) stage.env[name!] = value!.replace(/^"|"$/g, '');
+        for (const [, name, value] of args.matchAll(/(\w+)=("[^"]*"|\S+)/g))
+          stage.env[name!] = value!.replace(/^"|"$/g, '');
         break;
       case 'USER':
         stage.user = args;
@@ -71,42 +72,62 @@ describe('container image', () => {
     assert.ok(stage.cmd, 'CMD […]');
   });
 
-  test('the exact CMD serves on the built tree; the HEALTHCHECK passes, then fails once it stopped', { timeout: TEST_MS }, async (t) => {
-    const [port, wsPort] = [await freePort(), await freePort()];
-    // The image's environment, with this machine's ports and loopback only (not 0.0.0.0 on a shared host).
-    const env = { PATH: process.env.PATH ?? '', ...stage.env, HOST: '127.0.0.1', PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn' };
-    const server = spawn(process.execPath, nodeArgs(stage.cmd!), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    t.after(() => {
-      if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-    });
-    let output = '';
-    server.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    server.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const check = () => spawnSync(process.execPath, nodeArgs(stage.healthcheck!), { env, timeout: 10_000 }).status;
+  test(
+    'the exact CMD serves on the built tree; the HEALTHCHECK passes, then fails once it stopped',
+    { timeout: TEST_MS },
+    async (t) => {
+      const [port, wsPort] = [await freePort(), await freePort()];
+      // The image's environment, with this machine's ports and loopback only (not 0.0.0.0 on a shared host).
+      const env = {
+        PATH: process.env.PATH ?? '',
+        ...stage.env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        WS_PORT: String(wsPort),
+        LOG_LEVEL: 'warn',
+      };
+      const server = spawn(process.execPath, nodeArgs(stage.cmd!), {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      t.after(() => {
+        if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+      });
+      let output = '';
+      server.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+      server.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+      const check = () => spawnSync(process.execPath, nodeArgs(stage.healthcheck!), { env, timeout: 10_000 }).status;
 
-    // As Docker does during --start-period: ask until healthy (bounded).
-    const deadline = Date.now() + 20_000;
-    while (check() !== 0) {
-      assert.equal(server.exitCode, null, `the server exited: ${output}`);
-      assert.ok(Date.now() < deadline, `never healthy: ${output}`);
-      await delay(200);
-    }
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
-    assert.equal(ready.status, 200);
+      // As Docker does during --start-period: ask until healthy (bounded).
+      const deadline = Date.now() + 20_000;
+      while (check() !== 0) {
+        assert.equal(server.exitCode, null, `the server exited: ${output}`);
+        assert.ok(Date.now() < deadline, `never healthy: ${output}`);
+        await delay(200);
+      }
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      assert.equal(ready.status, 200);
 
-    server.kill('SIGTERM');
-    const [code] = (await within(once(server, 'exit'), 15_000, 'the server to stop')) as [number | null];
-    assert.equal(code, 0, output);
-    assert.notEqual(check(), 0, 'unhealthy once stopped');
-  });
+      server.kill('SIGTERM');
+      const [code] = (await within(once(server, 'exit'), 15_000, 'the server to stop')) as [number | null];
+      assert.equal(code, 0, output);
+      assert.notEqual(check(), 0, 'unhealthy once stopped');
+    },
+  );
 
   test('compose.yaml runs two instances on PostgreSQL and Redis behind nginx with deploy/nginx.conf', () => {
     const compose = readFileSync(new URL('compose.yaml', `file://${ROOT}`), 'utf8');
     const nginx = readFileSync(new URL('deploy/nginx.conf', `file://${ROOT}`), 'utf8');
-    for (const service of ['postgres', 'redis', 'roster-1', 'roster-2', 'nginx']) assert.match(compose, new RegExp(`^  ${service}:`, 'm'), service);
+    for (const service of ['postgres', 'redis', 'roster-1', 'roster-2', 'nginx'])
+      assert.match(compose, new RegExp(`^  ${service}:`, 'm'), service);
     assert.match(compose, /\.\/deploy\/nginx\.conf:\/etc\/nginx\/conf\.d\/default\.conf/);
     assert.match(compose, /CHAT_PUBLIC_URL: \/chat/);
-    for (const upstream of ['roster-1:5000', 'roster-2:5000', 'roster-1:8765', 'roster-2:8765']) assert.ok(nginx.includes(`server ${upstream};`), upstream);
-    assert.match(nginx, /location \/chat \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*proxy_set_header Connection \$connection_upgrade;/);
+    for (const upstream of ['roster-1:5000', 'roster-2:5000', 'roster-1:8765', 'roster-2:8765'])
+      assert.ok(nginx.includes(`server ${upstream};`), upstream);
+    assert.match(
+      nginx,
+      /location \/chat \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*proxy_set_header Connection \$connection_upgrade;/,
+    );
   });
 });

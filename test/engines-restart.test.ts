@@ -30,13 +30,17 @@ function whyNot(): string | false {
     return 'pg_ctlcluster, redis-server or redis-cli missing';
   }
   const url = new URL(REDIS_URL);
-  if (!['127.0.0.1', 'localhost'].includes(url.hostname) || (url.port || '6379') !== '6379') return 'REDIS_URL is not the local Redis on 6379';
+  if (!['127.0.0.1', 'localhost'].includes(url.hostname) || (url.port || '6379') !== '6379')
+    return 'REDIS_URL is not the local Redis on 6379';
   return false;
 }
 
 function assertAcceptable(response: JsonResponse, what: string): void {
   if (response.status < 300) return;
-  assert.ok(response.status === 503 || (response.status >= 400 && response.status < 500), `${what}: ${response.status} ${response.text}`);
+  assert.ok(
+    response.status === 503 || (response.status >= 400 && response.status < 500),
+    `${what}: ${response.status} ${response.text}`,
+  );
   assert.equal(response.body?.status, 'error', `${what}: ${response.text}`);
 }
 
@@ -81,10 +85,19 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
     let replies = 0;
     const load = async (n: number) => {
       for (let i = 0; !stop; i++) {
-        const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: `Load ${n} ${i}`, email: `load${n}.${randomUUID()}@example.com` } });
+        const created = await request(`${roster.api}/users`, {
+          method: 'POST',
+          body: { name: `Load ${n} ${i}`, email: `load${n}.${randomUUID()}@example.com` },
+        });
         assertAcceptable(created, 'create');
         if (created.status === 201) {
-          assertAcceptable(await request(`${roster.api}/users/${created.body.data.id}`, { method: 'PATCH', body: { email: `p.${randomUUID()}@example.com` } }), 'patch');
+          assertAcceptable(
+            await request(`${roster.api}/users/${created.body.data.id}`, {
+              method: 'PATCH',
+              body: { email: `p.${randomUUID()}@example.com` },
+            }),
+            'patch',
+          );
         }
         assertAcceptable(await request(`${roster.api}/users?limit=5`), 'list');
         talker.send({ type: 'chat', message: `tick ${n} ${i}` });
@@ -95,9 +108,14 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
     const running = Promise.all([load(0), load(1)]);
     try {
       await until('load under way before the restarts', () => replies >= 30);
-      execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', PG_VERSIONS[0]!, 'main', 'restart'], { stdio: 'ignore' });
+      execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', PG_VERSIONS[0]!, 'main', 'restart'], {
+        stdio: 'ignore',
+      });
       await until('PostgreSQL accepting connections again', pgReady);
-      await until('health up again after the PostgreSQL restart', async () => (await request(`${roster.api}/health`)).status === 200);
+      await until(
+        'health up again after the PostgreSQL restart',
+        async () => (await request(`${roster.api}/health`)).status === 200,
+      );
 
       const probe = new Redis(REDIS_URL!, { lazyConnect: true, maxRetriesPerRequest: 0 });
       probe.on('error', () => {});
@@ -110,7 +128,10 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
         { stdio: 'ignore' },
       );
       await until('Redis answering again', redisReady);
-      await until('the chat bus up again', async () => (await request(`${roster.api}/health`)).body?.data?.checks?.chat_bus === 'up');
+      await until(
+        'the chat bus up again',
+        async () => (await request(`${roster.api}/health`)).body?.data?.checks?.chat_bus === 'up',
+      );
     } finally {
       stop = true;
       await running;

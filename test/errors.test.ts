@@ -13,27 +13,62 @@ import { request, startRoster } from './helpers.js';
 const CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];
 
 describe('the error catalog', () => {
-  test('every RosterError carries its code\'s status, and the envelope carries code, message and details only', () => {
+  test("every RosterError carries its code's status, and the envelope carries code, message and details only", () => {
     for (const code of CODES) {
-      const error = new RosterError(code, 'message', { details: [{ field: 'f', message: 'm' }], headers: { 'X-Test': '1' } });
+      const error = new RosterError(code, 'message', {
+        details: [{ field: 'f', message: 'm' }],
+        headers: { 'X-Test': '1' },
+      });
       assert.equal(error.status, ERROR_CATALOG[code].status, code);
-      assert.deepEqual(envelopeOf(error), { status: 'error', error: { code, message: 'message', details: [{ field: 'f', message: 'm' }] } });
+      assert.deepEqual(envelopeOf(error), {
+        status: 'error',
+        error: { code, message: 'message', details: [{ field: 'f', message: 'm' }] },
+      });
       assert.ok(error.status >= 400 && error.status < 600, code);
     }
-    assert.deepEqual(envelopeOf(new RosterError('ERROR', 'plain')), { status: 'error', error: { code: 'ERROR', message: 'plain' } });
+    assert.deepEqual(envelopeOf(new RosterError('ERROR', 'plain')), {
+      status: 'error',
+      error: { code: 'ERROR', message: 'plain' },
+    });
   });
 
   const frameworkCases: [what: string, error: unknown, code: ErrorCode][] = [
     ['a RosterError passes through', new RosterError('EMAIL_EXISTS', 'x'), 'EMAIL_EXISTS'],
-    ['unsupported media type', Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 }), 'UNSUPPORTED_MEDIA_TYPE'],
-    ['body too large', Object.assign(new Error('x'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }), 'PAYLOAD_TOO_LARGE'],
-    ['bad content length', Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', statusCode: 400 }), 'ERROR'],
+    [
+      'unsupported media type',
+      Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 }),
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
+    [
+      'body too large',
+      Object.assign(new Error('x'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }),
+      'PAYLOAD_TOO_LARGE',
+    ],
+    [
+      'bad content length',
+      Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', statusCode: 400 }),
+      'ERROR',
+    ],
     ['bad URL', Object.assign(new Error('x'), { code: 'FST_ERR_BAD_URL', statusCode: 400 }), 'ERROR'],
-    ['a parameter too long for the router', Object.assign(new Error('x'), { code: 'FST_ERR_MAX_PARAM_LENGTH', statusCode: 414 }), 'NOT_FOUND'],
-    ['another client error of the framework', Object.assign(new Error('x'), { code: 'FST_SOMETHING', statusCode: 418 }), 'ERROR'],
-    ['a plugin\'s 403 (a static folder)', Object.assign(new Error('x'), { statusCode: 403 }), 'FORBIDDEN'],
-    ['a plugin\'s 404', Object.assign(new Error('x'), { statusCode: 404 }), 'NOT_FOUND'],
-    ['query validation', Object.assign(new Error('x'), { validation: [{ keyword: 'pattern', instancePath: '/page', params: {}, parentSchema: { pattern: '^1$' } }] }), 'VALIDATION_ERROR'],
+    [
+      'a parameter too long for the router',
+      Object.assign(new Error('x'), { code: 'FST_ERR_MAX_PARAM_LENGTH', statusCode: 414 }),
+      'NOT_FOUND',
+    ],
+    [
+      'another client error of the framework',
+      Object.assign(new Error('x'), { code: 'FST_SOMETHING', statusCode: 418 }),
+      'ERROR',
+    ],
+    ["a plugin's 403 (a static folder)", Object.assign(new Error('x'), { statusCode: 403 }), 'FORBIDDEN'],
+    ["a plugin's 404", Object.assign(new Error('x'), { statusCode: 404 }), 'NOT_FOUND'],
+    [
+      'query validation',
+      Object.assign(new Error('x'), {
+        validation: [{ keyword: 'pattern', instancePath: '/page', params: {}, parentSchema: { pattern: '^1$' } }],
+      }),
+      'VALIDATION_ERROR',
+    ],
     ['anything else', new TypeError('boom'), 'INTERNAL_ERROR'],
     ['a thrown string', 'boom', 'INTERNAL_ERROR'],
   ];
@@ -53,13 +88,23 @@ describe('the error catalog', () => {
     t.after(() => roster.stop());
     const document = (await request(`${roster.api}/openapi.json`)).body;
     assert.deepEqual(document.components.schemas.ErrorCode.enum, CODES);
-    for (const code of CODES) assert.match(document.components.schemas.ErrorCode.description, new RegExp(`^${code} \\(${ERROR_CATALOG[code].status}\\)`, 'm'));
+    for (const code of CODES)
+      assert.match(
+        document.components.schemas.ErrorCode.description,
+        new RegExp(`^${code} \\(${ERROR_CATALOG[code].status}\\)`, 'm'),
+      );
   });
 
   test('the README error table is the catalog, row for row', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const rows = [...readme.matchAll(/^\| (\d{3}) \| `([A-Z_]+)` \| (.+) \|$/gm)].map(([, status, code, when]) => [Number(status), code, when]);
-    const expected = CODES.map((code) => [ERROR_CATALOG[code].status, code, `${ERROR_CATALOG[code].meaning}.`]).sort((a, b) => (a[0] as number) - (b[0] as number));
+    const rows = [...readme.matchAll(/^\| (\d{3}) \| `([A-Z_]+)` \| (.+) \|$/gm)].map(([, status, code, when]) => [
+      Number(status),
+      code,
+      when,
+    ]);
+    const expected = CODES.map((code) => [ERROR_CATALOG[code].status, code, `${ERROR_CATALOG[code].meaning}.`]).sort(
+      (a, b) => (a[0] as number) - (b[0] as number),
+    );
     assert.deepEqual(rows, expected);
   });
 });

@@ -35,7 +35,12 @@ export async function request(
   }
   const response = await fetch(url, { method: options.method ?? 'GET', headers, body });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, text, body: text.length > 0 ? JSON.parse(text) : undefined };
+  return {
+    status: response.status,
+    headers: response.headers,
+    text,
+    body: text.length > 0 ? JSON.parse(text) : undefined,
+  };
 }
 
 /** Each server message's JSON Schema, as the AsyncAPI document publishes it (web/src/chat-messages.ts). */
@@ -69,7 +74,8 @@ export class ChatClient {
     this.ws.on('message', (data) => {
       const message = JSON.parse(data.toString());
       const problem = frameProblem(message);
-      if (problem && !this.invalidFrame) this.invalidFrame = new Error(`frame off the AsyncAPI document: ${data.toString()}: ${problem}`);
+      if (problem && !this.invalidFrame)
+        this.invalidFrame = new Error(`frame off the AsyncAPI document: ${data.toString()}: ${problem}`);
       this.messages.push(message);
       this.#waiters = this.#waiters.filter((waiter) => {
         if (!waiter.predicate(message)) return true;
@@ -87,7 +93,8 @@ export class ChatClient {
   }
 
   /** Resolves with the first message (already received or coming) that matches. */
-  next(predicate: (message: any) => boolean, timeoutMs = 5000): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  next(predicate: (message: any) => boolean, timeoutMs = 5000): Promise<any> {
     if (this.invalidFrame) return Promise.reject(this.invalidFrame);
     const seen = this.messages.find(predicate);
     if (seen) {
@@ -95,7 +102,10 @@ export class ChatClient {
       return Promise.resolve(seen);
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for a message; got ${JSON.stringify(this.messages)}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`timed out waiting for a message; got ${JSON.stringify(this.messages)}`)),
+        timeoutMs,
+      );
       this.#waiters.push({
         predicate,
         resolve: (message) => {

@@ -19,7 +19,13 @@ export class Instance {
   api = '';
 
   private constructor(t: TestContext, env: Record<string, string>) {
-    this.process = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '2000', ...env });
+    this.process = new RosterProcess(t, {
+      PORT: '0',
+      WS_PORT: '0',
+      LOG_LEVEL: 'info',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+      ...env,
+    });
     t.after(() => {
       for (const client of this.clients) client.ws.terminate();
     });
@@ -31,7 +37,11 @@ export class Instance {
     const { port, wsPort } = await instance.process.listening();
     instance.wsUrl = `ws://127.0.0.1:${wsPort}`;
     instance.api = `http://127.0.0.1:${port}/api/v1`;
-    if (env.REDIS_URL) assert.ok(instance.process.lines.some((l) => l.msg === 'chat bus connected'), 'the bus was up before the ports opened');
+    if (env.REDIS_URL)
+      assert.ok(
+        instance.process.lines.some((l) => l.msg === 'chat bus connected'),
+        'the bus was up before the ports opened',
+      );
     return instance;
   }
 

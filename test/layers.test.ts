@@ -49,7 +49,10 @@ const FORBIDDEN: [from: string, to: string][] = [
 
 test('no import crosses a forbidden layer line', () => {
   const crossing = edges.filter(({ from, to }) => FORBIDDEN.some(([f, t]) => f === from && t === to));
-  assert.deepEqual(crossing.map(({ file, specifier }) => `${file} imports ${specifier}`), []);
+  assert.deepEqual(
+    crossing.map(({ file, specifier }) => `${file} imports ${specifier}`),
+    [],
+  );
 });
 
 test('no two folders of src/ import each other', () => {

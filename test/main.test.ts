@@ -32,7 +32,6 @@ async function connectOutcome(port: number): Promise<string> {
   }
 }
 
-
 interface ChatMessage {
   type?: string;
   message?: string;
@@ -126,49 +125,57 @@ describe('main.js: a bad setting stops start-up', () => {
   ];
 
   for (const [variable, value] of cases) {
-    test(`${variable}=${value}: exit status 2, one stderr line naming ${variable}, nothing started`, { timeout: TEST_MS }, async (t) => {
-      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', [variable]: value });
-      const exit = await roster.exited();
-      assert.deepEqual(exit, { code: 2, signal: null }, roster.describe());
-      const lines = roster.stderr.split(/\r?\n/).filter((line, index, all) => line !== '' || index < all.length - 1);
-      assert.equal(lines.length, 1, `exactly one stderr line, got ${JSON.stringify(roster.stderr)}`);
-      assert.match(lines[0]!, new RegExp(`\\b${variable}\\b`), 'the line names the variable');
-      assert.deepEqual(roster.stdout, [], 'nothing is logged: the service never started');
-    });
+    test(
+      `${variable}=${value}: exit status 2, one stderr line naming ${variable}, nothing started`,
+      { timeout: TEST_MS },
+      async (t) => {
+        const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', [variable]: value });
+        const exit = await roster.exited();
+        assert.deepEqual(exit, { code: 2, signal: null }, roster.describe());
+        const lines = roster.stderr.split(/\r?\n/).filter((line, index, all) => line !== '' || index < all.length - 1);
+        assert.equal(lines.length, 1, `exactly one stderr line, got ${JSON.stringify(roster.stderr)}`);
+        assert.match(lines[0]!, new RegExp(`\\b${variable}\\b`), 'the line names the variable');
+        assert.deepEqual(roster.stdout, [], 'nothing is logged: the service never started');
+      },
+    );
   }
 });
 
 describe('main.js: the running service and its shutdown', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    test(`serves REST and chat on the ports it logs; ${signal}: chat gets 1001, exit 0, ports closed`, { timeout: TEST_MS }, async (t) => {
-      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
-      const { port, wsPort } = await roster.listening();
-      assert.notEqual(port, 0);
-      assert.notEqual(wsPort, 0);
-      assert.notEqual(port, wsPort);
+    test(
+      `serves REST and chat on the ports it logs; ${signal}: chat gets 1001, exit 0, ports closed`,
+      { timeout: TEST_MS },
+      async (t) => {
+        const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+        const { port, wsPort } = await roster.listening();
+        assert.notEqual(port, 0);
+        assert.notEqual(wsPort, 0);
+        assert.notEqual(port, wsPort);
 
-      const { status, body } = await getJson(`http://127.0.0.1:${port}/api/v1/users`);
-      assert.equal(status, 200);
-      const data = (body as { data: { users: { role: string }[]; pagination: { total: number } } }).data;
-      assert.equal(data.users.length, 3);
-      assert.equal(data.pagination.total, 3);
-      assert.deepEqual(data.users.map((user) => user.role).sort(), ['admin', 'user', 'user']);
+        const { status, body } = await getJson(`http://127.0.0.1:${port}/api/v1/users`);
+        assert.equal(status, 200);
+        const data = (body as { data: { users: { role: string }[]; pagination: { total: number } } }).data;
+        assert.equal(data.users.length, 3);
+        assert.equal(data.pagination.total, 3);
+        assert.deepEqual(data.users.map((user) => user.role).sort(), ['admin', 'user', 'user']);
 
-      const { ws, welcome } = await joinChat(wsPort);
-      t.after(() => ws.terminate());
-      assert.equal(welcome.type, 'system');
-      assert.match(welcome.message ?? '', /\b1\b/, 'the welcome includes the online count');
-      assert.equal(typeof welcome.timestamp, 'string');
+        const { ws, welcome } = await joinChat(wsPort);
+        t.after(() => ws.terminate());
+        assert.equal(welcome.type, 'system');
+        assert.match(welcome.message ?? '', /\b1\b/, 'the welcome includes the online count');
+        assert.equal(typeof welcome.timestamp, 'string');
 
-      const closed = closeCode(ws);
-      assert.ok(roster.child.kill(signal));
-      assert.equal(await within(closed, EVENT_MS, 'the chat close frame'), 1001);
-      assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
-      assert.equal(roster.stderr, '');
+        const closed = closeCode(ws);
+        assert.ok(roster.child.kill(signal));
+        assert.equal(await within(closed, EVENT_MS, 'the chat close frame'), 1001);
+        assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
+        assert.equal(roster.stderr, '');
 
-      assert.equal(await connectOutcome(port), 'ECONNREFUSED', 'the REST port refuses new connections');
-      assert.equal(await connectOutcome(wsPort), 'ECONNREFUSED', 'the chat port refuses new connections');
-    });
+        assert.equal(await connectOutcome(port), 'ECONNREFUSED', 'the REST port refuses new connections');
+        assert.equal(await connectOutcome(wsPort), 'ECONNREFUSED', 'the chat port refuses new connections');
+      },
+    );
   }
 
   // In-flight requests: a request whose body has not fully arrived is in flight, and
@@ -178,38 +185,42 @@ describe('main.js: the running service and its shutdown', () => {
   // must be told `Connection: close` on its last reply, or it idles until SHUTDOWN_TIMEOUT_MS runs out.
   for (const keepAlive of [false, true]) {
     const kind = keepAlive ? 'keep-alive' : 'Connection: close';
-    test(`SIGTERM with a request in flight (${kind}): it completes, new connections are refused meanwhile, then prompt exit 0`, { timeout: TEST_MS }, async (t) => {
-      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
-      const { port, wsPort } = await roster.listening();
-      const { ws } = await joinChat(wsPort);
-      t.after(() => ws.terminate());
+    test(
+      `SIGTERM with a request in flight (${kind}): it completes, new connections are refused meanwhile, then prompt exit 0`,
+      { timeout: TEST_MS },
+      async (t) => {
+        const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+        const { port, wsPort } = await roster.listening();
+        const { ws } = await joinChat(wsPort);
+        t.after(() => ws.terminate());
 
-      const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com', role: 'user' });
-      const http = new RawHttp(port);
-      t.after(() => http.socket.destroy());
-      http.socket.write(
-        'POST /api/v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n${keepAlive ? '' : 'Connection: close\r\n'}Expect: 100-continue\r\n\r\n`,
-      );
-      // The server has parsed the headers: the request is in flight.
-      await http.until((received) => (/^HTTP\/1\.1 100 /.test(received) ? true : undefined), '100 Continue');
-      http.socket.write(body.slice(0, 10));
+        const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com', role: 'user' });
+        const http = new RawHttp(port);
+        t.after(() => http.socket.destroy());
+        http.socket.write(
+          'POST /api/v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+            `Content-Length: ${Buffer.byteLength(body)}\r\n${keepAlive ? '' : 'Connection: close\r\n'}Expect: 100-continue\r\n\r\n`,
+        );
+        // The server has parsed the headers: the request is in flight.
+        await http.until((received) => (/^HTTP\/1\.1 100 /.test(received) ? true : undefined), '100 Continue');
+        http.socket.write(body.slice(0, 10));
 
-      const closed = closeCode(ws);
-      roster.child.kill('SIGTERM');
-      // 1001 is sent in the same turn as the REST server's close() starts: shutdown is under way.
-      assert.equal(await within(closed, EVENT_MS, 'the chat close frame'), 1001);
-      assert.equal(roster.exit, undefined, 'the process waits for the in-flight request');
-      assert.equal(await connectOutcome(port), 'ECONNREFUSED', 'no new connection during shutdown');
+        const closed = closeCode(ws);
+        roster.child.kill('SIGTERM');
+        // 1001 is sent in the same turn as the REST server's close() starts: shutdown is under way.
+        assert.equal(await within(closed, EVENT_MS, 'the chat close frame'), 1001);
+        assert.equal(roster.exit, undefined, 'the process waits for the in-flight request');
+        assert.equal(await connectOutcome(port), 'ECONNREFUSED', 'no new connection during shutdown');
 
-      http.socket.write(body.slice(10));
-      const response = await http.until(finalResponse, 'the response to the in-flight request');
-      assert.equal(response.status, 201, response.body);
-      assert.equal((JSON.parse(response.body) as { data: { email: string } }).data.email, 'in.flight@example.com');
+        http.socket.write(body.slice(10));
+        const response = await http.until(finalResponse, 'the response to the in-flight request');
+        assert.equal(response.status, 201, response.body);
+        assert.equal((JSON.parse(response.body) as { data: { email: string } }).data.email, 'in.flight@example.com');
 
-      // The client keeps its end open, as a keep-alive client does; the server must not wait for it.
-      assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
-    });
+        // The client keeps its end open, as a keep-alive client does; the server must not wait for it.
+        assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
+      },
+    );
   }
 });
 
@@ -220,28 +231,36 @@ describe('main.js: request log', () => {
     { path: '/api/v1/users/no-such-user', status: 404 },
   ];
 
-  test('LOG_LEVEL=info: exactly one JSON line per request, msg "request" with method, url, status', { timeout: TEST_MS }, async (t) => {
-    const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
-    const { port } = await roster.listening();
-    for (const { path, status } of requests) {
-      assert.equal((await getJson(`http://127.0.0.1:${port}${path}`)).status, status, path);
-    }
-    // Stop and read everything: after exit no line can still be on its way.
-    roster.child.kill('SIGTERM');
-    assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
+  test(
+    'LOG_LEVEL=info: exactly one JSON line per request, msg "request" with method, url, status',
+    { timeout: TEST_MS },
+    async (t) => {
+      const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+      const { port } = await roster.listening();
+      for (const { path, status } of requests) {
+        assert.equal((await getJson(`http://127.0.0.1:${port}${path}`)).status, status, path);
+      }
+      // Stop and read everything: after exit no line can still be on its way.
+      roster.child.kill('SIGTERM');
+      assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
 
-    const lines = roster.lines; // every stdout line is JSON
-    const requestLines = lines.filter((line) => line.msg === 'request');
-    assert.deepEqual(
-      requestLines.map(({ method, url, status }) => ({ method, url, status })),
-      requests.map(({ path, status }) => ({ method: 'GET', url: path, status })),
-    );
-    for (const line of requestLines) assert.equal(line.level, 30, 'request lines are at info');
-    // Nothing else is tied to a request (no Fastify "incoming request" / "request completed" pair).
-    const perRequest = lines.filter((line) => 'reqId' in line || 'req' in line || 'res' in line);
-    assert.equal(perRequest.length, requests.length, JSON.stringify(perRequest));
-    assert.equal(new Set(perRequest.map((line) => line.reqId)).size, requests.length, 'one line per distinct request');
-  });
+      const lines = roster.lines; // every stdout line is JSON
+      const requestLines = lines.filter((line) => line.msg === 'request');
+      assert.deepEqual(
+        requestLines.map(({ method, url, status }) => ({ method, url, status })),
+        requests.map(({ path, status }) => ({ method: 'GET', url: path, status })),
+      );
+      for (const line of requestLines) assert.equal(line.level, 30, 'request lines are at info');
+      // Nothing else is tied to a request (no Fastify "incoming request" / "request completed" pair).
+      const perRequest = lines.filter((line) => 'reqId' in line || 'req' in line || 'res' in line);
+      assert.equal(perRequest.length, requests.length, JSON.stringify(perRequest));
+      assert.equal(
+        new Set(perRequest.map((line) => line.reqId)).size,
+        requests.length,
+        'one line per distinct request',
+      );
+    },
+  );
 
   test('LOG_LEVEL=warn: no per-request lines, nothing below warn', { timeout: TEST_MS }, async (t) => {
     // At warn the "Roster is listening" line is not written, so the ports are chosen here and the
@@ -265,7 +284,15 @@ describe('main.js: request log', () => {
     assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
 
     const lines = roster.lines;
-    assert.deepEqual(lines.filter((line) => line.msg === 'request' || 'reqId' in line), [], 'no per-request lines');
-    assert.deepEqual(lines.filter((line) => (line.level ?? 0) < 40), [], 'nothing below warn');
+    assert.deepEqual(
+      lines.filter((line) => line.msg === 'request' || 'reqId' in line),
+      [],
+      'no per-request lines',
+    );
+    assert.deepEqual(
+      lines.filter((line) => (line.level ?? 0) < 40),
+      [],
+      'nothing below warn',
+    );
   });
 });

@@ -21,68 +21,87 @@ describe('two Roster processes on one PostgreSQL and one Redis', { skip: SKIP },
   });
   after(() => schema?.drop());
 
-  test('behave as one service: shared users, one email winner, one timestamp order, one chat room, survival of a SIGKILL', { timeout: 90_000 }, async (t) => {
-    const env = { DATABASE_URL: schema.url, REDIS_URL: roomUrl() };
-    const [a, b] = await Promise.all([Instance.start(t, env), Instance.start(t, env)]);
+  test(
+    'behave as one service: shared users, one email winner, one timestamp order, one chat room, survival of a SIGKILL',
+    { timeout: 90_000 },
+    async (t) => {
+      const env = { DATABASE_URL: schema.url, REDIS_URL: roomUrl() };
+      const [a, b] = await Promise.all([Instance.start(t, env), Instance.start(t, env)]);
 
-    // Started together, seeded once.
-    for (const instance of [a, b]) {
-      const list = await request(`${instance.api}/users`);
-      assert.equal(list.status, 200);
-      assert.equal(list.body.data.pagination.total, 3, 'three seed users, not six');
-    }
+      // Started together, seeded once.
+      for (const instance of [a, b]) {
+        const list = await request(`${instance.api}/users`);
+        assert.equal(list.status, 200);
+        assert.equal(list.body.data.pagination.total, 3, 'three seed users, not six');
+      }
 
-    // Written on A, read, changed and listed on B.
-    const created = await request(`${a.api}/users`, { method: 'POST', body: { name: 'Written On A', email: 'written.on.a@example.com' } });
-    assert.equal(created.status, 201);
-    const id = created.body.data.id as string;
-    assert.deepEqual((await request(`${b.api}/users/${id}`)).body.data, created.body.data);
-    const patched = await request(`${b.api}/users/${id}`, { method: 'PATCH', body: { role: 'admin' } });
-    assert.equal(patched.status, 200);
-    assert.equal((await request(`${a.api}/users/${id}`)).body.data.role, 'admin');
-    assert.equal((await request(`${a.api}/users?role=admin&search=written`)).body.data.pagination.total, 1);
+      // Written on A, read, changed and listed on B.
+      const created = await request(`${a.api}/users`, {
+        method: 'POST',
+        body: { name: 'Written On A', email: 'written.on.a@example.com' },
+      });
+      assert.equal(created.status, 201);
+      const id = created.body.data.id as string;
+      assert.deepEqual((await request(`${b.api}/users/${id}`)).body.data, created.body.data);
+      const patched = await request(`${b.api}/users/${id}`, { method: 'PATCH', body: { role: 'admin' } });
+      assert.equal(patched.status, 200);
+      assert.equal((await request(`${a.api}/users/${id}`)).body.data.role, 'admin');
+      assert.equal((await request(`${a.api}/users?role=admin&search=written`)).body.data.pagination.total, 1);
 
-    // The same email raced from both processes, spelt differently: exactly one 201 and one 409.
-    for (let round = 0; round < 10; round++) {
-      const replies = await Promise.all([
-        request(`${a.api}/users`, { method: 'POST', body: { name: 'Racer A', email: `racer.${round}@example.com` } }),
-        request(`${b.api}/users`, { method: 'POST', body: { name: 'Racer B', email: ` RACER.${round}@Example.COM ` } }),
-      ]);
-      assert.deepEqual(replies.map((r) => r.status).sort(), [201, 409], `round ${round}`);
-      assert.equal(replies.find((r) => r.status === 409)!.body.error.code, 'EMAIL_EXISTS');
-    }
+      // The same email raced from both processes, spelt differently: exactly one 201 and one 409.
+      for (let round = 0; round < 10; round++) {
+        const replies = await Promise.all([
+          request(`${a.api}/users`, { method: 'POST', body: { name: 'Racer A', email: `racer.${round}@example.com` } }),
+          request(`${b.api}/users`, {
+            method: 'POST',
+            body: { name: 'Racer B', email: ` RACER.${round}@Example.COM ` },
+          }),
+        ]);
+        assert.deepEqual(replies.map((r) => r.status).sort(), [201, 409], `round ${round}`);
+        assert.equal(replies.find((r) => r.status === 409)!.body.error.code, 'EMAIL_EXISTS');
+      }
 
-    // Created one after the other, alternating instances: created_at strictly increasing in that order.
-    const stamps: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const on = i % 2 === 0 ? a : b;
-      const reply = await request(`${on.api}/users`, { method: 'POST', body: { name: `Ordered ${i}`, email: `ordered.${i}@example.com` } });
-      stamps.push(reply.body.data.created_at as string);
-    }
-    assert.deepEqual([...stamps].sort(), stamps);
-    assert.equal(new Set(stamps).size, stamps.length);
-    const newest = (await request(`${b.api}/users?limit=10`)).body.data.users.map((u: { name: string }) => u.name);
-    assert.deepEqual(newest, Array.from({ length: 10 }, (_, i) => `Ordered ${9 - i}`), 'newest first, in creation order across both');
+      // Created one after the other, alternating instances: created_at strictly increasing in that order.
+      const stamps: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const on = i % 2 === 0 ? a : b;
+        const reply = await request(`${on.api}/users`, {
+          method: 'POST',
+          body: { name: `Ordered ${i}`, email: `ordered.${i}@example.com` },
+        });
+        stamps.push(reply.body.data.created_at as string);
+      }
+      assert.deepEqual([...stamps].sort(), stamps);
+      assert.equal(new Set(stamps).size, stamps.length);
+      const newest = (await request(`${b.api}/users?limit=10`)).body.data.users.map((u: { name: string }) => u.name);
+      assert.deepEqual(
+        newest,
+        Array.from({ length: 10 }, (_, i) => `Ordered ${9 - i}`),
+        'newest first, in creation order across both',
+      );
 
-    // One chat room across both, with the room-wide count.
-    const { client: onA } = await a.join();
-    const { client: onB, welcome } = await b.join();
-    assert.match(welcome.message as string, /\b2 users online/);
-    assert.equal((await onA.next((m) => m.type === 'user_join')).online_count, 2);
-    onB.send({ type: 'chat', message: 'from B to everyone' });
-    const [seenOnA, seenOnB] = await Promise.all([onA, onB].map((c) => c.next((m) => m.type === 'chat' && m.message === 'from B to everyone')));
-    assert.deepEqual(seenOnA, seenOnB);
+      // One chat room across both, with the room-wide count.
+      const { client: onA } = await a.join();
+      const { client: onB, welcome } = await b.join();
+      assert.match(welcome.message as string, /\b2 users online/);
+      assert.equal((await onA.next((m) => m.type === 'user_join')).online_count, 2);
+      onB.send({ type: 'chat', message: 'from B to everyone' });
+      const [seenOnA, seenOnB] = await Promise.all(
+        [onA, onB].map((c) => c.next((m) => m.type === 'chat' && m.message === 'from B to everyone')),
+      );
+      assert.deepEqual(seenOnA, seenOnB);
 
-    // A killed without a goodbye: B serves everything A wrote, and stops counting A's member within seconds.
-    const killed = Date.now();
-    await a.exit('SIGKILL');
-    assert.equal((await request(`${b.api}/users/${id}`)).body.data.name, 'Written On A');
-    assert.equal((await request(`${b.api}/health`)).status, 200);
-    let count = await b.welcomeCount();
-    while (count !== 2) {
-      assert.ok(Date.now() - killed < 10_000, `the killed instance still counts after 10 s (count ${count})`);
-      await delay(250); // expiry has no event to wait for: look again shortly
-      count = await b.welcomeCount();
-    }
-  });
+      // A killed without a goodbye: B serves everything A wrote, and stops counting A's member within seconds.
+      const killed = Date.now();
+      await a.exit('SIGKILL');
+      assert.equal((await request(`${b.api}/users/${id}`)).body.data.name, 'Written On A');
+      assert.equal((await request(`${b.api}/health`)).status, 200);
+      let count = await b.welcomeCount();
+      while (count !== 2) {
+        assert.ok(Date.now() - killed < 10_000, `the killed instance still counts after 10 s (count ${count})`);
+        await delay(250); // expiry has no event to wait for: look again shortly
+        count = await b.welcomeCount();
+      }
+    },
+  );
 });

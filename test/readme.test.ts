@@ -45,7 +45,11 @@ function blocks(readme: string): Block[] {
 function blockEnv(port: number, wsPort: number): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || /^(DATABASE_URL|REDIS_URL|AUTH|API_KEYS|BASIC_USERS|JWT_SECRET|RATE_LIMIT|TLS_|CORS_|WS_URL|API_URL)/.test(name)) continue;
+    if (
+      value === undefined ||
+      /^(DATABASE_URL|REDIS_URL|AUTH|API_KEYS|BASIC_USERS|JWT_SECRET|RATE_LIMIT|TLS_|CORS_|WS_URL|API_URL)/.test(name)
+    )
+      continue;
     env[name] = value;
   }
   return { ...env, PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn' };
@@ -64,7 +68,10 @@ function killGroup(pid: number | undefined): void {
 async function ready(port: number, alive: () => boolean): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     assert.ok(alive(), 'Roster exited before it was ready');
     assert.ok(Date.now() < deadline, 'Roster was not ready within 20 s');
@@ -75,7 +82,9 @@ async function ready(port: number, alive: () => boolean): Promise<void> {
 async function run(t: TestContext, block: Block): Promise<void> {
   const [port, wsPort] = [await freePort(), await freePort()];
   const env = blockEnv(port, wsPort);
-  const code = block.code.replaceAll('127.0.0.1:5000', `127.0.0.1:${port}`).replaceAll('127.0.0.1:8765', `127.0.0.1:${wsPort}`);
+  const code = block.code
+    .replaceAll('127.0.0.1:5000', `127.0.0.1:${port}`)
+    .replaceAll('127.0.0.1:8765', `127.0.0.1:${wsPort}`);
 
   if (!/\bnpm start\b/.test(code)) {
     const server = spawn(process.execPath, ['dist/src/main.js'], { cwd: ROOT, env, stdio: 'ignore', detached: true });
@@ -83,14 +92,23 @@ async function run(t: TestContext, block: Block): Promise<void> {
     await ready(port, () => server.exitCode === null);
   }
 
-  const shell = spawn('bash', ['-e', '-c', code], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const shell = spawn('bash', ['-e', '-c', code], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   t.after(() => killGroup(shell.pid));
   let stdout = '';
   let stderr = '';
   shell.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   shell.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   // 'exit', not 'close': a server the block left in the background still holds the pipes.
-  const [status] = (await within(once(shell, 'exit'), BLOCK_MS, `the block to finish; stdout ${stdout} stderr ${stderr}`)) as [number | null];
+  const [status] = (await within(
+    once(shell, 'exit'),
+    BLOCK_MS,
+    `the block to finish; stdout ${stdout} stderr ${stderr}`,
+  )) as [number | null];
   const transcript = `exit ${status}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`;
   assert.equal(status, 0, transcript);
   assert.doesNotMatch(stderr, /not found|command not found|Cannot find module|ERR!/i, transcript);

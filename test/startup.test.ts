@@ -42,7 +42,10 @@ interface Outcome {
 }
 
 async function start(t: TestContext, env: Record<string, string>): Promise<Outcome> {
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -50,7 +53,11 @@ async function start(t: TestContext, env: Record<string, string>): Promise<Outco
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const [code] = (await within(once(child, 'close'), EXIT_MS, `Roster to exit with ${JSON.stringify(env)}; stdout ${stdout} stderr ${stderr}`)) as [number | null];
+  const [code] = (await within(
+    once(child, 'close'),
+    EXIT_MS,
+    `Roster to exit with ${JSON.stringify(env)}; stdout ${stdout} stderr ${stderr}`,
+  )) as [number | null];
   return { code, stdout, stderr };
 }
 
@@ -77,9 +84,14 @@ const cases: Case[] = [
   },
   {
     name: 'an unreachable database',
-    env: async () => ({ PORT: '0', WS_PORT: '0', DATABASE_URL: `postgres://roster@127.0.0.1:${await closedPort()}/roster` }),
+    env: async () => ({
+      PORT: '0',
+      WS_PORT: '0',
+      DATABASE_URL: `postgres://roster@127.0.0.1:${await closedPort()}/roster`,
+    }),
     status: 4,
-    line: (env) => new RegExp(`^roster: DATABASE_URL: connection refused at 127\\.0\\.0\\.1:${new URL(env.DATABASE_URL!).port}$`),
+    line: (env) =>
+      new RegExp(`^roster: DATABASE_URL: connection refused at 127\\.0\\.0\\.1:${new URL(env.DATABASE_URL!).port}$`),
   },
   {
     name: 'a bad setting',

@@ -9,6 +9,11 @@ test('start-up says users live in memory, are lost on exit, and names DATABASE_U
   await roster.stop();
   const listening = lines.findIndex((line) => line.msg === 'Roster is listening');
   assert.ok(listening >= 0);
-  const note = lines.slice(listening + 1).find((line) => typeof line.msg === 'string' && /users/i.test(line.msg as string));
-  assert.equal(note?.msg, 'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL');
+  const note = lines
+    .slice(listening + 1)
+    .find((line) => typeof line.msg === 'string' && /users/i.test(line.msg as string));
+  assert.equal(
+    note?.msg,
+    'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL',
+  );
 });

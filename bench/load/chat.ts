@@ -32,7 +32,15 @@ export type ChatCommand =
    * server to fall quiet (allowing SETTLE_GRACE_MS more for the clients already in). `serverPid`: the
    * first server's, for CPU figures when processes are not pinned.
    */
-  | { cmd: 'connect'; ports: number[]; serverPid: number; clients: number; senders: number; expectWelcome: boolean; maxSeconds: number }
+  | {
+      cmd: 'connect';
+      ports: number[];
+      serverPid: number;
+      clients: number;
+      senders: number;
+      expectWelcome: boolean;
+      maxSeconds: number;
+    }
   | { cmd: 'run'; serverPid: number; senders: number; window: number; warmupSeconds: number; seconds: number }
   | { cmd: 'reset' };
 
@@ -87,7 +95,8 @@ let run: Run = { sending: false, measuring: false, latencies: [], crossLatencies
 /** A sender's message as it arrives: its send time, or undefined when it is another's (or no chat message). */
 function sentAtOf(payload: Buffer, prefix: string): number | undefined {
   const parsed = JSON.parse(payload.toString('utf8')) as { type?: unknown; message?: unknown };
-  if (parsed.type !== 'chat' || typeof parsed.message !== 'string' || !parsed.message.startsWith(prefix)) return undefined;
+  if (parsed.type !== 'chat' || typeof parsed.message !== 'string' || !parsed.message.startsWith(prefix))
+    return undefined;
   return Number(parsed.message.slice(parsed.message.lastIndexOf(':') + 1));
 }
 
@@ -169,7 +178,10 @@ function open(port: number, expectWelcome: boolean, timing?: Sender | Watcher): 
       },
       refused: (error) => fail(error),
     });
-    const timer = setTimeout(() => fail(new Error(`no ${expectWelcome ? 'welcome' : 'handshake'} within ${HANDSHAKE_TIMEOUT_MS} ms`)), HANDSHAKE_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`no ${expectWelcome ? 'welcome' : 'handshake'} within ${HANDSHAKE_TIMEOUT_MS} ms`)),
+      HANDSHAKE_TIMEOUT_MS,
+    );
     function succeed() {
       ready = true;
       clearTimeout(timer);

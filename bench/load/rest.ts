@@ -68,7 +68,11 @@ function requestsFor(target: RestTarget): Requests {
     case 'get':
       return { requests: [{ method: 'GET', path: target.path }] };
     case 'get-by-id':
-      return onRandomIds(target.ids, (id) => ({ method: 'GET', path: `${USERS_PATH}/${id}`, ...(target.headers && { headers: target.headers }) }));
+      return onRandomIds(target.ids, (id) => ({
+        method: 'GET',
+        path: `${USERS_PATH}/${id}`,
+        ...(target.headers && { headers: target.headers }),
+      }));
     case 'patch':
       return onRandomIds(target.ids, (id) => ({
         method: 'PATCH',
@@ -85,7 +89,12 @@ function requestsFor(target: RestTarget): Requests {
             path: USERS_PATH,
             headers: JSON_HEADERS,
             setupRequest: (request) =>
-              Object.assign(request, { body: JSON.stringify({ name: 'Bench Created', email: `bench.${process.pid}.${++sequence}@example.com` }) }),
+              Object.assign(request, {
+                body: JSON.stringify({
+                  name: 'Bench Created',
+                  email: `bench.${process.pid}.${++sequence}@example.com`,
+                }),
+              }),
           },
         ],
       };
@@ -109,7 +118,8 @@ function cannon(job: RestJob, onResponse: (status: number, ms: number) => void):
         timeout: job.timeoutSeconds,
         ...requestsFor(job.target),
       },
-      (error: unknown, result) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(result)),
+      (error: unknown, result) =>
+        error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(result),
     );
     instance.on('response', (_client, status, _bytes, ms) => onResponse(status, ms));
   });

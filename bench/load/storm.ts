@@ -30,7 +30,15 @@ export type StormCommand =
    * then, if they are not all in with every notice, give those that are in `graceSeconds` more to get
    * their notices (so that what they hold is settled), without counting it in the storm's time.
    */
-  | { cmd: 'storm'; port: number; serverPid: number; clients: number; concurrency: number; maxSeconds: number; graceSeconds: number }
+  | {
+      cmd: 'storm';
+      port: number;
+      serverPid: number;
+      clients: number;
+      concurrency: number;
+      maxSeconds: number;
+      graceSeconds: number;
+    }
   | { cmd: 'reset' };
 
 export interface StormResult {
@@ -53,7 +61,6 @@ export interface StormResult {
   serverCpu: number | undefined;
   generatorCpu: number | undefined;
 }
-
 
 interface Client {
   socket: Socket;
@@ -80,7 +87,8 @@ function check(client: Client, payload: Buffer): void {
     return;
   }
   if (client.frames === 1) {
-    if (message.type !== 'system') client.problem = `first message of type ${String(message.type)}, not the system welcome`;
+    if (message.type !== 'system')
+      client.problem = `first message of type ${String(message.type)}, not the system welcome`;
     return;
   }
   if (message.type !== 'user_join') {
@@ -149,7 +157,9 @@ function countProblems(): string[] {
   const wrong = joins.findIndex((count, index) => count !== index);
   if (wrong === -1) return [];
   const extra = joins.reduce((sum, count) => sum + count, 0) - (clients.length * (clients.length - 1)) / 2;
-  return [`join notices per client are not 0 … ${clients.length - 1} once each (first wrong: ${joins[wrong]} where ${wrong} belongs; ${extra} more than due in all)`];
+  return [
+    `join notices per client are not 0 … ${clients.length - 1} once each (first wrong: ${joins[wrong]} where ${wrong} belongs; ${extra} more than due in all)`,
+  ];
 }
 
 async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<StormResult> {
@@ -176,19 +186,27 @@ async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<
   // Done when the last client was in and the last notice had arrived.
   const seconds = complete ? (Math.max(connectedAt, counters.lastFrameAt) - started) / 1000 : NaN;
   const usage = cpu();
-  const settled = complete || (await until(() => counters.text >= dueFrames(), performance.now() + command.graceSeconds * 1000));
+  const settled =
+    complete || (await until(() => counters.text >= dueFrames(), performance.now() + command.graceSeconds * 1000));
   // Anything more than is due must show: wait a little for it.
   if (settled) await sleep(QUIET_MS);
 
   const problems: string[] = [];
-  if (failure !== undefined) problems.push(`a client could not connect: ${failure instanceof Error ? failure.message : String(failure)}`);
+  if (failure !== undefined)
+    problems.push(`a client could not connect: ${failure instanceof Error ? failure.message : String(failure)}`);
   if (settled) problems.push(...countProblems());
   const sampledProblems = clients.filter((client) => client.problem !== undefined);
-  if (sampledProblems.length > 0) problems.push(`${sampledProblems.length} sampled clients got a wrong message, e.g. ${sampledProblems[0]!.problem!}`);
+  if (sampledProblems.length > 0)
+    problems.push(
+      `${sampledProblems.length} sampled clients got a wrong message, e.g. ${sampledProblems[0]!.problem!}`,
+    );
   if (settled && clients.length > 1) {
     // The last notice anyone gets is the last client's: online_count is everyone.
-    const short = clients.filter((client) => client.lastOnline !== undefined && client.lastOnline !== clients.length).length;
-    if (short > 0) problems.push(`${short} sampled clients' last join notice does not count all ${clients.length} clients`);
+    const short = clients.filter(
+      (client) => client.lastOnline !== undefined && client.lastOnline !== clients.length,
+    ).length;
+    if (short > 0)
+      problems.push(`${short} sampled clients' last join notice does not count all ${clients.length} clients`);
   }
   return {
     connected: clients.length,

@@ -71,7 +71,8 @@ export class FrameReader {
       const short = data[at + 1]! & 0x7f;
       const headerLength = short === 126 ? 4 : short === 127 ? 10 : 2;
       if (available < headerLength) break;
-      const length = short === 126 ? data.readUInt16BE(at + 2) : short === 127 ? Number(data.readBigUInt64BE(at + 2)) : short;
+      const length =
+        short === 126 ? data.readUInt16BE(at + 2) : short === 127 ? Number(data.readBigUInt64BE(at + 2)) : short;
       const opcode = data[at]! & 0x0f;
       const start = at + headerLength;
       if (this.wantPayload) {

@@ -34,7 +34,10 @@ export interface ChatServer {
  * Roster, or the stock ws baseline: with `joinNotices`, the baseline greets each newcomer and tells
  * the others, as Roster always does; without, it sends nothing on connect.
  */
-export async function startChatServer(name: ServerName, options: { joinNotices?: boolean; env?: Record<string, string>; label?: string } = {}): Promise<ChatServer> {
+export async function startChatServer(
+  name: ServerName,
+  options: { joinNotices?: boolean; env?: Record<string, string>; label?: string } = {},
+): Promise<ChatServer> {
   const child =
     name === 'Roster'
       ? new BenchChild(options.label ?? 'Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
@@ -42,7 +45,10 @@ export async function startChatServer(name: ServerName, options: { joinNotices?:
   try {
     const started =
       name === 'Roster'
-        ? await child.request<RosterStarted>({ cmd: 'start', users: 0, env: { ...ROSTER_ENV, ...options.env } } satisfies RosterCommand, 60_000)
+        ? await child.request<RosterStarted>(
+            { cmd: 'start', users: 0, env: { ...ROSTER_ENV, ...options.env } } satisfies RosterCommand,
+            60_000,
+          )
         : await child.request<{ wsPort: number }>({ cmd: 'start', ...options } satisfies WsBaselineCommand, 60_000);
     return { child, wsPort: started.wsPort };
   } catch (error) {
@@ -124,23 +130,34 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
           const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
           findings.notes.push(connectNote(name, clients, connected));
           progress(findings.notes[findings.notes.length - 1]!);
-          if (connected.connected < clients) throw new Error(`only ${integer(connected.connected)} clients connected in time: not measured`);
+          if (connected.connected < clients)
+            throw new Error(`only ${integer(connected.connected)} clients connected in time: not measured`);
           if (!connected.settled) throw new Error('join notices still arriving: not measured');
           for (const active of plan.chat.senders) {
-            const run: ChatCommand = { cmd: 'run', serverPid: server.child.pid, senders: active, window, warmupSeconds, seconds };
+            const run: ChatCommand = {
+              cmd: 'run',
+              serverPid: server.child.pid,
+              senders: active,
+              window,
+              warmupSeconds,
+              seconds,
+            };
             const row: ChatRow = { clients, senders: active, server: name };
             try {
               const others = otherLoadMeter(benchPids);
               row.result = await generator.request<ChatResult>(run, (warmupSeconds + seconds) * 1000 + 60_000);
               row.otherLoad = others();
-              progress(`chat ${integer(clients)} clients, ${active} sender(s), ${name}: ${integer(row.result.deliveriesPerSecond)} deliveries/s`);
+              progress(
+                `chat ${integer(clients)} clients, ${active} sender(s), ${name}: ${integer(row.result.deliveriesPerSecond)} deliveries/s`,
+              );
             } catch (error) {
               row.error = errorText(error);
             }
             findings.rows.push(row);
           }
         } catch (error) {
-          for (const active of plan.chat.senders) findings.rows.push({ clients, senders: active, server: name, error: errorText(error) });
+          for (const active of plan.chat.senders)
+            findings.rows.push({ clients, senders: active, server: name, error: errorText(error) });
         } finally {
           // The server first: clients leaving one by one would make Roster send everyone a leave notice.
           await server?.child.kill();
@@ -151,7 +168,8 @@ async function measureChat(plan: Plan): Promise<ChatFindings> {
     findings.historyRows = await measureHistory(plan, generator);
     const redisUrl = process.env.REDIS_URL;
     // Not in quick mode, which stays under a minute.
-    if (redisUrl && plan.postgres === 'all') findings.pairRows = await measurePair(plan, generator, redisUrl, findings.pairNotes);
+    if (redisUrl && plan.postgres === 'all')
+      findings.pairRows = await measurePair(plan, generator, redisUrl, findings.pairNotes);
   } finally {
     await generator.kill();
   }
@@ -172,7 +190,8 @@ async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, 
   const env = { REDIS_URL: benchRedisUrl(redisUrl) };
   const servers: ChatServer[] = [];
   try {
-    for (const label of ['Roster A (chat, Redis)', 'Roster B (chat, Redis)']) servers.push(await startChatServer('Roster', { env, label }));
+    for (const label of ['Roster A (chat, Redis)', 'Roster B (chat, Redis)'])
+      servers.push(await startChatServer('Roster', { env, label }));
     const senders = Math.max(...plan.chat.senders);
     const connect: ChatCommand = {
       cmd: 'connect',
@@ -186,7 +205,8 @@ async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, 
     const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
     notes.push(connectNote('Roster', clients, connected).replace(/^Roster:/, 'Two instances:'));
     progress(notes[notes.length - 1]!);
-    if (connected.connected < clients) throw new Error(`only ${integer(connected.connected)} clients connected in time: not measured`);
+    if (connected.connected < clients)
+      throw new Error(`only ${integer(connected.connected)} clients connected in time: not measured`);
     if (!connected.settled) throw new Error('join notices still arriving: not measured');
     for (const active of plan.chat.senders) {
       const row: PairRow = { clients, senders: active };
@@ -194,12 +214,21 @@ async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, 
         const others = otherLoadMeter(benchPids, true);
         const engines = engineLoadMeter();
         row.result = await generator.request<ChatResult>(
-          { cmd: 'run', serverPid: servers[0]!.child.pid, senders: active, window, warmupSeconds, seconds } satisfies ChatCommand,
+          {
+            cmd: 'run',
+            serverPid: servers[0]!.child.pid,
+            senders: active,
+            window,
+            warmupSeconds,
+            seconds,
+          } satisfies ChatCommand,
           (warmupSeconds + seconds) * 1000 + 60_000,
         );
         row.otherLoad = others();
         row.engineLoad = engines();
-        progress(`chat ${integer(clients)} clients, ${active} sender(s), two instances: ${integer(row.result.deliveriesPerSecond)} deliveries/s`);
+        progress(
+          `chat ${integer(clients)} clients, ${active} sender(s), two instances: ${integer(row.result.deliveriesPerSecond)} deliveries/s`,
+        );
       } catch (error) {
         row.error = errorText(error);
       }
@@ -221,13 +250,23 @@ async function measurePair(plan: Plan, generator: BenchChild, redisUrl: string, 
  */
 async function measureHistory(plan: Plan, generator: BenchChild): Promise<HistoryRow[]> {
   const clients = Math.min(...plan.chat.clients);
-  const rows = plan.chat.senders.map((senders): HistoryRow => ({ clients, senders, off: [], on: [], otherLoad: 0, errors: [] }));
+  const rows = plan.chat.senders.map((senders): HistoryRow => ({
+    clients,
+    senders,
+    off: [],
+    on: [],
+    otherLoad: 0,
+    errors: [],
+  }));
   const { window, warmupSeconds, seconds } = plan.chat;
   for (let round = 0; round < HISTORY_ROUNDS; round++) {
     for (const setting of ['0', HISTORY_ON]) {
       let server: ChatServer | undefined;
       try {
-        server = await startChatServer('Roster', { env: { CHAT_HISTORY: setting }, label: `Roster (chat, CHAT_HISTORY=${setting})` });
+        server = await startChatServer('Roster', {
+          env: { CHAT_HISTORY: setting },
+          label: `Roster (chat, CHAT_HISTORY=${setting})`,
+        });
         const connect: ChatCommand = {
           cmd: 'connect',
           ports: [server.wsPort],
@@ -238,14 +277,24 @@ async function measureHistory(plan: Plan, generator: BenchChild): Promise<Histor
           maxSeconds: plan.chat.connectSeconds,
         };
         const connected = await generator.request<ChatConnected>(connect, connectTimeout(plan));
-        if (connected.connected < clients || !connected.settled) throw new Error('clients not all connected and settled: not measured');
+        if (connected.connected < clients || !connected.settled)
+          throw new Error('clients not all connected and settled: not measured');
         for (const row of rows) {
-          const run: ChatCommand = { cmd: 'run', serverPid: server.child.pid, senders: row.senders, window, warmupSeconds, seconds };
+          const run: ChatCommand = {
+            cmd: 'run',
+            serverPid: server.child.pid,
+            senders: row.senders,
+            window,
+            warmupSeconds,
+            seconds,
+          };
           const others = otherLoadMeter(benchPids);
           const result = await generator.request<ChatResult>(run, (warmupSeconds + seconds) * 1000 + 60_000);
           row.otherLoad = Math.max(row.otherLoad, others());
           (setting === '0' ? row.off : row.on).push(result.deliveriesPerSecond);
-          progress(`chat history ${setting === '0' ? 'off' : 'on'}, ${integer(clients)} clients, ${row.senders} sender(s): ${integer(result.deliveriesPerSecond)} deliveries/s`);
+          progress(
+            `chat history ${setting === '0' ? 'off' : 'on'}, ${integer(clients)} clients, ${row.senders} sender(s): ${integer(result.deliveriesPerSecond)} deliveries/s`,
+          );
         }
       } catch (error) {
         for (const row of rows) row.errors.push(errorText(error));
@@ -265,8 +314,13 @@ async function resetClients(generator: BenchChild): Promise<void> {
 
 function connectNote(name: ServerName, clients: number, connected: ChatConnected): string {
   const what = name === 'Roster' ? 'join notices delivered' : 'ready';
-  const count = connected.connected < clients ? `**only ${integer(connected.connected)} of ${integer(clients)} clients connected in time**` : `${integer(clients)} clients connected`;
-  const timing = connected.settled ? `${what} in ${connected.seconds.toFixed(1)} s` : `**join notices still arriving after ${connected.seconds.toFixed(0)} s**`;
+  const count =
+    connected.connected < clients
+      ? `**only ${integer(connected.connected)} of ${integer(clients)} clients connected in time**`
+      : `${integer(clients)} clients connected`;
+  const timing = connected.settled
+    ? `${what} in ${connected.seconds.toFixed(1)} s`
+    : `**join notices still arriving after ${connected.seconds.toFixed(0)} s**`;
   const closes = connected.closes > 0 ? `; **${connected.closes} closed by the server**` : '';
   const cpu = `CPU server / generator ${percent(connected.serverCpu)} / ${percent(connected.generatorCpu)}`;
   return `${name}: ${count}, ${timing} (${cpu})${closes}.`;
@@ -275,11 +329,28 @@ function connectNote(name: ServerName, clients: number, connected: ChatConnected
 function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
   const rowOf = (clients: number, senders: number, server: ServerName) =>
     findings.rows.find((row) => row.clients === clients && row.senders === senders && row.server === server);
-  const deliveries = (clients: number, senders: number, server: ServerName) => rowOf(clients, senders, server)?.result?.deliveriesPerSecond ?? NaN;
+  const deliveries = (clients: number, senders: number, server: ServerName) =>
+    rowOf(clients, senders, server)?.result?.deliveriesPerSecond ?? NaN;
   const rows = findings.rows.map((row) => {
     const r = row.result;
-    const vsBaseline = row.server === 'Roster' ? ratio(deliveries(row.clients, row.senders, 'Roster') / deliveries(row.clients, row.senders, 'baseline')) : '';
-    if (!r) return [integer(row.clients), row.senders, row.server, `error: ${row.error ?? '?'}`, '', '', '', '', '', '', vsBaseline];
+    const vsBaseline =
+      row.server === 'Roster'
+        ? ratio(deliveries(row.clients, row.senders, 'Roster') / deliveries(row.clients, row.senders, 'baseline'))
+        : '';
+    if (!r)
+      return [
+        integer(row.clients),
+        row.senders,
+        row.server,
+        `error: ${row.error ?? '?'}`,
+        '',
+        '',
+        '',
+        '',
+        '',
+        '',
+        vsBaseline,
+      ];
     return [
       integer(row.clients),
       row.senders,
@@ -295,7 +366,19 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
     ];
   });
   const chatTable = table(
-    ['Clients', 'Senders', 'Server', 'deliveries/s', 'messages/s', 'p50 ms', 'p99 ms', 'lost', 'closed', 'CPU server / generator / others', 'Roster / baseline'],
+    [
+      'Clients',
+      'Senders',
+      'Server',
+      'deliveries/s',
+      'messages/s',
+      'p50 ms',
+      'p99 ms',
+      'lost',
+      'closed',
+      'CPU server / generator / others',
+      'Roster / baseline',
+    ],
     rows,
   );
   const targets: Target[] = [];
@@ -321,7 +404,9 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
       'Deliveries: chat frames received by all clients together per second. ' +
       `Latency: from a sender's send to its own echo; senders are the last clients to connect, so their echo is the last delivery of each broadcast. ` +
       `Each sender keeps ${plan.chat.window} messages in flight. ` +
-      `Roster runs with ${Object.entries(ROSTER_ENV).map(([key, value]) => `${key}=${value}`).join(', ')}.`,
+      `Roster runs with ${Object.entries(ROSTER_ENV)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(', ')}.`,
     '',
     chatTable,
     '',
@@ -344,7 +429,11 @@ function chatReport(plan: Plan, findings: ChatFindings): SectionReport {
 function historyReport(rows: readonly HistoryRow[], targets: Target[]): string[] {
   const median = (values: readonly number[]) => {
     const sorted = [...values].sort((a, b) => a - b);
-    return sorted.length === 0 ? NaN : sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+    return sorted.length === 0
+      ? NaN
+      : sorted.length % 2 === 1
+        ? sorted[(sorted.length - 1) / 2]!
+        : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
   };
   const lines = rows.map((row) => {
     const value = median(row.on) / median(row.off);
@@ -371,18 +460,42 @@ function historyReport(rows: readonly HistoryRow[], targets: Target[]): string[]
     `Roster alone with CHAT_HISTORY=0 and with CHAT_HISTORY=${HISTORY_ON} (the default), the same clients (none of them asks for history), ` +
       `alternating off and on ${HISTORY_ROUNDS} times; each figure is one run's deliveries/s, the ratio is of the medians.`,
     '',
-    table(['Clients', 'Senders', 'history off: deliveries/s', 'history on: deliveries/s', 'on / off', 'others (most)', ''], lines),
+    table(
+      ['Clients', 'Senders', 'history off: deliveries/s', 'history on: deliveries/s', 'on / off', 'others (most)', ''],
+      lines,
+    ),
   ];
 }
 
 /** The two-instance subsection, compared with one instance (`single`: Roster's deliveries/s above). */
-function pairReport(plan: Plan, findings: ChatFindings, single: (clients: number, senders: number) => number): string[] {
+function pairReport(
+  plan: Plan,
+  findings: ChatFindings,
+  single: (clients: number, senders: number) => number,
+): string[] {
   const heading = '### Chat: two instances on one Redis';
-  if (!findings.pairRows) return [heading, '', process.env.REDIS_URL ? 'n/a: not in --quick.' : 'n/a: REDIS_URL not set.'];
+  if (!findings.pairRows)
+    return [heading, '', process.env.REDIS_URL ? 'n/a: not in --quick.' : 'n/a: REDIS_URL not set.'];
   const rows = findings.pairRows.map((row) => {
     const r = row.result;
     const vsOne = ratio((r?.deliveriesPerSecond ?? NaN) / single(row.clients, row.senders));
-    if (!r) return [integer(row.clients), row.senders, `error: ${row.error ?? '?'}`, '', '', '', '', '', '', '', '', '', '', vsOne];
+    if (!r)
+      return [
+        integer(row.clients),
+        row.senders,
+        `error: ${row.error ?? '?'}`,
+        '',
+        '',
+        '',
+        '',
+        '',
+        '',
+        '',
+        '',
+        '',
+        '',
+        vsOne,
+      ];
     return [
       integer(row.clients),
       row.senders,

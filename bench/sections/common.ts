@@ -27,7 +27,13 @@ export interface Plan {
     connectSeconds: number;
   };
   /** Clients connecting at once, each server given so long for all of them to be in with every join notice. */
-  storm: { clients: number; baselineClients: number; concurrency: number; rosterSeconds: number; baselineSeconds: number };
+  storm: {
+    clients: number;
+    baselineClients: number;
+    concurrency: number;
+    rosterSeconds: number;
+    baselineSeconds: number;
+  };
   /** Idle connections held on Roster for the memory-per-connection figure, and how long connecting them may take; none in quick mode. */
   idle: { connections: number; seconds: number } | undefined;
   /**
@@ -100,7 +106,10 @@ export function isDisturbed(otherLoad: number | undefined): boolean {
  * "CPU server / generator / others": how busy the server's and the generator's CPUs were, and how much
  * CPU processes outside the benchmark took meanwhile (flagged when it is enough to skew the figures).
  */
-export function cpuCell(result: { serverCpu: number | undefined; generatorCpu: number | undefined }, otherLoad: number | undefined): string {
+export function cpuCell(
+  result: { serverCpu: number | undefined; generatorCpu: number | undefined },
+  otherLoad: number | undefined,
+): string {
   const others = percent(otherLoad);
   return `${percent(result.serverCpu)} / ${percent(result.generatorCpu)} / ${isDisturbed(otherLoad) ? `**${others}**` : others}`;
 }
@@ -109,7 +118,9 @@ export function disturbed(rows: readonly { otherLoad?: number }[]): string[] {
   const count = rows.filter((row) => isDisturbed(row.otherLoad)).length;
   return count === 0
     ? []
-    : [`- **Other processes used more than ${percent(DISTURBED)} of a CPU during ${count} of these measurements** (bold in the CPU column): those figures are unreliable.`];
+    : [
+        `- **Other processes used more than ${percent(DISTURBED)} of a CPU during ${count} of these measurements** (bold in the CPU column): those figures are unreliable.`,
+      ];
 }
 
 /** PASS/FAIL for a figure, or n/a when it could not be computed. */

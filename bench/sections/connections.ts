@@ -8,7 +8,17 @@ import { HANDSHAKE_GRACE_MS, type StormCommand, type StormResult } from '../load
 import { bytes, integer, megabytes, percent, ratio, table, targetLines, type Target } from '../report.js';
 import { otherLoadMeter } from '../stats.js';
 import { startChatServer, type ChatServer } from './chat.js';
-import { benchScript, errorText, isDisturbed, progress, ROSTER_ENV, SERVERS, type Plan, type SectionReport, type ServerName } from './common.js';
+import {
+  benchScript,
+  errorText,
+  isDisturbed,
+  progress,
+  ROSTER_ENV,
+  SERVERS,
+  type Plan,
+  type SectionReport,
+  type ServerName,
+} from './common.js';
 
 /** The storm target (issue 4): this many clients, all in with every notice, within so many seconds. */
 const STORM_CLIENTS = 5_000;
@@ -28,7 +38,9 @@ interface StormRow {
   error?: string;
 }
 
-type Idle = { connections: number; capSeconds: number; rssBefore: number; rssWith: number; result: StormResult } | { connections: number; error: string };
+type Idle =
+  | { connections: number; capSeconds: number; rssBefore: number; rssWith: number; result: StormResult }
+  | { connections: number; error: string };
 
 interface ConnectionFindings {
   storms: StormRow[];
@@ -36,10 +48,26 @@ interface ConnectionFindings {
 }
 
 /** How long the parent waits for a storm: the generator's own bounds, and some. */
-const stormTimeout = (maxSeconds: number, graceSeconds: number) => (maxSeconds + graceSeconds) * 1000 + HANDSHAKE_GRACE_MS + 60_000;
+const stormTimeout = (maxSeconds: number, graceSeconds: number) =>
+  (maxSeconds + graceSeconds) * 1000 + HANDSHAKE_GRACE_MS + 60_000;
 
-async function storm(generator: BenchChild, server: ChatServer, clients: number, concurrency: number, maxSeconds: number, graceSeconds: number): Promise<StormResult> {
-  const command: StormCommand = { cmd: 'storm', port: server.wsPort, serverPid: server.child.pid, clients, concurrency, maxSeconds, graceSeconds };
+async function storm(
+  generator: BenchChild,
+  server: ChatServer,
+  clients: number,
+  concurrency: number,
+  maxSeconds: number,
+  graceSeconds: number,
+): Promise<StormResult> {
+  const command: StormCommand = {
+    cmd: 'storm',
+    port: server.wsPort,
+    serverPid: server.child.pid,
+    clients,
+    concurrency,
+    maxSeconds,
+    graceSeconds,
+  };
   return generator.request<StormResult>(command, stormTimeout(maxSeconds, graceSeconds));
 }
 
@@ -77,7 +105,9 @@ async function measureIdle(generator: BenchChild, plan: Plan, connections: numbe
     const rssBefore = (await server.child.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
     const result = await storm(generator, server, connections, plan.storm.concurrency, capSeconds, IDLE_GRACE_SECONDS);
     const rssWith = (await server.child.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
-    progress(`${integer(result.connected)} idle connections on Roster: ${bytes((rssWith - rssBefore) / result.connected)} each`);
+    progress(
+      `${integer(result.connected)} idle connections on Roster: ${bytes((rssWith - rssBefore) / result.connected)} each`,
+    );
     return { connections, capSeconds, rssBefore, rssWith, result };
   } catch (error) {
     return { connections, error: errorText(error) };
@@ -115,11 +145,17 @@ function stormFigure(row: StormRow): string {
 function timeRatio(roster: StormRow | undefined, baseline: StormRow | undefined): string {
   const rosterSeconds = roster?.result?.seconds ?? NaN;
   const baselineSeconds = baseline?.result?.seconds ?? NaN;
-  if (!roster || !baseline?.result || roster.clients !== baseline.clients || !Number.isFinite(rosterSeconds)) return '–';
-  return Number.isFinite(baselineSeconds) ? ratio(rosterSeconds / baselineSeconds) : `< ${ratio(rosterSeconds / baseline.capSeconds)}`;
+  if (!roster || !baseline?.result || roster.clients !== baseline.clients || !Number.isFinite(rosterSeconds))
+    return '–';
+  return Number.isFinite(baselineSeconds)
+    ? ratio(rosterSeconds / baselineSeconds)
+    : `< ${ratio(rosterSeconds / baseline.capSeconds)}`;
 }
 
-function stormReport(plan: Plan, findings: ConnectionFindings): { markdown: string; targets: Target[]; errors: number } {
+function stormReport(
+  plan: Plan,
+  findings: ConnectionFindings,
+): { markdown: string; targets: Target[]; errors: number } {
   const rowOf = (name: ServerName) => findings.storms.find((row) => row.server === name);
   const roster = rowOf('Roster');
   const baseline = rowOf('baseline');
@@ -143,10 +179,22 @@ function stormReport(plan: Plan, findings: ConnectionFindings): { markdown: stri
     ];
   });
   const stormTable = table(
-    ['Clients', 'Server', 'in', 'all in after', 'every notice after', 'join notices', 'closed', 'CPU server / generator / others', 'Roster / baseline (time)'],
+    [
+      'Clients',
+      'Server',
+      'in',
+      'all in after',
+      'every notice after',
+      'join notices',
+      'closed',
+      'CPU server / generator / others',
+      'Roster / baseline (time)',
+    ],
     rows,
   );
-  const problems = findings.storms.flatMap((row) => (row.result?.problems ?? []).map((problem) => `- **${row.server}: ${problem}**`));
+  const problems = findings.storms.flatMap((row) =>
+    (row.result?.problems ?? []).map((problem) => `- **${row.server}: ${problem}**`),
+  );
   const measured = roster?.clients === STORM_CLIENTS;
   const target: Target = {
     label: `connection storm: ${integer(STORM_CLIENTS)} clients in at once, every join notice delivered (Roster)`,
@@ -166,7 +214,9 @@ function stormReport(plan: Plan, findings: ConnectionFindings): { markdown: stri
       'The contract sends `user_join` to every other connection, so N clients are due N(N − 1)/2 join notices on top of their welcomes. ' +
       'Time: from the first handshake until every client is in and has every notice it is due. ' +
       'Each client counts its frames: sorted, the counts of join notices must be 0 … N − 1, once each; every 100th client also checks each message it gets (a welcome, then join notices with online_count going up by one to N). ' +
-      `Roster runs with ${Object.entries(ROSTER_ENV).map(([key, value]) => `${key}=${value}`).join(', ')}; ` +
+      `Roster runs with ${Object.entries(ROSTER_ENV)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(', ')}; ` +
       'the baseline is the stock ws server, sending on connect a welcome to the newcomer and a `user_join` to every other open client. ' +
       `Roster is given ${plan.storm.rosterSeconds} s, the baseline ${plan.storm.baselineSeconds} s.`,
     '',
@@ -219,7 +269,15 @@ function idleReport(idle: Idle): { markdown: string; target: Target } {
   const figure = complete
     ? bytes(perConnection)
     : `${bytes(perConnection)} with ${integer(result.connected)} held${result.settled ? '' : ', join notices still arriving'}`;
-  return { markdown, target: { label, figure, goal: `< ${IDLE_BYTES / 1024} KiB`, pass: complete ? perConnection < IDLE_BYTES : undefined } };
+  return {
+    markdown,
+    target: {
+      label,
+      figure,
+      goal: `< ${IDLE_BYTES / 1024} KiB`,
+      pass: complete ? perConnection < IDLE_BYTES : undefined,
+    },
+  };
 }
 
 function connectionsReport(plan: Plan, findings: ConnectionFindings): SectionReport {

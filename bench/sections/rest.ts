@@ -61,8 +61,17 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'search', label: `list ?search=${SEARCH_TERM}`, target: () => ({ kind: 'get', path: SEARCH_PATH }) },
   // One request at a time: its latency is the search itself, where with the plan's connections it is
   // mostly the wait behind the other connections' searches.
-  { key: 'search-alone', label: `list ?search=${SEARCH_TERM}, 1 connection`, connections: 1, target: () => ({ kind: 'get', path: SEARCH_PATH }) },
-  { key: 'sorted', label: 'list ?sort=name&order=asc', target: () => ({ kind: 'get', path: `${USERS_PATH}?sort=name&order=asc` }) },
+  {
+    key: 'search-alone',
+    label: `list ?search=${SEARCH_TERM}, 1 connection`,
+    connections: 1,
+    target: () => ({ kind: 'get', path: SEARCH_PATH }),
+  },
+  {
+    key: 'sorted',
+    label: 'list ?sort=name&order=asc',
+    target: () => ({ kind: 'get', path: `${USERS_PATH}?sort=name&order=asc` }),
+  },
   { key: 'create', label: 'create', target: () => ({ kind: 'create' }) },
   { key: 'patch', label: 'patch (name)', target: (ids) => ({ kind: 'patch', ids }) },
 ];
@@ -84,7 +93,8 @@ const PAIR_USERS = 1_000;
  * see servers/fastify-floor.ts), which runs health and get by id only; and, with DATABASE_URL, Roster
  * on its PostgreSQL store, once alone and once as two instances on the same schema.
  */
-type RestServerName = ServerName | 'Fastify floor' | 'Roster (PostgreSQL)' | 'two instances (PostgreSQL)' | SqliteServerName;
+type RestServerName =
+  ServerName | 'Fastify floor' | 'Roster (PostgreSQL)' | 'two instances (PostgreSQL)' | SqliteServerName;
 
 /** Roster on its SQLite store (DATABASE_URL=sqlite:…), once per durability setting. */
 const SQLITE_SYNCS = ['FULL', 'NORMAL'] as const;
@@ -152,13 +162,29 @@ interface RestFindings {
 }
 
 /** The server as the report names it: "Roster (AUTH=jwt)" when authentication is on. */
-const serverLabel = (name: RestServerName, scheme: BenchAuth['scheme'] | undefined) => (scheme ? `${name} (AUTH=${scheme})` : name);
+const serverLabel = (name: RestServerName, scheme: BenchAuth['scheme'] | undefined) =>
+  scheme ? `${name} (AUTH=${scheme})` : name;
 
 /** Starts a server filled with `users` (Roster on PostgreSQL: `extraEnv` has DATABASE_URL, and the users are stored there unless some are already). */
-async function startRestServer(name: RestServerName, users: number, auth?: BenchAuth, extraEnv?: Record<string, string>): Promise<RestServer> {
+async function startRestServer(
+  name: RestServerName,
+  users: number,
+  auth?: BenchAuth,
+  extraEnv?: Record<string, string>,
+): Promise<RestServer> {
   const label = serverLabel(name, auth?.scheme);
-  const script = name === 'baseline' ? 'servers/http-baseline.js' : name === 'Fastify floor' ? 'servers/fastify-floor.js' : 'servers/roster.js';
-  const child = new BenchChild(`${name === 'baseline' ? 'HTTP baseline' : label} (${integer(users)} users)`, benchScript(script), SERVER_CPU, SERVER_NODE_ARGS);
+  const script =
+    name === 'baseline'
+      ? 'servers/http-baseline.js'
+      : name === 'Fastify floor'
+        ? 'servers/fastify-floor.js'
+        : 'servers/roster.js';
+  const child = new BenchChild(
+    `${name === 'baseline' ? 'HTTP baseline' : label} (${integer(users)} users)`,
+    benchScript(script),
+    SERVER_CPU,
+    SERVER_NODE_ARGS,
+  );
   try {
     // A million users take a few seconds to generate and store; PostgreSQL takes longer per user.
     const timeout = 60_000 + (extraEnv?.DATABASE_URL ? users : users / 10);
@@ -166,9 +192,20 @@ async function startRestServer(name: RestServerName, users: number, auth?: Bench
     const started =
       script === 'servers/roster.js'
         ? await child.request<RosterStarted>({ cmd: 'start', users, env } satisfies RosterCommand, timeout)
-        : await child.request<HttpBaselineStarted>({ cmd: 'start', users } satisfies HttpBaselineCommand | FastifyFloorCommand, timeout);
+        : await child.request<HttpBaselineStarted>(
+            { cmd: 'start', users } satisfies HttpBaselineCommand | FastifyFloorCommand,
+            timeout,
+          );
     progress(`${label} up with ${integer(users)} users (filled in ${started.fillSeconds.toFixed(1)} s)`);
-    return { name, ...(auth && { auth }), ...(extraEnv && { env: extraEnv }), users, child, port: started.port, started };
+    return {
+      name,
+      ...(auth && { auth }),
+      ...(extraEnv && { env: extraEnv }),
+      users,
+      child,
+      port: started.port,
+      started,
+    };
   } catch (error) {
     await child.kill();
     throw error;
@@ -202,10 +239,14 @@ async function probe(servers: readonly RestServer[], users: number): Promise<{ n
   for (const path of paths) {
     const answers = await Promise.all(
       servers.map(async (server) => {
-        const body = (await getJson(server.port, path, 120_000)) as { data?: { users?: { id: string }[]; pagination?: { total?: number }; id?: string } };
+        const body = (await getJson(server.port, path, 120_000)) as {
+          data?: { users?: { id: string }[]; pagination?: { total?: number }; id?: string };
+        };
         const data = body.data;
         if (path === SEARCH_PATH) search.totals[server.name] = data?.pagination?.total;
-        return JSON.stringify(data?.users ? { ids: data.users.map((user) => user.id), pagination: data.pagination } : data?.id);
+        return JSON.stringify(
+          data?.users ? { ids: data.users.map((user) => user.id), pagination: data.pagination } : data?.id,
+        );
       }),
     );
     if (new Set(answers).size > 1) disagreements.push(path);
@@ -263,7 +304,9 @@ async function settle(server: RestServer, after: string): Promise<string | undef
   const idle = await waitUntilIdle(server, BACKLOG_SECONDS);
   if (idle && (!server.partner || (await waitUntilIdle(server.partner, BACKLOG_SECONDS)))) {
     const waited = (performance.now() - started) / 1000;
-    return waited > 1.5 ? `${serverLabel(server.name, server.auth?.scheme)} needed ${waited.toFixed(1)} s to work off its backlog after ${after}.` : undefined;
+    return waited > 1.5
+      ? `${serverLabel(server.name, server.auth?.scheme)} needed ${waited.toFixed(1)} s to work off its backlog after ${after}.`
+      : undefined;
   }
   // Two instances are measured once, right after being started: no restart.
   if (server.partner) return `${server.name} still had a backlog ${BACKLOG_SECONDS} s after ${after}.`;
@@ -276,7 +319,16 @@ async function settle(server: RestServer, after: string): Promise<string | undef
 
 async function measureRest(plan: Plan): Promise<RestFindings> {
   const databaseUrl = process.env.DATABASE_URL;
-  const findings: RestFindings = { rows: [], authRows: [], floorRows: [], ...(databaseUrl && { postgresRows: [] }), sqliteRows: [], memory: [], searchChecks: [], notes: [] };
+  const findings: RestFindings = {
+    rows: [],
+    authRows: [],
+    floorRows: [],
+    ...(databaseUrl && { postgresRows: [] }),
+    sqliteRows: [],
+    memory: [],
+    searchChecks: [],
+    notes: [],
+  };
   const postgresKeys = POSTGRES_KEYS[plan.postgres];
   const generator = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   try {
@@ -302,7 +354,8 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
         floor = await startFloor(servers, users, ids[0]!, findings);
         for (const scenario of SCENARIOS) {
           if (scenario.key === 'create') {
-            for (const server of servers) server.afterReads = await server.child.request<Memory>({ cmd: 'memory' }, 60_000);
+            for (const server of servers)
+              server.afterReads = await server.child.request<Memory>({ cmd: 'memory' }, 60_000);
           }
           for (const server of servers) {
             findings.rows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
@@ -331,8 +384,14 @@ async function measureRest(plan: Plan): Promise<RestFindings> {
         findings.notes.push(`**${integer(users)} users: stopped early**: ${errorText(error)}`);
       } finally {
         for (const server of servers) findings.memory.push({ users, server });
-        await Promise.all([...servers, ...(floor ? [floor] : []), ...(postgres ? [postgres] : [])].map((server) => server.child.kill()));
-        await schema?.drop().catch((error: unknown) => findings.notes.push(`**The bench schema ${schema?.name ?? ''} could not be dropped**: ${errorText(error)}`));
+        await Promise.all(
+          [...servers, ...(floor ? [floor] : []), ...(postgres ? [postgres] : [])].map((server) => server.child.kill()),
+        );
+        await schema
+          ?.drop()
+          .catch((error: unknown) =>
+            findings.notes.push(`**The bench schema ${schema?.name ?? ''} could not be dropped**: ${errorText(error)}`),
+          );
       }
       if (plan.postgres === 'all') await measureSqlite(generator, users, plan, findings);
     }
@@ -354,18 +413,31 @@ async function measureSqlite(generator: BenchChild, users: number, plan: Plan, f
     const folder = mkdtempSync(join(tmpdir(), 'roster-bench-sqlite-'));
     let server: RestServer | undefined;
     try {
-      server = await startRestServer(name, users, undefined, { DATABASE_URL: `sqlite:${join(folder, 'roster.db')}`, SQLITE_SYNCHRONOUS: sync });
+      server = await startRestServer(name, users, undefined, {
+        DATABASE_URL: `sqlite:${join(folder, 'roster.db')}`,
+        SQLITE_SYNCHRONOUS: sync,
+      });
       const expected = searchMatches(users);
-      const said = ((await getJson(server.port, SEARCH_PATH, 120_000)) as { data?: { pagination?: { total?: number } } }).data?.pagination?.total;
-      findings.notes.push(`${name} at ${integer(users)} users: \`?search=${SEARCH_TERM}\` says ${integer(said ?? NaN)} (expected ${integer(expected)}).`);
+      const said = (
+        (await getJson(server.port, SEARCH_PATH, 120_000)) as { data?: { pagination?: { total?: number } } }
+      ).data?.pagination?.total;
+      findings.notes.push(
+        `${name} at ${integer(users)} users: \`?search=${SEARCH_TERM}\` says ${integer(said ?? NaN)} (expected ${integer(expected)}).`,
+      );
       for (const key of SQLITE_KEYS) {
         const scenario = SCENARIOS.find((candidate) => candidate.key === key)!;
         findings.sqliteRows.push(await runRest(generator, server, scenario, ids, plan, findings.notes));
       }
     } catch (error) {
       for (const key of SQLITE_KEYS) {
-        if (findings.sqliteRows.some((row) => row.server === name && row.users === users && row.scenario.key === key)) continue;
-        findings.sqliteRows.push({ scenario: SCENARIOS.find((candidate) => candidate.key === key)!, users, server: name, error: errorText(error) });
+        if (findings.sqliteRows.some((row) => row.server === name && row.users === users && row.scenario.key === key))
+          continue;
+        findings.sqliteRows.push({
+          scenario: SCENARIOS.find((candidate) => candidate.key === key)!,
+          users,
+          server: name,
+          error: errorText(error),
+        });
       }
     } finally {
       await server?.child.kill();
@@ -378,19 +450,31 @@ async function measureSqlite(generator: BenchChild, users: number, plan: Plan, f
  * Starts the Fastify floor with the same users, and checks that it answers a get by id as Roster does
  * (the same data). If it cannot be started, its rows say why and the section goes on without it.
  */
-async function startFloor(servers: readonly RestServer[], users: number, id: string, findings: RestFindings): Promise<RestServer | undefined> {
+async function startFloor(
+  servers: readonly RestServer[],
+  users: number,
+  id: string,
+  findings: RestFindings,
+): Promise<RestServer | undefined> {
   try {
     const floor = await startRestServer('Fastify floor', users);
     const roster = servers.find((server) => server.name === 'Roster')!;
     const path = `${USERS_PATH}/${id}`;
     const [mine, theirs] = await Promise.all([getJson(floor.port, path, 10_000), getJson(roster.port, path, 10_000)]);
     if (JSON.stringify(mine) !== JSON.stringify(theirs)) {
-      findings.notes.push(`**The Fastify floor and Roster answer a get by id differently** at ${integer(users)} users.`);
+      findings.notes.push(
+        `**The Fastify floor and Roster answer a get by id differently** at ${integer(users)} users.`,
+      );
     }
     return floor;
   } catch (error) {
     for (const key of FLOOR_KEYS) {
-      findings.floorRows.push({ scenario: SCENARIOS.find((scenario) => scenario.key === key)!, users, server: 'Fastify floor', error: errorText(error) });
+      findings.floorRows.push({
+        scenario: SCENARIOS.find((scenario) => scenario.key === key)!,
+        users,
+        server: 'Fastify floor',
+        error: errorText(error),
+      });
     }
     return undefined;
   }
@@ -403,7 +487,12 @@ function postgresEnv(schema: TestSchema): Record<string, string> {
 }
 
 /** Roster on PostgreSQL with the users stored; if it cannot be started, its rows say why and the section goes on without it. */
-async function startPostgres(findings: RestFindings, users: number, env: Record<string, string>, keys: readonly ScenarioKey[]): Promise<RestServer | undefined> {
+async function startPostgres(
+  findings: RestFindings,
+  users: number,
+  env: Record<string, string>,
+  keys: readonly ScenarioKey[],
+): Promise<RestServer | undefined> {
   try {
     return { ...(await startRestServer('Roster (PostgreSQL)', users, undefined, env)), engines: true };
   } catch (error) {
@@ -414,7 +503,12 @@ async function startPostgres(findings: RestFindings, users: number, env: Record<
 
 function failPostgres(findings: RestFindings, users: number, error: string, keys: readonly ScenarioKey[]): void {
   for (const key of keys) {
-    findings.postgresRows!.push({ scenario: SCENARIOS.find((scenario) => scenario.key === key)!, users, server: 'Roster (PostgreSQL)', error });
+    findings.postgresRows!.push({
+      scenario: SCENARIOS.find((scenario) => scenario.key === key)!,
+      users,
+      server: 'Roster (PostgreSQL)',
+      error,
+    });
   }
 }
 
@@ -455,7 +549,14 @@ const AUTH_RATIO = 0.8;
  * Get by id on Roster started again with authentication on, once per scheme, with the credential on
  * every request. Each server is checked first to refuse a request without it.
  */
-async function measureAuth(generator: BenchChild, scenario: Scenario, users: number, ids: string[], plan: Plan, notes: string[]): Promise<RestRow[]> {
+async function measureAuth(
+  generator: BenchChild,
+  scenario: Scenario,
+  users: number,
+  ids: string[],
+  plan: Plan,
+  notes: string[],
+): Promise<RestRow[]> {
   const rows: RestRow[] = [];
   for (const auth of await benchAuths()) {
     const authenticated: Scenario = {
@@ -487,7 +588,9 @@ async function checkCredentials(server: RestServer, id: string, auth: BenchAuth)
   const withIt = await fetch(url, { headers: auth.headers, signal: AbortSignal.timeout(10_000) });
   await withIt.arrayBuffer();
   if (without.status !== 401 || withIt.status !== 200) {
-    throw new Error(`AUTH=${auth.scheme} not in force: status ${without.status} without the credential, ${withIt.status} with it`);
+    throw new Error(
+      `AUTH=${auth.scheme} not in force: status ${without.status} without the credential, ${withIt.status} with it`,
+    );
   }
 }
 
@@ -504,9 +607,16 @@ async function runRest(
   notes: string[],
   warmupSeconds = plan.rest.warmupSeconds,
 ): Promise<RestRow> {
-  const row: RestRow = { scenario, users: server.users, server: server.name, ...(server.auth && { auth: server.auth.scheme }) };
+  const row: RestRow = {
+    scenario,
+    users: server.users,
+    server: server.name,
+    ...(server.auth && { auth: server.auth.scheme }),
+  };
   const what = `${integer(server.users)} users, ${scenario.label}, ${serverLabel(server.name, server.auth?.scheme)}`;
-  const urls = [server, ...(server.partner ? [server.partner] : [])].map((instance) => `http://127.0.0.1:${instance.port}`);
+  const urls = [server, ...(server.partner ? [server.partner] : [])].map(
+    (instance) => `http://127.0.0.1:${instance.port}`,
+  );
   const job = (seconds: number): RestJob => ({
     cmd: 'run',
     url: urls.length === 1 ? urls[0]! : urls,
@@ -552,18 +662,57 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   const rowOf = ([key, users, server]: RowKey) =>
     findings.rows.find((row) => row.scenario.key === key && row.users === users && row.server === server);
   const find = (key: ScenarioKey, users: number, server: ServerName) => rowOf([key, users, server])?.result;
-  const rps = (key: ScenarioKey, users: number, server: ServerName) => find(key, users, server)?.requestsPerSecond ?? NaN;
+  const rps = (key: ScenarioKey, users: number, server: ServerName) =>
+    find(key, users, server)?.requestsPerSecond ?? NaN;
   const shaky = (...keys: RowKey[]) => keys.some((key) => isDisturbed(rowOf(key)?.otherLoad));
 
   const cells = (row: RestRow, ...comparisons: string[]) => {
     const r = row.result;
     const server = serverLabel(row.server, row.auth);
-    if (!r) return [row.scenario.label, integer(row.users), server, `error: ${row.error ?? '?'}`, '', '', '', '', '', ...comparisons];
-    return [row.scenario.label, integer(row.users), server, rate(r.requestsPerSecond), ms(r.p50Ms), ms(r.p99Ms), integer(r.non2xx), integer(r.errors), cpuCell(r, row.otherLoad), ...comparisons];
+    if (!r)
+      return [
+        row.scenario.label,
+        integer(row.users),
+        server,
+        `error: ${row.error ?? '?'}`,
+        '',
+        '',
+        '',
+        '',
+        '',
+        ...comparisons,
+      ];
+    return [
+      row.scenario.label,
+      integer(row.users),
+      server,
+      rate(r.requestsPerSecond),
+      ms(r.p50Ms),
+      ms(r.p99Ms),
+      integer(r.non2xx),
+      integer(r.errors),
+      cpuCell(r, row.otherLoad),
+      ...comparisons,
+    ];
   };
-  const header = ['Scenario', 'Users', 'Server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU server / generator / others'];
+  const header = [
+    'Scenario',
+    'Users',
+    'Server',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'non-2xx',
+    'errors',
+    'CPU server / generator / others',
+  ];
   const rows = findings.rows.map((row) =>
-    cells(row, row.server === 'Roster' ? ratio(rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline')) : ''),
+    cells(
+      row,
+      row.server === 'Roster'
+        ? ratio(rps(row.scenario.key, row.users, 'Roster') / rps(row.scenario.key, row.users, 'baseline'))
+        : '',
+    ),
   );
   const restTable = table([...header, 'Roster / baseline'], rows);
   const authVsPlain = (row: RestRow) => (row.result?.requestsPerSecond ?? NaN) / rps('get', row.users, 'Roster');
@@ -585,7 +734,9 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   );
   const floorLines = findings.floorRows.map((row) => {
     const { floor, roster, rosterVsFloor } = floorRatios(row);
-    const shakyRow = isDisturbed(row.otherLoad) || shaky([row.scenario.key, row.users, 'Roster'], [row.scenario.key, row.users, 'baseline']);
+    const shakyRow =
+      isDisturbed(row.otherLoad) ||
+      shaky([row.scenario.key, row.users, 'Roster'], [row.scenario.key, row.users, 'baseline']);
     return (
       `- ${row.scenario.label} at ${integer(row.users)} users: Fastify floor ${ratio(floor)} node:http; Roster ${ratio(roster)} node:http = ${ratio(rosterVsFloor)} the Fastify floor.` +
       (shakyRow ? ' — **measured under other load**' : '')
@@ -653,7 +804,14 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
       label: `search, 1 connection, at ${integer(users)} users`,
       figure: `p50 ${ms(p50)} ms, total ${integer(total ?? NaN)} (expected ${integer(check?.expected ?? NaN)})`,
       goal: timed ? `p50 < ${SEARCH_P50_MS} ms, total exact` : 'total exact',
-      pass: total === undefined ? undefined : total !== check?.expected ? false : timed ? judge(p50, (v) => v < SEARCH_P50_MS) : true,
+      pass:
+        total === undefined
+          ? undefined
+          : total !== check?.expected
+            ? false
+            : timed
+              ? judge(p50, (v) => v < SEARCH_P50_MS)
+              : true,
       disturbed: shaky(['search-alone', users, 'Roster']),
     });
   }
@@ -686,7 +844,8 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   const memoryRows = findings.memory.map(({ users, server }) => {
     const { empty, filled, fillSeconds } = server.started;
     const afterReads = server.afterReads ?? { rss: NaN, heap: NaN };
-    const perUser = (now: number, then: number) => (users >= PER_USER_FROM ? bytes((now - then) / users) : 'too few users');
+    const perUser = (now: number, then: number) =>
+      users >= PER_USER_FROM ? bytes((now - then) / users) : 'too few users';
     return [
       integer(users),
       server.name,
@@ -700,7 +859,17 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     ];
   });
   const memoryTable = table(
-    ['Users', 'Server', 'RSS empty', 'RSS filled', 'RSS after reads', 'RSS/user filled', 'RSS/user after reads', 'heap/user after reads', 'fill time'],
+    [
+      'Users',
+      'Server',
+      'RSS empty',
+      'RSS filled',
+      'RSS after reads',
+      'RSS/user filled',
+      'RSS/user after reads',
+      'heap/user after reads',
+      'fill time',
+    ],
     memoryRows,
   );
   const million = findings.memory.find(({ users, server }) => users === 1_000_000 && server.name === 'Roster')?.server;
@@ -736,7 +905,7 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
     '### REST: the Fastify floor',
     '',
     'How much of the gap to node:http is Fastify itself: a bare Fastify app (no logger, no hooks, no plugins; servers/fastify-floor.ts) over a Map of the same users, ' +
-      "with health and get by id declared as Roster declares them (the same params and response schemas, so fast-json-stringify serialises alike), checked to answer a get by id as Roster does. " +
+      'with health and get by id declared as Roster declares them (the same params and response schemas, so fast-json-stringify serialises alike), checked to answer a get by id as Roster does. ' +
       'Run with the other two servers, right after them, with the same warm-up; the ratios are to the node:http baseline and Roster of the table above.',
     '',
     floorTable,
@@ -774,8 +943,13 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
   // A size stopped early leaves rows missing: at least one failure.
   const missing = plan.sizes.length * SCENARIOS.length * SERVERS.length - findings.rows.length;
   const errors =
-    [...findings.rows, ...findings.authRows, ...findings.floorRows, ...(findings.postgresRows ?? []), ...findings.sqliteRows].filter((row) => row.error !== undefined).length +
-    missing;
+    [
+      ...findings.rows,
+      ...findings.authRows,
+      ...findings.floorRows,
+      ...(findings.postgresRows ?? []),
+      ...findings.sqliteRows,
+    ].filter((row) => row.error !== undefined).length + missing;
   return { markdown, targets: [...targets, ...authTargets, ...sqlite.targets, ...memoryTargets], errors };
 }
 
@@ -795,8 +969,12 @@ function postgresReport(
   if (!rows) return [heading, '', 'n/a: DATABASE_URL not set.'];
   const own = (row: RestRow) => row.result?.requestsPerSecond ?? NaN;
   const single = (row: RestRow) =>
-    rows.find((candidate) => candidate.server === 'Roster (PostgreSQL)' && candidate.users === row.users && candidate.scenario.key === row.scenario.key)?.result
-      ?.requestsPerSecond ?? NaN;
+    rows.find(
+      (candidate) =>
+        candidate.server === 'Roster (PostgreSQL)' &&
+        candidate.users === row.users &&
+        candidate.scenario.key === row.scenario.key,
+    )?.result?.requestsPerSecond ?? NaN;
   const postgresTable = table(
     [...header, 'PostgreSQL + Redis CPU', 'PostgreSQL / memory store', 'two instances / one'],
     rows.map((row) =>
@@ -808,7 +986,9 @@ function postgresReport(
       ),
     ),
   );
-  const redis = process.env.REDIS_URL ? ', and on the Redis chat bus (REDIS_URL, a key prefix of its own) as a deployment of several instances runs' : '';
+  const redis = process.env.REDIS_URL
+    ? ', and on the Redis chat bus (REDIS_URL, a key prefix of its own) as a deployment of several instances runs'
+    : '';
   return [
     heading,
     '',
@@ -843,17 +1023,27 @@ function sqliteReport(
   if (rows.length === 0) return { lines: [heading, '', 'n/a: not in quick mode.'], targets: [] };
   const own = (row: RestRow) => row.result?.requestsPerSecond ?? NaN;
   const postgres = (key: ScenarioKey, users: number) =>
-    findings.postgresRows?.find((row) => row.server === 'Roster (PostgreSQL)' && row.users === users && row.scenario.key === key)?.result?.requestsPerSecond ?? NaN;
+    findings.postgresRows?.find(
+      (row) => row.server === 'Roster (PostgreSQL)' && row.users === users && row.scenario.key === key,
+    )?.result?.requestsPerSecond ?? NaN;
   const sqliteTable = table(
     [...header, 'SQLite / memory store', 'SQLite / PostgreSQL'],
-    rows.map((row) => cells(row, ratio(own(row) / rps(row.scenario.key, row.users, 'Roster')), ratio(own(row) / postgres(row.scenario.key, row.users)))),
+    rows.map((row) =>
+      cells(
+        row,
+        ratio(own(row) / rps(row.scenario.key, row.users, 'Roster')),
+        ratio(own(row) / postgres(row.scenario.key, row.users)),
+      ),
+    ),
   );
   const targets: Target[] = [];
   for (const row of rows) {
     const read = SQLITE_READ_KEYS.includes(row.scenario.key);
     const write = row.scenario.key === 'create' || row.scenario.key === 'patch';
     if (!read && !write) continue;
-    const value = read ? own(row) / rps(row.scenario.key, row.users, 'Roster') : own(row) / postgres(row.scenario.key, row.users);
+    const value = read
+      ? own(row) / rps(row.scenario.key, row.users, 'Roster')
+      : own(row) / postgres(row.scenario.key, row.users);
     targets.push({
       label: `${row.server}: ${row.scenario.label} at ${integer(row.users)} users`,
       figure: `${ratio(value)} ${read ? 'the memory store' : 'PostgreSQL'}`,

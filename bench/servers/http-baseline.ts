@@ -50,7 +50,8 @@ function sortValue(user: User, field: string): string {
 function list(query: URLSearchParams): Reply {
   const page = positive(query.get('page'), 1);
   const limit = positive(query.get('limit'), 20);
-  if (page === undefined || limit === undefined) return [422, failure('VALIDATION_ERROR', 'page and limit must be positive integers')];
+  if (page === undefined || limit === undefined)
+    return [422, failure('VALIDATION_ERROR', 'page and limit must be positive integers')];
   const size = Math.min(limit, MAX_PAGE_SIZE);
   const role = query.get('role');
   const search = query.get('search')?.toLowerCase();
@@ -74,10 +75,18 @@ function list(query: URLSearchParams): Reply {
 
 function create(body: Record<string, unknown>): Reply {
   const { name, email, role } = body;
-  if (typeof name !== 'string' || typeof email !== 'string') return [422, failure('VALIDATION_ERROR', 'name and email are required')];
+  if (typeof name !== 'string' || typeof email !== 'string')
+    return [422, failure('VALIDATION_ERROR', 'name and email are required')];
   if (emails.has(emailKey(email))) return [409, failure('EMAIL_EXISTS', 'Email already exists')];
   const now = nextTimestamp();
-  const user: User = { id: randomUUID(), name, email, role: typeof role === 'string' ? role : 'user', created_at: now, updated_at: now };
+  const user: User = {
+    id: randomUUID(),
+    name,
+    email,
+    role: typeof role === 'string' ? role : 'user',
+    created_at: now,
+    updated_at: now,
+  };
   users.set(user.id, user);
   emails.add(emailKey(email));
   return [201, success('User created', user)];
@@ -108,7 +117,11 @@ function readJson(request: IncomingMessage): Promise<Record<string, unknown> | u
     request.on('end', () => {
       try {
         const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        resolve(typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined);
+        resolve(
+          typeof value === 'object' && value !== null && !Array.isArray(value)
+            ? (value as Record<string, unknown>)
+            : undefined,
+        );
       } catch {
         resolve(undefined);
       }
@@ -124,7 +137,8 @@ function route(request: IncomingMessage): Reply | Promise<Reply> {
   const id = path.startsWith(`${USERS_PATH}/`) ? decodeURIComponent(path.slice(USERS_PATH.length + 1)) : undefined;
   switch (request.method) {
     case 'GET':
-      if (path === HEALTH_PATH) return [200, success('Service is healthy', { status: 'healthy', timestamp: new Date().toISOString() })];
+      if (path === HEALTH_PATH)
+        return [200, success('Service is healthy', { status: 'healthy', timestamp: new Date().toISOString() })];
       if (path === USERS_PATH) return list(new URLSearchParams(mark === -1 ? '' : url.slice(mark + 1)));
       if (id !== undefined) {
         const user = users.get(id);
@@ -148,7 +162,10 @@ async function withBody(request: IncomingMessage, handle: (body: Record<string, 
 
 function answer(response: ServerResponse, [status, body]: Reply): void {
   const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   response.end(text);
 }
 
@@ -164,7 +181,11 @@ answerParent<HttpBaselineCommand>(async (command) => {
   const server = createServer({ keepAliveTimeout: 72_000 }, (request, response) => {
     const reply = route(request);
     if (Array.isArray(reply)) answer(response, reply);
-    else reply.then((value) => answer(response, value), () => answer(response, [500, failure('INTERNAL_ERROR', 'Internal error')]));
+    else
+      reply.then(
+        (value) => answer(response, value),
+        () => answer(response, [500, failure('INTERNAL_ERROR', 'Internal error')]),
+      );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const result: HttpBaselineStarted = { port: (server.address() as AddressInfo).port, ...fill };

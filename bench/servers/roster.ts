@@ -11,9 +11,7 @@ import { fillSqlite } from '../sqlite.js';
 import { startRoster } from '../../test/support/roster.js';
 import { benchUser } from '../users.js';
 
-export type RosterCommand =
-  | { cmd: 'start'; users: number; env: Record<string, string> }
-  | { cmd: 'memory' };
+export type RosterCommand = { cmd: 'start'; users: number; env: Record<string, string> } | { cmd: 'memory' };
 
 export interface RosterStarted extends Fill {
   port: number;
@@ -28,12 +26,16 @@ answerParent<RosterCommand>(async (command) => {
     if (database?.startsWith('sqlite:')) await fillSqlite(database.slice('sqlite:'.length), command.users);
     else if (database) await fillUsers(database, command.users);
     for (let index = 0; store && index < command.users; index++) {
-      if ((await store.insert(benchUser(index))) === 'email_taken') throw new Error(`the store refused bench user ${index}`);
+      if ((await store.insert(benchUser(index))) === 'email_taken')
+        throw new Error(`the store refused bench user ${index}`);
     }
   });
   // With users already stored, createServer adds no seed users. The tests' in-process start, at warn;
   // MAX_USERS=0: the bench fills a million users of modest size, past the worst-case default cap.
-  const { port, wsPort } = await startRoster({ LOG_LEVEL: 'warn', MAX_USERS: '0', ...command.env }, store ? { store } : {});
+  const { port, wsPort } = await startRoster(
+    { LOG_LEVEL: 'warn', MAX_USERS: '0', ...command.env },
+    store ? { store } : {},
+  );
   const result: RosterStarted = { port, wsPort, ...fill };
   return result;
 });

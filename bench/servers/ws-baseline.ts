@@ -27,7 +27,12 @@ function announce(wss: WebSocketServer, newcomer: WebSocket): void {
   const online = wss.clients.size;
   const timestamp = new Date().toISOString();
   newcomer.send(JSON.stringify({ type: 'system', message: `Welcome to the chat! ${online} users online.`, timestamp }));
-  const text = JSON.stringify({ type: 'user_join', message: 'A user joined the chat', online_count: online, timestamp });
+  const text = JSON.stringify({
+    type: 'user_join',
+    message: 'A user joined the chat',
+    online_count: online,
+    timestamp,
+  });
   for (const client of wss.clients) {
     if (client !== newcomer && client.readyState === WebSocket.OPEN) client.send(text);
   }

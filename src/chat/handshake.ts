@@ -64,35 +64,42 @@ export function admission(
   // Handshakes are counted apart from the REST port's requests: keys of their own in the one limiter.
   const handshakeKey = (principal: Principal | undefined, address: string) => `chat:${clientKey(principal, address)}`;
   return async (request) => {
-  const origin = request.headers.origin;
-  const own = authenticator && protection.restPort ? { host: request.headers.host, restPort: protection.restPort() } : undefined;
-  if (!originAllowed(origins, origin, own)) return new RosterError('FORBIDDEN', 'This origin may not connect to the chat');
-  const address = addressOf(request);
-  const spent = limiter ? await limiter.spent(handshakeKey(undefined, address)) : undefined;
-  if (spent) return spent;
-  let principal: Principal | undefined;
-  let failure: unknown;
-  let charged = false;
-  if (authenticator) {
-    const charge = async () => {
-      const limited = await limiter?.refusal(handshakeKey(undefined, address));
-      if (limited) throw limited;
-      charged = limiter !== undefined;
-    };
-    try {
-      principal = await authenticator.authenticate(credentialsOf(request.headers, request.url ?? '', { accessToken: true }), charge);
-    } catch (error) {
-      failure = error;
+    const origin = request.headers.origin;
+    const own =
+      authenticator && protection.restPort
+        ? { host: request.headers.host, restPort: protection.restPort() }
+        : undefined;
+    if (!originAllowed(origins, origin, own))
+      return new RosterError('FORBIDDEN', 'This origin may not connect to the chat');
+    const address = addressOf(request);
+    const spent = limiter ? await limiter.spent(handshakeKey(undefined, address)) : undefined;
+    if (spent) return spent;
+    let principal: Principal | undefined;
+    let failure: unknown;
+    let charged = false;
+    if (authenticator) {
+      const charge = async () => {
+        const limited = await limiter?.refusal(handshakeKey(undefined, address));
+        if (limited) throw limited;
+        charged = limiter !== undefined;
+      };
+      try {
+        principal = await authenticator.authenticate(
+          credentialsOf(request.headers, request.url ?? '', { accessToken: true }),
+          charge,
+        );
+      } catch (error) {
+        failure = error;
+      }
     }
-  }
-  // A refused password was counted before its hashing (charge); anything else is counted now.
-  const counted = charged && !principal;
-  const limited = limiter && !counted ? await limiter.refusal(handshakeKey(principal, address)) : undefined;
-  if (limited) return limited;
-  if (failure !== undefined) {
-    if (failure instanceof RosterError) return failure;
-    throw failure;
-  }
-  return principal;
-};
+    // A refused password was counted before its hashing (charge); anything else is counted now.
+    const counted = charged && !principal;
+    const limited = limiter && !counted ? await limiter.refusal(handshakeKey(principal, address)) : undefined;
+    if (limited) return limited;
+    if (failure !== undefined) {
+      if (failure instanceof RosterError) return failure;
+      throw failure;
+    }
+    return principal;
+  };
 }

@@ -41,11 +41,17 @@ export interface ChatHistory {
  * gone (or the origin, before anything is); every message after it is kept. A `since` from the floor
  * to the newest id is recovered exactly; anything else (older, newer, another run's) is a gap.
  */
-export function recover(entries: readonly StoredChat[], floor: string, request: HistoryRequest, capacity: number): Recovery {
+export function recover(
+  entries: readonly StoredChat[],
+  floor: string,
+  request: HistoryRequest,
+  capacity: number,
+): Recovery {
   const lastId = entries.length > 0 ? entries[entries.length - 1]!.id : floor;
   if (request.since !== undefined) {
     const since = request.since;
-    if (!isMessageId(since) || compareIds(since, floor) < 0 || compareIds(since, lastId) > 0) return { entries: [], lastId, recovered: false };
+    if (!isMessageId(since) || compareIds(since, floor) < 0 || compareIds(since, lastId) > 0)
+      return { entries: [], lastId, recovered: false };
     // Ids increase along the entries: the missed ones are a suffix.
     let from = entries.length;
     while (from > 0 && compareIds(entries[from - 1]!.id, since) > 0) from--;

@@ -23,7 +23,8 @@ export class MessageBudget {
   }
 
   take(now: number): 'ok' | 'notify' | 'drop' | 'close' {
-    if (this.#refilledAt !== 0) this.#tokens = Math.min(this.max, this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs);
+    if (this.#refilledAt !== 0)
+      this.#tokens = Math.min(this.max, this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs);
     this.#refilledAt = now;
     if (this.#tokens >= 1) {
       this.#tokens -= 1;
@@ -40,7 +41,8 @@ export class MessageBudget {
 
   /** Whether the budget is as new (full, nothing dropped in the current window): forgetting it changes nothing. */
   rested(now: number): boolean {
-    const tokens = this.#refilledAt === 0 ? this.max : this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs;
+    const tokens =
+      this.#refilledAt === 0 ? this.max : this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs;
     return tokens >= this.max && now - this.#windowStart >= this.windowMs;
   }
 }

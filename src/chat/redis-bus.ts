@@ -263,8 +263,13 @@ export class RedisBus implements ChatBus, Dependency {
     // Presence is never dropped for being behind: the hash must follow every join and leave. Lost while
     // Redis is away, it is rewritten whole when the bus is back (#sync).
     const text = JSON.stringify(envelope);
-    const [op, id, record] = 'join' in presence ? ['j', presence.join.id, recordText(presence.join)] : ['l', presence.leave, ''];
-    this.#send(envelope, () => this.#pub.rosterPresence(this.#key('members'), this.#channel, text, op, id, record), true);
+    const [op, id, record] =
+      'join' in presence ? ['j', presence.join.id, recordText(presence.join)] : ['l', presence.leave, ''];
+    this.#send(
+      envelope,
+      () => this.#pub.rosterPresence(this.#key('members'), this.#channel, text, op, id, record),
+      true,
+    );
   }
 
   remoteCount(): number {
@@ -316,11 +321,21 @@ export class RedisBus implements ChatBus, Dependency {
         if (since !== undefined && !isMessageId(since)) return { entries: [], lastId: undefined, recovered: false };
         if (this.#pub.status !== 'ready') throw new Error('chat bus down');
         const count = Math.min(request.history ?? 0, capacity);
-        const [first, last, entries] = (await this.#pub.rosterRead(stream, since === undefined ? 'h' : 's', since ?? count + 1)) as [StreamEntry[], StreamEntry[], StreamEntry[]];
+        const [first, last, entries] = (await this.#pub.rosterRead(
+          stream,
+          since === undefined ? 'h' : 's',
+          since ?? count + 1,
+        )) as [StreamEntry[], StreamEntry[], StreamEntry[]];
         const firstId = first[0]?.[0];
         const lastId = last[0]?.[0];
-        if (since === undefined) return { entries: count === 0 ? [] : chatsOf(entries.reverse()).slice(-count), lastId };
-        if (firstId === undefined || lastId === undefined || compareIds(since, firstId) < 0 || compareIds(since, lastId) > 0) {
+        if (since === undefined)
+          return { entries: count === 0 ? [] : chatsOf(entries.reverse()).slice(-count), lastId };
+        if (
+          firstId === undefined ||
+          lastId === undefined ||
+          compareIds(since, firstId) < 0 ||
+          compareIds(since, lastId) > 0
+        ) {
           return { entries: [], lastId, recovered: false };
         }
         return { entries: chatsOf(entries), lastId, recovered: true };
@@ -339,7 +354,9 @@ export class RedisBus implements ChatBus, Dependency {
     // On the publishing connection before its QUIT, so it goes out after the members' leaves.
     if (this.#pub.status === 'ready') {
       const bye = JSON.stringify({ i: this.#id, n: 0, b: 1 });
-      this.#pub.rosterBye(this.#key('members'), this.#key('alive'), `${this.#keys}instances`, this.#id, this.#channel, bye).catch(() => {});
+      this.#pub
+        .rosterBye(this.#key('members'), this.#key('alive'), `${this.#keys}instances`, this.#id, this.#channel, bye)
+        .catch(() => {});
     }
     await Promise.all([quit(this.#pub), quit(this.#sub)]);
   }
@@ -355,7 +372,10 @@ export class RedisBus implements ChatBus, Dependency {
     }
     if (!always && this.#pub.commandQueue.length >= this.#options.maxPending) {
       if (this.#behind === undefined) {
-        this.#log.warn({ pending: this.#options.maxPending }, 'chat bus falling behind: events reach this instance’s members only until Redis catches up');
+        this.#log.warn(
+          { pending: this.#options.maxPending },
+          'chat bus falling behind: events reach this instance’s members only until Redis catches up',
+        );
         this.#behind = 0;
       }
       if (envelope.m) this.#behind++;
@@ -365,7 +385,9 @@ export class RedisBus implements ChatBus, Dependency {
       this.#log.info({ lost: this.#behind }, 'chat bus caught up');
       this.#behind = undefined;
     }
-    (run ? run() : this.#pub.publish(this.#channel, JSON.stringify(envelope))).catch(envelope.m ? this.#lostOne : ignore);
+    (run ? run() : this.#pub.publish(this.#channel, JSON.stringify(envelope))).catch(
+      envelope.m ? this.#lostOne : ignore,
+    );
     return true;
   }
 
@@ -377,9 +399,12 @@ export class RedisBus implements ChatBus, Dependency {
     const envelope: Envelope = { i: this.#id, n: this.#room?.localCount() ?? 0 };
     const text = JSON.stringify(envelope);
     const { ttlMs } = this.#options;
-    this.#send(envelope, () => this.#pub.rosterBeat(this.#key('alive'), ttlMs, `${this.#keys}instances`, this.#id, this.#channel, text));
+    this.#send(envelope, () =>
+      this.#pub.rosterBeat(this.#key('alive'), ttlMs, `${this.#keys}instances`, this.#id, this.#channel, text),
+    );
     // Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first.
-    if (this.#pub.status === 'ready') this.#pub.rosterReap(`${this.#keys}instances`, this.#id, this.#channel, this.#keys, timestamp()).catch(ignore);
+    if (this.#pub.status === 'ready')
+      this.#pub.rosterReap(`${this.#keys}instances`, this.#id, this.#channel, this.#keys, timestamp()).catch(ignore);
     // A subscribed connection otherwise only listens: the ping lets socketTimeout notice a dead one.
     if (this.#subscribed) this.#sub.ping().catch(ignore);
   }
@@ -455,7 +480,8 @@ export class RedisBus implements ChatBus, Dependency {
     const was = this.#reported;
     this.#reported = 'up';
     this.#reason = undefined;
-    if (was === 'down') this.#log.info({ lost: this.#lost }, 'chat bus is back: chat reaches the other instances again');
+    if (was === 'down')
+      this.#log.info({ lost: this.#lost }, 'chat bus is back: chat reaches the other instances again');
     else this.#log.info({ channel: this.#channel }, 'chat bus connected');
     this.#lost = 0;
     this.#sync();
@@ -466,7 +492,10 @@ export class RedisBus implements ChatBus, Dependency {
     this.#reason ??= 'connection to Redis closed';
     if (this.#closing || this.#reported === 'down') return;
     this.#reported = 'down';
-    this.#log.warn({ reason: this.#reason }, 'chat bus down: chat reaches this instance’s members only until Redis is back');
+    this.#log.warn(
+      { reason: this.#reason },
+      'chat bus down: chat reaches this instance’s members only until Redis is back',
+    );
     this.#settleStart();
   }
 }
@@ -500,13 +529,18 @@ export function decode(text: string): Envelope | undefined {
   if (s !== undefined && (typeof s !== 'string' || !isMessageId(s))) return undefined;
   const envelope = value as Envelope;
   // Only the contract's fields travel on: ids are the room's to add, for the members that asked.
-  if (envelope.m?.type === 'chat') envelope.m = { type: 'chat', from: envelope.m.from, message: envelope.m.message, timestamp: envelope.m.timestamp };
+  if (envelope.m?.type === 'chat')
+    envelope.m = { type: 'chat', from: envelope.m.from, message: envelope.m.message, timestamp: envelope.m.timestamp };
   return envelope;
 }
 
 /** A member as its instance's hash keeps it: the id is the field, the rest JSON. */
 function recordText(member: MemberRecord): string {
-  return JSON.stringify({ seq: member.seq, since: member.since, ...(member.name === undefined ? {} : { name: member.name }) });
+  return JSON.stringify({
+    seq: member.seq,
+    since: member.since,
+    ...(member.name === undefined ? {} : { name: member.name }),
+  });
 }
 
 function recordOf(id: string, text: string): MemberRecord | undefined {
@@ -532,7 +566,11 @@ function chatsOf(entries: readonly StreamEntry[]): StoredChat[] {
       continue;
     }
     const message = serverMessageOf(value);
-    if (message?.type === 'chat') chats.push({ id, message: { type: 'chat', from: message.from, message: message.message, timestamp: message.timestamp } });
+    if (message?.type === 'chat')
+      chats.push({
+        id,
+        message: { type: 'chat', from: message.from, message: message.message, timestamp: message.timestamp },
+      });
   }
   return chats;
 }

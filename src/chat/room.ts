@@ -117,24 +117,41 @@ export class ChatRoom {
 
   /** `request`: what the member asked for on its handshake URL; history only if the room keeps one. */
   join(member: Member, request?: HistoryRequest): void {
-    const record: MemberRecord = { id: member.id, ...(member.name === undefined ? {} : { name: member.name }), since: timestamp(), seq: ++this.#seq };
+    const record: MemberRecord = {
+      id: member.id,
+      ...(member.name === undefined ? {} : { name: member.name }),
+      since: timestamp(),
+      seq: ++this.#seq,
+    };
     this.#records.set(member.id, record);
     this.#members.set(member.id, member);
-    const asks = this.#history !== undefined && request !== undefined && (request.history !== undefined || request.since !== undefined);
+    const asks =
+      this.#history !== undefined &&
+      request !== undefined &&
+      (request.history !== undefined || request.since !== undefined);
     if (!asks) this.#plain.set(member.id, member);
     const count = this.#online();
     // `name` only for an authenticated member: without authentication the messages are as before.
     const name = member.name === undefined ? {} : { name: member.name };
     // The welcome needs no flush first: none of the pending notices is for the new member.
-    this.#deliver(member, serialise({
-      type: 'system',
-      message: `Welcome to the chat! ${count} ${count === 1 ? 'user' : 'users'} online.`,
-      ...name,
-      timestamp: timestamp(),
-    }));
+    this.#deliver(
+      member,
+      serialise({
+        type: 'system',
+        message: `Welcome to the chat! ${count} ${count === 1 ? 'user' : 'users'} online.`,
+        ...name,
+        timestamp: timestamp(),
+      }),
+    );
     if (asks) this.#replay(member, request);
     this.#joinedAt.set(member, this.#notices.length);
-    const notice: SharedMessage = { type: 'user_join', message: 'A user joined the chat', ...name, online_count: count, timestamp: timestamp() };
+    const notice: SharedMessage = {
+      type: 'user_join',
+      message: 'A user joined the chat',
+      ...name,
+      online_count: count,
+      timestamp: timestamp(),
+    };
     this.#notice(notice);
     this.bus.publish(notice, this.size, { join: record });
   }
@@ -202,7 +219,12 @@ export class ChatRoom {
     this.#listeners.delete(member);
     this.#records.delete(member.id);
     this.#joinedAt.delete(member);
-    const notice: SharedMessage = { type: 'user_leave', message: 'A user left the chat', online_count: this.#online(), timestamp: timestamp() };
+    const notice: SharedMessage = {
+      type: 'user_leave',
+      message: 'A user left the chat',
+      online_count: this.#online(),
+      timestamp: timestamp(),
+    };
     this.#notice(notice);
     this.bus.publish(notice, this.size, { leave: member.id });
     return true;

@@ -119,12 +119,19 @@ export function createChatServer(
   const serverOptions = timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs);
   const server: Server = protection.tls
     ? (createTlsServer(
-        { ...serverOptions, cert: protection.tls.cert, key: protection.tls.key, ciphers: protection.tls.ciphers, minVersion: 'TLSv1.2' },
+        {
+          ...serverOptions,
+          cert: protection.tls.cert,
+          key: protection.tls.key,
+          ciphers: protection.tls.ciphers,
+          minVersion: 'TLSv1.2',
+        },
         plainRequest,
       ) as unknown as Server)
     : createServer(serverOptions, plainRequest);
   const { messageLimit } = protection;
-  const guarded = protection.origins !== undefined || protection.authenticator !== undefined || protection.limiter !== undefined;
+  const guarded =
+    protection.origins !== undefined || protection.authenticator !== undefined || protection.limiter !== undefined;
   const addressOf = protection.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? '');
   const admit = admission(protection, addressOf);
   // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
@@ -148,7 +155,9 @@ export function createChatServer(
     if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
     if (!isWebSocketUpgrade(request)) return refuse(socket, 'ERROR', 'Not a WebSocket handshake');
     if (request.headers['sec-websocket-version'] !== '13') {
-      return refuse(socket, 'UPGRADE_REQUIRED', 'Only WebSocket version 13 is supported', { 'Sec-WebSocket-Version': '13' });
+      return refuse(socket, 'UPGRADE_REQUIRED', 'Only WebSocket version 13 is supported', {
+        'Sec-WebSocket-Version': '13',
+      });
     }
     if (connections.size >= config.maxConnections) {
       return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is full; try again later');
@@ -159,7 +168,9 @@ export function createChatServer(
     if (!guarded) {
       const key = clientKey(undefined, addressOf(request));
       if (tooMany(key)) return refuseTooMany(socket);
-      return wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, undefined, historyRequest(request.url)));
+      return wss.handleUpgrade(request, socket, head, (ws) =>
+        accept(ws, socket, key, undefined, historyRequest(request.url)),
+      );
     }
     admit(request).then(
       (verdict) => {
@@ -179,7 +190,9 @@ export function createChatServer(
 
   /** WS_MAX_CONNECTIONS_PER_CLIENT: whether the client of `key` has all the connections it may have. */
   function tooMany(key: string): boolean {
-    return config.maxConnectionsPerClient !== undefined && (clients.get(key)?.open ?? 0) >= config.maxConnectionsPerClient;
+    return (
+      config.maxConnectionsPerClient !== undefined && (clients.get(key)?.open ?? 0) >= config.maxConnectionsPerClient
+    );
   }
 
   function refuseTooMany(socket: Duplex): void {
@@ -230,12 +243,17 @@ export function createChatServer(
     });
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (ws.readyState !== WebSocket.OPEN) return; // closing: whatever it still sends is not chat
-      if (isBinary) return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
+      if (isBinary)
+        return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
       metrics.messageIn();
       if (budget) {
         const verdict = budget.take(Date.now());
         if (verdict === 'close') return closeConnection(ws, connection, CloseCode.policyViolation, 'Too many messages');
-        if (verdict === 'notify') room.notify(connection.member, `Slow down: at most ${budget.max} messages per ${budget.windowMs / 1000} s; messages over the limit are dropped.`);
+        if (verdict === 'notify')
+          room.notify(
+            connection.member,
+            `Slow down: at most ${budget.max} messages per ${budget.windowMs / 1000} s; messages over the limit are dropped.`,
+          );
         if (verdict !== 'ok') return;
       }
       room.receive(connection.member, data.toString('utf8'));

@@ -20,7 +20,11 @@ interface Io {
   errors: NodeJS.WritableStream;
 }
 
-export async function backupCommand(args: string[], io: Io = { output: process.stdout, errors: process.stderr }, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function backupCommand(
+  args: string[],
+  io: Io = { output: process.stdout, errors: process.stderr },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
     io.output.write(`${BACKUP_USAGE}\n`);
     return 0;
@@ -34,7 +38,8 @@ export async function backupCommand(args: string[], io: Io = { output: process.s
     if (error instanceof ConfigError) return usageError(io, `invalid configuration: ${error.message}`);
     throw error;
   }
-  if (!sqlite || sqlite.path === ':memory:') return usageError(io, 'needs DATABASE_URL=sqlite:<file> naming the database file to back up');
+  if (!sqlite || sqlite.path === ':memory:')
+    return usageError(io, 'needs DATABASE_URL=sqlite:<file> naming the database file to back up');
   if (existsSync(target)) {
     io.errors.write(`roster backup: ${target} exists already; name a new file\n`);
     return 1;
@@ -51,7 +56,9 @@ export async function backupCommand(args: string[], io: Io = { output: process.s
     // Not the service's lock: a reader beside it. Read-write so that it can join the WAL.
     source = new Database(sqlite.path, { fileMustExist: true, timeout: 5_000 });
     // After the first step, the rest in one step: the snapshot is then taken in one read transaction.
-    const { totalPages } = await source.backup(partial, { progress: ({ remainingPages }) => Math.max(remainingPages, 100) });
+    const { totalPages } = await source.backup(partial, {
+      progress: ({ remainingPages }) => Math.max(remainingPages, 100),
+    });
     source.close();
     source = undefined;
     const copy = new Database(partial, { fileMustExist: true });

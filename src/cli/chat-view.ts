@@ -40,9 +40,13 @@ export function formatServerMessage(message: ServerMessage, options: FormatOptio
       return `${message.history ? '~' : ''}[${formatClock(message.timestamp, options.timeZone)}] ${who}: ${printable(message.message)}`;
     }
     case 'history':
-      if (message.recovered === false) return '* some messages were missed while disconnected: older than the history the room keeps';
-      if (message.recovered === true) return `* ${message.count} missed ${message.count === 1 ? 'message' : 'messages'} recovered`;
-      return message.count > 0 ? `* (the last ${message.count} ${message.count === 1 ? 'message' : 'messages'} above, marked ~)` : undefined;
+      if (message.recovered === false)
+        return '* some messages were missed while disconnected: older than the history the room keeps';
+      if (message.recovered === true)
+        return `* ${message.count} missed ${message.count === 1 ? 'message' : 'messages'} recovered`;
+      return message.count > 0
+        ? `* (the last ${message.count} ${message.count === 1 ? 'message' : 'messages'} above, marked ~)`
+        : undefined;
     case 'pong':
       return undefined;
   }
@@ -65,7 +69,9 @@ export function formatPong(roundTripMs: number): string {
  */
 export function formatClock(timestamp: string, timeZone?: string): string {
   const hasOffset = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(timestamp);
-  const millis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(timestamp) ? Date.parse(hasOffset ? timestamp : `${timestamp}Z`) : NaN;
+  const millis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(timestamp)
+    ? Date.parse(hasOffset ? timestamp : `${timestamp}Z`)
+    : NaN;
   if (Number.isNaN(millis)) return '--:--:--';
   const parts = new Intl.DateTimeFormat('en-GB', {
     hour: '2-digit',
@@ -104,7 +110,11 @@ const CLOSE_MEANINGS: Record<number, string> = {
 export function describeClose(code: number, reason = ''): string {
   const meaning =
     CLOSE_MEANINGS[code] ??
-    (code >= 4000 && code <= 4999 ? "a code of the server's own application" : code >= 3000 && code <= 3999 ? 'a code registered by a library or framework' : 'an unknown code');
+    (code >= 4000 && code <= 4999
+      ? "a code of the server's own application"
+      : code >= 3000 && code <= 3999
+        ? 'a code registered by a library or framework'
+        : 'an unknown code');
   return `${code}${reason ? ` ${printable(reason)}` : ''} (${meaning})`;
 }
 
@@ -114,7 +124,9 @@ export function describeClose(code: number, reason = ''): string {
  * allowed (1002, 1003, 1007, 1008, 1009, application codes): connecting again would end the same way.
  */
 export function worthReconnecting(code: number): boolean {
-  return code === 1001 || code === 1005 || code === 1006 || code === 1011 || code === 1012 || code === 1013 || code === 1014;
+  return (
+    code === 1001 || code === 1005 || code === 1006 || code === 1011 || code === 1012 || code === 1013 || code === 1014
+  );
 }
 
 /**
@@ -141,8 +153,11 @@ export function commandOf(line: string): string | undefined {
  * another user's message cannot move the cursor, recolour the terminal or fake a line of its own.
  */
 export function printable(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }
 
 /**

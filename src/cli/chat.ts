@@ -99,21 +99,33 @@ function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
   try {
     parsed = parseArgs({
       args,
-      options: { json: { type: 'boolean' }, 'no-reconnect': { type: 'boolean' }, history: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        json: { type: 'boolean' },
+        'no-reconnect': { type: 'boolean' },
+        history: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
     });
   } catch (error) {
     return { kind: 'error', message: (error as Error).message };
   }
   if (parsed.values.help) return { kind: 'help' };
-  if (parsed.positionals.length > 1) return { kind: 'error', message: `one URL at most (got ${parsed.positionals.join(' ')})` };
+  if (parsed.positionals.length > 1)
+    return { kind: 'error', message: `one URL at most (got ${parsed.positionals.join(' ')})` };
   let url = parsed.positionals[0] ?? defaultChatUrl(env);
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) url = `ws://${url}`;
   const history = parsed.values.history;
-  if (history !== undefined && !/^\d{1,6}$/.test(history)) return { kind: 'error', message: `--history takes a whole number (got ${history})` };
+  if (history !== undefined && !/^\d{1,6}$/.test(history))
+    return { kind: 'error', message: `--history takes a whole number (got ${history})` };
   return {
     kind: 'run',
-    options: { url, json: parsed.values.json === true, reconnect: parsed.values['no-reconnect'] !== true, ...(history === undefined ? {} : { history: Number(history) }) },
+    options: {
+      url,
+      json: parsed.values.json === true,
+      reconnect: parsed.values['no-reconnect'] !== true,
+      ...(history === undefined ? {} : { history: Number(history) }),
+    },
   };
 }
 
@@ -178,7 +190,14 @@ class ChatSession {
   readonly #onSignal = (signal: Signal): void => this.#interrupt(signal);
 
   constructor(options: ChatOptions, io: ChatIo, resolve: (code: number) => void) {
-    this.#options = { pingIntervalMs: 30_000, leaveGraceMs: 2_000, closeTimeoutMs: 2_000, reconnect: true, history: 0, ...options };
+    this.#options = {
+      pingIntervalMs: 30_000,
+      leaveGraceMs: 2_000,
+      closeTimeoutMs: 2_000,
+      reconnect: true,
+      history: 0,
+      ...options,
+    };
     this.#position = this.#options.history > 0 ? new ChatPosition(this.#options.history) : undefined;
     this.#io = io;
     this.#resolve = resolve;
@@ -200,7 +219,9 @@ class ChatSession {
     let ws: WebSocket;
     try {
       // With --history: the last N on the first connection, what was missed since on the next ones.
-      ws = new WebSocket(this.#position ? this.#position.url(this.#options.url) : this.#options.url, { handshakeTimeout: 10_000 });
+      ws = new WebSocket(this.#position ? this.#position.url(this.#options.url) : this.#options.url, {
+        handshakeTimeout: 10_000,
+      });
     } catch (error) {
       this.#diagnose(`invalid URL ${JSON.stringify(this.#options.url)}: ${(error as Error).message}`);
       this.#finish(2);
@@ -299,8 +320,12 @@ class ChatSession {
     if (this.#prompting) this.#rl?.prompt(); // a fresh prompt; what the line brings is drawn above it
     if (command === '/ping') this.#ping(true);
     else if (command === '/help') this.#show(COMMANDS_HELP);
-    else if (command !== undefined) this.#notice(`* unknown command ${printable(command)}; ${COMMANDS_HELP.slice(2)} (start a line with // to send one beginning with /)`);
-    else if (line.trim() === '') return; // nothing to say: blank and white-space-only lines are not sent
+    else if (command !== undefined)
+      this.#notice(
+        `* unknown command ${printable(command)}; ${COMMANDS_HELP.slice(2)} (start a line with // to send one beginning with /)`,
+      );
+    else if (line.trim() === '')
+      return; // nothing to say: blank and white-space-only lines are not sent
     else if (this.#state === 'reconnecting') this.#notice('* not sent: not connected (reconnecting)');
     else {
       const text = line.trimStart().startsWith('//') ? line.replace('//', '/') : line;
@@ -336,7 +361,9 @@ class ChatSession {
       const ping = this.#pings.shift();
       if (ping?.shown) line = formatPong(performance.now() - ping.sentAt);
     } else {
-      const mine = message.type === 'chat' && (message.history ? this.#own.wasMine(message.from) : this.#own.isMine(message.from, message.message));
+      const mine =
+        message.type === 'chat' &&
+        (message.history ? this.#own.wasMine(message.from) : this.#own.isMine(message.from, message.message));
       line = formatServerMessage(message, { mine, timeZone: this.#options.timeZone });
     }
     // With --json the raw line above is the output; only the answer to /ping is worth a notice.
@@ -376,10 +403,12 @@ class ChatSession {
   #interrupt(signal: Signal): void {
     if (this.#state === 'open') this.#leave(false);
     else if (this.#state === 'leaving') this.#close();
-    else if (this.#state === 'reconnecting') this.#finish(0); // no connection to close
+    else if (this.#state === 'reconnecting')
+      this.#finish(0); // no connection to close
     else if (this.#state !== 'done') {
       // Still connecting (nothing to close cleanly), or already closing and asked again.
-      if (this.#state === 'connecting') this.#diagnose(`interrupted before the connection to ${this.#options.url} opened`);
+      if (this.#state === 'connecting')
+        this.#diagnose(`interrupted before the connection to ${this.#options.url} opened`);
       this.#finish(128 + SIGNAL_NUMBERS[signal]);
     }
   }
@@ -388,7 +417,10 @@ class ChatSession {
     if (this.#state === 'done' || this.#state === 'connecting') return; // a failed connection is reported by 'error'
     if (this.#state === 'reconnecting') return this.#scheduleReconnect(); // an attempt that failed
     if (this.#state === 'closing') return this.#finish(0);
-    const lost = code === 1006 ? `the connection dropped: ${describeClose(code)}` : `the server closed the connection: ${describeClose(code, reason)}`;
+    const lost =
+      code === 1006
+        ? `the connection dropped: ${describeClose(code)}`
+        : `the server closed the connection: ${describeClose(code, reason)}`;
     if (this.#options.reconnect && this.#state === 'open' && worthReconnecting(code)) {
       this.#diagnose(lost);
       this.#state = 'reconnecting';
@@ -483,7 +515,8 @@ async function readSome(response: IncomingMessage, limit: number): Promise<strin
 function parseEnvelope(body: string): string | undefined {
   try {
     const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } }).error;
-    if (typeof error?.code === 'string' && typeof error.message === 'string') return printable(`${error.code}: ${error.message}`);
+    if (typeof error?.code === 'string' && typeof error.message === 'string')
+      return printable(`${error.code}: ${error.message}`);
   } catch {
     // not JSON
   }

@@ -37,7 +37,12 @@ const STANDARD: Io = { input: process.stdin, output: process.stdout, errors: pro
 
 export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Promise<number> {
   if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return print(io, HASH_PASSWORD_USAGE);
-  if (args.length > 0) return usageError(io, 'hash-password', `takes no arguments (got ${args.join(' ')}); the password comes from the standard input`);
+  if (args.length > 0)
+    return usageError(
+      io,
+      'hash-password',
+      `takes no arguments (got ${args.join(' ')}); the password comes from the standard input`,
+    );
   let password: string;
   if (io.input.isTTY) {
     password = await askHidden(io, 'Password: ');
@@ -57,7 +62,11 @@ export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Pr
   return 0;
 }
 
-export async function tokenCommand(args: string[], io: Io = STANDARD, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function tokenCommand(
+  args: string[],
+  io: Io = STANDARD,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   let values: { sub?: string; name?: string; role?: string; 'expires-in'?: string; secret?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
@@ -79,9 +88,12 @@ export async function tokenCommand(args: string[], io: Io = STANDARD, env: NodeJ
   if (values.help) return print(io, TOKEN_USAGE);
   if (!values.sub) return usageError(io, 'token', '--sub is required');
   const secret = values.secret ?? env.JWT_SECRET;
-  if (!secret || Buffer.byteLength(secret) < JWT_SECRET_MIN_BYTES) return usageError(io, 'token', `needs --secret or JWT_SECRET of at least ${JWT_SECRET_MIN_BYTES} bytes`);
+  if (!secret || Buffer.byteLength(secret) < JWT_SECRET_MIN_BYTES)
+    return usageError(io, 'token', `needs --secret or JWT_SECRET of at least ${JWT_SECRET_MIN_BYTES} bytes`);
   const expiresIn = values['expires-in'] ?? '1h';
-  if (!/^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i.test(expiresIn)) {
+  if (
+    !/^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i.test(expiresIn)
+  ) {
     return usageError(io, 'token', `--expires-in must be a time such as 30s, 15m, 1h or 7d (got "${expiresIn}")`);
   }
   const claims: Record<string, string> = { role: values.role ?? 'user' };

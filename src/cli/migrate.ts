@@ -18,12 +18,17 @@ interface Io {
   errors: NodeJS.WritableStream;
 }
 
-export async function migrateCommand(args: string[], io: Io = { output: process.stdout, errors: process.stderr }, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function migrateCommand(
+  args: string[],
+  io: Io = { output: process.stdout, errors: process.stderr },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
     io.output.write(`${MIGRATE_USAGE}\n`);
     return 0;
   }
-  if (args.length > 0) return usageError(io, `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
+  if (args.length > 0)
+    return usageError(io, `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
   let database;
   let sqlite;
   try {
@@ -33,7 +38,8 @@ export async function migrateCommand(args: string[], io: Io = { output: process.
     throw error;
   }
   if (sqlite) return migrateSqlite(sqlite, io);
-  if (!database) return usageError(io, 'needs DATABASE_URL (a postgres:// or sqlite: URL) to know which database to migrate');
+  if (!database)
+    return usageError(io, 'needs DATABASE_URL (a postgres:// or sqlite: URL) to know which database to migrate');
 
   // Loaded here, not at the top: every `roster` command imports this file, and only this one needs pg.
   const [{ createPool }, { migrate, readMigrations }] = await Promise.all([
@@ -72,7 +78,8 @@ async function migrateSqlite(sqlite: SqliteConfig, io: Io): Promise<number> {
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
-  const message = error.message || (error instanceof AggregateError ? error.errors.map((e: Error) => e.message).join('; ') : '');
+  const message =
+    error.message || (error instanceof AggregateError ? error.errors.map((e: Error) => e.message).join('; ') : '');
   return typeof code === 'string' && !message.includes(code) ? `${message} (${code})` : message;
 }
 

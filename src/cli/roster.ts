@@ -38,7 +38,8 @@ const COMMANDS = new Map<string, Command>([
       usage: SERVE_USAGE,
       async run(args) {
         if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return help(SERVE_USAGE);
-        if (args.length > 0) return usageError('serve', `takes no arguments (got ${args.join(' ')}); settings are environment variables`);
+        if (args.length > 0)
+          return usageError('serve', `takes no arguments (got ${args.join(' ')}); settings are environment variables`);
         // The entry point itself: it reads the environment, starts, and owns the process from here on
         // (signals, exit status).
         await import('../main.js');

@@ -65,12 +65,18 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
   const { values, positionals } = parsed;
   if (values.help) return { help: true };
   const [action, ...rest] = positionals;
-  if (action !== 'export' && action !== 'import') return { error: `expected export or import (got ${action === undefined ? 'nothing' : JSON.stringify(action)})` };
-  if (action === 'export' && rest.length > 0) return { error: `export takes no file (got ${rest.join(' ')}); redirect its output instead` };
+  if (action !== 'export' && action !== 'import')
+    return { error: `expected export or import (got ${action === undefined ? 'nothing' : JSON.stringify(action)})` };
+  if (action === 'export' && rest.length > 0)
+    return { error: `export takes no file (got ${rest.join(' ')}); redirect its output instead` };
   if (action === 'import' && rest.length !== 1) return { error: 'import takes one FILE (or - for stdin)' };
-  if (values.format !== undefined && values.format !== 'json' && values.format !== 'csv') return { error: `--format must be json or csv (got ${values.format})` };
+  if (values.format !== undefined && values.format !== 'json' && values.format !== 'csv')
+    return { error: `--format must be json or csv (got ${values.format})` };
 
-  const base = (values.url ?? env.API_URL?.trim() ?? `http://127.0.0.1:${env.PORT?.trim() || '5000'}/api/v1`).replace(/\/+$/, '');
+  const base = (values.url ?? env.API_URL?.trim() ?? `http://127.0.0.1:${env.PORT?.trim() || '5000'}/api/v1`).replace(
+    /\/+$/,
+    '',
+  );
   try {
     new URL(base);
   } catch {
@@ -99,9 +105,11 @@ export async function usersCommand(args: string[]): Promise<number> {
   }
   const progress = new Progress(process.stderr);
   try {
-    if (parsed.action === 'export') return await exportUsers(parsed.api, parsed.format ?? 'json', process.stdout, progress);
+    if (parsed.action === 'export')
+      return await exportUsers(parsed.api, parsed.format ?? 'json', process.stdout, progress);
     const input = parsed.file === '-' ? process.stdin : createReadStream(parsed.file!);
-    const format = parsed.format ?? (/\.csv$/i.test(parsed.file!) ? 'csv' : /\.jsonl?$/i.test(parsed.file!) ? 'json' : undefined);
+    const format =
+      parsed.format ?? (/\.csv$/i.test(parsed.file!) ? 'csv' : /\.jsonl?$/i.test(parsed.file!) ? 'json' : undefined);
     return await importUsers(parsed.api, input, format, progress);
   } catch (error) {
     progress.done();
@@ -132,7 +140,8 @@ class Progress {
 
 type UserRecord = Record<string, unknown>;
 
-async function call(api: Api, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function call(api: Api, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
   for (let attempt = 1; ; attempt++) {
     let response: Response;
     try {
@@ -158,15 +167,21 @@ async function call(api: Api, method: string, path: string, body?: unknown): Pro
     try {
       json = text === '' ? undefined : JSON.parse(text);
     } catch {
-      throw new Error(`${method} ${api.base}${path} answered ${response.status} with something that is not JSON: is --url the API (…/api/v1)?`);
+      throw new Error(
+        `${method} ${api.base}${path} answered ${response.status} with something that is not JSON: is --url the API (…/api/v1)?`,
+      );
     }
-    if (response.status === 401 || response.status === 403) throw new Error(`${response.status} ${reasonOf(json)} (see --api-key, --token, --basic)`);
+    if (response.status === 401 || response.status === 403)
+      throw new Error(`${response.status} ${reasonOf(json)} (see --api-key, --token, --basic)`);
     return { status: response.status, json };
   }
 }
 
 function reasonOf(json: unknown): string {
-  const error = (json as { error?: { code?: string; message?: string; details?: { field?: string; message?: string }[] } } | undefined)?.error;
+  const error = (
+    json as
+      { error?: { code?: string; message?: string; details?: { field?: string; message?: string }[] } } | undefined
+  )?.error;
   if (!error) return 'unexpected reply';
   const details = (error.details ?? []).map((d) => `${d.field}: ${d.message}`).join('; ');
   return `${error.code}: ${error.message}${details ? ` (${details})` : ''}`;
@@ -185,7 +200,10 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
     if (page === 1) await write(out, format === 'csv' ? `${FIELDS.join(',')}\r\n` : '[');
     const users = json.data.users as UserRecord[];
     for (const user of users) {
-      const line = format === 'csv' ? `${FIELDS.map((field) => csvCell(user[field])).join(',')}\r\n` : `${written === 0 ? '\n' : ',\n'}${JSON.stringify(user)}`;
+      const line =
+        format === 'csv'
+          ? `${FIELDS.map((field) => csvCell(user[field])).join(',')}\r\n`
+          : `${written === 0 ? '\n' : ',\n'}${JSON.stringify(user)}`;
       await write(out, line);
       written++;
     }
@@ -202,7 +220,12 @@ function csvCell(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-async function importUsers(api: Api, input: NodeJS.ReadableStream, format: Format | undefined, progress: Progress): Promise<number> {
+async function importUsers(
+  api: Api,
+  input: NodeJS.ReadableStream,
+  format: Format | undefined,
+  progress: Progress,
+): Promise<number> {
   let imported = 0;
   let refused = 0;
   let number = 0;
@@ -232,7 +255,10 @@ async function importUsers(api: Api, input: NodeJS.ReadableStream, format: Forma
 }
 
 /** The records of a JSON array, JSON lines or CSV stream, one at a time; a malformed one is an Error in its place. */
-async function* records(input: NodeJS.ReadableStream, format: Format | undefined): AsyncGenerator<UserRecord | (Error & { email?: undefined })> {
+async function* records(
+  input: NodeJS.ReadableStream,
+  format: Format | undefined,
+): AsyncGenerator<UserRecord | (Error & { email?: undefined })> {
   input.setEncoding('utf8');
   const chunks = input[Symbol.asyncIterator]() as AsyncIterator<string>;
   let first = await chunks.next();

@@ -8,7 +8,8 @@ export const JWT_SECRET_MIN_BYTES = 32;
 /** An entry without a role is a reader: least privilege, so a forgotten `:admin` fails safe. */
 function roleOf(name: string, raw: string | undefined): string {
   if (raw === undefined) return 'user';
-  if (!ROLE_NAME.test(raw)) throw new ConfigError(name, `has a role that is not a name of letters, digits, "_", "." or "-" ("${raw}")`);
+  if (!ROLE_NAME.test(raw))
+    throw new ConfigError(name, `has a role that is not a name of letters, digits, "_", "." or "-" ("${raw}")`);
   return raw;
 }
 
@@ -21,7 +22,10 @@ export const apiKeys: Parse<{ key: string; role: string }[]> = (raw, name) =>
       const [key = '', role, ...rest] = entry.split(':');
       if (rest.length > 0 || !/^[A-Za-z0-9._~+/=-]{16,256}$/.test(key)) {
         // The key itself is never echoed: configuration errors end up in logs.
-        throw new ConfigError(name, `entry ${index + 1} must be key[:role] with a key of 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = -`);
+        throw new ConfigError(
+          name,
+          `entry ${index + 1} must be key[:role] with a key of 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = -`,
+        );
       }
       return { key, role: roleOf(name, role) };
     });
@@ -35,10 +39,16 @@ export const basicUsers: Parse<{ name: string; hash: string; role: string }[]> =
     .map((entry, index) => {
       const [name = '', hash = '', role, ...rest] = entry.split(':');
       if (rest.length > 0 || !/^[^\s:]{1,128}$/.test(name)) {
-        throw new ConfigError(variable, `entry ${index + 1} must be name:hash[:role] (a name of 1 to 128 characters without ":" or spaces)`);
+        throw new ConfigError(
+          variable,
+          `entry ${index + 1} must be name:hash[:role] (a name of 1 to 128 characters without ":" or spaces)`,
+        );
       }
       if (!parsePasswordHash(hash)) {
-        throw new ConfigError(variable, `entry ${index + 1} (${name}) has a hash that is not in the format of "roster hash-password" (scrypt$N$r$p$salt$hash)`);
+        throw new ConfigError(
+          variable,
+          `entry ${index + 1} (${name}) has a hash that is not in the format of "roster hash-password" (scrypt$N$r$p$salt$hash)`,
+        );
       }
       if (names.has(name)) throw new ConfigError(variable, `lists the user "${name}" twice`);
       names.add(name);
@@ -48,6 +58,7 @@ export const basicUsers: Parse<{ name: string; hash: string; role: string }[]> =
 
 export const jwtSecret: Parse<string> = (raw, name) => {
   const length = Buffer.byteLength(raw, 'utf8');
-  if (length < JWT_SECRET_MIN_BYTES) throw new ConfigError(name, `must be at least ${JWT_SECRET_MIN_BYTES} bytes long (got ${length})`);
+  if (length < JWT_SECRET_MIN_BYTES)
+    throw new ConfigError(name, `must be at least ${JWT_SECRET_MIN_BYTES} bytes long (got ${length})`);
   return raw;
 };

@@ -25,7 +25,11 @@ export const TLS_MODERN_CIPHERS = [
 ].join(':');
 
 /** The certificate and key (both given: policy.ts checks that), loaded, matched, and the cipher list tried. */
-export function loadTls(certPath: string, keyPath: string, ciphers: string | undefined): { cert: Buffer; key: Buffer; ciphers: string } {
+export function loadTls(
+  certPath: string,
+  keyPath: string,
+  ciphers: string | undefined,
+): { cert: Buffer; key: Buffer; ciphers: string } {
   const load = (name: string, path: string, check: (pem: Buffer) => unknown): Buffer => {
     let pem: Buffer;
     try {
@@ -51,7 +55,10 @@ export function loadTls(certPath: string, keyPath: string, ciphers: string | und
   try {
     createSecureContext({ cert, key, ciphers: suites });
   } catch {
-    throw new ConfigError('TLS_CIPHERS', `must be an OpenSSL cipher list that leaves at least one suite (got "${suites}")`);
+    throw new ConfigError(
+      'TLS_CIPHERS',
+      `must be an OpenSSL cipher list that leaves at least one suite (got "${suites}")`,
+    );
   }
   return { cert, key, ciphers: suites };
 }

@@ -7,14 +7,27 @@
  * the files they name. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as
  * one line before exiting with status 2.
  */
-import { checkTimeouts, checkPorts, authConfig, checkCorsOrigins, checkTls, maxConnectionsPerClient, maxUsers } from './policy.js';
+import {
+  checkTimeouts,
+  checkPorts,
+  authConfig,
+  checkCorsOrigins,
+  checkTls,
+  maxConnectionsPerClient,
+  maxUsers,
+} from './policy.js';
 import { loadTls } from './files.js';
 import { SQLITE_PREFIX, sqlitePath } from './readers.js';
 import type { Setting } from './settings.js';
 import * as S from './settings.js';
 
 export { ConfigError } from './readers.js';
-export { automaticMaxUsers, DEFAULT_MAX_CONNECTIONS_PER_CLIENT, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from './policy.js';
+export {
+  automaticMaxUsers,
+  DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+  USERS_HEAP_SHARE,
+  WORST_CASE_BYTES_PER_USER,
+} from './policy.js';
 export { TLS_MODERN_CIPHERS } from './files.js';
 export { JWT_SECRET_MIN_BYTES } from './credentials.js';
 export { SETTINGS, type Setting } from './settings.js';
@@ -220,21 +233,31 @@ export function loadConfig(env: Env): Config {
     auth,
     rateLimit: get(S.RATE_LIMIT),
     trustProxy: get(S.TRUST_PROXY),
-    tls: checkTls(tlsCert, tlsKey, isSet('TLS_CIPHERS')) === 'on' ? loadTls(tlsCert!, tlsKey!, get(S.TLS_CIPHERS)) : undefined,
+    tls:
+      checkTls(tlsCert, tlsKey, isSet('TLS_CIPHERS')) === 'on'
+        ? loadTls(tlsCert!, tlsKey!, get(S.TLS_CIPHERS))
+        : undefined,
     hsts: { maxAge: get(S.HSTS_MAX_AGE), includeSubDomains: get(S.HSTS_INCLUDE_SUBDOMAINS) },
     corsOrigins: (checkCorsOrigins(corsOrigins, auth.scheme), corsOrigins),
     securityHeaders: get(S.SECURITY_HEADERS),
     // The pool size is read (and checked) even without DATABASE_URL, as it always was.
-    database: ((poolSize) => (database === undefined || sqlite ? undefined : { url: database, poolSize }))(get(S.DATABASE_POOL_SIZE)),
+    database: ((poolSize) => (database === undefined || sqlite ? undefined : { url: database, poolSize }))(
+      get(S.DATABASE_POOL_SIZE),
+    ),
     // The durability setting is read (and checked) even without a SQLite DATABASE_URL, like the pool size.
-    sqlite: ((synchronous) => (sqlite ? { path: sqlitePath(database!), synchronous } : undefined))(get(S.SQLITE_SYNCHRONOUS)),
+    sqlite: ((synchronous) => (sqlite ? { path: sqlitePath(database!), synchronous } : undefined))(
+      get(S.SQLITE_SYNCHRONOUS),
+    ),
     redis: ((url) => (url === undefined ? undefined : { url }))(get(S.REDIS_URL)),
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),
       heartbeatMs: get(S.WS_HEARTBEAT_MS),
       maxBacklog: get(S.WS_MAX_BACKLOG),
       maxConnections: get(S.WS_MAX_CONNECTIONS),
-      maxConnectionsPerClient: maxConnectionsPerClient(get(S.WS_MAX_CONNECTIONS_PER_CLIENT), auth.scheme !== 'none' || isSet('RATE_LIMIT')),
+      maxConnectionsPerClient: maxConnectionsPerClient(
+        get(S.WS_MAX_CONNECTIONS_PER_CLIENT),
+        auth.scheme !== 'none' || isSet('RATE_LIMIT'),
+      ),
       handshakeTimeoutMs: headersTimeoutMs,
       history: get(S.CHAT_HISTORY),
     },
@@ -244,7 +267,8 @@ export function loadConfig(env: Env): Config {
 /** AUTH, then only its own credential settings read (another scheme's are refused by policy.ts first). */
 function authOf(get: <T>(setting: Setting<T>) => T, isSet: (name: string) => boolean): AuthConfig {
   const scheme = get(S.AUTH);
-  const mine = <T>(owner: AuthScheme, setting: Setting<T>): T | undefined => (scheme === owner && isSet(setting.name) ? get(setting) : undefined);
+  const mine = <T>(owner: AuthScheme, setting: Setting<T>): T | undefined =>
+    scheme === owner && isSet(setting.name) ? get(setting) : undefined;
   return authConfig(scheme, isSet, () => ({
     apiKeys: mine('apikey', S.API_KEYS) ?? [],
     basicUsers: mine('basic', S.BASIC_USERS) ?? [],

@@ -21,7 +21,8 @@ export function parsePasswordHash(encoded: string): PasswordHash | undefined {
   const R = Number(r);
   const P = Number(p);
   const powerOfTwo = Number.isInteger(N) && N >= 2 ** 10 && N <= 2 ** 20 && (N & (N - 1)) === 0;
-  if (!powerOfTwo || !Number.isInteger(R) || R < 1 || R > 32 || !Number.isInteger(P) || P < 1 || P > 16) return undefined;
+  if (!powerOfTwo || !Number.isInteger(R) || R < 1 || R > 32 || !Number.isInteger(P) || P < 1 || P > 16)
+    return undefined;
   if (!B64URL.test(salt) || !B64URL.test(hash)) return undefined;
   const saltBytes = Buffer.from(salt, 'base64url');
   const hashBytes = Buffer.from(hash, 'base64url');

@@ -9,12 +9,16 @@ import { ConfigError } from './readers.js';
 /** Node refuses a headers timeout longer than the request timeout, which contains it. */
 export function checkTimeouts(headersTimeoutMs: number, requestTimeoutMs: number): void {
   if (headersTimeoutMs > requestTimeoutMs) {
-    throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${headersTimeoutMs} > ${requestTimeoutMs})`);
+    throw new ConfigError(
+      'HEADERS_TIMEOUT_MS',
+      `must not exceed REQUEST_TIMEOUT_MS (${headersTimeoutMs} > ${requestTimeoutMs})`,
+    );
   }
 }
 
 export function checkPorts(restPort: number, wsPort: number): void {
-  if (restPort !== 0 && wsPort === restPort) throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
+  if (restPort !== 0 && wsPort === restPort)
+    throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
 }
 
 /** The credential settings of each AUTH scheme. */
@@ -43,7 +47,8 @@ export function authConfig(
   },
 ): AuthConfig {
   for (const [name, owner] of Object.entries(OWNERS)) {
-    if (isSet(name) && scheme !== owner) throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
+    if (isSet(name) && scheme !== owner)
+      throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
     if (!isSet(name) && scheme === owner) throw new ConfigError(name, `is required when AUTH=${owner}`);
   }
   // Optional, but like the credentials refused for another scheme.
@@ -59,19 +64,26 @@ export function authConfig(
     jwtSecret: values.jwtSecret,
     oauth2:
       scheme === 'oauth2'
-        ? { jwksUrl: values.jwksUrl!, issuer: values.issuer!, audience: values.audience!, acceptJwtTyp: values.acceptJwtTyp ?? false }
+        ? {
+            jwksUrl: values.jwksUrl!,
+            issuer: values.issuer!,
+            audience: values.audience!,
+            acceptJwtTyp: values.acceptJwtTyp ?? false,
+          }
         : undefined,
   };
 }
 
 /** `*` is refused when authentication is on: any web page could then drive the API with a credential it holds; list the origins instead. */
 export function checkCorsOrigins(origins: readonly string[] | undefined, scheme: AuthScheme): void {
-  if (origins?.includes('*') && scheme !== 'none') throw new ConfigError('CORS_ORIGINS', `must list origins, not "*", when AUTH is ${scheme}`);
+  if (origins?.includes('*') && scheme !== 'none')
+    throw new ConfigError('CORS_ORIGINS', `must list origins, not "*", when AUTH is ${scheme}`);
 }
 
 export function checkTls(cert: string | undefined, key: string | undefined, ciphersSet: boolean): 'off' | 'on' {
   if (cert === undefined && key === undefined) {
-    if (ciphersSet) throw new ConfigError('TLS_CIPHERS', 'is set but TLS_CERT and TLS_KEY are not (it applies to TLS only)');
+    if (ciphersSet)
+      throw new ConfigError('TLS_CIPHERS', 'is set but TLS_CERT and TLS_KEY are not (it applies to TLS only)');
     return 'off';
   }
   if (cert === undefined) throw new ConfigError('TLS_CERT', 'is required when TLS_KEY is set');

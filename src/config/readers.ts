@@ -91,7 +91,8 @@ export const SQLITE_PREFIX = 'sqlite:';
  */
 export const databaseUrl: Parse<string> = (raw, name) => {
   if (!raw.toLowerCase().startsWith(SQLITE_PREFIX)) return engineUrl(['postgres:', 'postgresql:'])(raw, name);
-  if (sqlitePath(raw) === '') throw new ConfigError(name, 'must name a file after sqlite: (sqlite:./roster.db, or sqlite::memory:)');
+  if (sqlitePath(raw) === '')
+    throw new ConfigError(name, 'must name a file after sqlite: (sqlite:./roster.db, or sqlite::memory:)');
   return raw;
 };
 
@@ -121,15 +122,20 @@ export const chatUrl: Parse<string> = (raw, name) => {
     url = undefined;
   }
   if (!url || !['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol)) {
-    throw new ConfigError(name, `must be a ws://, wss://, http:// or https:// URL, or a path such as /chat (got "${raw}")`);
+    throw new ConfigError(
+      name,
+      `must be a ws://, wss://, http:// or https:// URL, or a path such as /chat (got "${raw}")`,
+    );
   }
   return raw;
 };
 
 /** An IP address (v4 or v6) or a host name; anything else (a URL, a port suffix) fails here rather than inside listen(). */
 export const host: Parse<string> = (raw, name) => {
-  const hostname = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-  if (isIP(raw) === 0 && !hostname.test(raw)) throw new ConfigError(name, `must be an IP address or a host name (got "${raw}")`);
+  const hostname =
+    /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+  if (isIP(raw) === 0 && !hostname.test(raw))
+    throw new ConfigError(name, `must be an IP address or a host name (got "${raw}")`);
   return raw;
 };
 
@@ -140,7 +146,10 @@ export const ROLE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 export const roles: Parse<readonly string[]> = (raw, name) => {
   const list = [...new Set(raw.split(',').map((role) => role.trim()))];
   if (list.some((role) => !ROLE_NAME.test(role))) {
-    throw new ConfigError(name, `must be a comma-separated list of names of letters, digits, "_", "." or "-" (got "${raw}")`);
+    throw new ConfigError(
+      name,
+      `must be a comma-separated list of names of letters, digits, "_", "." or "-" (got "${raw}")`,
+    );
   }
   for (const required of ['admin', 'user']) {
     if (!list.includes(required)) throw new ConfigError(name, `must include "${required}" (got "${raw}")`);
@@ -148,7 +157,16 @@ export const roles: Parse<readonly string[]> = (raw, name) => {
   return list;
 };
 
-const WINDOWS: Record<string, number> = { second: 1_000, s: 1_000, sec: 1_000, minute: 60_000, m: 60_000, min: 60_000, hour: 3_600_000, h: 3_600_000 };
+const WINDOWS: Record<string, number> = {
+  second: 1_000,
+  s: 1_000,
+  sec: 1_000,
+  minute: 60_000,
+  m: 60_000,
+  min: 60_000,
+  hour: 3_600_000,
+  h: 3_600_000,
+};
 
 /** `100/minute`: a count per second, minute or hour. */
 export const rate: Parse<{ max: number; windowMs: number }> = (raw, name) => {
@@ -171,8 +189,15 @@ export const trustProxy: Parse<boolean | number | readonly string[]> = (raw, nam
     const [address = '', prefix, ...rest] = entry.split('/');
     const family = isIP(address);
     const bits = family === 4 ? 32 : 128;
-    if (family === 0 || rest.length > 0 || (prefix !== undefined && (!/^\d{1,3}$/.test(prefix) || Number(prefix) > bits))) {
-      throw new ConfigError(name, `must be true, false, a hop count, or a comma list of addresses and CIDRs (got "${raw}")`);
+    if (
+      family === 0 ||
+      rest.length > 0 ||
+      (prefix !== undefined && (!/^\d{1,3}$/.test(prefix) || Number(prefix) > bits))
+    ) {
+      throw new ConfigError(
+        name,
+        `must be true, false, a hop count, or a comma list of addresses and CIDRs (got "${raw}")`,
+      );
     }
   }
   return list;
@@ -194,7 +219,10 @@ export const origins: Parse<readonly string[]> = (raw, name) => {
       origin = undefined;
     }
     if (origin !== entry) {
-      throw new ConfigError(name, `must be a comma list of origins such as https://app.example.com (no path, no trailing slash) (got "${entry}")`);
+      throw new ConfigError(
+        name,
+        `must be a comma list of origins such as https://app.example.com (no path, no trailing slash) (got "${entry}")`,
+      );
     }
   }
   return list;

@@ -92,7 +92,10 @@ export function createAuthenticator(config: AuthConfig): Authenticator | undefin
       return tokenAuthenticator('jwt', new TextEncoder().encode(config.jwtSecret), { algorithms: ['HS256'] });
     case 'oauth2': {
       const { jwksUrl, issuer, audience, acceptJwtTyp } = config.oauth2!;
-      const jwks = createRemoteJWKSet(new URL(jwksUrl), { cooldownDuration: JWKS_COOLDOWN_MS, timeoutDuration: JWKS_TIMEOUT_MS });
+      const jwks = createRemoteJWKSet(new URL(jwksUrl), {
+        cooldownDuration: JWKS_COOLDOWN_MS,
+        timeoutDuration: JWKS_TIMEOUT_MS,
+      });
       // RFC 9068 2.1: an access token says `typ: at+jwt`, so that an ID token (typ JWT, or none), signed
       // by the same keys for the same audience, is not taken for one. OAUTH2_ACCEPT_JWT_TYP relaxes
       // this for providers that do not set it.
@@ -108,7 +111,10 @@ export function credentialsOf(
   url: string,
   options: { accessToken: boolean },
 ): Credentials {
-  const credentials: Credentials = { authorization: single(headers.authorization), apiKey: single(headers['x-api-key']) };
+  const credentials: Credentials = {
+    authorization: single(headers.authorization),
+    apiKey: single(headers['x-api-key']),
+  };
   const query = url.indexOf('?');
   if (query !== -1 && (url.includes('api_key=', query) || url.includes('access_token=', query))) {
     const params = new URLSearchParams(url.slice(query + 1));
@@ -137,12 +143,16 @@ const sha256Text = (value: string): string =>
 function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
   const challenge = `ApiKey ${REALM}, header="X-API-Key", query="api_key"`;
   // Digests have one length whatever the key's, so timingSafeEqual applies and leaks no length.
-  const entries = keys.map((entry, index) => ({ digest: sha256(entry.key), principal: { name: `api-key-${index + 1}`, role: entry.role, scheme: 'apikey' as const } }));
+  const entries = keys.map((entry, index) => ({
+    digest: sha256(entry.key),
+    principal: { name: `api-key-${index + 1}`, role: entry.role, scheme: 'apikey' as const },
+  }));
   return {
     scheme: 'apikey',
     challenge,
     authenticate({ apiKey }) {
-      if (apiKey === undefined || apiKey === '') throw unauthorized(challenge, 'An API key is required (X-API-Key header or api_key parameter)');
+      if (apiKey === undefined || apiKey === '')
+        throw unauthorized(challenge, 'An API key is required (X-API-Key header or api_key parameter)');
       const digest = sha256(apiKey);
       let found: Principal | undefined;
       // Every key is compared, match or not: the time taken says nothing about which key (if any) matched.
@@ -158,7 +168,15 @@ function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
 
 function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
   const challenge = `Basic ${REALM}, charset="UTF-8"`;
-  const byName = new Map(users.map((user) => [user.name, { hash: parsePasswordHash(user.hash)!, principal: { name: user.name, role: user.role, scheme: 'basic' as const } }]));
+  const byName = new Map(
+    users.map((user) => [
+      user.name,
+      {
+        hash: parsePasswordHash(user.hash)!,
+        principal: { name: user.name, role: user.role, scheme: 'basic' as const },
+      },
+    ]),
+  );
   // An unknown user costs one scrypt like a known one, with the parameters of a real entry, so the
   // time taken does not tell which user names exist.
   const first = [...byName.values()][0]!.hash;
@@ -201,10 +219,20 @@ const ACCESS_TOKEN_TYPES: readonly (string | undefined)[] = ['at+jwt'];
  * `types`: the accepted `typ` header values (normalised as in ACCESS_TOKEN_TYPES; `undefined` for none);
  * absent, `typ` is not looked at (AUTH=jwt: Roster's own tokens, one secret, no other kind of token).
  */
-function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: JWTVerifyOptions, types?: readonly (string | undefined)[]): Authenticator {
+function tokenAuthenticator(
+  scheme: 'jwt' | 'oauth2',
+  key: VerifyKey,
+  options: JWTVerifyOptions,
+  types?: readonly (string | undefined)[],
+): Authenticator {
   const challenge = `Bearer ${REALM}`;
-  const invalid = (description: string) => unauthorized(`Bearer ${REALM}, error="invalid_token", error_description="${description}"`, description);
-  const verifyOptions: JWTVerifyOptions = { ...options, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'sub'] };
+  const invalid = (description: string) =>
+    unauthorized(`Bearer ${REALM}, error="invalid_token", error_description="${description}"`, description);
+  const verifyOptions: JWTVerifyOptions = {
+    ...options,
+    clockTolerance: CLOCK_TOLERANCE_S,
+    requiredClaims: ['exp', 'sub'],
+  };
   const cache = new VerificationCache();
   return {
     scheme,
@@ -216,7 +244,8 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
         if (!match) throw invalid('The Authorization header is not a Bearer token');
         token = match[1];
       }
-      if (token === undefined || token === '') throw unauthorized(challenge, 'A bearer token is required (Authorization: Bearer)');
+      if (token === undefined || token === '')
+        throw unauthorized(challenge, 'A bearer token is required (Authorization: Bearer)');
       const jwt = token;
       const known = cache.get(jwt);
       if (known) return known;
@@ -229,23 +258,33 @@ function tokenAuthenticator(scheme: 'jwt' | 'oauth2', key: VerifyKey, options: J
           typ = verified.protectedHeader.typ;
         } catch (error) {
           if (error instanceof joseErrors.JWTExpired) throw invalid('The token has expired');
-          if (error instanceof joseErrors.JWKSTimeout || (scheme === 'oauth2' && !(error instanceof joseErrors.JOSEError))) {
+          if (
+            error instanceof joseErrors.JWKSTimeout ||
+            (scheme === 'oauth2' && !(error instanceof joseErrors.JOSEError))
+          ) {
             // The identity provider did not answer: not the client's fault.
-            throw new RosterError('SERVICE_UNAVAILABLE', 'The token cannot be checked now; try again later', { headers: { 'Retry-After': '5' } });
+            throw new RosterError('SERVICE_UNAVAILABLE', 'The token cannot be checked now; try again later', {
+              headers: { 'Retry-After': '5' },
+            });
           }
           throw invalid('The token is not valid');
         }
         // jose checks iat only with maxTokenAge; a token issued in the future is refused here.
-        if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S) throw invalid('The token is not valid yet');
+        if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S)
+          throw invalid('The token is not valid yet');
         if (types && !types.includes(normalisedTyp(typ))) throw invalid('The token is not an access token (typ)');
         // jose checks that sub is present, not its type: a number, an object or an empty string would
         // otherwise become the principal's name (and the chat's).
         if (typeof payload.sub !== 'string' || payload.sub === '') throw invalid('The token has no valid sub claim');
-        if (payload.name !== undefined && (typeof payload.name !== 'string' || payload.name === '')) throw invalid('The token has a name claim that is not a non-empty string');
+        if (payload.name !== undefined && (typeof payload.name !== 'string' || payload.name === ''))
+          throw invalid('The token has a name claim that is not a non-empty string');
         const name = typeof payload.name === 'string' ? payload.name : payload.sub;
         const role = typeof payload.role === 'string' ? payload.role : 'user';
         const expiresAt = payload.exp! * 1000;
-        return { principal: { name, role, scheme, expiresAt }, expiresAt: Math.min(Date.now() + CACHE_TTL_MS, expiresAt) };
+        return {
+          principal: { name, role, scheme, expiresAt },
+          expiresAt: Math.min(Date.now() + CACHE_TTL_MS, expiresAt),
+        };
       });
     },
   };
@@ -278,7 +317,10 @@ class VerificationCache {
   }
 
   /** Verifies (once, however many ask at the same time) and remembers a success. */
-  async verify(credential: string, check: () => Promise<{ principal: Principal; expiresAt: number }>): Promise<Principal> {
+  async verify(
+    credential: string,
+    check: () => Promise<{ principal: Principal; expiresAt: number }>,
+  ): Promise<Principal> {
     const key = sha256Text(credential);
     let pending = this.#pending.get(key);
     if (!pending) {

@@ -17,7 +17,12 @@ const SCRYPT_DEFAULTS = { N: 2 ** 17, r: 8, p: 1 } as const;
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;
 
-function derive(password: string | Buffer, salt: Buffer, length: number, params: { N: number; r: number; p: number }): Promise<Buffer> {
+function derive(
+  password: string | Buffer,
+  salt: Buffer,
+  length: number,
+  params: { N: number; r: number; p: number },
+): Promise<Buffer> {
   // Node refuses a cost above its default memory cap (32 MiB) unless told: 128 * N * r, plus slack.
   const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r + 1024 * 1024 };
   return new Promise((resolve, reject) => {
@@ -25,7 +30,10 @@ function derive(password: string | Buffer, salt: Buffer, length: number, params:
   });
 }
 
-export async function hashPassword(password: string, params: { N: number; r: number; p: number } = SCRYPT_DEFAULTS): Promise<string> {
+export async function hashPassword(
+  password: string,
+  params: { N: number; r: number; p: number } = SCRYPT_DEFAULTS,
+): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
   const hash = await derive(password, salt, HASH_BYTES, params);
   return `scrypt$${params.N}$${params.r}$${params.p}$${salt.toString('base64url')}$${hash.toString('base64url')}`;

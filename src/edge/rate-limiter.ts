@@ -50,7 +50,12 @@ export class RateLimiter {
   }
 
   #verdict(allowed: boolean, state: RateLimiterRes): Verdict {
-    return { allowed, limit: this.limit, remaining: Math.max(0, state.remainingPoints), resetSeconds: Math.max(1, Math.ceil(state.msBeforeNext / 1000)) };
+    return {
+      allowed,
+      limit: this.limit,
+      remaining: Math.max(0, state.remainingPoints),
+      resetSeconds: Math.max(1, Math.ceil(state.msBeforeNext / 1000)),
+    };
   }
 }
 

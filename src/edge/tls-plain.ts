@@ -18,6 +18,9 @@ export function answerPlainHttp(server: TlsServer): void {
     if (error.code !== 'ERR_SSL_HTTP_REQUEST') return;
     const raw = (tlsSocket as Duplex & { _parent?: unknown })._parent;
     if (!raw || typeof (raw as Duplex).end !== 'function' || (raw as Duplex).destroyed) return;
-    writeRawError(raw as Duplex, new RosterError('ERROR', 'This port speaks TLS only: use https:// (or wss:// for the chat)'));
+    writeRawError(
+      raw as Duplex,
+      new RosterError('ERROR', 'This port speaks TLS only: use https:// (or wss:// for the chat)'),
+    );
   });
 }

@@ -4,7 +4,13 @@
  */
 import { Ajv } from 'ajv';
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:tls';
 import { answerPlainHttp } from '../edge/tls-plain.js';
@@ -70,13 +76,26 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections. With
     // TLS_CERT/TLS_KEY the same port speaks HTTPS, with the same limits.
     ...(config.tls
-      ? { https: { ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs), cert: config.tls.cert, key: config.tls.key, ciphers: config.tls.ciphers, minVersion: 'TLSv1.2' as const } }
+      ? {
+          https: {
+            ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs),
+            cert: config.tls.cert,
+            key: config.tls.key,
+            ciphers: config.tls.ciphers,
+            minVersion: 'TLSv1.2' as const,
+          },
+        }
       : { http: timeouts(config.headersTimeoutMs, config.requestTimeoutMs) }),
     // Whether X-Forwarded-For is believed for request.ip (rate limiting); off unless TRUST_PROXY says.
     // (A hop count as a function: Fastify's types lack the number form its runtime accepts.)
     ...(config.trustProxy === false
       ? {}
-      : { trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : (config.trustProxy as boolean | string[]) }),
+      : {
+          trustProxy:
+            typeof config.trustProxy === 'number'
+              ? hopsTrusted(config.trustProxy)
+              : (config.trustProxy as boolean | string[]),
+        }),
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     // Requests arriving on kept-alive connections during shutdown are served, not answered with a
@@ -145,7 +164,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   if (metrics) {
     // By route pattern, never the raw URL (ids would make every user a new series).
     app.addHook('onResponse', (request, reply, done) => {
-      metrics.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+      metrics.observeRequest(
+        request.routeOptions.url ?? 'unmatched',
+        request.method,
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
       done();
     });
   }
@@ -168,8 +192,14 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     },
     documented,
   );
-  await app.register(userRoutes, { prefix: API_PREFIX, ...deps.users, strict: config.strictValidation, capped: config.maxUsers > 0 });
-  if (deps.chatMembers) await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });
+  await app.register(userRoutes, {
+    prefix: API_PREFIX,
+    ...deps.users,
+    strict: config.strictValidation,
+    capped: config.maxUsers > 0,
+  });
+  if (deps.chatMembers)
+    await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });
   await app.register(systemRoutes, {
     prefix: API_PREFIX,
     catalog,
@@ -177,8 +207,15 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     storage: () => deps.users.service.storage(),
     critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
   });
-  await app.register(openApiRoutes, { config: documented, asyncApi: () =>
-      asyncApiDocument({ publicUrl: config.chatPublicUrl, host: config.host, port: deps.chatPort?.() ?? config.wsPort, tls: config.tls !== undefined }),
+  await app.register(openApiRoutes, {
+    config: documented,
+    asyncApi: () =>
+      asyncApiDocument({
+        publicUrl: config.chatPublicUrl,
+        host: config.host,
+        port: deps.chatPort?.() ?? config.wsPort,
+        tls: config.tls !== undefined,
+      }),
   });
   await app.register(probeRoutes, { dependencies: deps.dependencies ?? [] });
   if (metrics) {
@@ -187,7 +224,13 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   }
   if (config.console) {
     const chatPort = deps.chatPort ?? (() => config.wsPort);
-    await registerConsole(app, { chatPort, chatUrl: config.chatPublicUrl, root: CONSOLE_ROOT, roles: config.roles, auth: config.auth.scheme });
+    await registerConsole(app, {
+      chatPort,
+      chatUrl: config.chatPublicUrl,
+      root: CONSOLE_ROOT,
+      roles: config.roles,
+      auth: config.auth.scheme,
+    });
   }
   return app;
 }
@@ -200,7 +243,12 @@ class OneLinePerRequest extends LogController {
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
     // LOG_LEVEL above info (warn, as in production under load): no line, so nothing to build.
     if (!error && !(reply.log as unknown as Logger).isLevelEnabled('info')) return;
-    const line = { method: request.method, url: redactCredentials(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 };
+    const line = {
+      method: request.method,
+      url: redactCredentials(request.url),
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+    };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
     else reply.log.info(line, 'request');
   }
@@ -213,17 +261,20 @@ class OneLinePerRequest extends LogController {
 function redactCredentials(url: string): string {
   const query = url.indexOf('?');
   if (query === -1) return url;
-  const pairs = url.slice(query + 1).split('&').map((pair) => {
-    const equals = pair.indexOf('=');
-    const name = equals === -1 ? pair : pair.slice(0, equals);
-    // Names as URLSearchParams reads them (credentialsOf), so `api%5Fkey` is caught too.
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-    } catch {
-      decoded = name;
-    }
-    return equals !== -1 && (decoded === 'api_key' || decoded === 'access_token') ? `${name}=[REDACTED]` : pair;
-  });
+  const pairs = url
+    .slice(query + 1)
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      const name = equals === -1 ? pair : pair.slice(0, equals);
+      // Names as URLSearchParams reads them (credentialsOf), so `api%5Fkey` is caught too.
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        decoded = name;
+      }
+      return equals !== -1 && (decoded === 'api_key' || decoded === 'access_token') ? `${name}=[REDACTED]` : pair;
+    });
   return `${url.slice(0, query)}?${pairs.join('&')}`;
 }

@@ -49,7 +49,13 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
       const action = spec.sender === 'server' ? 'send' : 'receive';
       return [
         `${action}${key[0]!.toUpperCase()}${key.slice(1)}`,
-        { action, title: spec.title, summary: spec.summary, channel: { $ref: '#/channels/room' }, messages: [ref(key)] },
+        {
+          action,
+          title: spec.title,
+          summary: spec.summary,
+          channel: { $ref: '#/channels/room' },
+          messages: [ref(key)],
+        },
       ];
     }),
   );
@@ -67,7 +73,7 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
       license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
     },
     defaultContentType: 'application/json',
-    servers: { roster: { ...server, description: 'This Roster\'s chat port (WS_PORT, or CHAT_PUBLIC_URL)' } },
+    servers: { roster: { ...server, description: "This Roster's chat port (WS_PORT, or CHAT_PUBLIC_URL)" } },
     channels: {
       room: {
         address: '/',
@@ -80,8 +86,15 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
             query: {
               type: 'object',
               properties: {
-                history: { type: 'string', pattern: '^\\d+$', description: 'Opt in: the last N chat messages of the history after the welcome' },
-                since: { type: 'string', description: 'Opt in: the chat messages after this id (the last one seen); wins over history' },
+                history: {
+                  type: 'string',
+                  pattern: '^\\d+$',
+                  description: 'Opt in: the last N chat messages of the history after the welcome',
+                },
+                since: {
+                  type: 'string',
+                  description: 'Opt in: the chat messages after this id (the last one seen); wins over history',
+                },
               },
             },
             bindingVersion: '0.1.0',

@@ -73,7 +73,10 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
   const auth = options.auth ?? 'none';
   const chatPort = typeof options.chatPort === 'function' ? options.chatPort : () => options.chatPort as number;
   if (!existsSync(join(options.root, 'index.html'))) {
-    app.log.warn({ root: options.root }, 'browser console not built: no index.html (run the web build); / will answer 404');
+    app.log.warn(
+      { root: options.root },
+      'browser console not built: no index.html (run the web build); / will answer 404',
+    );
   }
 
   // Encapsulated: the `sendFile` decorator and the headers below stay inside the console's routes.

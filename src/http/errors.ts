@@ -26,7 +26,10 @@ export function toRosterError(error: unknown): RosterError {
   if (error instanceof RosterError) return error;
   const fastifyError = error as Partial<FastifyError>;
   if (fastifyError.validation) return fromSchemaValidation(fastifyError as FastifyError);
-  const translate = fastifyError.code && Object.hasOwn(FRAMEWORK_ERRORS, fastifyError.code) ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
+  const translate =
+    fastifyError.code && Object.hasOwn(FRAMEWORK_ERRORS, fastifyError.code)
+      ? FRAMEWORK_ERRORS[fastifyError.code]
+      : undefined;
   if (translate) return translate(fastifyError as FastifyError);
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
@@ -43,7 +46,8 @@ export function toRosterError(error: unknown): RosterError {
 function fromSchemaValidation(error: FastifyError): RosterError {
   const details = new Map<string, string>();
   for (const issue of error.validation ?? []) {
-    const field = issue.keyword === 'required' ? String(issue.params.missingProperty) : issue.instancePath.split('/')[1] ?? '';
+    const field =
+      issue.keyword === 'required' ? String(issue.params.missingProperty) : (issue.instancePath.split('/')[1] ?? '');
     const schema = (issue as { parentSchema?: { type?: string; pattern?: string } }).parentSchema;
     const rule =
       issue.keyword === 'maxLength'
@@ -51,7 +55,8 @@ function fromSchemaValidation(error: FastifyError): RosterError {
         : schema?.pattern
           ? 'must be a positive integer'
           : `must be a single ${schema?.type ?? 'value'}`;
-    if (!details.has(field)) details.set(field, issue.keyword === 'required' ? `${field} is required` : `${field} ${rule}`);
+    if (!details.has(field))
+      details.set(field, issue.keyword === 'required' ? `${field} is required` : `${field} ${rule}`);
   }
   return validationFailed([...details].map(([field, message]) => ({ field, message })));
 }
@@ -85,7 +90,9 @@ function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string
   const path = url.split('?')[0] ?? '';
   const allow = catalog.allowedMethods(path);
   if (allow === undefined) return new RosterError('NOT_FOUND', `No route for ${method} ${path.slice(0, 200)}`);
-  return new RosterError('METHOD_NOT_ALLOWED', `${method} is not supported on this path; use ${allow}`, { headers: { allow } });
+  return new RosterError('METHOD_NOT_ALLOWED', `${method} is not supported on this path; use ${allow}`, {
+    headers: { allow },
+  });
 }
 
 /** Errors the router raises before any route runs (malformed URL, over-long parameter). */

@@ -18,7 +18,8 @@ export function registerJsonBodies(app: FastifyInstance): void {
     if (body.length === 0) {
       // An empty body with a JSON content type is not JSON where a body is expected; elsewhere (a
       // DELETE sent with a JSON content type, say) it is simply no body.
-      if (METHODS_WITH_BODY.has(request.method)) return done(new RosterError('INVALID_JSON', 'The request body is empty'));
+      if (METHODS_WITH_BODY.has(request.method))
+        return done(new RosterError('INVALID_JSON', 'The request body is empty'));
       return done(null, undefined);
     }
     try {

@@ -23,7 +23,9 @@ const ERROR_CODE_SCHEMA = {
   enum: Object.keys(ERROR_CATALOG),
   description:
     'Machine-readable error code, one of the error catalog (src/errors.ts):\n' +
-    (Object.keys(ERROR_CATALOG) as ErrorCode[]).map((code) => `${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`).join('\n'),
+    (Object.keys(ERROR_CATALOG) as ErrorCode[])
+      .map((code) => `${code} (${ERROR_CATALOG[code].status}): ${ERROR_CATALOG[code].meaning}`)
+      .join('\n'),
 };
 
 /** The error envelope of the contract (one schema, `ErrorEnvelope`), described for one status: its codes and examples. */
@@ -50,24 +52,36 @@ function errorEnvelope(status: ErrorStatus) {
       description: codes.map((code) => `${code}: ${ERROR_CATALOG[code].meaning}`).join('. '),
       examples: codes.map((code) => ({
         status: 'error',
-        error: { code, message: ERROR_CATALOG[code].example, ...(code === 'VALIDATION_ERROR' ? { details: [VALIDATION_DETAIL] } : {}) },
+        error: {
+          code,
+          message: ERROR_CATALOG[code].example,
+          ...(code === 'VALIDATION_ERROR' ? { details: [VALIDATION_DETAIL] } : {}),
+        },
       })),
     },
   );
 }
 
-const VALIDATION_DETAIL = { field: 'email', message: 'must be a string of at most 254 characters shaped like local@domain.tld' };
+const VALIDATION_DETAIL = {
+  field: 'email',
+  message: 'must be a string of at most 254 characters shaped like local@domain.tld',
+};
 
 /** Every status the catalog knows, by the error reply it documents. */
 const ERRORS = Object.fromEntries(
-  [...new Set(Object.values(ERROR_CATALOG).map((entry) => entry.status))].map((status) => [status, errorEnvelope(status)]),
+  [...new Set(Object.values(ERROR_CATALOG).map((entry) => entry.status))].map((status) => [
+    status,
+    errorEnvelope(status),
+  ]),
 ) as Record<ErrorStatus, ReturnType<typeof errorEnvelope>>;
 
 /**
  * The `response` entries for the error replies an operation can give: 400 (a malformed URL, a missing
  * Host) and 500 are always possible.
  */
-export function errorReplies(...statuses: ErrorStatus[]): Partial<Record<ErrorStatus, ReturnType<typeof errorEnvelope>>> {
+export function errorReplies(
+  ...statuses: ErrorStatus[]
+): Partial<Record<ErrorStatus, ReturnType<typeof errorEnvelope>>> {
   return Object.fromEntries([400 as const, ...statuses, 500 as const].map((status) => [status, ERRORS[status]]));
 }
 
@@ -84,16 +98,29 @@ export interface DocumentedProtection {
 const SECURITY_SCHEMES: Record<Exclude<AuthScheme, 'none'>, Record<string, object>> = {
   apikey: {
     apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A key of API_KEYS' },
-    apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: 'A key of API_KEYS, as a query parameter' },
+    apiKeyQuery: {
+      type: 'apiKey',
+      in: 'query',
+      name: 'api_key',
+      description: 'A key of API_KEYS, as a query parameter',
+    },
   },
   basic: { basicAuth: { type: 'http', scheme: 'basic', description: 'A user of BASIC_USERS' } },
-  jwt: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An HS256 token signed with JWT_SECRET; claims sub, name, role, exp' } },
+  jwt: {
+    bearerAuth: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: 'An HS256 token signed with JWT_SECRET; claims sub, name, role, exp',
+    },
+  },
   oauth2: {
     oauth2Bearer: {
       type: 'http',
       scheme: 'bearer',
       bearerFormat: 'JWT',
-      description: 'An access token of the OAuth 2.0 authorization server (OAUTH2_ISSUER, for OAUTH2_AUDIENCE), RS256 or ES256, checked against OAUTH2_JWKS_URL',
+      description:
+        'An access token of the OAuth 2.0 authorization server (OAUTH2_ISSUER, for OAUTH2_AUDIENCE), RS256 or ES256, checked against OAUTH2_JWKS_URL',
     },
   },
 };
@@ -104,9 +131,11 @@ const SECURITY_SCHEMES: Record<Exclude<AuthScheme, 'none'>, Record<string, objec
  * schemas as routes are registered) and before the routes.
  */
 function documentProtection(app: FastifyInstance, protection: DocumentedProtection): void {
-  const security = protection.auth === 'none' ? [] : Object.keys(SECURITY_SCHEMES[protection.auth]).map((name) => ({ [name]: [] }));
+  const security =
+    protection.auth === 'none' ? [] : Object.keys(SECURITY_SCHEMES[protection.auth]).map((name) => ({ [name]: [] }));
   app.addHook('onRoute', (route) => {
-    const schema = route.schema as (Record<string, unknown> & { hide?: boolean; response?: Record<string, unknown> }) | undefined;
+    const schema = route.schema as
+      (Record<string, unknown> & { hide?: boolean; response?: Record<string, unknown> }) | undefined;
     if (!schema || schema.hide) return;
     const methods = [route.method].flat();
     const extra: ErrorStatus[] = [];
@@ -114,7 +143,11 @@ function documentProtection(app: FastifyInstance, protection: DocumentedProtecti
     if (secured) extra.push(401, 403);
     if (protection.rateLimited && protection.isLimited(route.url)) extra.push(429);
     if (extra.length === 0) return;
-    route.schema = { ...schema, ...(secured ? { security } : {}), response: { ...schema.response, ...errorReplies(...extra) } };
+    route.schema = {
+      ...schema,
+      ...(secured ? { security } : {}),
+      response: { ...schema.response, ...errorReplies(...extra) },
+    };
   });
 }
 
@@ -135,7 +168,11 @@ export interface DocumentedConfig {
 }
 
 /** Registers the document generator; must come before the routes it describes. */
-export async function registerOpenApi(app: FastifyInstance, protection: DocumentedProtection, config: DocumentedConfig): Promise<void> {
+export async function registerOpenApi(
+  app: FastifyInstance,
+  protection: DocumentedProtection,
+  config: DocumentedConfig,
+): Promise<void> {
   if (protection.auth !== 'none' || protection.rateLimited) documentProtection(app, protection);
   await app.register(swagger, {
     openapi: {
@@ -149,7 +186,7 @@ export async function registerOpenApi(app: FastifyInstance, protection: Document
           `${API_PREFIX}/asyncapi.json. ` +
           'Every reply is JSON: successes in {status:"success", message, data}, errors in {status:"error", error:{code, message, details?}}. ' +
           `Request bodies are JSON of at most ${config.bodyLimit} bytes (BODY_LIMIT; 413 beyond). ` +
-          'Every reply carries X-Request-Id. A path asked with a method it does not serve answers 405 METHOD_NOT_ALLOWED with Allow (documented as each path\'s OPTIONS).',
+          "Every reply carries X-Request-Id. A path asked with a method it does not serve answers 405 METHOD_NOT_ALLOWED with Allow (documented as each path's OPTIONS).",
         contact: { name: 'Roster maintainers', url: 'https://github.com/roster/roster' },
         license: { name: 'MIT', identifier: 'MIT' },
       },
@@ -160,11 +197,17 @@ export async function registerOpenApi(app: FastifyInstance, protection: Document
       ],
       components: {
         schemas: {},
-        ...(protection.auth !== 'none' ? { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> } : {}),
+        ...(protection.auth !== 'none'
+          ? { securitySchemes: SECURITY_SCHEMES[protection.auth] as Record<string, never> }
+          : {}),
       },
     },
     transformObject: (documentObject) =>
-      finishDocument((documentObject as unknown as { openapiObject: OpenApiDocument }).openapiObject, protection, config) as never,
+      finishDocument(
+        (documentObject as unknown as { openapiObject: OpenApiDocument }).openapiObject,
+        protection,
+        config,
+      ) as never,
   });
 }
 
@@ -177,7 +220,11 @@ interface OpenApiDocument {
 }
 
 const HEADERS: Record<string, Json> = {
-  XRequestId: { description: 'The request\'s X-Request-Id when it is 1 to 128 printable ASCII characters, else a new UUID; also in the log line (reqId)', schema: { type: 'string' } },
+  XRequestId: {
+    description:
+      "The request's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new UUID; also in the log line (reqId)",
+    schema: { type: 'string' },
+  },
   Allow: { description: 'The methods this path serves', schema: { type: 'string' }, example: 'GET, HEAD, POST' },
   WWWAuthenticate: { description: 'The authentication scheme to use', schema: { type: 'string' } },
   RetryAfter: { description: 'Seconds until the client may try again', schema: { type: 'integer', minimum: 0 } },
@@ -186,7 +233,11 @@ const HEADERS: Record<string, Json> = {
   RateLimitReset: { description: 'Seconds until the window resets', schema: { type: 'integer', minimum: 0 } },
 };
 const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
-const RATE_HEADERS = { 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining'), 'RateLimit-Reset': header('RateLimitReset') };
+const RATE_HEADERS = {
+  'RateLimit-Limit': header('RateLimitLimit'),
+  'RateLimit-Remaining': header('RateLimitRemaining'),
+  'RateLimit-Reset': header('RateLimitReset'),
+};
 
 /** The OPTIONS operation of each path: its operationId. */
 const PATH_NAMES: Record<string, string> = {
@@ -209,7 +260,11 @@ const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
  * are described, and `page`/`limit` are described as the integers they are (the route validates them
  * as digit strings, see ListQuery, so that `1e309` stays a 422).
  */
-function finishDocument(doc: OpenApiDocument, protection: DocumentedProtection, config: DocumentedConfig): OpenApiDocument {
+function finishDocument(
+  doc: OpenApiDocument,
+  protection: DocumentedProtection,
+  config: DocumentedConfig,
+): OpenApiDocument {
   const schemas: Record<string, Json> = {};
   const hoist = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(hoist);
@@ -220,7 +275,10 @@ function finishDocument(doc: OpenApiDocument, protection: DocumentedProtection, 
     if (typeof object.title === 'string') {
       const { description, examples, ...definition } = out;
       if (!(object.title in schemas)) {
-        schemas[object.title] = object.title === 'ErrorEnvelope' ? definition : { ...definition, ...(description ? { description } : {}), ...(examples ? { examples } : {}) };
+        schemas[object.title] =
+          object.title === 'ErrorEnvelope'
+            ? definition
+            : { ...definition, ...(description ? { description } : {}), ...(examples ? { examples } : {}) };
       }
       return { $ref: `#/components/schemas/${object.title}` };
     }
@@ -235,16 +293,23 @@ function finishDocument(doc: OpenApiDocument, protection: DocumentedProtection, 
         const headers: Json = { 'X-Request-Id': header('XRequestId') };
         if (status === '401') headers['WWW-Authenticate'] = header('WWWAuthenticate');
         if (status === '429') Object.assign(headers, { 'Retry-After': header('RetryAfter'), ...RATE_HEADERS });
-        if (status.startsWith('2') && protection.rateLimited && protection.isLimited(fastifyUrl(path))) Object.assign(headers, RATE_HEADERS);
+        if (status.startsWith('2') && protection.rateLimited && protection.isLimited(fastifyUrl(path)))
+          Object.assign(headers, RATE_HEADERS);
         response.headers = headers;
-        if (status === '413') response.description = `${String(response.description)} (BODY_LIMIT: ${config.bodyLimit} bytes)`;
+        if (status === '413')
+          response.description = `${String(response.description)} (BODY_LIMIT: ${config.bodyLimit} bytes)`;
       }
       if (method === 'get' && operation.parameters) {
         for (const parameter of operation.parameters as Json[]) {
           if (parameter.name === 'page') {
             parameter.schema = { type: 'integer', minimum: 1, maximum: 999_999_999_999_999, default: 1 };
           } else if (parameter.name === 'limit') {
-            parameter.schema = { type: 'integer', minimum: 1, maximum: config.maxPageSize, default: config.defaultLimit };
+            parameter.schema = {
+              type: 'integer',
+              minimum: 1,
+              maximum: config.maxPageSize,
+              default: config.defaultLimit,
+            };
             parameter.description = `Page size; larger values are clamped to MAX_PAGE_SIZE (${config.maxPageSize})`;
           }
         }
@@ -262,25 +327,43 @@ function finishDocument(doc: OpenApiDocument, protection: DocumentedProtection, 
     }
     // Any other method on a known path: 405 with Allow. OPTIONS is where that is written down (and,
     // with CORS_ORIGINS, the preflight's 204).
-    const allowed = Object.keys(item).map((method) => method.toUpperCase()).sort().join(', ');
+    const allowed = Object.keys(item)
+      .map((method) => method.toUpperCase())
+      .sort()
+      .join(', ');
     const name = PATH_NAMES[path] ?? path.replace(/\W+/g, '_');
-    const pathParameters = Object.values(item).flatMap((operation) => ((operation.parameters as Json[] | undefined) ?? []).filter((p) => p.in === 'path'));
+    const pathParameters = Object.values(item).flatMap((operation) =>
+      ((operation.parameters as Json[] | undefined) ?? []).filter((p) => p.in === 'path'),
+    );
     item.options = {
       tags: get?.tags ?? ['service'],
-      ...(pathParameters.length > 0 ? { parameters: clone([...new Map(pathParameters.map((p) => [p.name, p])).values()]) } : {}),
+      ...(pathParameters.length > 0
+        ? { parameters: clone([...new Map(pathParameters.map((p) => [p.name, p])).values()]) }
+        : {}),
       operationId: `options${name}`,
       summary: 'Methods this path serves',
-      description: `Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: ${allowed}` +
+      description:
+        `Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: ${allowed}` +
         (config.cors ? '; a CORS preflight from one of CORS_ORIGINS gets 204 with the CORS headers instead.' : '.'),
       responses: {
-        ...(config.cors ? { 204: { description: 'A CORS preflight from an allowed origin', headers: { 'X-Request-Id': header('XRequestId') } } } : {}),
+        ...(config.cors
+          ? {
+              204: {
+                description: 'A CORS preflight from an allowed origin',
+                headers: { 'X-Request-Id': header('XRequestId') },
+              },
+            }
+          : {}),
         405: {
           description: `METHOD_NOT_ALLOWED: ${ERROR_CATALOG.METHOD_NOT_ALLOWED.meaning}`,
           headers: { 'X-Request-Id': header('XRequestId'), Allow: { ...header('Allow') } },
           content: {
             'application/json': {
               schema: { $ref: '#/components/schemas/ErrorEnvelope' },
-              example: { status: 'error', error: { code: 'METHOD_NOT_ALLOWED', message: `OPTIONS is not supported on this path; use ${allowed}` } },
+              example: {
+                status: 'error',
+                error: { code: 'METHOD_NOT_ALLOWED', message: `OPTIONS is not supported on this path; use ${allowed}` },
+              },
             },
           },
         },
@@ -291,8 +374,14 @@ function finishDocument(doc: OpenApiDocument, protection: DocumentedProtection, 
   // No requirement where none applies (public operations, or AUTH=none): said, not left unsaid.
   for (const item of Object.values(paths)) for (const operation of Object.values(item)) operation.security ??= [];
   const text = JSON.stringify(paths);
-  const headers = Object.fromEntries(Object.entries(HEADERS).filter(([name]) => text.includes(`"#/components/headers/${name}"`)));
-  return { ...doc, paths, components: { ...doc.components, schemas: { ...doc.components.schemas, ...schemas }, headers } };
+  const headers = Object.fromEntries(
+    Object.entries(HEADERS).filter(([name]) => text.includes(`"#/components/headers/${name}"`)),
+  );
+  return {
+    ...doc,
+    paths,
+    components: { ...doc.components, schemas: { ...doc.components.schemas, ...schemas }, headers },
+  };
 }
 
 /** `/api/v1/users/{id}` as Fastify writes it. */
@@ -301,8 +390,17 @@ const fastifyUrl = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 /** `servers`: this process's REST address, as configured (HOST, TLS) and bound (the port). */
 export function serversOf(config: DocumentedConfig, port: number, requestHost: string): Json[] {
   const wildcard = config.host === '0.0.0.0' || config.host === '::';
-  const host = wildcard ? requestHost.replace(/:\d+$/, '') : config.host.includes(':') ? `[${config.host}]` : config.host;
-  return [{ url: `${config.tls ? 'https' : 'http'}://${host}:${port}`, description: 'This Roster (HOST, PORT and TLS of its configuration)' }];
+  const host = wildcard
+    ? requestHost.replace(/:\d+$/, '')
+    : config.host.includes(':')
+      ? `[${config.host}]`
+      : config.host;
+  return [
+    {
+      url: `${config.tls ? 'https' : 'http'}://${host}:${port}`,
+      description: 'This Roster (HOST, PORT and TLS of its configuration)',
+    },
+  ];
 }
 
 /** Roster's mark (web/favicon.svg): the reference page's logo and favicon. */
@@ -319,7 +417,10 @@ const REFERENCE_CSS = [
 ].join('\n');
 
 /** The document itself and the reference page, under the API prefix. */
-export async function openApiRoutes(app: FastifyInstance, options: { config: DocumentedConfig; asyncApi: () => object }): Promise<void> {
+export async function openApiRoutes(
+  app: FastifyInstance,
+  options: { config: DocumentedConfig; asyncApi: () => object },
+): Promise<void> {
   app.get(
     `${API_PREFIX}/openapi.json`,
     {
@@ -328,12 +429,23 @@ export async function openApiRoutes(app: FastifyInstance, options: { config: Doc
         summary: 'The OpenAPI document',
         description: 'This API as an OpenAPI 3.1 document',
         tags: ['service'],
-        response: { 200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } }, ...errorReplies() },
+        response: {
+          200: {
+            description: 'The OpenAPI 3.1 document',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
+          ...errorReplies(),
+        },
       },
     },
     async (request, reply) => {
       const port = (app.server.address() as AddressInfo).port;
-      return reply.type('application/json; charset=utf-8').send(JSON.stringify({ ...app.swagger(), servers: serversOf(options.config, port, request.headers.host ?? 'localhost') }));
+      return reply.type('application/json; charset=utf-8').send(
+        JSON.stringify({
+          ...app.swagger(),
+          servers: serversOf(options.config, port, request.headers.host ?? 'localhost'),
+        }),
+      );
     },
   );
   app.get(
@@ -344,7 +456,13 @@ export async function openApiRoutes(app: FastifyInstance, options: { config: Doc
         summary: 'The AsyncAPI document of the chat',
         description: 'The chat (WebSocket) as an AsyncAPI 3.0 document',
         tags: ['service'],
-        response: { 200: { description: 'The AsyncAPI 3.0 document', content: { 'application/json': { schema: { type: 'object' } } } }, ...errorReplies() },
+        response: {
+          200: {
+            description: 'The AsyncAPI 3.0 document',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
+          ...errorReplies(),
+        },
       },
     },
     async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(options.asyncApi())),

@@ -45,7 +45,15 @@ export type Access = 'public' | 'reader' | 'admin';
 const HEALTH = `${API_PREFIX}/health`;
 /** Orchestrators' probes (system-routes.ts): public and never rate limited, like health. */
 const PROBES: ReadonlySet<string> = new Set(['/livez', '/readyz']);
-const PUBLIC_ROUTES = new Set([HEALTH, ...PROBES, `${API_PREFIX}/docs`, `${API_PREFIX}/openapi.json`, '/metrics', '/', '*']);
+const PUBLIC_ROUTES = new Set([
+  HEALTH,
+  ...PROBES,
+  `${API_PREFIX}/docs`,
+  `${API_PREFIX}/openapi.json`,
+  '/metrics',
+  '/',
+  '*',
+]);
 const PUBLIC_PREFIXES = [`${API_PREFIX}/reference`, CONSOLE_PREFIX];
 
 /**
@@ -122,14 +130,22 @@ export async function registerProtection(
 }
 
 function setRateLimitHeaders(reply: FastifyReply, verdict: Verdict): void {
-  reply.header('ratelimit-limit', verdict.limit).header('ratelimit-remaining', verdict.remaining).header('ratelimit-reset', verdict.resetSeconds);
+  reply
+    .header('ratelimit-limit', verdict.limit)
+    .header('ratelimit-remaining', verdict.remaining)
+    .header('ratelimit-reset', verdict.resetSeconds);
 }
 
 /**
  * Sets request.principal, or request.authFailure, then calls `next`: at once when the authenticator
  * answers synchronously (the common case: a key, a credential verified recently), else when it settles.
  */
-function authenticateRequest(authenticator: Authenticator, request: FastifyRequest, next: () => void, admit?: () => Promise<void>): void {
+function authenticateRequest(
+  authenticator: Authenticator,
+  request: FastifyRequest,
+  next: () => void,
+  admit?: () => Promise<void>,
+): void {
   let result: Principal | Promise<Principal>;
   try {
     result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }), admit);
@@ -197,7 +213,11 @@ export const PERMISSIONS_POLICY =
 function addSecurityHeaders(app: FastifyInstance, authenticated: boolean, metricsAuth: boolean): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('permissions-policy', PERMISSIONS_POLICY);
-    if (authenticated && (accessOf(request.method, request.routeOptions.url) !== 'public' || (metricsAuth && request.routeOptions.url === '/metrics'))) {
+    if (
+      authenticated &&
+      (accessOf(request.method, request.routeOptions.url) !== 'public' ||
+        (metricsAuth && request.routeOptions.url === '/metrics'))
+    ) {
       reply.header('cache-control', 'no-store');
     }
     done();
@@ -260,10 +280,21 @@ function corsOptions(origins: readonly string[]) {
   return {
     // A function rather than the list: for an origin it refuses, the plugin then stays out entirely,
     // so a foreign preflight gets the app's 405 like any OPTIONS, not a 204 without CORS headers.
-    origin: origins.includes('*') ? '*' : (origin: string | undefined, callback: (error: Error | null, allow: boolean) => void) => callback(null, origin !== undefined && origins.includes(origin)),
+    origin: origins.includes('*')
+      ? '*'
+      : (origin: string | undefined, callback: (error: Error | null, allow: boolean) => void) =>
+          callback(null, origin !== undefined && origins.includes(origin)),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-Request-Id'],
-    exposedHeaders: ['X-Request-Id', 'WWW-Authenticate', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Allow'],
+    exposedHeaders: [
+      'X-Request-Id',
+      'WWW-Authenticate',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      'Allow',
+    ],
     maxAge: 600,
     // A non-preflight OPTIONS from an allowed origin gets the preflight answer rather than the
     // plugin's plain-text 400 (not in the envelope); OPTIONS from elsewhere still gets 405.

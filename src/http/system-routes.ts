@@ -12,26 +12,33 @@ import { API_TITLE, API_VERSION, errorReplies } from './openapi.js';
 import type { Metrics } from '../metrics.js';
 import { API_PREFIX } from './prefix.js';
 
-
-const HealthData = Type.Object({
-  status: Type.Union([Type.Literal('healthy'), Type.Literal('degraded')], {
-    description: '`healthy`; `degraded` (still 200) when a dependency the REST API can do without, the Redis chat bus, is down',
-  }),
-  timestamp: Type.String(),
-  instance: Type.String({ description: 'Random id of this run of the service: a new one after every restart' }),
-  started_at: Type.String({ description: 'When this run of the service started, UTC, ISO 8601 without offset, microseconds' }),
-  storage: Type.Optional(
-    Type.Object(
-      { users: Type.Integer(), capacity: Type.Integer() },
-      { description: 'Only under a MAX_USERS cap: users stored and the cap; from 90 % of it the status is `degraded`' },
-    ),
-  ),
-  checks: Type.Optional(
-    Type.Record(Type.String(), Type.Union([Type.Literal('up'), Type.Literal('down')]), {
-      description: 'Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down`',
+const HealthData = Type.Object(
+  {
+    status: Type.Union([Type.Literal('healthy'), Type.Literal('degraded')], {
+      description:
+        '`healthy`; `degraded` (still 200) when a dependency the REST API can do without, the Redis chat bus, is down',
     }),
-  ),
-}, { title: 'Health' });
+    timestamp: Type.String(),
+    instance: Type.String({ description: 'Random id of this run of the service: a new one after every restart' }),
+    started_at: Type.String({
+      description: 'When this run of the service started, UTC, ISO 8601 without offset, microseconds',
+    }),
+    storage: Type.Optional(
+      Type.Object(
+        { users: Type.Integer(), capacity: Type.Integer() },
+        {
+          description: 'Only under a MAX_USERS cap: users stored and the cap; from 90 % of it the status is `degraded`',
+        },
+      ),
+    ),
+    checks: Type.Optional(
+      Type.Record(Type.String(), Type.Union([Type.Literal('up'), Type.Literal('down')]), {
+        description: 'Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down`',
+      }),
+    ),
+  },
+  { title: 'Health' },
+);
 
 const Endpoint = Type.Object(
   {
@@ -43,7 +50,10 @@ const Endpoint = Type.Object(
   },
   { title: 'Endpoint' },
 );
-const Description = Type.Object({ version: Type.String(), title: Type.String(), endpoints: Type.Array(Endpoint) }, { title: 'ApiDescription' });
+const Description = Type.Object(
+  { version: Type.String(), title: Type.String(), endpoints: Type.Array(Endpoint) },
+  { title: 'ApiDescription' },
+);
 
 type Endpoint = Static<typeof Endpoint>;
 
@@ -68,7 +78,10 @@ export async function systemRoutes(
         summary: 'Health of the service',
         description: 'Health check of the service. 503 (in the error envelope) when the database is down.',
         tags: ['service'],
-        response: { 200: successSchema(HealthData, 'HealthEnvelope'), ...(options.critical ? errorReplies(503) : errorReplies()) },
+        response: {
+          200: successSchema(HealthData, 'HealthEnvelope'),
+          ...(options.critical ? errorReplies(503) : errorReplies()),
+        },
       },
     },
     async () => {
@@ -83,7 +96,10 @@ export async function systemRoutes(
       const storage = await options.storage();
       const nearFull = storage !== undefined && storage.users >= NEAR_FULL * storage.capacity;
       const problems = down.map((d) => `${d.name} down`);
-      if (nearFull) problems.push(`user store ${storage.users >= storage.capacity ? 'full' : 'nearly full'} (${storage.users} of ${storage.capacity} users)`);
+      if (nearFull)
+        problems.push(
+          `user store ${storage.users >= storage.capacity ? 'full' : 'nearly full'} (${storage.users} of ${storage.capacity} users)`,
+        );
       const data = {
         status: problems.length === 0 ? status : ('degraded' as const),
         timestamp: timestamp(),
@@ -91,7 +107,10 @@ export async function systemRoutes(
         ...(storage ? { storage } : {}),
         ...(checks ? { checks } : {}),
       };
-      return success(problems.length === 0 ? 'Service is healthy' : `Service is degraded: ${problems.join(' and ')}`, data);
+      return success(
+        problems.length === 0 ? 'Service is healthy' : `Service is degraded: ${problems.join(' and ')}`,
+        data,
+      );
     },
   );
 
@@ -134,7 +153,13 @@ export async function metricsRoute(
         summary: 'Prometheus metrics',
         description: 'Metrics in the Prometheus text format: HTTP requests, chat connections and messages, the process',
         tags: ['service'],
-        response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...(options.guard ? errorReplies(401, 403) : errorReplies()) },
+        response: {
+          200: {
+            description: 'Prometheus text exposition format',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          ...(options.guard ? errorReplies(401, 403) : errorReplies()),
+        },
       },
     },
     async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
@@ -147,7 +172,10 @@ export async function metricsRoute(
  * `/readyz`: it can serve users: 200 unless a critical engine (the database) is down or it is shutting
  * down, then 503 in the error envelope (take it out of rotation, do not restart it).
  */
-export async function probeRoutes(app: FastifyInstance, options: { dependencies: readonly Dependency[] }): Promise<void> {
+export async function probeRoutes(
+  app: FastifyInstance,
+  options: { dependencies: readonly Dependency[] },
+): Promise<void> {
   let shuttingDown = false;
   app.addHook('preClose', async () => {
     shuttingDown = true;
@@ -158,21 +186,34 @@ export async function probeRoutes(app: FastifyInstance, options: { dependencies:
       summary,
       description,
       tags: ['service'],
-      response: { 200: successSchema(Type.Object({ status: Type.String() }, { title: 'Probe' }), 'ProbeEnvelope'), ...errorReplies(503) },
+      response: {
+        200: successSchema(Type.Object({ status: Type.String() }, { title: 'Probe' }), 'ProbeEnvelope'),
+        ...errorReplies(503),
+      },
     },
   });
-  app.get('/livez', probe('getLiveness', 'Liveness probe', 'Liveness: 200 while the process answers'), async () => success('Alive', { status: 'alive' }));
-  app.get('/readyz', probe('getReadiness', 'Readiness probe', 'Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise'), async () => {
-    if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
-    const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
-    if (critical.length > 0) {
-      throw serviceUnavailable(
-        `Not ready: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
-        critical.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
-      );
-    }
-    return success('Ready', { status: 'ready' });
-  });
+  app.get('/livez', probe('getLiveness', 'Liveness probe', 'Liveness: 200 while the process answers'), async () =>
+    success('Alive', { status: 'alive' }),
+  );
+  app.get(
+    '/readyz',
+    probe(
+      'getReadiness',
+      'Readiness probe',
+      'Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise',
+    ),
+    async () => {
+      if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
+      const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
+      if (critical.length > 0) {
+        throw serviceUnavailable(
+          `Not ready: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
+          critical.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
+        );
+      }
+      return success('Ready', { status: 'ready' });
+    },
+  );
 }
 
 /** One entry per described operation of the API (under its prefix, so not /metrics); `:id` path parameters are written `<id>` (contract). */

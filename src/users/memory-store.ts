@@ -63,19 +63,33 @@ export class MemoryUserStore implements UserStore {
     this.#chunkSize = options.indexChunkSize ?? DEFAULT_CHUNK_SIZE;
     this.#clock = options.clock ?? createClock();
     // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
-    this.#creation = new OrderedIndex(creationOrder, { maxChunk: this.#chunkSize, changed: (chunk) => this.#text.forget(chunk) });
+    this.#creation = new OrderedIndex(creationOrder, {
+      maxChunk: this.#chunkSize,
+      changed: (chunk) => this.#text.forget(chunk),
+    });
     // One comparison per field, written out: reads of a fixed property name are what the engine makes
     // fast, and these run a few hundred times per write.
     const odd = this.#oddKeys;
     const ordered = (x: string, y: string, a: User, b: User): number => (x < y ? -1 : x > y ? 1 : creationOrder(a, b));
-    const index = (compare: (a: User, b: User) => number): OrderedIndex<User> => new OrderedIndex(compare, { maxChunk: this.#chunkSize });
+    const index = (compare: (a: User, b: User) => number): OrderedIndex<User> =>
+      new OrderedIndex(compare, { maxChunk: this.#chunkSize });
     this.#fields = {
       id: index((a, b) => ordered(a.id, b.id, a, b)),
-      name: index((a, b) => (odd.size === 0 ? ordered(a.name, b.name, a, b) : ordered(keyOf(odd, a, 'name'), keyOf(odd, b, 'name'), a, b))),
-      email: index((a, b) => (odd.size === 0 ? ordered(a.email, b.email, a, b) : ordered(keyOf(odd, a, 'email'), keyOf(odd, b, 'email'), a, b))),
-      role: index((a, b) => (odd.size === 0 ? ordered(a.role, b.role, a, b) : ordered(keyOf(odd, a, 'role'), keyOf(odd, b, 'role'), a, b))),
+      name: index((a, b) =>
+        odd.size === 0 ? ordered(a.name, b.name, a, b) : ordered(keyOf(odd, a, 'name'), keyOf(odd, b, 'name'), a, b),
+      ),
+      email: index((a, b) =>
+        odd.size === 0
+          ? ordered(a.email, b.email, a, b)
+          : ordered(keyOf(odd, a, 'email'), keyOf(odd, b, 'email'), a, b),
+      ),
+      role: index((a, b) =>
+        odd.size === 0 ? ordered(a.role, b.role, a, b) : ordered(keyOf(odd, a, 'role'), keyOf(odd, b, 'role'), a, b),
+      ),
       updated_at: index((a, b) =>
-        odd.size === 0 ? ordered(a.updated_at, b.updated_at, a, b) : ordered(keyOf(odd, a, 'updated_at'), keyOf(odd, b, 'updated_at'), a, b),
+        odd.size === 0
+          ? ordered(a.updated_at, b.updated_at, a, b)
+          : ordered(keyOf(odd, a, 'updated_at'), keyOf(odd, b, 'updated_at'), a, b),
       ),
     };
   }
@@ -103,7 +117,14 @@ export class MemoryUserStore implements UserStore {
     if (this.#byId.has(fields.id)) throw new Error(`duplicate user id ${fields.id}`);
     const now = this.#clock.next();
     // Exactly the user's own fields, in the contract's order, whatever else `fields` carries.
-    const user: User = { id: fields.id, name: fields.name, email: fields.email, role: fields.role, created_at: now, updated_at: now };
+    const user: User = {
+      id: fields.id,
+      name: fields.name,
+      email: fields.email,
+      role: fields.role,
+      created_at: now,
+      updated_at: now,
+    };
     this.#byId.set(user.id, user);
     this.#holdEmail(key, user);
     this.#noteOddKeys(user);
@@ -113,7 +134,11 @@ export class MemoryUserStore implements UserStore {
     return user;
   }
 
-  async update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
+  async update(
+    id: string,
+    changes: Changes,
+    options: { uniqueEmail: boolean },
+  ): Promise<User | 'not_found' | 'email_taken'> {
     const before = this.#byId.get(id);
     if (!before) return 'not_found';
     const next: User = { ...before, ...changes, updated_at: this.#clock.next() };
@@ -178,7 +203,8 @@ export class MemoryUserStore implements UserStore {
     const field = sortedField(params.sort);
     if (field === 'created_at') return { index: inRole, read: params.descending ? 'reversed' : 'ascending' };
     // A field no user has, or `role` within one role: every user ties, so creation order both ways.
-    if (field === undefined || (field === 'role' && params.role !== undefined)) return { index: inRole, read: 'ascending' };
+    if (field === undefined || (field === 'role' && params.role !== undefined))
+      return { index: inRole, read: 'ascending' };
     const index = this.#fields[field];
     if (!params.descending) return { index, field, read: 'ascending' };
     return { index, field, read: field === 'id' ? 'reversed' : 'descendingGroups' };
@@ -251,7 +277,7 @@ export class MemoryUserStore implements UserStore {
     }
     const field = order.field!;
     const odd = this.#oddKeys;
-    for (let hi = index.size - 1; hi >= 0; ) {
+    for (let hi = index.size - 1; hi >= 0;) {
       const value = keyOf(odd, index.at(hi)!, field);
       const lo = index.firstRank((user) => keyOf(odd, user, field) >= value);
       for (let from = lo; from <= hi; from += 512) yield index.slice(from, Math.min(512, hi - from + 1));
@@ -337,7 +363,7 @@ function keyOf(odd: Map<User, Keys>, user: User, field: IndexedField): string {
 /** Reverses each run of equal keys in place of order; the runs themselves keep their places. */
 function reverseWithinTies(users: User[], key: (user: User) => string): User[] {
   const out: User[] = [];
-  for (let start = 0; start < users.length; ) {
+  for (let start = 0; start < users.length;) {
     let end = start + 1;
     const value = key(users[start]!);
     while (end < users.length && key(users[end]!) === value) end++;

@@ -29,7 +29,10 @@ export class OrderedIndex<T> {
    * sequence). Tests pass a tiny `maxChunk` to exercise splits with few items. `changed` hears of
    * every chunk whose contents change, for caches kept per chunk (search-text.ts).
    */
-  constructor(compare: (a: T, b: T) => number, options: { maxChunk?: number; changed?: (chunk: readonly T[]) => void } = {}) {
+  constructor(
+    compare: (a: T, b: T) => number,
+    options: { maxChunk?: number; changed?: (chunk: readonly T[]) => void } = {},
+  ) {
     this.#compare = compare;
     this.#maxChunk = Math.max(2, options.maxChunk ?? DEFAULT_CHUNK_SIZE);
     this.#changed = options.changed;

@@ -44,14 +44,25 @@ export function createPool(database: { url: string; poolSize: number }, faults: 
 }
 
 /** Node's errors for a connection that cannot be made or was lost. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+]);
 /**
  * PostgreSQL's: connection exceptions (class 08), the server shutting down or terminating the backend
  * (57P01–57P03), too many connections (53300).
  */
 const SERVER_CODES = /^(08...|57P0[123]|53300)$/;
 /** node-postgres reports its own timeouts and lost connections by message only. */
-const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection ended|Cannot use a pool after calling end/i;
+const DRIVER_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection ended|Cannot use a pool after calling end/i;
 
 /**
  * A statement that ran out of time: cancelled by statement_timeout (57014), or given up by the client
@@ -64,7 +75,9 @@ export function isTimeout(error: unknown): boolean {
 }
 
 export const databaseBusy = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', { headers: { 'retry-after': '1' } });
+  new RosterError('SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', {
+    headers: { 'retry-after': '1' },
+  });
 
 export function isUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -75,7 +88,9 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 export const databaseUnreachable = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', { headers: { 'retry-after': '1' } });
+  new RosterError('SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', {
+    headers: { 'retry-after': '1' },
+  });
 
 /**
  * The `database` dependency (critical: no users without it). Its state is the outcome of the last

@@ -21,7 +21,12 @@ export interface Migration {
 
 export async function readMigrations(directory: URL = DEFAULT_DIRECTORY): Promise<Migration[]> {
   const files = (await readdir(directory)).filter((file) => /^\d+_[\w-]+\.sql$/.test(file)).sort();
-  return Promise.all(files.map(async (file) => ({ version: file.slice(0, -'.sql'.length), sql: await readFile(new URL(file, directory), 'utf8') })));
+  return Promise.all(
+    files.map(async (file) => ({
+      version: file.slice(0, -'.sql'.length),
+      sql: await readFile(new URL(file, directory), 'utf8'),
+    })),
+  );
 }
 
 /** Applies the migrations not yet recorded; resolves with the versions applied now (none when up to date). */
@@ -32,7 +37,9 @@ export async function migrate(pool: pg.Pool, migrations?: readonly Migration[]):
   try {
     await client.query('BEGIN');
     await client.query(`SELECT ${LOCK}`);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     const { rows } = await client.query<{ version: string }>('SELECT version FROM schema_migrations');
     const done = new Set(rows.map((row) => row.version));
     const applied: string[] = [];

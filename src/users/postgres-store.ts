@@ -25,7 +25,14 @@ import { sortedField, type ListParams, type ListResult } from './query.js';
 import type { User } from './schema.js';
 import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
 import { EngineFaults } from '../engine-faults.js';
-import { createPool, databaseBusy, databaseUnreachable, DatabaseHealth, isTimeout, isUnreachable } from './postgres-connection.js';
+import {
+  createPool,
+  databaseBusy,
+  databaseUnreachable,
+  DatabaseHealth,
+  isTimeout,
+  isUnreachable,
+} from './postgres-connection.js';
 import { migrate } from './postgres-migrations.js';
 import { anywherePattern, fromStored, likePattern, toStored } from './postgres-text.js';
 
@@ -59,7 +66,11 @@ const userOf = (row: Row): User => ({
 });
 
 /** The columns derived from a user's email. */
-const emailColumns = (email: string) => ({ email: toStored(email), email_lower: toStored(email.toLowerCase()), email_key: toStored(emailKey(email)) });
+const emailColumns = (email: string) => ({
+  email: toStored(email),
+  email_lower: toStored(email.toLowerCase()),
+  email_key: toStored(emailKey(email)),
+});
 
 /** A write lost a race with another transaction and is tried again from the start. */
 class Retry extends Error {}
@@ -151,18 +162,32 @@ export class PostgresUserStore implements UserStore {
        SELECT $1, $2, $3, $4, now.last, now.last, $5, $6, $7, true FROM now
        ON CONFLICT (email_key) WHERE claims_email DO NOTHING
        RETURNING to_char(created_at, ${FORMAT}) AS created_at`,
-      [toStored(user.id), toStored(user.name), email.email, toStored(user.role), toStored(user.name.toLowerCase()), email.email_lower, email.email_key],
+      [
+        toStored(user.id),
+        toStored(user.name),
+        email.email,
+        toStored(user.role),
+        toStored(user.name.toLowerCase()),
+        email.email_lower,
+        email.email_key,
+      ],
     );
     if (!rows[0]) return 'email_taken';
     const { id, name, email: sent, role } = user;
     return { id, name, email: sent, role, created_at: rows[0].created_at, updated_at: rows[0].created_at };
   }
 
-  async update(userId: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
+  async update(
+    userId: string,
+    changes: Changes,
+    options: { uniqueEmail: boolean },
+  ): Promise<User | 'not_found' | 'email_taken'> {
     // Ids are the service's UUIDs, but a path may carry anything (`%00`); stored form, like every string.
     const id = toStored(userId);
     if (changes.email === undefined && !options.uniqueEmail) return this.#updateKeepingEmail(id, changes);
-    return this.#retrying(() => this.#transaction((client) => this.#updateEmail(client, id, changes, options.uniqueEmail)));
+    return this.#retrying(() =>
+      this.#transaction((client) => this.#updateEmail(client, id, changes, options.uniqueEmail)),
+    );
   }
 
   async remove(userId: string): Promise<boolean> {
@@ -185,7 +210,11 @@ export class PostgresUserStore implements UserStore {
    * connection of its own, so `work` has the whole pool.
    */
   async #exclusively<T>(work: () => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString: this.database.url, application_name: 'roster', connectionTimeoutMillis: 2_000 });
+    const client = new pg.Client({
+      connectionString: this.database.url,
+      application_name: 'roster',
+      connectionTimeoutMillis: 2_000,
+    });
     // Listening before connecting: the server may end this connection at any time while it waits.
     client.on('error', (error) => this.faults.report('database', error));
     await this.#guard(() => client.connect());
@@ -208,7 +237,10 @@ export class PostgresUserStore implements UserStore {
 
   async count(): Promise<number> {
     // The per-role counts that triggers keep (migration 002), not a scan of the table.
-    const { rows } = await this.#query<{ total: string }>('SELECT coalesce(sum(users), 0) AS total FROM user_role_counts', []);
+    const { rows } = await this.#query<{ total: string }>(
+      'SELECT coalesce(sum(users), 0) AS total FROM user_role_counts',
+      [],
+    );
     return Number(rows[0]!.total);
   }
 
@@ -223,12 +255,22 @@ export class PostgresUserStore implements UserStore {
       `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = ${NOW}
        WHERE users.id = $1
        RETURNING ${columns('users.')}`,
-      [id, nullable(changes.name, toStored), nullable(changes.name, (name) => toStored(name.toLowerCase())), nullable(changes.role, toStored)],
+      [
+        id,
+        nullable(changes.name, toStored),
+        nullable(changes.name, (name) => toStored(name.toLowerCase())),
+        nullable(changes.role, toStored),
+      ],
     );
     return rows[0] ? userOf(rows[0]) : 'not_found';
   }
 
-  async #updateEmail(client: pg.PoolClient, id: string, changes: Changes, uniqueEmail: boolean): Promise<User | 'not_found' | 'email_taken'> {
+  async #updateEmail(
+    client: pg.PoolClient,
+    id: string,
+    changes: Changes,
+    uniqueEmail: boolean,
+  ): Promise<User | 'not_found' | 'email_taken'> {
     const email = changes.email === undefined ? undefined : emailColumns(changes.email);
     const held = await this.#lockUser(client, id, email?.email_key);
     if (!held) return 'not_found';
@@ -262,7 +304,10 @@ export class PostgresUserStore implements UserStore {
       ));
     } catch (error) {
       // A user created meanwhile claimed the new key (creating takes no advisory lock).
-      if ((error as { code?: string }).code === '23505' && (error as { constraint?: string }).constraint === 'users_email_claim') {
+      if (
+        (error as { code?: string }).code === '23505' &&
+        (error as { constraint?: string }).constraint === 'users_email_claim'
+      ) {
         if (uniqueEmail) return 'email_taken';
         throw new Retry();
       }
@@ -277,7 +322,11 @@ export class PostgresUserStore implements UserStore {
    * changes it holds that lock), then the locks of that key (and `newKey`), then the user's row.
    * Undefined when there is no such user.
    */
-  async #lockUser(client: pg.PoolClient, id: string, newKey: string | undefined): Promise<{ email_key: string; claims_email: boolean } | undefined> {
+  async #lockUser(
+    client: pg.PoolClient,
+    id: string,
+    newKey: string | undefined,
+  ): Promise<{ email_key: string; claims_email: boolean } | undefined> {
     await client.query(`SELECT ${USER_LOCK}`, [id]);
     const { rows: seen } = await client.query<{ email_key: string }>('SELECT email_key FROM users WHERE id = $1', [id]);
     if (!seen[0]) return undefined;

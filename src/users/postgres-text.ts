@@ -80,7 +80,7 @@ export function likePattern(storedNeedle: string): string | undefined {
  */
 export function containsAligned(storedHaystack: string, storedNeedle: string): boolean {
   const last = storedHaystack.length - storedNeedle.length;
-  for (let at = 0; at <= last; ) {
+  for (let at = 0; at <= last;) {
     if (storedHaystack.startsWith(storedNeedle, at)) return true;
     at += storedHaystack[at] !== ESCAPE ? 1 : storedHaystack[at + 1] === '\u0003' ? 3 : 2;
   }

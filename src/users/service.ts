@@ -67,7 +67,12 @@ export class UserService {
   async create(body: unknown): Promise<User> {
     const fields = this.validator.write(body);
     await this.#admit();
-    const user: NewUser = { id: randomUUID(), name: fields.name, email: fields.email, role: fields.role ?? DEFAULT_ROLE };
+    const user: NewUser = {
+      id: randomUUID(),
+      name: fields.name,
+      email: fields.email,
+      role: fields.role ?? DEFAULT_ROLE,
+    };
     const stored = await this.store.insert(user);
     if (stored === 'email_taken') throw emailExists();
     if (this.#stored !== undefined) this.#stored++;

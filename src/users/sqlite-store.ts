@@ -52,9 +52,13 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 const unavailable = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database cannot be written just now (disk full, read-only or failing); reads go on', {
-    headers: { 'retry-after': '1' },
-  });
+  new RosterError(
+    'SERVICE_UNAVAILABLE',
+    'The database cannot be written just now (disk full, read-only or failing); reads go on',
+    {
+      headers: { 'retry-after': '1' },
+    },
+  );
 
 /** A row as stored: strings as BLOBs (sqlite-text.ts), timestamps as microseconds. */
 interface Row {
@@ -143,7 +147,10 @@ export function migrateSqlite(db: Database.Database, migrations: readonly Migrat
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
       db.exec(migration.sql);
-      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(migration.version, new Date().toISOString());
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(
+        migration.version,
+        new Date().toISOString(),
+      );
       applied.push(migration.version);
     }
     return applied;
@@ -157,7 +164,9 @@ export const readSqliteMigrations = (): Promise<Migration[]> => readMigrations(M
  * Opens (and locks) the database of `config` and applies the pending migrations; for `roster migrate`.
  * Resolves with the versions applied and the last one known.
  */
-export async function migrateSqliteFile(config: SqliteConfig): Promise<{ applied: string[]; latest: string | undefined }> {
+export async function migrateSqliteFile(
+  config: SqliteConfig,
+): Promise<{ applied: string[]; latest: string | undefined }> {
   const migrations = await readSqliteMigrations();
   const lock = config.path === ':memory:' ? undefined : new SqliteLock(config.path);
   try {
@@ -212,7 +221,8 @@ export class SqliteHealth implements Dependency {
         this.check();
         this.succeeded();
       } catch (failure) {
-        if (this.#down !== undefined) this.#down = `writes fail (${String((failure as { code?: unknown }).code ?? failure)})`;
+        if (this.#down !== undefined)
+          this.#down = `writes fail (${String((failure as { code?: unknown }).code ?? failure)})`;
       }
     }, SQLITE_PROBE_INTERVAL_MS);
     this.#probe.unref();
@@ -250,10 +260,17 @@ export class SqliteUserStore implements UserStore {
     this.#db = db;
     this.#lock = lock;
     this.health = new SqliteHealth(logger, () => this.#probe());
-    for (const { role, users } of db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all() as { role: Buffer; users: number }[]) {
+    for (const { role, users } of db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all() as {
+      role: Buffer;
+      users: number;
+    }[]) {
       this.#roles.set(fromBlob(role), users);
     }
-    const last = db.prepare('SELECT max(coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)) AS last').get() as {
+    const last = db
+      .prepare(
+        'SELECT max(coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)) AS last',
+      )
+      .get() as {
       last: number;
     };
     this.#last = last.last;
@@ -271,7 +288,9 @@ export class SqliteUserStore implements UserStore {
       db = connect(config);
       const applied = migrateSqlite(db, migrations);
       if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
-      db.exec('CREATE TABLE IF NOT EXISTS roster_probe (only_row INTEGER PRIMARY KEY CHECK (only_row = 1), at INTEGER NOT NULL)');
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS roster_probe (only_row INTEGER PRIMARY KEY CHECK (only_row = 1), at INTEGER NOT NULL)',
+      );
       return new SqliteUserStore(db, lock, logger);
     } catch (error) {
       db?.close();
@@ -282,7 +301,8 @@ export class SqliteUserStore implements UserStore {
 
   async get(id: string): Promise<User | undefined> {
     return this.#read(() => {
-      const rowid = this.#statement('SELECT created_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as number | undefined;
+      const rowid = this.#statement('SELECT created_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as
+        number | undefined;
       return rowid === undefined ? undefined : this.#userAt(rowid);
     });
   }
@@ -299,7 +319,10 @@ export class SqliteUserStore implements UserStore {
         const needle = toStored(params.search.toLowerCase());
         // instr() finds the needle at whole characters; only a needle whose first character may be the
         // inside of an escape (postgres-text.ts) needs the alignment confirmed.
-        const test = likePattern(needle) === undefined ? (column: string) => `roster_contains_aligned(${column}, ?)` : (column: string) => `instr(${column}, ?) > 0`;
+        const test =
+          likePattern(needle) === undefined
+            ? (column: string) => `roster_contains_aligned(${column}, ?)`
+            : (column: string) => `instr(${column}, ?) > 0`;
         filters.push(`(${test('name_lower')} OR ${test('email_lower')})`);
         values.push(needle, needle);
       }
@@ -307,13 +330,20 @@ export class SqliteUserStore implements UserStore {
       const select = `SELECT created_at FROM users ${where} ORDER BY ${orderBy(params)}`;
       if (params.search !== undefined) {
         // A search reads every row anyway: one pass gives the matches in order, hence the total and the page.
-        const matches = this.#statement(select).pluck().all(...values) as number[];
-        return { users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)), total: matches.length };
+        const matches = this.#statement(select)
+          .pluck()
+          .all(...values) as number[];
+        return {
+          users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)),
+          total: matches.length,
+        };
       }
       // Without search, the total is the count kept per role: no count of the table.
       const total = params.role === undefined ? this.#count() : (this.#roles.get(params.role) ?? 0);
       if (params.offset >= total || params.limit <= 0) return { users: [], total };
-      const rowids = this.#statement(`${select} LIMIT ? OFFSET ?`).pluck().all(...values, params.limit, params.offset) as number[];
+      const rowids = this.#statement(`${select} LIMIT ? OFFSET ?`)
+        .pluck()
+        .all(...values, params.limit, params.offset) as number[];
       return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
     });
   }
@@ -328,22 +358,48 @@ export class SqliteUserStore implements UserStore {
       this.#statement(
         `INSERT INTO users (created_at, id, name, email, role, updated_at, name_lower, email_lower, email_key)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(now, id, toBlob(user.name), toBlob(user.email), toBlob(user.role), now, toStored(user.name.toLowerCase()), toStored(user.email.toLowerCase()), key);
+      ).run(
+        now,
+        id,
+        toBlob(user.name),
+        toBlob(user.email),
+        toBlob(user.role),
+        now,
+        toStored(user.name.toLowerCase()),
+        toStored(user.email.toLowerCase()),
+        key,
+      );
       this.#counted(user.role, 1);
       const stamp = formatMicros(now);
-      return this.#cached(now, { id: user.id, name: user.name, email: user.email, role: user.role, created_at: stamp, updated_at: stamp });
+      return this.#cached(now, {
+        id: user.id,
+        name: user.name,
+        email: user.email,
+        role: user.role,
+        created_at: stamp,
+        updated_at: stamp,
+      });
     });
   }
 
-  async update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'> {
+  async update(
+    id: string,
+    changes: Changes,
+    options: { uniqueEmail: boolean },
+  ): Promise<User | 'not_found' | 'email_taken'> {
     return this.#write(() => {
       const found = this.#statement('SELECT created_at, email_key FROM users WHERE id = ?').get(toBlob(id)) as
-        | { created_at: number; email_key: string }
-        | undefined;
+        { created_at: number; email_key: string } | undefined;
       if (!found) return 'not_found';
       const rowid = found.created_at;
       const key = changes.email === undefined ? undefined : toStored(emailKey(changes.email));
-      if (options.uniqueEmail && this.#statement('SELECT 1 FROM users WHERE email_key = ? AND created_at <> ? LIMIT 1').get(key ?? found.email_key, rowid)) {
+      if (
+        options.uniqueEmail &&
+        this.#statement('SELECT 1 FROM users WHERE email_key = ? AND created_at <> ? LIMIT 1').get(
+          key ?? found.email_key,
+          rowid,
+        )
+      ) {
         return 'email_taken';
       }
       const before = this.#userAt(rowid);
@@ -370,13 +426,21 @@ export class SqliteUserStore implements UserStore {
         this.#counted(next.role, 1);
       }
       // Exactly the user's own fields, in the contract's order, whatever else `changes` carries.
-      return this.#cached(rowid, { id: next.id, name: next.name, email: next.email, role: next.role, created_at: next.created_at, updated_at: next.updated_at });
+      return this.#cached(rowid, {
+        id: next.id,
+        name: next.name,
+        email: next.email,
+        role: next.role,
+        created_at: next.created_at,
+        updated_at: next.updated_at,
+      });
     });
   }
 
   async remove(id: string): Promise<boolean> {
     return this.#write(() => {
-      const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as { role: Buffer; created_at: number } | undefined;
+      const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as
+        { role: Buffer; created_at: number } | undefined;
       if (gone === undefined) return false;
       this.#cache.delete(gone.created_at);
       this.#counted(fromBlob(gone.role), -1);
@@ -397,7 +461,17 @@ export class SqliteUserStore implements UserStore {
         this.#statement(
           `INSERT INTO users (created_at, id, name, email, role, updated_at, name_lower, email_lower, email_key)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(now, toBlob(user.id), toBlob(user.name), toBlob(user.email), toBlob(user.role), now, toStored(user.name.toLowerCase()), toStored(user.email.toLowerCase()), toStored(emailKey(user.email)));
+        ).run(
+          now,
+          toBlob(user.id),
+          toBlob(user.name),
+          toBlob(user.email),
+          toBlob(user.role),
+          now,
+          toStored(user.name.toLowerCase()),
+          toStored(user.email.toLowerCase()),
+          toStored(emailKey(user.email)),
+        );
       }
     });
     this.#write(() => all.immediate());

@@ -13,7 +13,9 @@ export const Opcode = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, p
 
 /** The Sec-WebSocket-Accept value the server must answer for `key`. */
 export function acceptFor(key: string): string {
-  return createHash('sha1').update(key + WS_GUID).digest('base64');
+  return createHash('sha1')
+    .update(key + WS_GUID)
+    .digest('base64');
 }
 
 export interface EncodeOptions {
@@ -31,7 +33,11 @@ export interface EncodeOptions {
 }
 
 /** Encodes one frame. The length form is the shortest that fits (7-bit, 16-bit 126, 64-bit 127). */
-export function encodeFrame(opcode: number, payload: Buffer | string = Buffer.alloc(0), options: EncodeOptions = {}): Buffer {
+export function encodeFrame(
+  opcode: number,
+  payload: Buffer | string = Buffer.alloc(0),
+  options: EncodeOptions = {},
+): Buffer {
   const data = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload;
   const { fin = true, rsv1 = false, rsv2 = false, rsv3 = false, mask = true } = options;
   const length = options.declaredLength ?? data.length;
@@ -151,7 +157,12 @@ export async function rawHttp(port: number, requestText: string | Buffer, timeou
   try {
     return await new Promise<HttpExchange>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`no complete HTTP response within ${timeoutMs} ms; got ${JSON.stringify(buffer.toString('latin1'))}`)),
+        () =>
+          reject(
+            new Error(
+              `no complete HTTP response within ${timeoutMs} ms; got ${JSON.stringify(buffer.toString('latin1'))}`,
+            ),
+          ),
         timeoutMs,
       );
       const tryFinish = (final: boolean) => {
@@ -159,7 +170,9 @@ export async function rawHttp(port: number, requestText: string | Buffer, timeou
         if (end < 0) {
           if (final) {
             clearTimeout(timer);
-            reject(new Error(`connection closed without a response head; got ${JSON.stringify(buffer.toString('latin1'))}`));
+            reject(
+              new Error(`connection closed without a response head; got ${JSON.stringify(buffer.toString('latin1'))}`),
+            );
           }
           return;
         }
@@ -168,14 +181,20 @@ export async function rawHttp(port: number, requestText: string | Buffer, timeou
         const declared = head.headers['content-length'];
         let body: Buffer | undefined;
         if (head.headers['transfer-encoding']?.toLowerCase() === 'chunked') body = dechunk(bodyBytes);
-        else if (declared !== undefined) body = bodyBytes.length >= Number(declared) ? bodyBytes.subarray(0, Number(declared)) : undefined;
+        else if (declared !== undefined)
+          body = bodyBytes.length >= Number(declared) ? bodyBytes.subarray(0, Number(declared)) : undefined;
         else if (final) body = bodyBytes;
         if (body === undefined) return;
         const complete = body;
         // Give the server's FIN a moment to arrive when it was sent with the response.
         const finish = () => {
           clearTimeout(timer);
-          resolve({ ...head, body: complete.toString('utf8'), closedByServer: closed, elapsedMs: Date.now() - started });
+          resolve({
+            ...head,
+            body: complete.toString('utf8'),
+            closedByServer: closed,
+            elapsedMs: Date.now() - started,
+          });
         };
         // A keep-alive response will not be followed by a FIN; otherwise give the FIN a moment to arrive.
         if (closed || head.headers.connection?.toLowerCase() === 'keep-alive') finish();
@@ -347,7 +366,10 @@ export class RawClient {
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`timed out waiting for a frame; got ${this.frames.map(describeFrame).join(' | ') || 'none'}`)),
+        () =>
+          reject(
+            new Error(`timed out waiting for a frame; got ${this.frames.map(describeFrame).join(' | ') || 'none'}`),
+          ),
         timeoutMs,
       );
       this.#waiters.push({
@@ -404,7 +426,10 @@ export function textMessage(frame: Frame): Json {
 }
 
 function describeFrame(frame: Frame): string {
-  const text = frame.opcode === Opcode.text ? frame.payload.toString('utf8').slice(0, 120) : frame.payload.toString('hex').slice(0, 40);
+  const text =
+    frame.opcode === Opcode.text
+      ? frame.payload.toString('utf8').slice(0, 120)
+      : frame.payload.toString('hex').slice(0, 40);
   return `op=${frame.opcode} fin=${frame.fin} len=${frame.payload.length} ${text}`;
 }
 

@@ -27,30 +27,38 @@ async function member(t: TestContext, running: Running, path = ''): Promise<Chat
 
 describe('chat history and the member list across instances (Redis)', { skip: WITHOUT_REDIS }, () => {
   for (const where of ['the same instance', 'the other instance'] as const) {
-    test(`a client dropped during a burst of 1 000 on one instance, back with since on ${where}: all 1 000, in order, none twice`, { timeout: 60_000 }, async (t) => {
-      const url = roomUrl();
-      const a = await start(t, url, { CHAT_HISTORY: '1000' });
-      const b = await start(t, url, { CHAT_HISTORY: '1000' });
-      const sender = await member(t, b);
-      const first = new Listening(`${a.wsUrl}/?history=0`, { dropAfter: 300 });
-      t.after(() => first.terminate());
-      await first.until((m) => m.type === 'history');
-      const sent = texts('burst', 1000);
-      for (const text of sent) sender.send({ type: 'chat', message: text });
-      await first.closed;
-      const seen = first.chats();
-      assert.equal(seen.length, 300);
+    test(
+      `a client dropped during a burst of 1 000 on one instance, back with since on ${where}: all 1 000, in order, none twice`,
+      { timeout: 60_000 },
+      async (t) => {
+        const url = roomUrl();
+        const a = await start(t, url, { CHAT_HISTORY: '1000' });
+        const b = await start(t, url, { CHAT_HISTORY: '1000' });
+        const sender = await member(t, b);
+        const first = new Listening(`${a.wsUrl}/?history=0`, { dropAfter: 300 });
+        t.after(() => first.terminate());
+        await first.until((m) => m.type === 'history');
+        const sent = texts('burst', 1000);
+        for (const text of sent) sender.send({ type: 'chat', message: text });
+        await first.closed;
+        const seen = first.chats();
+        assert.equal(seen.length, 300);
 
-      const target = where === 'the same instance' ? a : b;
-      const back = new Listening(`${target.wsUrl}/?since=${encodeURIComponent(seen.at(-1).id)}`);
-      t.after(() => back.terminate());
-      await back.until((m) => m.type === 'chat' && m.message === 'burst-999', 20_000);
-      const end = back.messages.find((m) => m.type === 'history');
-      assert.equal(end.recovered, true);
-      const all = [...seen, ...back.chats()];
-      assert.deepEqual(all.map((m) => m.message), sent, 'all 1 000, in order, none twice');
-      for (let i = 1; i < all.length; i++) assert.ok(compareIds(all[i - 1].id, all[i].id) < 0);
-    });
+        const target = where === 'the same instance' ? a : b;
+        const back = new Listening(`${target.wsUrl}/?since=${encodeURIComponent(seen.at(-1).id)}`);
+        t.after(() => back.terminate());
+        await back.until((m) => m.type === 'chat' && m.message === 'burst-999', 20_000);
+        const end = back.messages.find((m) => m.type === 'history');
+        assert.equal(end.recovered, true);
+        const all = [...seen, ...back.chats()];
+        assert.deepEqual(
+          all.map((m) => m.message),
+          sent,
+          'all 1 000, in order, none twice',
+        );
+        for (let i = 1; i < all.length; i++) assert.ok(compareIds(all[i - 1].id, all[i].id) < 0);
+      },
+    );
   }
 
   test('every instance serves the same history, with the same ids; a gap older than it is said', async (t) => {
@@ -73,9 +81,17 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
       histories.push(late.chats().map((m: Message) => [m.id, m.message, m.history]));
     }
     assert.deepEqual(histories[0], histories[1]);
-    assert.deepEqual(histories[0], texts('m', 6).slice(2).map((text, i) => [ids[i + 2], text, true]));
+    assert.deepEqual(
+      histories[0],
+      texts('m', 6)
+        .slice(2)
+        .map((text, i) => [ids[i + 2], text, true]),
+    );
     // m-1 is the newest gone: recovered; m-0: a gap.
-    for (const [since, recovered, count] of [[ids[1], true, 4], [ids[0], false, 0]] as const) {
+    for (const [since, recovered, count] of [
+      [ids[1], true, 4],
+      [ids[0], false, 0],
+    ] as const) {
       const client = new Listening(`${a.wsUrl}/?since=${since}`);
       t.after(() => client.terminate());
       const end = await client.until((m) => m.type === 'history');
@@ -133,38 +149,45 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
     }
   });
 
-  test('with Redis away, chat reaches the sender’s instance only, without ids and outside the history (the stated bound)', { timeout: 60_000 }, async (t) => {
-    const proxy = await TcpProxy.start(redisTarget());
-    t.after(() => proxy.close());
-    const url = roomUrl();
-    const log = new LogWatch();
-    const a = await startRoster({ REDIS_URL: via(url, proxy.port), SHUTDOWN_TIMEOUT_MS: '2000', LOG_LEVEL: 'info' }, { logTo: log.stream });
-    t.after(() => a.stop());
-    const sender = await member(t, a);
-    const asking = new Listening(`${a.wsUrl}/?history=0`);
-    t.after(() => asking.terminate());
-    await asking.until((m) => m.type === 'history');
-    sender.send({ type: 'chat', message: 'before' });
-    const before = await asking.until((m) => m.message === 'before');
-    assert.equal(typeof before.id, 'string');
+  test(
+    'with Redis away, chat reaches the sender’s instance only, without ids and outside the history (the stated bound)',
+    { timeout: 60_000 },
+    async (t) => {
+      const proxy = await TcpProxy.start(redisTarget());
+      t.after(() => proxy.close());
+      const url = roomUrl();
+      const log = new LogWatch();
+      const a = await startRoster(
+        { REDIS_URL: via(url, proxy.port), SHUTDOWN_TIMEOUT_MS: '2000', LOG_LEVEL: 'info' },
+        { logTo: log.stream },
+      );
+      t.after(() => a.stop());
+      const sender = await member(t, a);
+      const asking = new Listening(`${a.wsUrl}/?history=0`);
+      t.after(() => asking.terminate());
+      await asking.until((m) => m.type === 'history');
+      sender.send({ type: 'chat', message: 'before' });
+      const before = await asking.until((m) => m.message === 'before');
+      assert.equal(typeof before.id, 'string');
 
-    const down = log.until(/chat bus down/);
-    proxy.cut();
-    await down;
-    sender.send({ type: 'chat', message: 'during' });
-    const during = await asking.until((m) => m.message === 'during');
-    assert.equal(during.id, undefined, 'not in the history: no id');
+      const down = log.until(/chat bus down/);
+      proxy.cut();
+      await down;
+      sender.send({ type: 'chat', message: 'during' });
+      const during = await asking.until((m) => m.message === 'during');
+      assert.equal(during.id, undefined, 'not in the history: no id');
 
-    const back = log.until(/chat bus is back/, 10_000);
-    proxy.restore();
-    await back;
-    sender.send({ type: 'chat', message: 'after' });
-    const after = await asking.until((m) => m.message === 'after');
-    assert.ok(compareIds(after.id, before.id) > 0);
-    // Recovery from `before` gives what the history holds: the outage's message is not in it.
-    const recovering = new Listening(`${a.wsUrl}/?since=${before.id}`);
-    t.after(() => recovering.terminate());
-    const end = await recovering.until((m) => m.type === 'history');
-    assert.deepEqual([end.recovered, recovering.chats().map((m: Message) => m.message)], [true, ['after']]);
-  });
+      const back = log.until(/chat bus is back/, 10_000);
+      proxy.restore();
+      await back;
+      sender.send({ type: 'chat', message: 'after' });
+      const after = await asking.until((m) => m.message === 'after');
+      assert.ok(compareIds(after.id, before.id) > 0);
+      // Recovery from `before` gives what the history holds: the outage's message is not in it.
+      const recovering = new Listening(`${a.wsUrl}/?since=${before.id}`);
+      t.after(() => recovering.terminate());
+      const end = await recovering.until((m) => m.type === 'history');
+      assert.deepEqual([end.recovered, recovering.chats().map((m: Message) => m.message)], [true, ['after']]);
+    },
+  );
 });

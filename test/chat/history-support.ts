@@ -47,13 +47,16 @@ export class Listening {
 
   /** Resolves once a message taken in matches (already, or later); rejects after `ms`. */
   until(predicate: (m: Message) => boolean, ms = 10_000): Promise<Message> {
-    if (this.invalid.length > 0) return Promise.reject(new Error(`frame off the AsyncAPI document: ${this.invalid[0]}`));
+    if (this.invalid.length > 0)
+      return Promise.reject(new Error(`frame off the AsyncAPI document: ${this.invalid[0]}`));
     const found = this.messages.find(predicate);
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiters.delete(check);
-        reject(new Error(`timed out; got ${this.messages.length} messages, last ${JSON.stringify(this.messages.at(-1))}`));
+        reject(
+          new Error(`timed out; got ${this.messages.length} messages, last ${JSON.stringify(this.messages.at(-1))}`),
+        );
       }, ms);
       const check = () => {
         const match = this.messages.find(predicate);

@@ -21,33 +21,46 @@ function assertIncreasing(messages: Message[]): void {
 }
 
 describe('chat history and recovery, one instance', () => {
-  test('a client dropped during a burst of 1 000 and back with since has all 1 000, in order, none twice', { timeout: 60_000 }, async (t) => {
-    const scope = await Scope.start({ CHAT_HISTORY: '1000' });
-    t.after(() => scope.dispose());
-    const sender = await scope.client();
-    const first = new Listening(`${scope.wsUrl}/?history=0`, { dropAfter: 300 });
-    const start = await first.until((m) => m.type === 'history');
-    assert.equal(start.count, 0);
-    const sent = texts('burst', 1000);
-    for (const text of sent) sender.send({ type: 'chat', message: text });
-    await first.closed;
-    const seen = first.chats();
-    assert.equal(seen.length, 300, 'dropped after 300 of the burst');
+  test(
+    'a client dropped during a burst of 1 000 and back with since has all 1 000, in order, none twice',
+    { timeout: 60_000 },
+    async (t) => {
+      const scope = await Scope.start({ CHAT_HISTORY: '1000' });
+      t.after(() => scope.dispose());
+      const sender = await scope.client();
+      const first = new Listening(`${scope.wsUrl}/?history=0`, { dropAfter: 300 });
+      const start = await first.until((m) => m.type === 'history');
+      assert.equal(start.count, 0);
+      const sent = texts('burst', 1000);
+      for (const text of sent) sender.send({ type: 'chat', message: text });
+      await first.closed;
+      const seen = first.chats();
+      assert.equal(seen.length, 300, 'dropped after 300 of the burst');
 
-    const back = new Listening(`${scope.wsUrl}/?since=${encodeURIComponent(seen.at(-1).id)}`);
-    t.after(() => back.terminate());
-    await back.until((m) => m.type === 'chat' && m.message === 'burst-999');
-    const end = back.messages.find((m) => m.type === 'history');
-    assert.equal(end.recovered, true);
-    assert.ok(end.count > 0, 'some of it replayed');
-    const all = [...seen, ...back.chats()];
-    assert.deepEqual(all.map((m) => m.message), sent, 'all 1 000, in order, none twice');
-    assertIncreasing(all);
-    // The replayed ones are marked; the live ones are not.
-    const replayed = back.chats().slice(0, end.count);
-    assert.ok(replayed.every((m) => m.history === true));
-    assert.ok(back.chats().slice(end.count).every((m) => m.history === undefined));
-  });
+      const back = new Listening(`${scope.wsUrl}/?since=${encodeURIComponent(seen.at(-1).id)}`);
+      t.after(() => back.terminate());
+      await back.until((m) => m.type === 'chat' && m.message === 'burst-999');
+      const end = back.messages.find((m) => m.type === 'history');
+      assert.equal(end.recovered, true);
+      assert.ok(end.count > 0, 'some of it replayed');
+      const all = [...seen, ...back.chats()];
+      assert.deepEqual(
+        all.map((m) => m.message),
+        sent,
+        'all 1 000, in order, none twice',
+      );
+      assertIncreasing(all);
+      // The replayed ones are marked; the live ones are not.
+      const replayed = back.chats().slice(0, end.count);
+      assert.ok(replayed.every((m) => m.history === true));
+      assert.ok(
+        back
+          .chats()
+          .slice(end.count)
+          .every((m) => m.history === undefined),
+      );
+    },
+  );
 
   test('history=N: the last N after the welcome, marked, then the end of the replay with the position', async (t) => {
     const scope = await Scope.start({ CHAT_HISTORY: '5' });
@@ -65,9 +78,18 @@ describe('chat history and recovery, one instance', () => {
     await late.until((m) => m.type === 'history');
     assert.deepEqual(
       late.messages.map((m) => [m.type, m.message ?? null, m.history ?? null]),
-      [['system', late.messages[0].message, null], ['chat', 'm-7', true], ['chat', 'm-8', true], ['chat', 'm-9', true], ['history', null, null]],
+      [
+        ['system', late.messages[0].message, null],
+        ['chat', 'm-7', true],
+        ['chat', 'm-8', true],
+        ['chat', 'm-9', true],
+        ['history', null, null],
+      ],
     );
-    assert.deepEqual(late.chats().map((m) => m.id), ids.slice(7));
+    assert.deepEqual(
+      late.chats().map((m) => m.id),
+      ids.slice(7),
+    );
     const end = late.messages.at(-1);
     assert.deepEqual(Object.keys(end), ['type', 'count', 'last_id', 'timestamp']);
     assert.equal(end.count, 3);
@@ -77,7 +99,10 @@ describe('chat history and recovery, one instance', () => {
     const greedy = new Listening(`${scope.wsUrl}/?history=500`);
     t.after(() => greedy.terminate());
     await greedy.until((m) => m.type === 'history');
-    assert.deepEqual(greedy.chats().map((m) => m.message), texts('m', 10).slice(5));
+    assert.deepEqual(
+      greedy.chats().map((m) => m.message),
+      texts('m', 10).slice(5),
+    );
   });
 
   test('since: exactly the missed ones while they are kept; a gap older than the history, or an unknown id, is said and nothing replayed', async (t) => {
@@ -151,7 +176,10 @@ describe('chat history and recovery, one instance', () => {
     sender.send({ type: 'chat', message: 'x' });
     await asking.until((m) => m.message === 'x');
     await barrier(sender, []);
-    assert.deepEqual(asking.messages.map((m) => m.type), ['system', 'user_join', 'chat']);
+    assert.deepEqual(
+      asking.messages.map((m) => m.type),
+      ['system', 'user_join', 'chat'],
+    );
     assert.deepEqual(Object.keys(asking.chats()[0]), ['type', 'from', 'message', 'timestamp']);
   });
 
@@ -172,12 +200,18 @@ describe('chat history and recovery, one instance', () => {
     assert.equal(page.status, 200);
     assert.equal(page.body.status, 'success');
     assert.deepEqual(page.body.data.pagination, { total: 5, page: 2, limit: 2, pages: 3 });
-    assert.deepEqual(page.body.data.members.map((m: Message) => m.id), ids.slice(2, 4));
+    assert.deepEqual(
+      page.body.data.members.map((m: Message) => m.id),
+      ids.slice(2, 4),
+    );
     assert.deepEqual(Object.keys(page.body.data.members[0]), ['id', 'connected_at']);
     assert.equal((await request(`${scope.running.api}/chat/members?limit=0`)).status, 422);
     await clients[0]!.close();
     const after = await request(`${scope.running.api}/chat/members`);
-    assert.deepEqual(after.body.data.members.map((m: Message) => m.id), ids.slice(1));
+    assert.deepEqual(
+      after.body.data.members.map((m: Message) => m.id),
+      ids.slice(1),
+    );
     const docs = await request(`${scope.running.api}/docs`);
     assert.ok(docs.body.data.endpoints.some((e: Message) => e.path === '/api/v1/chat/members' && e.method === 'GET'));
     const openapi = await request(`${scope.running.origin}/api/v1/openapi.json`);

@@ -58,7 +58,10 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
 
   test('no Sec-WebSocket-Key -> 400', async (t) => {
     const scope = await scoped(t);
-    const response = await rawHttp(scope.port, handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Key': null } }).text);
+    const response = await rawHttp(
+      scope.port,
+      handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Key': null } }).text,
+    );
     assert.equal(response.status, 400);
     assertErrorEnvelope(response);
     assert.ok(response.elapsedMs < PROMPT_MS, `${response.elapsedMs} ms`);
@@ -68,7 +71,10 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
 
   test('Sec-WebSocket-Version: 8 -> 426 with Sec-WebSocket-Version: 13', async (t) => {
     const scope = await scoped(t);
-    const response = await rawHttp(scope.port, handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Version': '8' } }).text);
+    const response = await rawHttp(
+      scope.port,
+      handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Version': '8' } }).text,
+    );
     assert.equal(response.status, 426);
     assert.equal(response.headers['sec-websocket-version'], '13');
     assertErrorEnvelope(response);
@@ -78,7 +84,10 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
 
   test('no Sec-WebSocket-Version at all -> 426', async (t) => {
     const scope = await scoped(t);
-    const response = await rawHttp(scope.port, handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Version': null } }).text);
+    const response = await rawHttp(
+      scope.port,
+      handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Version': null } }).text,
+    );
     assert.equal(response.status, 426);
     assert.equal(response.headers['sec-websocket-version'], '13');
     assertErrorEnvelope(response);
@@ -124,7 +133,10 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
 
   test('Upgrade: websocket without Connection: Upgrade -> 400', async (t) => {
     const scope = await scoped(t);
-    const response = await rawHttp(scope.port, handshakeRequest(scope.port, { headers: { Connection: 'keep-alive' } }).text);
+    const response = await rawHttp(
+      scope.port,
+      handshakeRequest(scope.port, { headers: { Connection: 'keep-alive' } }).text,
+    );
     assert.equal(response.status, 400);
     assertErrorEnvelope(response);
     assert.ok(response.elapsedMs < PROMPT_MS, `${response.elapsedMs} ms`);
@@ -273,7 +285,7 @@ describe('heartbeat (WS_HEARTBEAT_MS=100)', () => {
 
 // These two mostly wait on server timers, so they run side by side.
 describe('peers Roster gives up on', { concurrency: true }, () => {
-  test('a peer that never answers the 1003 close is disconnected within seconds, not ws\'s 30 s', async (t) => {
+  test("a peer that never answers the 1003 close is disconnected within seconds, not ws's 30 s", async (t) => {
     const scope = await scoped(t);
     const raw = await scope.raw();
     const started = Date.now();
@@ -283,7 +295,6 @@ describe('peers Roster gives up on', { concurrency: true }, () => {
     assert.ok(Date.now() - started < 5000);
     assert.equal(scope.roomSize, 0);
   });
-
 
   test('slow consumer (WS_MAX_BACKLOG=65536): a reader that stops reading is dropped; the others get every message', async (t) => {
     const scope = await scoped(t, { WS_MAX_BACKLOG: '65536' });
@@ -313,7 +324,9 @@ describe('peers Roster gives up on', { concurrency: true }, () => {
         for (let i = 0; i < 10; i++) sender.send({ type: 'chat', message: `${sent++}:${chunk}` });
         // Pace by the normal clients, so that only the paused one can fall behind.
         const last = `${sent - 1}:`;
-        await Promise.all([reader, sender].map((c) => c.next((m) => m.type === 'chat' && String(m.message).startsWith(last))));
+        await Promise.all(
+          [reader, sender].map((c) => c.next((m) => m.type === 'chat' && String(m.message).startsWith(last))),
+        );
         forgetChats(reader);
         forgetChats(sender);
       }

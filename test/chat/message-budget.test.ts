@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MessageBudget } from '../../src/chat/message-budget.js';
 
-type Step = [op: 'take', now: number, expected: 'ok' | 'notify' | 'drop' | 'close'] | [op: 'rested', now: number, expected: boolean];
+type Step =
+  | [op: 'take', now: number, expected: 'ok' | 'notify' | 'drop' | 'close']
+  | [op: 'rested', now: number, expected: boolean];
 
 const T = 1_000_000; // an arbitrary start on the fake clock
 
@@ -32,7 +34,11 @@ const cases: { name: string; max: number; windowMs: number; steps: Step[] }[] = 
     name: 'a limit of one: the second message at once is told, the third closes',
     max: 1,
     windowMs: 1000,
-    steps: [['take', T, 'ok'], ['take', T, 'notify'], ['take', T, 'close']],
+    steps: [
+      ['take', T, 'ok'],
+      ['take', T, 'notify'],
+      ['take', T, 'close'],
+    ],
   },
   {
     name: 'tokens come back in proportion to the time elapsed, never beyond the limit',

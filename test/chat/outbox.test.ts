@@ -58,7 +58,13 @@ function frames(bytes: Buffer): Frame[] {
       headerLength = 10;
     }
     assert.ok(at + headerLength + length <= bytes.length, 'a whole frame');
-    out.push({ fin: (first & 0x80) !== 0, opcode: first & 0x0f, masked: (second & 0x80) !== 0, headerLength, payload: bytes.subarray(at + headerLength, at + headerLength + length) });
+    out.push({
+      fin: (first & 0x80) !== 0,
+      opcode: first & 0x0f,
+      masked: (second & 0x80) !== 0,
+      headerLength,
+      payload: bytes.subarray(at + headerLength, at + headerLength + length),
+    });
     at += headerLength + length;
   }
   return out;
@@ -81,9 +87,16 @@ describe('Outbox', () => {
       const socket = new FakeSocket();
       new Outbox().write(socket.duplex, payload(size));
       await nextTurn();
-      assert.deepEqual(frames(socket.bytes).map(({ fin, opcode, masked, headerLength: h, payload: p }) => ({ fin, opcode, masked, h, size: p.length })), [
-        { fin: true, opcode: 1, masked: false, h: headerLength, size },
-      ]);
+      assert.deepEqual(
+        frames(socket.bytes).map(({ fin, opcode, masked, headerLength: h, payload: p }) => ({
+          fin,
+          opcode,
+          masked,
+          h,
+          size: p.length,
+        })),
+        [{ fin: true, opcode: 1, masked: false, h: headerLength, size }],
+      );
       assert.deepEqual(frames(socket.bytes)[0]!.payload, payload(size));
     });
   }
@@ -98,7 +111,10 @@ describe('Outbox', () => {
     // A different payload is framed anew.
     outbox.write(sockets[0]!.duplex, payload(300, 'c'));
     assert.notEqual(sockets[0]!.writes[1], sockets[0]!.writes[0]);
-    assert.deepEqual(frames(sockets[0]!.bytes).map((frame) => frame.payload.toString()), ['b'.repeat(300), 'c'.repeat(300)]);
+    assert.deepEqual(
+      frames(sockets[0]!.bytes).map((frame) => frame.payload.toString()),
+      ['b'.repeat(300), 'c'.repeat(300)],
+    );
   });
 
   const batches: [name: string, sizes: number[], from: number][] = [
@@ -128,8 +144,14 @@ describe('Outbox', () => {
     const tail = new FakeSocket();
     outbox.writeMany(whole.duplex, batch, 0);
     outbox.writeMany(tail.duplex, batch, 2);
-    assert.deepEqual(frames(whole.bytes).map((frame) => frame.payload.toString()), ['a'.repeat(5), 'b'.repeat(130), 'c'.repeat(7)]);
-    assert.deepEqual(frames(tail.bytes).map((frame) => frame.payload.toString()), ['c'.repeat(7)]);
+    assert.deepEqual(
+      frames(whole.bytes).map((frame) => frame.payload.toString()),
+      ['a'.repeat(5), 'b'.repeat(130), 'c'.repeat(7)],
+    );
+    assert.deepEqual(
+      frames(tail.bytes).map((frame) => frame.payload.toString()),
+      ['c'.repeat(7)],
+    );
     // A view into the one framed buffer, where the third frame starts (headers of 2 and 4 bytes before it).
     assert.equal(tail.writes[0]!.buffer, whole.writes[0]!.buffer);
     assert.equal(tail.writes[0]!.byteOffset, whole.writes[0]!.byteOffset + 2 + 5 + 4 + 130);

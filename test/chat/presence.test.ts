@@ -31,63 +31,69 @@ function notices(client: ChatClient, type: 'user_join' | 'user_leave'): Message[
 
 describe('presence across processes', { skip: WITHOUT_REDIS }, () => {
   for (let round = 1; round <= ROUNDS; round++) {
-    test(`round ${round}/${ROUNDS}: kill -9 of an instance with ${N} members during churn: ${N} leaves each, once, counts true`, { timeout: 60_000 }, async (t) => {
-      const env = { REDIS_URL: roomUrl() };
-      const [a, b, c] = await Promise.all([Instance.start(t, env), Instance.start(t, env), Instance.start(t, env)]);
-      const { client: oa } = await a.join();
-      const { client: ob } = await b.join();
-      for (let i = 0; i < N; i++) await c.join();
-      const total = N + 2;
-      await Promise.all([oa, ob].map((o) => o.next((m) => m.type === 'user_join' && m.online_count === total)));
-      assert.equal(await listed(a), total);
-      for (const o of [oa, ob]) o.messages.length = 0;
+    test(
+      `round ${round}/${ROUNDS}: kill -9 of an instance with ${N} members during churn: ${N} leaves each, once, counts true`,
+      { timeout: 60_000 },
+      async (t) => {
+        const env = { REDIS_URL: roomUrl() };
+        const [a, b, c] = await Promise.all([Instance.start(t, env), Instance.start(t, env), Instance.start(t, env)]);
+        const { client: oa } = await a.join();
+        const { client: ob } = await b.join();
+        for (let i = 0; i < N; i++) await c.join();
+        const total = N + 2;
+        await Promise.all([oa, ob].map((o) => o.next((m) => m.type === 'user_join' && m.online_count === total)));
+        assert.equal(await listed(a), total);
+        for (const o of [oa, ob]) o.messages.length = 0;
 
-      // Members come and go on A and B, and some knock on C, while C is killed.
-      const churn = (async () => {
-        for (let i = 0; i < CHURN; i++) {
-          const { client } = await (i % 2 === 0 ? a : b).join();
-          await client.close();
+        // Members come and go on A and B, and some knock on C, while C is killed.
+        const churn = (async () => {
+          for (let i = 0; i < CHURN; i++) {
+            const { client } = await (i % 2 === 0 ? a : b).join();
+            await client.close();
+          }
+        })();
+        const knocking = [0, 1, 2].map(() => {
+          const client = new ChatClient(c.wsUrl);
+          client.ws.on('error', () => {});
+          c.clients.push(client);
+          return client;
+        });
+        assert.deepEqual(await c.exit('SIGKILL'), { code: null, signal: 'SIGKILL' });
+        await churn;
+
+        // The reaper deletes C's member list in the script that tells its leaves: once it is gone from the
+        // list, every leave is published. A chat from A after that reaches both after all of them.
+        while ((await listed(a)) !== 2) await new Promise((resolve) => setTimeout(resolve, 100)); // expiry has no event to wait for
+        assert.equal(await listed(b), 2);
+        oa.send({ type: 'chat', message: 'after the reaper' });
+        await Promise.all([oa, ob].map((o) => o.next((m) => m.message === 'after the reaper', 10_000)));
+
+        for (const o of [oa, ob]) {
+          const joins = notices(o, 'user_join');
+          const leaves = notices(o, 'user_leave');
+          // Members of C whose join was told before the kill (the knocking ones, maybe) are told leaving too.
+          const joinedOnC = joins.length - CHURN;
+          assert.ok(joinedOnC >= 0 && joinedOnC <= knocking.length, `${joins.length} joins`);
+          assert.equal(leaves.length, N + CHURN + joinedOnC, 'each leave once: N of C, and the churn');
+          // Every notice moves the count by one, from the room before the kill to the members connected.
+          const counts = o.messages
+            .filter((m) => m.type === 'user_join' || m.type === 'user_leave')
+            .map((m) => [m.type, m.online_count]);
+          let expected = total;
+          for (const [type, count] of counts) {
+            expected += type === 'user_join' ? 1 : -1;
+            assert.equal(count, expected, JSON.stringify(counts));
+          }
+          assert.equal(expected, 2, 'oa and ob are left');
         }
-      })();
-      const knocking = [0, 1, 2].map(() => {
-        const client = new ChatClient(c.wsUrl);
-        client.ws.on('error', () => {});
-        c.clients.push(client);
-        return client;
-      });
-      assert.deepEqual(await c.exit('SIGKILL'), { code: null, signal: 'SIGKILL' });
-      await churn;
-
-      // The reaper deletes C's member list in the script that tells its leaves: once it is gone from the
-      // list, every leave is published. A chat from A after that reaches both after all of them.
-      while ((await listed(a)) !== 2) await new Promise((resolve) => setTimeout(resolve, 100)); // expiry has no event to wait for
-      assert.equal(await listed(b), 2);
-      oa.send({ type: 'chat', message: 'after the reaper' });
-      await Promise.all([oa, ob].map((o) => o.next((m) => m.message === 'after the reaper', 10_000)));
-
-      for (const o of [oa, ob]) {
-        const joins = notices(o, 'user_join');
-        const leaves = notices(o, 'user_leave');
-        // Members of C whose join was told before the kill (the knocking ones, maybe) are told leaving too.
-        const joinedOnC = joins.length - CHURN;
-        assert.ok(joinedOnC >= 0 && joinedOnC <= knocking.length, `${joins.length} joins`);
-        assert.equal(leaves.length, N + CHURN + joinedOnC, 'each leave once: N of C, and the churn');
-        // Every notice moves the count by one, from the room before the kill to the members connected.
-        const counts = o.messages.filter((m) => m.type === 'user_join' || m.type === 'user_leave').map((m) => [m.type, m.online_count]);
-        let expected = total;
-        for (const [type, count] of counts) {
-          expected += type === 'user_join' ? 1 : -1;
-          assert.equal(count, expected, JSON.stringify(counts));
-        }
-        assert.equal(expected, 2, 'oa and ob are left');
-      }
-      // Newcomers are welcomed with the true count (B has heard A's newcomer before its own arrives).
-      const { welcome: onA } = await a.join();
-      assert.match(onA.message as string, /\b3 users online/);
-      await ob.next((m) => m.type === 'user_join' && m.online_count === 3);
-      const { welcome: onB } = await b.join();
-      assert.match(onB.message as string, /\b4 users online/);
-    });
+        // Newcomers are welcomed with the true count (B has heard A's newcomer before its own arrives).
+        const { welcome: onA } = await a.join();
+        assert.match(onA.message as string, /\b3 users online/);
+        await ob.next((m) => m.type === 'user_join' && m.online_count === 3);
+        const { welcome: onB } = await b.join();
+        assert.match(onB.message as string, /\b4 users online/);
+      },
+    );
   }
 
   test('a SIGTERM tells its members’ leaves at once, counting down', { timeout: 60_000 }, async (t) => {
@@ -102,6 +108,9 @@ describe('presence across processes', { skip: WITHOUT_REDIS }, () => {
     assert.equal(await listed(a), 1);
     oa.send({ type: 'chat', message: 'barrier' });
     await oa.next((m) => m.message === 'barrier');
-    assert.deepEqual(notices(oa, 'user_leave').map((m) => m.online_count), [3, 2, 1]);
+    assert.deepEqual(
+      notices(oa, 'user_leave').map((m) => m.online_count),
+      [3, 2, 1],
+    );
   });
 });

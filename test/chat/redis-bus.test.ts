@@ -46,7 +46,12 @@ class Instance {
   }
 }
 
-async function start(t: TestContext, redisUrl: string, logTo?: LogWatch, chatBus?: ServerParts['chatBus']): Promise<Instance> {
+async function start(
+  t: TestContext,
+  redisUrl: string,
+  logTo?: LogWatch,
+  chatBus?: ServerParts['chatBus'],
+): Promise<Instance> {
   const running = await startRoster(
     { REDIS_URL: redisUrl, SHUTDOWN_TIMEOUT_MS: '2000', ...(logTo ? { LOG_LEVEL: 'info' } : {}) },
     { ...(logTo ? { logTo: logTo.stream } : {}), chatBus },
@@ -87,7 +92,9 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     const everyone = [a1, a2, b1, c1];
 
     a1.send({ type: 'chat', message: 'hello, everyone' });
-    const copies = await Promise.all(everyone.map((client) => client.next((m) => m.type === 'chat' && m.message === 'hello, everyone')));
+    const copies = await Promise.all(
+      everyone.map((client) => client.next((m) => m.type === 'chat' && m.message === 'hello, everyone')),
+    );
     // The sender's own copy says who sent it; every instance tells the same message, timestamp included.
     for (const copy of copies) assert.deepEqual(copy, copies[0]);
     b1.send('from b');
@@ -118,11 +125,19 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     a1.send('a-done');
     b1.send('b-done');
     for (const client of [a1, b1, c1]) {
-      await within(Promise.all([client.next((m) => m.message === 'a-done'), client.next((m) => m.message === 'b-done')]), 10_000, 'both bursts');
+      await within(
+        Promise.all([client.next((m) => m.message === 'a-done'), client.next((m) => m.message === 'b-done')]),
+        10_000,
+        'both bursts',
+      );
       const chats = client.messages.filter((m) => m.type === 'chat');
       for (const sender of ['a', 'b']) {
         const texts = chats.map((m) => m.message as string).filter((text) => text.startsWith(`${sender}-`));
-        assert.deepEqual(texts, Array.from({ length: BURST }, (_, i) => `${sender}-${i}`), `${sender}'s burst, in order, once each`);
+        assert.deepEqual(
+          texts,
+          Array.from({ length: BURST }, (_, i) => `${sender}-${i}`),
+          `${sender}'s burst, in order, once each`,
+        );
       }
     }
   });
@@ -141,7 +156,10 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     // B then saw the room. Once a later message of A's has reached b1, B has heard all of A's.
     await barrier(a1, [a1, b1]);
     const inFlight = b1.messages.splice(0);
-    assert.ok(inFlight.length <= 1 && inFlight.every((m) => m.type === 'user_join' && m.online_count === 2), JSON.stringify(inFlight));
+    assert.ok(
+      inFlight.length <= 1 && inFlight.every((m) => m.type === 'user_join' && m.online_count === 2),
+      JSON.stringify(inFlight),
+    );
 
     // A has heard of b1 (a1 was told): a newcomer on A is welcomed to a room of three.
     const { client: a2, welcome: welcomeA2 } = await a!.join();
@@ -162,7 +180,12 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     assert.equal(welcomeCount(welcomeC2), 4);
     // Nothing but these notices (and no notice of one's own join) reached anyone.
     await barrier(c1, [a1, a2, c1]);
-    for (const client of [a1, a2]) assert.deepEqual(client.messages.map((m) => m.type), ['user_join'], 'only the join of c2');
+    for (const client of [a1, a2])
+      assert.deepEqual(
+        client.messages.map((m) => m.type),
+        ['user_join'],
+        'only the join of c2',
+      );
   });
 
   test('publications on the channel that are not Roster’s are ignored', async (t) => {
@@ -179,8 +202,15 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     }
     await barrier(a1, [a1, b1]);
     // (b1 may have heard of a1's join, as in the test above.)
-    assert.deepEqual(b1.messages.filter((m) => m.type !== 'user_join'), []);
-    assert.deepEqual(a1.messages.map((m) => m.type), ['user_join'], 'b1’s join only');
+    assert.deepEqual(
+      b1.messages.filter((m) => m.type !== 'user_join'),
+      [],
+    );
+    assert.deepEqual(
+      a1.messages.map((m) => m.type),
+      ['user_join'],
+      'b1’s join only',
+    );
   });
 
   test('with Redis gone, chat on an instance goes on locally, health says degraded, and the bus comes back by itself', async (t) => {
@@ -215,10 +245,18 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     assert.deepEqual((await a.health()).checks, { chat_bus: 'up' });
 
     a1.send('Redis is back');
-    await within(b1.next((m) => m.message === 'Redis is back'), 5000, 'A → B after the outage');
+    await within(
+      b1.next((m) => m.message === 'Redis is back'),
+      5000,
+      'A → B after the outage',
+    );
     assert.deepEqual(chatsOf(b1, 'while Redis is away'), [], 'nothing from the outage is delivered late');
     b1.send('B hears A again');
-    await within(a1.next((m) => m.message === 'B hears A again'), 5000, 'B → A after the outage');
+    await within(
+      a1.next((m) => m.message === 'B hears A again'),
+      5000,
+      'B → A after the outage',
+    );
   });
 
   test('when Redis stops answering, events past the bound are dropped for the other instances, not held; local chat goes on', async (t) => {
@@ -247,10 +285,18 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     proxy.resume();
     const line = await within(caughtUp, 5000, 'the caught-up line');
     a1.send('after');
-    await within(b1.next((m) => m.message === 'after'), 5000, 'a message after the stall');
+    await within(
+      b1.next((m) => m.message === 'after'),
+      5000,
+      'a message after the stall',
+    );
     // Before the bound: carried (late). Past it: dropped and counted, never carried. Nothing twice.
     const carried = b1.messages.filter((m) => m.type === 'chat').map((m) => m.message as string);
-    assert.deepEqual(carried, carried.map((_, i) => `stalled-${i}`), 'the first ones, in order');
+    assert.deepEqual(
+      carried,
+      carried.map((_, i) => `stalled-${i}`),
+      'the first ones, in order',
+    );
     assert.ok(carried.length <= MAX_PENDING && carried.length >= MAX_PENDING - 5, `${carried.length} carried`);
     assert.equal(line.lost, SENT - carried.length, 'every event either carried or counted as lost');
     assert.equal(log.lines.filter((l) => /falling behind/.test(l.msg as string)).length, 1, 'warned once');
@@ -274,7 +320,11 @@ describe('the Redis chat bus', { skip: WITHOUT_REDIS }, () => {
     proxy.restore();
     await back;
     b1.send('now everywhere');
-    await within(a1.next((m) => m.message === 'now everywhere'), 5000, 'B → A once A is connected');
+    await within(
+      a1.next((m) => m.message === 'now everywhere'),
+      5000,
+      'B → A once A is connected',
+    );
     // B's message carried B's count: a newcomer on A counts a1, b1 and itself.
     const { welcome } = await a.join();
     assert.equal(welcomeCount(welcome), 3);

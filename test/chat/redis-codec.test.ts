@@ -13,10 +13,38 @@ const published: [name: string, envelope: Envelope][] = [
   ['a heartbeat of an empty instance', { i: 'instance-a', n: 0 }],
   ['a hello', { i: 'instance-a', n: 1, h: 1 }],
   ['a goodbye', { i: 'instance-a', n: 0, b: 1 }],
-  ['a chat message', { i: 'instance-a', n: 2, m: { type: 'chat', from: 'c-1', message: 'hello, everyone', timestamp: AT } as Envelope['m'] }],
-  ['a join', { i: 'instance-a', n: 2, m: { type: 'user_join', message: 'A user joined', online_count: 2, timestamp: AT } as Envelope['m'] }],
-  ['a leave', { i: 'instance-a', n: 1, m: { type: 'user_leave', message: 'A user left', online_count: 1, timestamp: AT } as Envelope['m'] }],
-  ['a message of non-ASCII text', { i: 'instance-a', n: 1, m: { type: 'chat', from: 'c-1', message: 'Ünïcødé 😀 \u2028', timestamp: AT } as Envelope['m'] }],
+  [
+    'a chat message',
+    {
+      i: 'instance-a',
+      n: 2,
+      m: { type: 'chat', from: 'c-1', message: 'hello, everyone', timestamp: AT } as Envelope['m'],
+    },
+  ],
+  [
+    'a join',
+    {
+      i: 'instance-a',
+      n: 2,
+      m: { type: 'user_join', message: 'A user joined', online_count: 2, timestamp: AT } as Envelope['m'],
+    },
+  ],
+  [
+    'a leave',
+    {
+      i: 'instance-a',
+      n: 1,
+      m: { type: 'user_leave', message: 'A user left', online_count: 1, timestamp: AT } as Envelope['m'],
+    },
+  ],
+  [
+    'a message of non-ASCII text',
+    {
+      i: 'instance-a',
+      n: 1,
+      m: { type: 'chat', from: 'c-1', message: 'Ünïcødé 😀 \u2028', timestamp: AT } as Envelope['m'],
+    },
+  ],
 ];
 
 const ignored: [name: string, text: string][] = [
@@ -33,8 +61,14 @@ const ignored: [name: string, text: string][] = [
   ['a fractional count', '{"i":"x","n":1.5}'],
   ['a count as a string', '{"i":"x","n":"1"}'],
   ['a count past the safe integers', '{"i":"x","n":9007199254740993}'],
-  ['a message of a type that is not shared (pong)', `{"i":"x","n":1,"m":{"type":"pong","message":"m","timestamp":"${AT}"}}`],
-  ['a message of a type that is not shared (system)', `{"i":"x","n":1,"m":{"type":"system","message":"m","timestamp":"${AT}"}}`],
+  [
+    'a message of a type that is not shared (pong)',
+    `{"i":"x","n":1,"m":{"type":"pong","message":"m","timestamp":"${AT}"}}`,
+  ],
+  [
+    'a message of a type that is not shared (system)',
+    `{"i":"x","n":1,"m":{"type":"system","message":"m","timestamp":"${AT}"}}`,
+  ],
   ['a message without a timestamp', '{"i":"x","n":1,"m":{"type":"chat","message":"m"}}'],
   ['a message whose text is not a string', `{"i":"x","n":1,"m":{"type":"chat","message":5,"timestamp":"${AT}"}}`],
   ['a message that is not an object', '{"i":"x","n":1,"m":"chat"}'],

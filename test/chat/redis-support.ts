@@ -9,7 +9,9 @@ import { targetOf, type Target } from '../support/tcp-proxy.js';
 
 export const REDIS_URL = process.env.REDIS_URL;
 /** For `describe(..., { skip })`: false when the tests can run. */
-export const WITHOUT_REDIS: string | false = REDIS_URL ? false : 'REDIS_URL not set: the multi-instance chat tests need a real Redis';
+export const WITHOUT_REDIS: string | false = REDIS_URL
+  ? false
+  : 'REDIS_URL not set: the multi-instance chat tests need a real Redis';
 
 /**
  * REDIS_URL with a `keyPrefix` of its own: instances given the same URL share a room; no one else's
@@ -55,7 +57,10 @@ export class LogWatch {
     const seen = this.lines.slice(from).find(predicate);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no log line matching ${msg} within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no log line matching ${msg} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.#waiters.push({
         predicate,
         resolve: (line) => {

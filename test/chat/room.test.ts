@@ -81,7 +81,8 @@ describe('welcome and join notices', () => {
       assert.deepEqual(Object.keys(join).sort(), ['message', 'online_count', 'timestamp', 'type']);
     }
     await barrier(newcomer, [...others, newcomer]);
-    for (const client of [...others, newcomer]) assert.deepEqual(client.messages, [], 'one join notice each, none to the newcomer');
+    for (const client of [...others, newcomer])
+      assert.deepEqual(client.messages, [], 'one join notice each, none to the newcomer');
     assert.equal(scope.roomSize, 4);
   });
 });
@@ -105,7 +106,11 @@ describe('coalesced join and leave notices in a crowd', () => {
     });
     const welcomes = await Promise.all(clients.map((c) => c.next((m) => m.type === 'system', 15_000)));
     const position = welcomes.map((w) => Number(/(\d+) users? online/.exec(w.message as string)![1]));
-    assert.deepEqual([...position].sort((a, b) => a - b), Array.from({ length: CROWD }, (_, i) => i + 1), 'welcome counts 1..N');
+    assert.deepEqual(
+      [...position].sort((a, b) => a - b),
+      Array.from({ length: CROWD }, (_, i) => i + 1),
+      'welcome counts 1..N',
+    );
 
     // The last newcomer joins, and a chat follows at once: the notice of the join, still pending in
     // the window, must reach everyone before the chat.
@@ -133,11 +138,16 @@ describe('coalesced join and leave notices in a crowd', () => {
     for (const c of staying) c.messages.length = 0;
     await Promise.all(leaving.map((c) => c.close()));
     const remaining = staying.length;
-    await Promise.all(staying.map((c) => c.next((m) => m.type === 'user_leave' && m.online_count === remaining, 15_000)));
+    await Promise.all(
+      staying.map((c) => c.next((m) => m.type === 'user_leave' && m.online_count === remaining, 15_000)),
+    );
     for (const c of staying) {
       const counts = c.messages.filter((m) => m.type === 'user_leave').map((m) => m.online_count as number);
       // The one waited for was taken out of `messages` by next().
-      assert.deepEqual([...counts, remaining], Array.from({ length: 60 }, (_, k) => CROWD - 1 - k));
+      assert.deepEqual(
+        [...counts, remaining],
+        Array.from({ length: 60 }, (_, k) => CROWD - 1 - k),
+      );
     }
   });
 });
@@ -362,7 +372,8 @@ describe('chat messages', () => {
   test('every server message has a type and a timestamp', async (t) => {
     const scope = await scoped(t);
     const all: Record<string, unknown>[] = [];
-    const record = (client: ChatClient) => client.ws.on('message', (data) => all.push(JSON.parse(String(data)) as Record<string, unknown>));
+    const record = (client: ChatClient) =>
+      client.ws.on('message', (data) => all.push(JSON.parse(String(data)) as Record<string, unknown>));
     const a = await scope.client();
     record(a);
     const b = track(scope, new ChatClient(scope.wsUrl));

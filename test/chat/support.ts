@@ -106,7 +106,10 @@ export function tcpOf(ws: WebSocket): Socket {
 export function pings(ws: WebSocket, count: number, timeoutMs = 3000): Promise<void> {
   return new Promise((resolve, reject) => {
     let seen = 0;
-    const timer = setTimeout(() => reject(new Error(`only ${seen} of ${count} pings within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`only ${seen} of ${count} pings within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     const onPing = () => {
       if (++seen < count) return;
       clearTimeout(timer);

@@ -5,7 +5,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { ChatClient } from '../helpers.js';
-import { acceptFor, closePayload, encodeFrame, Opcode, RawClient, textMessage, type EncodeOptions, type Frame } from './frames.js';
+import {
+  acceptFor,
+  closePayload,
+  encodeFrame,
+  Opcode,
+  RawClient,
+  textMessage,
+  type EncodeOptions,
+  type Frame,
+} from './frames.js';
 import { TIMESTAMP, UUID_LIKE } from '../support/formats.js';
 import { crowd, Scope } from './support.js';
 
@@ -33,7 +42,13 @@ describe('handshake', () => {
     assert.equal(raw.head.status, 101);
     assert.match(raw.head.statusLine, /^HTTP\/1\.1 101 Switching Protocols$/);
     assert.equal(raw.head.headers.upgrade?.toLowerCase(), 'websocket');
-    assert.ok(raw.head.headers.connection?.toLowerCase().split(/\s*,\s*/).includes('upgrade'), raw.head.headers.connection);
+    assert.ok(
+      raw.head.headers.connection
+        ?.toLowerCase()
+        .split(/\s*,\s*/)
+        .includes('upgrade'),
+      raw.head.headers.connection,
+    );
     assert.equal(raw.head.headers['sec-websocket-accept'], acceptFor(raw.key));
     const welcome = await raw.nextMessage((m) => m.type === 'system');
     assert.match(String(welcome.timestamp), TIMESTAMP);
@@ -88,7 +103,8 @@ describe('bursts (writes are framed once and coalesced per event-loop turn)', ()
     const burst: Buffer[] = [];
     for (let i = 0; i < 300; i++) {
       burst.push(encodeFrame(Opcode.text, JSON.stringify({ type: 'chat', message: `m${i} ${'x'.repeat(i * 7)}` })));
-      if (i % 100 === 50) burst.push(encodeFrame(Opcode.ping, 'probe'), encodeFrame(Opcode.text, JSON.stringify({ type: 'ping' })));
+      if (i % 100 === 50)
+        burst.push(encodeFrame(Opcode.ping, 'probe'), encodeFrame(Opcode.text, JSON.stringify({ type: 'ping' })));
     }
     raw.socket.write(Buffer.concat(burst));
     const isLast = (m: { type: string; message?: string }) => m.type === 'chat' && m.message?.startsWith('m299 ');
@@ -98,16 +114,28 @@ describe('bursts (writes are framed once and coalesced per event-loop turn)', ()
     }
     for (const observer of observers) {
       const chats = observer.messages.filter((m) => m.type === 'chat').map((m) => m.message.split(' ')[0]);
-      assert.deepEqual(chats, Array.from({ length: 300 }, (_, i) => `m${i}`));
+      assert.deepEqual(
+        chats,
+        Array.from({ length: 300 }, (_, i) => `m${i}`),
+      );
     }
     await raw.nextMessage((m) => m.type === 'chat' && String(m.message).startsWith('m299 '));
     // The sender sees its own chats in order, with its pongs (protocol and application) among them.
     const kinds = raw.frames.map((f) => (f.opcode === Opcode.pong ? 'PONG' : (textMessage(f).type as string)));
     assert.equal(kinds.filter((k) => k === 'PONG').length, 3);
     assert.equal(kinds.filter((k) => k === 'pong').length, 3);
-    const own = raw.frames.filter((f) => f.opcode === Opcode.text).map((f) => textMessage(f)).filter((m) => m.type === 'chat');
-    assert.deepEqual(own.map((m) => String(m.message).split(' ')[0]), Array.from({ length: 300 }, (_, i) => `m${i}`));
-    assert.ok(own.every((m, i) => m.message === `m${i} ${'x'.repeat(i * 7)}`), 'payloads intact');
+    const own = raw.frames
+      .filter((f) => f.opcode === Opcode.text)
+      .map((f) => textMessage(f))
+      .filter((m) => m.type === 'chat');
+    assert.deepEqual(
+      own.map((m) => String(m.message).split(' ')[0]),
+      Array.from({ length: 300 }, (_, i) => `m${i}`),
+    );
+    assert.ok(
+      own.every((m, i) => m.message === `m${i} ${'x'.repeat(i * 7)}`),
+      'payloads intact',
+    );
   });
 });
 
@@ -194,7 +222,12 @@ describe('data frames', () => {
   test('a protocol ping gets a pong with the same payload', async (t) => {
     const scope = await scoped(t);
     const raw = await scope.raw();
-    for (const payload of [Buffer.alloc(0), Buffer.from('hello'), Buffer.from([0, 255, 1, 254]), Buffer.alloc(125, 7)]) {
+    for (const payload of [
+      Buffer.alloc(0),
+      Buffer.from('hello'),
+      Buffer.from([0, 255, 1, 254]),
+      Buffer.alloc(125, 7),
+    ]) {
       await raw.send(Opcode.ping, payload);
       const pong = await raw.next((f) => f.opcode === Opcode.pong);
       raw.frames.splice(raw.frames.indexOf(pong), 1);
@@ -237,7 +270,11 @@ const violations: Violation[] = [
   { name: 'RSV2 set', bytes: () => text('x', { rsv2: true }), code: 1002 },
   { name: 'RSV3 set', bytes: () => text('x', { rsv3: true }), code: 1002 },
   { name: 'a ping with a 126-byte payload', bytes: () => encodeFrame(Opcode.ping, Buffer.alloc(126)), code: 1002 },
-  { name: 'a close with a 126-byte payload', bytes: () => encodeFrame(Opcode.close, closePayload(1000, 'r'.repeat(124))), code: 1002 },
+  {
+    name: 'a close with a 126-byte payload',
+    bytes: () => encodeFrame(Opcode.close, closePayload(1000, 'r'.repeat(124))),
+    code: 1002,
+  },
   { name: 'a fragmented ping (FIN=0)', bytes: () => encodeFrame(Opcode.ping, 'a', { fin: false }), code: 1002 },
   { name: 'unknown data opcode 0x3', bytes: () => encodeFrame(0x3, 'x'), code: 1002 },
   { name: 'unknown control opcode 0xB', bytes: () => encodeFrame(0xb, 'x'), code: 1002 },
@@ -248,8 +285,16 @@ const violations: Violation[] = [
     code: 1002,
   },
   { name: 'a close frame with a 1-byte payload', bytes: () => encodeFrame(Opcode.close, Buffer.from([3])), code: 1002 },
-  { name: 'a close frame with an invalid code (999)', bytes: () => encodeFrame(Opcode.close, closePayload(999)), code: 1002 },
-  { name: 'a close frame with the reserved code 1005', bytes: () => encodeFrame(Opcode.close, closePayload(1005)), code: 1002 },
+  {
+    name: 'a close frame with an invalid code (999)',
+    bytes: () => encodeFrame(Opcode.close, closePayload(999)),
+    code: 1002,
+  },
+  {
+    name: 'a close frame with the reserved code 1005',
+    bytes: () => encodeFrame(Opcode.close, closePayload(1005)),
+    code: 1002,
+  },
   { name: 'a close frame with code 5000', bytes: () => encodeFrame(Opcode.close, closePayload(5000)), code: 1002 },
   { name: 'invalid UTF-8 (0xFF)', bytes: () => text(Buffer.from([0x68, 0xff, 0x69])), code: 1007 },
   { name: 'invalid UTF-8 (overlong "/")', bytes: () => text(Buffer.from([0xc0, 0xaf])), code: 1007 },
@@ -257,7 +302,11 @@ const violations: Violation[] = [
   { name: 'invalid UTF-8 (truncated sequence)', bytes: () => text(Buffer.from([0x61, 0xe2, 0x82])), code: 1007 },
   {
     name: 'invalid UTF-8 across fragments',
-    bytes: () => Buffer.concat([text(Buffer.from([0x61, 0xe2]), { fin: false }), encodeFrame(Opcode.continuation, Buffer.from([0x28, 0x61]))]),
+    bytes: () =>
+      Buffer.concat([
+        text(Buffer.from([0x61, 0xe2]), { fin: false }),
+        encodeFrame(Opcode.continuation, Buffer.from([0x28, 0x61])),
+      ]),
     code: 1007,
   },
   {
@@ -356,7 +405,10 @@ describe('after the server has closed a connection (1003) and waits for the clos
     const raw = await scope.raw();
     await observer.next((m) => m.type === 'user_join');
     await raw.write(
-      Buffer.concat([encodeFrame(Opcode.binary, Buffer.from([1, 2])), encodeFrame(Opcode.text, JSON.stringify({ type: 'chat', message: 'ghost' }))]),
+      Buffer.concat([
+        encodeFrame(Opcode.binary, Buffer.from([1, 2])),
+        encodeFrame(Opcode.text, JSON.stringify({ type: 'chat', message: 'ghost' })),
+      ]),
     );
     assert.equal((await raw.closeFrame()).code, 1003);
     observer.send({ type: 'chat', message: 'barrier' });

@@ -24,23 +24,34 @@ const ID = '3f2a9c1b-0d4e-4f5a-8b6c-7d8e9f0a1b2c';
 
 describe('parseServerMessage', () => {
   test('reads each message type of the contract', () => {
-    assert.deepEqual(parseServerMessage(`{"type":"system","message":"Welcome to the chat! 2 users online.","timestamp":"${TS}"}`), {
-      type: 'system',
-      message: 'Welcome to the chat! 2 users online.',
-      timestamp: TS,
-    });
-    assert.deepEqual(parseServerMessage(`{"type":"user_join","message":"A user joined the chat","online_count":2,"timestamp":"${TS}"}`), {
-      type: 'user_join',
-      message: 'A user joined the chat',
-      online_count: 2,
-      timestamp: TS,
-    });
-    assert.deepEqual(parseServerMessage(`{"type":"user_leave","message":"A user left the chat","online_count":1,"timestamp":"${TS}"}`), {
-      type: 'user_leave',
-      message: 'A user left the chat',
-      online_count: 1,
-      timestamp: TS,
-    });
+    assert.deepEqual(
+      parseServerMessage(`{"type":"system","message":"Welcome to the chat! 2 users online.","timestamp":"${TS}"}`),
+      {
+        type: 'system',
+        message: 'Welcome to the chat! 2 users online.',
+        timestamp: TS,
+      },
+    );
+    assert.deepEqual(
+      parseServerMessage(
+        `{"type":"user_join","message":"A user joined the chat","online_count":2,"timestamp":"${TS}"}`,
+      ),
+      {
+        type: 'user_join',
+        message: 'A user joined the chat',
+        online_count: 2,
+        timestamp: TS,
+      },
+    );
+    assert.deepEqual(
+      parseServerMessage(`{"type":"user_leave","message":"A user left the chat","online_count":1,"timestamp":"${TS}"}`),
+      {
+        type: 'user_leave',
+        message: 'A user left the chat',
+        online_count: 1,
+        timestamp: TS,
+      },
+    );
     assert.deepEqual(parseServerMessage(`{"type":"chat","from":"${ID}","message":"hi","timestamp":"${TS}"}`), {
       type: 'chat',
       from: ID,
@@ -51,7 +62,12 @@ describe('parseServerMessage', () => {
   });
 
   test('a missing timestamp reads as empty; extra fields are dropped', () => {
-    assert.deepEqual(parseServerMessage('{"type":"chat","from":"a","message":"m","extra":1}'), { type: 'chat', from: 'a', message: 'm', timestamp: '' });
+    assert.deepEqual(parseServerMessage('{"type":"chat","from":"a","message":"m","extra":1}'), {
+      type: 'chat',
+      from: 'a',
+      message: 'm',
+      timestamp: '',
+    });
   });
 
   test('anything else is not understood', () => {
@@ -76,9 +92,18 @@ describe('formatServerMessage', () => {
   const utc = { timeZone: 'UTC' };
 
   test('notices', () => {
-    assert.equal(formatServerMessage({ type: 'system', message: 'Welcome to the chat! 2 users online.', timestamp: TS }), '* Welcome to the chat! 2 users online.');
-    assert.equal(formatServerMessage({ type: 'user_join', message: 'A user joined the chat', online_count: 3, timestamp: TS }), '* a user joined (3 online)');
-    assert.equal(formatServerMessage({ type: 'user_leave', message: 'A user left the chat', online_count: 1, timestamp: TS }), '* a user left (1 online)');
+    assert.equal(
+      formatServerMessage({ type: 'system', message: 'Welcome to the chat! 2 users online.', timestamp: TS }),
+      '* Welcome to the chat! 2 users online.',
+    );
+    assert.equal(
+      formatServerMessage({ type: 'user_join', message: 'A user joined the chat', online_count: 3, timestamp: TS }),
+      '* a user joined (3 online)',
+    );
+    assert.equal(
+      formatServerMessage({ type: 'user_leave', message: 'A user left the chat', online_count: 1, timestamp: TS }),
+      '* a user left (1 online)',
+    );
   });
 
   test('a chat: clock, short sender id, text; the client own ones marked (you)', () => {
@@ -116,7 +141,8 @@ describe('formatClock, shortId, printable', () => {
   });
 
   test('an unreadable timestamp shows as --:--:--', () => {
-    for (const timestamp of ['', 'soon', '10:15:30', '2026-13-45T99:99:99']) assert.equal(formatClock(timestamp, 'UTC'), '--:--:--', timestamp);
+    for (const timestamp of ['', 'soon', '10:15:30', '2026-13-45T99:99:99'])
+      assert.equal(formatClock(timestamp, 'UTC'), '--:--:--', timestamp);
   });
 
   test('the local time zone by default', () => {
@@ -173,25 +199,39 @@ describe('OwnChats: telling the client own chats apart', () => {
 
 describe('close codes, reconnection, commands', () => {
   test('describeClose puts every code in words, the reason as sent (made printable)', () => {
-    assert.equal(describeClose(1006), '1006 (the connection dropped without a close frame: the server stopped or the network failed)');
-    assert.equal(describeClose(1009, 'Message too big'), '1009 Message too big (a message was larger than the server accepts, WS_MAX_PAYLOAD on Roster)');
+    assert.equal(
+      describeClose(1006),
+      '1006 (the connection dropped without a close frame: the server stopped or the network failed)',
+    );
+    assert.equal(
+      describeClose(1009, 'Message too big'),
+      '1009 Message too big (a message was larger than the server accepts, WS_MAX_PAYLOAD on Roster)',
+    );
     assert.match(describeClose(4001, 'x\x1b'), /^4001 x\\x1b \(a code of the server's own application\)$/);
     assert.match(describeClose(2999), /an unknown code/);
   });
 
   test('worthReconnecting: the server went away or was busy, not what the client sent', () => {
     for (const code of [1001, 1006, 1011, 1012, 1013]) assert.equal(worthReconnecting(code), true, String(code));
-    for (const code of [1000, 1002, 1003, 1007, 1008, 1009, 4000]) assert.equal(worthReconnecting(code), false, String(code));
+    for (const code of [1000, 1002, 1003, 1007, 1008, 1009, 4000])
+      assert.equal(worthReconnecting(code), false, String(code));
   });
 
   test("reconnectDelay: the console's backoff, 0.5 s doubling to 10 s, up to half of it jitter", () => {
-    assert.deepEqual([0, 1, 2, 5, 20].map((attempt) => reconnectDelay(attempt, () => 0)), [500, 1000, 2000, 10_000, 10_000]);
-    assert.equal(reconnectDelay(0, () => 1), 250);
+    assert.deepEqual(
+      [0, 1, 2, 5, 20].map((attempt) => reconnectDelay(attempt, () => 0)),
+      [500, 1000, 2000, 10_000, 10_000],
+    );
+    assert.equal(
+      reconnectDelay(0, () => 1),
+      250,
+    );
   });
 
   test('commandOf: one /word is a command; a path, text or // is not', () => {
     assert.equal(commandOf(' /Quit '), '/quit');
     assert.equal(commandOf('/nope'), '/nope');
-    for (const line of ['/usr/bin is full', '//quit', 'hello', '/', '/1']) assert.equal(commandOf(line), undefined, line);
+    for (const line of ['/usr/bin is full', '//quit', 'hello', '/', '/1'])
+      assert.equal(commandOf(line), undefined, line);
   });
 });

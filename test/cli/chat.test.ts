@@ -9,7 +9,18 @@ import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import { runChat, type ChatOptions } from '../../src/cli/chat.js';
 import { ChatClient, startRoster, type Running } from '../helpers.js';
-import { bareServer, Cli, deferred, EVENT_MS, freePort, TEST_MS, Transcript, within, type Json, type Peer } from './support.js';
+import {
+  bareServer,
+  Cli,
+  deferred,
+  EVENT_MS,
+  freePort,
+  TEST_MS,
+  Transcript,
+  within,
+  type Json,
+  type Peer,
+} from './support.js';
 
 /** A Roster for one test, stopped when the test ends (a short shutdown bound keeps teardown quick). */
 async function roster(t: TestContext, env: Record<string, string> = {}): Promise<Running> {
@@ -34,31 +45,42 @@ async function jsonChat(t: TestContext, url: string, env: Record<string, string>
 }
 
 describe('roster chat --json, piped', () => {
-  test('piped lines reach the others in order; the output is the server messages as received; exit 0 at end of input', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
-    const observer = await client(t, running.wsUrl);
-    const cli = await jsonChat(t, running.wsUrl);
-    await observer.next((m) => m.type === 'user_join' && m.online_count === 2);
+  test(
+    'piped lines reach the others in order; the output is the server messages as received; exit 0 at end of input',
+    { timeout: TEST_MS },
+    async (t) => {
+      const running = await roster(t);
+      const observer = await client(t, running.wsUrl);
+      const cli = await jsonChat(t, running.wsUrl);
+      await observer.next((m) => m.type === 'user_join' && m.online_count === 2);
 
-    cli.child.stdin.end('first\nsecond line, with spaces  \n\n{"type":"ping"}\nthird\n');
-    const texts = ['first', 'second line, with spaces  ', '{"type":"ping"}', 'third'];
-    const seen: Json[] = [];
-    for (const text of texts) seen.push(await observer.next((m) => m.type === 'chat' && m.message === text));
-    assert.equal(new Set(seen.map((m) => m.from)).size, 1, 'one sender');
-    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    assert.equal(cli.stderr.text, '');
-    await observer.next((m) => m.type === 'user_leave' && m.online_count === 1);
+      cli.child.stdin.end('first\nsecond line, with spaces  \n\n{"type":"ping"}\nthird\n');
+      const texts = ['first', 'second line, with spaces  ', '{"type":"ping"}', 'third'];
+      const seen: Json[] = [];
+      for (const text of texts) seen.push(await observer.next((m) => m.type === 'chat' && m.message === text));
+      assert.equal(new Set(seen.map((m) => m.from)).size, 1, 'one sender');
+      assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+      assert.equal(cli.stderr.text, '');
+      await observer.next((m) => m.type === 'user_leave' && m.online_count === 1);
 
-    // Every stdout line is JSON: the welcome, then the client's own chats, which end of input waited for.
-    const lines = cli.json;
-    assert.equal(lines[0].type, 'system');
-    assert.match(lines[0].message, /\b2 users online\b/);
-    const chats = lines.filter((m) => m.type === 'chat');
-    assert.deepEqual(chats.map((m) => m.message), texts, 'in order; the blank line was not sent');
-    assert.deepEqual(lines.slice(1), chats, 'nothing else');
-    // Exactly as received: the same bytes the observer got (same key order, same escaping).
-    assert.deepEqual(cli.stdout.lines.slice(1), seen.map((m) => JSON.stringify(m)));
-  });
+      // Every stdout line is JSON: the welcome, then the client's own chats, which end of input waited for.
+      const lines = cli.json;
+      assert.equal(lines[0].type, 'system');
+      assert.match(lines[0].message, /\b2 users online\b/);
+      const chats = lines.filter((m) => m.type === 'chat');
+      assert.deepEqual(
+        chats.map((m) => m.message),
+        texts,
+        'in order; the blank line was not sent',
+      );
+      assert.deepEqual(lines.slice(1), chats, 'nothing else');
+      // Exactly as received: the same bytes the observer got (same key order, same escaping).
+      assert.deepEqual(
+        cli.stdout.lines.slice(1),
+        seen.map((m) => JSON.stringify(m)),
+      );
+    },
+  );
 
   test('shows others joining, chatting and leaving', { timeout: TEST_MS }, async (t) => {
     const running = await roster(t);
@@ -81,7 +103,10 @@ describe('roster chat --json, piped', () => {
 
     cli.child.stdin.end();
     assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    assert.deepEqual(cli.json.map((m) => m.type), ['system', 'user_join', 'chat', 'user_leave']);
+    assert.deepEqual(
+      cli.json.map((m) => m.type),
+      ['system', 'user_join', 'chat', 'user_leave'],
+    );
     assert.equal(cli.stderr.text, '');
   });
 
@@ -106,13 +131,20 @@ describe('roster chat --json, piped', () => {
     const cli = await jsonChat(t, running.wsUrl);
     cli.child.stdin.end('/ping\n');
     assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    assert.deepEqual(cli.json.map((m) => m.type), ['system', 'pong'], 'end of input waited for the pong');
+    assert.deepEqual(
+      cli.json.map((m) => m.type),
+      ['system', 'pong'],
+      'end of input waited for the pong',
+    );
     assert.match(cli.stderr.text, /^\* pong in \d+ ms\n$/);
   });
 
   test('the URL defaults to WS_URL, else ws://127.0.0.1:$WS_PORT', { timeout: TEST_MS }, async (t) => {
     const running = await roster(t);
-    const envs: Record<string, string>[] = [{ WS_PORT: String(running.wsPort) }, { WS_URL: running.wsUrl, WS_PORT: String(await freePort()) }];
+    const envs: Record<string, string>[] = [
+      { WS_PORT: String(running.wsPort) },
+      { WS_URL: running.wsUrl, WS_PORT: String(await freePort()) },
+    ];
     for (const env of envs) {
       const cli = new Cli(t, ['chat', '--json'], env);
       await cli.waitForJson((m) => m.type === 'system', `the welcome with ${JSON.stringify(env)}`);
@@ -123,31 +155,35 @@ describe('roster chat --json, piped', () => {
 });
 
 describe('roster chat: without --json, for people', () => {
-  test('piped: readable lines; own chats marked (you), others not; times from the server timestamps', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
-    const observer = await client(t, running.wsUrl);
-    const cli = new Cli(t, ['chat', running.wsUrl], { TZ: 'UTC' });
-    await cli.waitForLine(/^\* Welcome to the chat! 2 users online\.$/, 'the welcome');
-    await observer.next((m) => m.type === 'user_join');
+  test(
+    'piped: readable lines; own chats marked (you), others not; times from the server timestamps',
+    { timeout: TEST_MS },
+    async (t) => {
+      const running = await roster(t);
+      const observer = await client(t, running.wsUrl);
+      const cli = new Cli(t, ['chat', running.wsUrl], { TZ: 'UTC' });
+      await cli.waitForLine(/^\* Welcome to the chat! 2 users online\.$/, 'the welcome');
+      await observer.next((m) => m.type === 'user_join');
 
-    cli.child.stdin.write('hello, I am piped\n');
-    const mine = await observer.next((m) => m.type === 'chat');
-    await cli.waitForLine(/hello, I am piped$/, 'the own echo');
+      cli.child.stdin.write('hello, I am piped\n');
+      const mine = await observer.next((m) => m.type === 'chat');
+      await cli.waitForLine(/hello, I am piped$/, 'the own echo');
 
-    observer.send({ type: 'chat', message: 'hi\x1b[31m there' });
-    const theirs = await observer.next((m) => m.type === 'chat');
-    await cli.waitForLine(/there$/, 'the observer chat');
+      observer.send({ type: 'chat', message: 'hi\x1b[31m there' });
+      const theirs = await observer.next((m) => m.type === 'chat');
+      await cli.waitForLine(/there$/, 'the observer chat');
 
-    cli.child.stdin.end();
-    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    const clock = (timestamp: string): string => timestamp.slice(11, 19); // UTC, and TZ=UTC
-    assert.deepEqual(cli.stdout.lines, [
-      '* Welcome to the chat! 2 users online.',
-      `[${clock(mine.timestamp)}] ${mine.from.slice(0, 8)} (you): hello, I am piped`,
-      `[${clock(theirs.timestamp)}] ${theirs.from.slice(0, 8)}: hi\\x1b[31m there`,
-    ]);
-    assert.equal(cli.stderr.text, '');
-  });
+      cli.child.stdin.end();
+      assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+      const clock = (timestamp: string): string => timestamp.slice(11, 19); // UTC, and TZ=UTC
+      assert.deepEqual(cli.stdout.lines, [
+        '* Welcome to the chat! 2 users online.',
+        `[${clock(mine.timestamp)}] ${mine.from.slice(0, 8)} (you): hello, I am piped`,
+        `[${clock(theirs.timestamp)}] ${theirs.from.slice(0, 8)}: hi\\x1b[31m there`,
+      ]);
+      assert.equal(cli.stderr.text, '');
+    },
+  );
 });
 
 describe('roster chat: connection and exit status', () => {
@@ -160,72 +196,119 @@ describe('roster chat: connection and exit status', () => {
     assert.match(cli.stderr.text, new RegExp(`^roster chat: could not connect to ${url}: .*ECONNREFUSED`));
   });
 
-  test('--no-reconnect, the server shuts down: the close code in words goes to stderr, exit 0 (1001)', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
-    const cli = new Cli(t, ['chat', running.wsUrl, '--json', '--no-reconnect']);
-    await cli.waitForJson((m) => m.type === 'system', 'the welcome');
-    await running.stop();
-    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    assert.match(cli.stderr.text, /^roster chat: the server closed the connection: 1001\b.*\(the server is shutting down or restarting\)\n$/);
-  });
+  test(
+    '--no-reconnect, the server shuts down: the close code in words goes to stderr, exit 0 (1001)',
+    { timeout: TEST_MS },
+    async (t) => {
+      const running = await roster(t);
+      const cli = new Cli(t, ['chat', running.wsUrl, '--json', '--no-reconnect']);
+      await cli.waitForJson((m) => m.type === 'system', 'the welcome');
+      await running.stop();
+      assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+      assert.match(
+        cli.stderr.text,
+        /^roster chat: the server closed the connection: 1001\b.*\(the server is shutting down or restarting\)\n$/,
+      );
+    },
+  );
 
-  test('the server restarts: the client says why, reconnects with backoff, and chats again', { timeout: TEST_MS }, async (t) => {
-    const first = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000' });
-    t.after(() => first.stop());
-    const cli = await jsonChat(t, first.wsUrl);
-    await first.stop();
-    await cli.stderr.until(() => (/reconnecting in \d+\.\d s/.test(cli.stderr.text) ? true : undefined), 'the reconnecting notice');
-    assert.match(cli.stderr.text, /^roster chat: the server closed the connection: 1001\b.*\(the server is shutting down or restarting\)\n/);
+  test(
+    'the server restarts: the client says why, reconnects with backoff, and chats again',
+    { timeout: TEST_MS },
+    async (t) => {
+      const first = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000' });
+      t.after(() => first.stop());
+      const cli = await jsonChat(t, first.wsUrl);
+      await first.stop();
+      await cli.stderr.until(
+        () => (/reconnecting in \d+\.\d s/.test(cli.stderr.text) ? true : undefined),
+        'the reconnecting notice',
+      );
+      assert.match(
+        cli.stderr.text,
+        /^roster chat: the server closed the connection: 1001\b.*\(the server is shutting down or restarting\)\n/,
+      );
 
-    // The same chat port, a new process's worth of state: a second welcome arrives on the new connection.
-    const second = await roster(t, { WS_PORT: String(first.wsPort) });
-    await cli.stderr.until(() => (cli.stderr.text.includes(`* reconnected to ${first.wsUrl}`) ? true : undefined), 'the reconnected notice', undefined, 15_000);
-    await cli.waitForJson((m) => m.type === 'system' && cli.json.filter((x) => x.type === 'system').length === 2, 'the second welcome');
-    const observer = await client(t, second.wsUrl);
-    cli.child.stdin.write('back again\n');
-    assert.equal((await observer.next((m) => m.type === 'chat')).message, 'back again');
-    cli.child.stdin.end();
-    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-  });
+      // The same chat port, a new process's worth of state: a second welcome arrives on the new connection.
+      const second = await roster(t, { WS_PORT: String(first.wsPort) });
+      await cli.stderr.until(
+        () => (cli.stderr.text.includes(`* reconnected to ${first.wsUrl}`) ? true : undefined),
+        'the reconnected notice',
+        undefined,
+        15_000,
+      );
+      await cli.waitForJson(
+        (m) => m.type === 'system' && cli.json.filter((x) => x.type === 'system').length === 2,
+        'the second welcome',
+      );
+      const observer = await client(t, second.wsUrl);
+      cli.child.stdin.write('back again\n');
+      assert.equal((await observer.next((m) => m.type === 'chat')).message, 'back again');
+      cli.child.stdin.end();
+      assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+    },
+  );
 
-  test('pointed at the REST port: one line saying to use the chat port, and which one', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
-    const restUrl = running.origin.replace('http:', 'ws:');
-    const cli = new Cli(t, ['chat', restUrl]);
-    assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
-    assert.equal(cli.stdout.text, '');
-    assert.equal(cli.stderr.lines.length, 1, cli.describe());
-    assert.match(cli.stderr.text, /^roster chat: could not connect to ws:\/\/127\.0\.0\.1:\d+: .*REST port \(PORT\).*WS_PORT/);
-    assert.ok(cli.stderr.text.includes(`roster chat ${running.wsUrl}`), cli.describe());
-  });
+  test(
+    'pointed at the REST port: one line saying to use the chat port, and which one',
+    { timeout: TEST_MS },
+    async (t) => {
+      const running = await roster(t);
+      const restUrl = running.origin.replace('http:', 'ws:');
+      const cli = new Cli(t, ['chat', restUrl]);
+      assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
+      assert.equal(cli.stdout.text, '');
+      assert.equal(cli.stderr.lines.length, 1, cli.describe());
+      assert.match(
+        cli.stderr.text,
+        /^roster chat: could not connect to ws:\/\/127\.0\.0\.1:\d+: .*REST port \(PORT\).*WS_PORT/,
+      );
+      assert.ok(cli.stderr.text.includes(`roster chat ${running.wsUrl}`), cli.describe());
+    },
+  );
 
-  test('white-space-only lines and unknown /commands are not sent; // sends a leading /', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
-    const observer = await client(t, running.wsUrl);
-    const cli = await jsonChat(t, running.wsUrl);
-    await observer.next((m) => m.type === 'user_join');
-    cli.child.stdin.end('   \n\t\n/nope\n//slash\n/usr/bin is full\nlast\n');
-    assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
-    const sent = cli.json.filter((m) => m.type === 'chat').map((m) => m.message);
-    assert.deepEqual(sent, ['/slash', '/usr/bin is full', 'last']);
-    await observer.next((m) => m.type === 'user_leave');
-    assert.deepEqual(observer.messages.filter((m: Json) => m.type === 'chat').map((m: Json) => m.message), sent, 'what the room got');
-    assert.match(cli.stderr.text, /^\* unknown command \/nope; commands: .*\/help/m);
-  });
+  test(
+    'white-space-only lines and unknown /commands are not sent; // sends a leading /',
+    { timeout: TEST_MS },
+    async (t) => {
+      const running = await roster(t);
+      const observer = await client(t, running.wsUrl);
+      const cli = await jsonChat(t, running.wsUrl);
+      await observer.next((m) => m.type === 'user_join');
+      cli.child.stdin.end('   \n\t\n/nope\n//slash\n/usr/bin is full\nlast\n');
+      assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
+      const sent = cli.json.filter((m) => m.type === 'chat').map((m) => m.message);
+      assert.deepEqual(sent, ['/slash', '/usr/bin is full', 'last']);
+      await observer.next((m) => m.type === 'user_leave');
+      assert.deepEqual(
+        observer.messages.filter((m: Json) => m.type === 'chat').map((m: Json) => m.message),
+        sent,
+        'what the room got',
+      );
+      assert.match(cli.stderr.text, /^\* unknown command \/nope; commands: .*\/help/m);
+    },
+  );
 
-  test('the server closes with another code: exit 1 (a message over WS_MAX_PAYLOAD gets 1009)', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t, { WS_MAX_PAYLOAD: '64KiB' });
-    const cli = await jsonChat(t, running.wsUrl);
-    cli.child.stdin.write(`${'x'.repeat(70 * 1024)}\n`);
-    assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
-    assert.match(cli.stderr.text, /the server closed the connection: 1009\b/);
-  });
+  test(
+    'the server closes with another code: exit 1 (a message over WS_MAX_PAYLOAD gets 1009)',
+    { timeout: TEST_MS },
+    async (t) => {
+      const running = await roster(t, { WS_MAX_PAYLOAD: '64KiB' });
+      const cli = await jsonChat(t, running.wsUrl);
+      cli.child.stdin.write(`${'x'.repeat(70 * 1024)}\n`);
+      assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
+      assert.match(cli.stderr.text, /the server closed the connection: 1009\b/);
+    },
+  );
 
   test('a close code and reason of the server are reported as sent', { timeout: TEST_MS }, async (t) => {
     const url = await bareServer(t, ({ ws }) => ws.close(4000, 'custom goodbye'));
     const cli = new Cli(t, ['chat', url, '--json']);
     assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
-    assert.equal(cli.stderr.text, "roster chat: the server closed the connection: 4000 custom goodbye (a code of the server's own application)\n");
+    assert.equal(
+      cli.stderr.text,
+      "roster chat: the server closed the connection: 4000 custom goodbye (a code of the server's own application)\n",
+    );
   });
 
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -258,19 +341,29 @@ describe('roster chat: connection and exit status', () => {
     const cli = new Cli(t, ['chat', '--help']);
     assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
     assert.match(cli.stdout.text, /^Usage: roster chat \[URL\] \[--json\]/);
-    for (const word of ['/quit', '/ping', 'WS_URL', 'WS_PORT', '--json']) assert.ok(cli.stdout.text.includes(word), word);
+    for (const word of ['/quit', '/ping', 'WS_URL', 'WS_PORT', '--json'])
+      assert.ok(cli.stdout.text.includes(word), word);
   });
 });
 
 /** A chat session in-process at a stand-in terminal: keys in, screen out, signals from an emitter. */
-function terminalChat(options: ChatOptions): { keys: PassThrough; screen: Transcript; errors: Transcript; signals: EventEmitter; exit: Promise<number> } {
+function terminalChat(options: ChatOptions): {
+  keys: PassThrough;
+  screen: Transcript;
+  errors: Transcript;
+  signals: EventEmitter;
+  exit: Promise<number>;
+} {
   const keys = new PassThrough();
   const out = new PassThrough();
   const err = new PassThrough();
   const screen = new Transcript(out);
   const errors = new Transcript(err);
   const signals = new EventEmitter();
-  const exit = runChat({ timeZone: 'UTC', ...options }, { input: keys, output: out, errors: err, interactive: true, signals });
+  const exit = runChat(
+    { timeZone: 'UTC', ...options },
+    { input: keys, output: out, errors: err, interactive: true, signals },
+  );
   return { keys, screen, errors, signals, exit };
 }
 
@@ -298,7 +391,10 @@ describe('roster chat at a terminal (in-process)', () => {
     // A line being typed survives a message arriving: it is redrawn below it.
     keys.write('half-typed');
     other.send({ type: 'chat', message: 'interrupting' });
-    await screen.until(() => (/interrupting\n> half-typed$/.test(screen.plain.split(/\r?\n/).slice(-2).join('\n')) ? true : undefined), 'the redrawn line');
+    await screen.until(
+      () => (/interrupting\n> half-typed$/.test(screen.plain.split(/\r?\n/).slice(-2).join('\n')) ? true : undefined),
+      'the redrawn line',
+    );
     keys.write('\x15'); // Ctrl-U: erase it
 
     const leave = other.next((m) => m.type === 'user_leave');
@@ -337,7 +433,10 @@ describe('roster chat at a terminal (in-process)', () => {
     const { screen, signals, exit } = terminalChat({ url, json: false, pingIntervalMs: 20 });
     await pings.until(() => (pings.lines.length >= 3 ? true : undefined), 'three keep-alive pings');
     const peer = await connected.promise;
-    assert.ok(peer.received.every((text) => text === '{"type":"ping"}'), JSON.stringify(peer.received));
+    assert.ok(
+      peer.received.every((text) => text === '{"type":"ping"}'),
+      JSON.stringify(peer.received),
+    );
     signals.emit('SIGINT', 'SIGINT');
     assert.equal(await within(exit, EVENT_MS, 'the session to end'), 0);
     assert.doesNotMatch(screen.plain, /pong/);

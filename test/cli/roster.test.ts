@@ -51,35 +51,46 @@ describe('roster: help and dispatch', () => {
 describe('roster serve', () => {
   for (const args of [['serve'], []]) {
     const name = ['roster', ...args].join(' ');
-    test(`${name}: starts the service (logs where it listens), serves chat, SIGTERM -> exit 0`, { timeout: TEST_MS }, async (t) => {
-      const server = new Cli(t, args, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
-      const listening = await server.waitForJson((line) => line.msg === 'Roster is listening', '"Roster is listening"');
-      assert.equal(typeof listening.port, 'number');
-      assert.equal(typeof listening.wsPort, 'number');
+    test(
+      `${name}: starts the service (logs where it listens), serves chat, SIGTERM -> exit 0`,
+      { timeout: TEST_MS },
+      async (t) => {
+        const server = new Cli(t, args, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
+        const listening = await server.waitForJson(
+          (line) => line.msg === 'Roster is listening',
+          '"Roster is listening"',
+        );
+        assert.equal(typeof listening.port, 'number');
+        assert.equal(typeof listening.wsPort, 'number');
 
-      const health = await fetch(`http://127.0.0.1:${listening.port}/api/v1/health`);
-      assert.equal(health.status, 200);
+        const health = await fetch(`http://127.0.0.1:${listening.port}/api/v1/health`);
+        assert.equal(health.status, 200);
 
-      const chat = new Cli(t, ['chat', `ws://127.0.0.1:${listening.wsPort}`, '--json']);
-      chat.child.stdin.end('hello from roster chat\n');
-      assert.deepEqual(await chat.exited(), { code: 0, signal: null }, chat.describe());
-      assert.deepEqual(
-        chat.json.map((m) => [m.type, m.message]),
-        [
-          ['system', 'Welcome to the chat! 1 user online.'],
-          ['chat', 'hello from roster chat'],
-        ],
-      );
+        const chat = new Cli(t, ['chat', `ws://127.0.0.1:${listening.wsPort}`, '--json']);
+        chat.child.stdin.end('hello from roster chat\n');
+        assert.deepEqual(await chat.exited(), { code: 0, signal: null }, chat.describe());
+        assert.deepEqual(
+          chat.json.map((m) => [m.type, m.message]),
+          [
+            ['system', 'Welcome to the chat! 1 user online.'],
+            ['chat', 'hello from roster chat'],
+          ],
+        );
 
-      server.child.kill('SIGTERM');
-      assert.deepEqual(await server.exited(), { code: 0, signal: null }, server.describe());
-      assert.equal(server.stderr.text, '');
-    });
+        server.child.kill('SIGTERM');
+        assert.deepEqual(await server.exited(), { code: 0, signal: null }, server.describe());
+        assert.equal(server.stderr.text, '');
+      },
+    );
   }
 
-  test('a bad setting stops it as it stops main.js: exit 2, one line naming the variable', { timeout: TEST_MS }, async (t) => {
-    const cli = new Cli(t, ['serve'], { PORT: 'abc' });
-    assert.deepEqual(await cli.exited(), { code: 2, signal: null }, cli.describe());
-    assert.match(cli.stderr.text, /^roster: invalid configuration: PORT\b.*\n$/);
-  });
+  test(
+    'a bad setting stops it as it stops main.js: exit 2, one line naming the variable',
+    { timeout: TEST_MS },
+    async (t) => {
+      const cli = new Cli(t, ['serve'], { PORT: 'abc' });
+      assert.deepEqual(await cli.exited(), { code: 2, signal: null }, cli.describe());
+      assert.match(cli.stderr.text, /^roster: invalid configuration: PORT\b.*\n$/);
+    },
+  );
 });

@@ -120,12 +120,20 @@ export class Cli {
 
   /** The first stdout JSON line that matches (rejects on timeout, or when the process exits first). */
   waitForJson(predicate: (message: Json) => boolean, what: string): Promise<Json> {
-    return this.stdout.until(() => this.json.find(predicate), what, () => this.#gone());
+    return this.stdout.until(
+      () => this.json.find(predicate),
+      what,
+      () => this.#gone(),
+    );
   }
 
   /** The first stdout line that matches `pattern`. */
   waitForLine(pattern: RegExp, what: string): Promise<string> {
-    return this.stdout.until(() => this.stdout.lines.find((line) => pattern.test(line)), what, () => this.#gone());
+    return this.stdout.until(
+      () => this.stdout.lines.find((line) => pattern.test(line)),
+      what,
+      () => this.#gone(),
+    );
   }
 
   exited(ms = EXIT_MS): Promise<Exit> {
@@ -140,7 +148,6 @@ export class Cli {
     return this.exit ? `the process exited (${JSON.stringify(this.exit)})` : undefined;
   }
 }
-
 
 /** What a bare WebSocket server saw of its one client. */
 export interface Peer {

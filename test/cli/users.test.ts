@@ -37,46 +37,65 @@ const EXTRA = [
 describe('roster users', () => {
   test('--version prints the package version', { timeout: TEST_MS }, async (t) => {
     const cli = await run(t, ['--version']);
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     assert.equal(cli.stdout.text, `roster ${pkg.version}\n`, cli.describe());
     assert.equal(cli.exit?.code, 0);
   });
 
   for (const format of ['json', 'csv'] as const) {
-    test(`export --format ${format}, then import into another Roster: same users; the seeds refused as EMAIL_EXISTS`, { timeout: TEST_MS }, async (t) => {
-      const source = await roster(t);
-      for (const user of EXTRA) assert.equal((await request(`${source.api}/users`, { method: 'POST', body: user })).status, 201);
-      const exported = await run(t, ['users', 'export', '--format', format, '--url', source.api]);
-      assert.equal(exported.exit?.code, 0, exported.describe());
-      assert.equal(exported.stderr.text, '', 'no progress off a terminal');
-      const file = join(tempDir(t), `users.${format}`);
-      writeFileSync(file, exported.stdout.text);
-      if (format === 'json') assert.equal((JSON.parse(exported.stdout.text) as Json[]).length, 5);
-      else assert.match(exported.stdout.text, /^id,name,email,role,created_at,updated_at\r\n/);
+    test(
+      `export --format ${format}, then import into another Roster: same users; the seeds refused as EMAIL_EXISTS`,
+      { timeout: TEST_MS },
+      async (t) => {
+        const source = await roster(t);
+        for (const user of EXTRA)
+          assert.equal((await request(`${source.api}/users`, { method: 'POST', body: user })).status, 201);
+        const exported = await run(t, ['users', 'export', '--format', format, '--url', source.api]);
+        assert.equal(exported.exit?.code, 0, exported.describe());
+        assert.equal(exported.stderr.text, '', 'no progress off a terminal');
+        const file = join(tempDir(t), `users.${format}`);
+        writeFileSync(file, exported.stdout.text);
+        if (format === 'json') assert.equal((JSON.parse(exported.stdout.text) as Json[]).length, 5);
+        else assert.match(exported.stdout.text, /^id,name,email,role,created_at,updated_at\r\n/);
 
-      const target = await roster(t);
-      const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
-      assert.equal(imported.exit?.code, 1, `some refused: ${imported.describe()}`);
-      const report = imported.stderr.lines;
-      assert.equal(report.filter((line) => / refused: 409 EMAIL_EXISTS: /.test(line)).length, 3, imported.describe());
-      assert.equal(report.at(-1), 'roster users import: 2 imported, 3 refused (of 5 records)');
+        const target = await roster(t);
+        const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
+        assert.equal(imported.exit?.code, 1, `some refused: ${imported.describe()}`);
+        const report = imported.stderr.lines;
+        assert.equal(report.filter((line) => / refused: 409 EMAIL_EXISTS: /.test(line)).length, 3, imported.describe());
+        assert.equal(report.at(-1), 'roster users import: 2 imported, 3 refused (of 5 records)');
 
-      const list = await request(`${target.api}/users?sort=created_at&order=asc`);
-      const added = (list.body.data.users as Json[]).slice(3).map(({ name, email, role }) => ({ name, email, role }));
-      assert.deepEqual(added, EXTRA);
-    });
+        const list = await request(`${target.api}/users?sort=created_at&order=asc`);
+        const added = (list.body.data.users as Json[]).slice(3).map(({ name, email, role }) => ({ name, email, role }));
+        assert.deepEqual(added, EXTRA);
+      },
+    );
   }
 
-  test('import reports each refused record with the reason, and imports the rest (JSON lines from stdin)', { timeout: TEST_MS }, async (t) => {
-    const target = await roster(t);
-    const cli = new Cli(t, ['users', 'import', '-', '--url', target.api]);
-    cli.child.stdin.end('{"name":"Ok One","email":"ok1@example.com"}\n{"name":"","email":"not-an-email"}\n{"name":"Ok Two","email":"ok2@example.com","role":"nope"}\n');
-    await cli.exited(20_000);
-    assert.equal(cli.exit?.code, 1, cli.describe());
-    assert.match(cli.stderr.text, /^roster users import: record 2 \(not-an-email\) refused: 422 VALIDATION_ERROR: .*email/m);
-    assert.match(cli.stderr.text, /^roster users import: record 3 \(ok2@example.com\) refused: 422 VALIDATION_ERROR: .*role/m);
-    assert.match(cli.stderr.text, /1 imported, 2 refused \(of 3 records\)\n$/);
-  });
+  test(
+    'import reports each refused record with the reason, and imports the rest (JSON lines from stdin)',
+    { timeout: TEST_MS },
+    async (t) => {
+      const target = await roster(t);
+      const cli = new Cli(t, ['users', 'import', '-', '--url', target.api]);
+      cli.child.stdin.end(
+        '{"name":"Ok One","email":"ok1@example.com"}\n{"name":"","email":"not-an-email"}\n{"name":"Ok Two","email":"ok2@example.com","role":"nope"}\n',
+      );
+      await cli.exited(20_000);
+      assert.equal(cli.exit?.code, 1, cli.describe());
+      assert.match(
+        cli.stderr.text,
+        /^roster users import: record 2 \(not-an-email\) refused: 422 VALIDATION_ERROR: .*email/m,
+      );
+      assert.match(
+        cli.stderr.text,
+        /^roster users import: record 3 \(ok2@example.com\) refused: 422 VALIDATION_ERROR: .*role/m,
+      );
+      assert.match(cli.stderr.text, /1 imported, 2 refused \(of 3 records\)\n$/);
+    },
+  );
 
   test('usage errors: exit 2; an unreachable API: exit 1 with one line', { timeout: TEST_MS }, async (t) => {
     for (const args of [['users'], ['users', 'import'], ['users', 'export', '--format', 'xml']]) {
@@ -87,7 +106,10 @@ describe('roster users', () => {
     const port = await freePort();
     const cli = await run(t, ['users', 'export', '--url', `http://127.0.0.1:${port}/api/v1`]);
     assert.equal(cli.exit?.code, 1, cli.describe());
-    assert.equal(cli.stderr.text, `roster users export: cannot reach the API at http://127.0.0.1:${port}/api/v1: ECONNREFUSED\n`);
+    assert.equal(
+      cli.stderr.text,
+      `roster users export: cannot reach the API at http://127.0.0.1:${port}/api/v1: ECONNREFUSED\n`,
+    );
     assert.equal(cli.stdout.text, '', 'nothing written');
   });
 });

@@ -68,7 +68,10 @@ async function shoot(page: Page, width: number): Promise<void> {
   // The whole page: the viewport made as tall as the page (Chromium's full-page capture misplaces the
   // bottom of layouts sized in vh units).
   const viewport = page.viewportSize()!;
-  await page.setViewportSize({ width: viewport.width, height: Number(await page.evaluate('document.documentElement.scrollHeight')) });
+  await page.setViewportSize({
+    width: viewport.width,
+    height: Number(await page.evaluate('document.documentElement.scrollHeight')),
+  });
   await page.screenshot({ path: artifactPath(`console-${width}.png`) });
   await page.setViewportSize(viewport);
   await page.locator('#users').screenshot({ path: artifactPath(`users-${width}.png`) });
@@ -78,100 +81,132 @@ async function shoot(page: Page, width: number): Promise<void> {
 const WIDE = { width: 1920, height: 1080 };
 
 /** The heights of the table's body rows. */
-const rowHeights = (page: Page) => page.locator('#users-body tr').evaluateAll((rows) => rows.map((row) => row.getBoundingClientRect().height));
+const rowHeights = (page: Page) =>
+  page.locator('#users-body tr').evaluateAll((rows) => rows.map((row) => row.getBoundingClientRect().height));
 
-test('screenshots at 1920, 1280 and 390 px; dense rows, no cap, steady filters; no horizontal scroll on a phone; every control labelled', { skip: noChromium, timeout: 45_000 }, async () => {
-  let roster: ConsoleRoster | undefined;
-  let browser: Browser | undefined;
-  try {
-    roster = await startConsoleRoster();
-    const people = [
-      ['Katherine Johnson', 'katherine.johnson@example.com', 'admin'],
-      ['Margaret Hamilton', 'margaret.hamilton@example.com', 'user'],
-      ['Edsger Dijkstra', 'edsger.dijkstra@example.com', 'user'],
-      ['Barbara Liskov', 'barbara.liskov@example.com', 'admin'],
-      ['Donald Knuth', 'donald.knuth@example.com', 'user'],
-    ];
-    for (const [name, email, role] of people) {
-      assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: { name, email, role } })).status, 201);
-    }
+test(
+  'screenshots at 1920, 1280 and 390 px; dense rows, no cap, steady filters; no horizontal scroll on a phone; every control labelled',
+  { skip: noChromium, timeout: 45_000 },
+  async () => {
+    let roster: ConsoleRoster | undefined;
+    let browser: Browser | undefined;
+    try {
+      roster = await startConsoleRoster();
+      const people = [
+        ['Katherine Johnson', 'katherine.johnson@example.com', 'admin'],
+        ['Margaret Hamilton', 'margaret.hamilton@example.com', 'user'],
+        ['Edsger Dijkstra', 'edsger.dijkstra@example.com', 'user'],
+        ['Barbara Liskov', 'barbara.liskov@example.com', 'admin'],
+        ['Donald Knuth', 'donald.knuth@example.com', 'user'],
+      ];
+      for (const [name, email, role] of people) {
+        assert.equal(
+          (await request(`${roster.api}/users`, { method: 'POST', body: { name, email, role } })).status,
+          201,
+        );
+      }
 
-    browser = await launchBrowser();
-    const alice = await openConsole(browser, roster.origin, DESKTOP);
-    await waitForText(alice.page.locator('#chat-status-text'), 'Connected');
-    const bob = await openConsole(browser, roster.origin, DESKTOP);
-    await waitForText(bob.page.locator('#chat-status-text'), 'Connected');
-    await waitForText(alice.page.locator('#online-count'), /^2$/);
-    await say(bob.page, 'Morning! Is the new admin set up yet?');
-    await waitForText(alice.page.locator('#chat-log li.message').last(), 'Morning!');
-    await say(alice.page, 'Yes — Katherine Johnson is in, role admin.');
-    await waitForText(alice.page.locator('#chat-log li.message.own'), 'Katherine Johnson is in');
-    await say(bob.page, 'Thanks!');
-    await waitForText(alice.page.locator('#chat-log li.message').last(), 'Thanks');
-    await waitForText(alice.page.locator('#page-info'), '8 users');
-    const { page } = alice;
-    await shoot(page, 1280);
+      browser = await launchBrowser();
+      const alice = await openConsole(browser, roster.origin, DESKTOP);
+      await waitForText(alice.page.locator('#chat-status-text'), 'Connected');
+      const bob = await openConsole(browser, roster.origin, DESKTOP);
+      await waitForText(bob.page.locator('#chat-status-text'), 'Connected');
+      await waitForText(alice.page.locator('#online-count'), /^2$/);
+      await say(bob.page, 'Morning! Is the new admin set up yet?');
+      await waitForText(alice.page.locator('#chat-log li.message').last(), 'Morning!');
+      await say(alice.page, 'Yes — Katherine Johnson is in, role admin.');
+      await waitForText(alice.page.locator('#chat-log li.message.own'), 'Katherine Johnson is in');
+      await say(bob.page, 'Thanks!');
+      await waitForText(alice.page.locator('#chat-log li.message').last(), 'Thanks');
+      await waitForText(alice.page.locator('#page-info'), '8 users');
+      const { page } = alice;
+      await shoot(page, 1280);
 
-    // 1280 px: rows of about 38 px, so ten of them and the pager fit in a 900 px window.
-    for (const height of await rowHeights(page)) assert.ok(height >= 34 && height <= 42, `row height ${height}`);
-    const pager = await page.locator('.pager').boundingBox();
-    assert.ok(pager && pager.y + pager.height <= DESKTOP.height, `the pager is in view (bottom at ${pager && pager.y + pager.height})`);
-    assert.equal(await page.evaluate(`(() => { const t = document.querySelector('.table-wrap'); return t.scrollWidth - t.clientWidth; })()`), 0, 'the table fits at 1280 px');
-    // Toggling Order changes its label, never the filters' widths.
-    const widths = () => page.locator('#user-filters .field').evaluateAll((fields) => fields.map((field) => Math.round(field.getBoundingClientRect().width)));
-    const before = await widths();
-    await page.getByRole('button', { name: 'Order Descending' }).click();
-    await waitForText(page.locator('#sort-order-text'), 'Ascending');
-    assert.deepEqual(await widths(), before);
-    await page.getByRole('button', { name: 'Order Ascending' }).click();
-    await waitForText(page.locator('#sort-order-text'), 'Descending');
-    await eventually(async () => (await page.locator('#users-table').getAttribute('aria-busy')) === 'false', 'the list to load');
+      // 1280 px: rows of about 38 px, so ten of them and the pager fit in a 900 px window.
+      for (const height of await rowHeights(page)) assert.ok(height >= 34 && height <= 42, `row height ${height}`);
+      const pager = await page.locator('.pager').boundingBox();
+      assert.ok(
+        pager && pager.y + pager.height <= DESKTOP.height,
+        `the pager is in view (bottom at ${pager && pager.y + pager.height})`,
+      );
+      assert.equal(
+        await page.evaluate(
+          `(() => { const t = document.querySelector('.table-wrap'); return t.scrollWidth - t.clientWidth; })()`,
+        ),
+        0,
+        'the table fits at 1280 px',
+      );
+      // Toggling Order changes its label, never the filters' widths.
+      const widths = () =>
+        page
+          .locator('#user-filters .field')
+          .evaluateAll((fields) => fields.map((field) => Math.round(field.getBoundingClientRect().width)));
+      const before = await widths();
+      await page.getByRole('button', { name: 'Order Descending' }).click();
+      await waitForText(page.locator('#sort-order-text'), 'Ascending');
+      assert.deepEqual(await widths(), before);
+      await page.getByRole('button', { name: 'Order Ascending' }).click();
+      await waitForText(page.locator('#sort-order-text'), 'Descending');
+      await eventually(
+        async () => (await page.locator('#users-table').getAttribute('aria-busy')) === 'false',
+        'the list to load',
+      );
 
-    await shoot(page, 1280);
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.screenshot({ path: artifactPath('console-1280-dark.png') });
-    assert.deepEqual(await page.evaluate(LOW_CONTRAST), [], 'text contrast at 1280 px, dark');
-    await page.emulateMedia({ colorScheme: 'light' });
+      await shoot(page, 1280);
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.screenshot({ path: artifactPath('console-1280-dark.png') });
+      assert.deepEqual(await page.evaluate(LOW_CONTRAST), [], 'text contrast at 1280 px, dark');
+      await page.emulateMedia({ colorScheme: 'light' });
 
-    // 1920 px: the content uses the width; no email or date wraps onto a second line.
-    await page.setViewportSize(WIDE);
-    const users = await page.locator('#users').boundingBox();
-    assert.ok(users && users.width > 1300, `the users panel uses the width (${users?.width} px)`);
-    const wrapped = await page.locator('#users-body .cell-email, #users-body .cell-date, #users-body .cell-name').evaluateAll((cells) =>
-      cells.filter((cell) => cell.getClientRects().length > 0 && cell.scrollHeight > 40).map((cell) => cell.textContent),
-    );
-    assert.deepEqual(wrapped, [], 'one line per cell at 1920 px');
-    await shoot(page, 1920);
-    await page.setViewportSize(DESKTOP);
-    assert.deepEqual(await page.evaluate(LOW_CONTRAST), [], 'text contrast at 1280 px');
-    await page.setViewportSize(PHONE);
-    await shoot(page, 390);
-    assert.deepEqual(await page.evaluate(LOW_CONTRAST), [], 'text contrast at 390 px');
-    const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
-    assert.equal(overflow, 0, 'no horizontal scrolling at 390 px');
+      // 1920 px: the content uses the width; no email or date wraps onto a second line.
+      await page.setViewportSize(WIDE);
+      const users = await page.locator('#users').boundingBox();
+      assert.ok(users && users.width > 1300, `the users panel uses the width (${users?.width} px)`);
+      const wrapped = await page
+        .locator('#users-body .cell-email, #users-body .cell-date, #users-body .cell-name')
+        .evaluateAll((cells) =>
+          cells
+            .filter((cell) => cell.getClientRects().length > 0 && cell.scrollHeight > 40)
+            .map((cell) => cell.textContent),
+        );
+      assert.deepEqual(wrapped, [], 'one line per cell at 1920 px');
+      await shoot(page, 1920);
+      await page.setViewportSize(DESKTOP);
+      assert.deepEqual(await page.evaluate(LOW_CONTRAST), [], 'text contrast at 1280 px');
+      await page.setViewportSize(PHONE);
+      await shoot(page, 390);
+      assert.deepEqual(await page.evaluate(LOW_CONTRAST), [], 'text contrast at 390 px');
+      const overflow = await page.evaluate(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      );
+      assert.equal(overflow, 0, 'no horizontal scrolling at 390 px');
 
-    // The edit dialog with a validation error, on a phone.
-    await page.getByRole('button', { name: 'Edit Katherine Johnson' }).click();
-    await page.locator('#user-email').fill('katherine@');
-    await page.getByRole('button', { name: /Replace all fields/ }).click();
-    await waitForText(page.locator('#user-email-error'), 'Enter an email address like name@example.com');
-    await page.screenshot({ path: artifactPath('dialog-390.png') });
-    assert.equal(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'), 0);
-    await page.keyboard.press('Escape');
+      // The edit dialog with a validation error, on a phone.
+      await page.getByRole('button', { name: 'Edit Katherine Johnson' }).click();
+      await page.locator('#user-email').fill('katherine@');
+      await page.getByRole('button', { name: /Replace all fields/ }).click();
+      await waitForText(page.locator('#user-email-error'), 'Enter an email address like name@example.com');
+      await page.screenshot({ path: artifactPath('dialog-390.png') });
+      assert.equal(
+        await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
+        0,
+      );
+      await page.keyboard.press('Escape');
 
-    // Every form control has a name for assistive technology.
-    await page.setViewportSize(DESKTOP);
-    const unlabelled = await page.evaluate(`[...document.querySelectorAll('input, select, button, textarea')]
+      // Every form control has a name for assistive technology.
+      await page.setViewportSize(DESKTOP);
+      const unlabelled = await page.evaluate(`[...document.querySelectorAll('input, select, button, textarea')]
       .filter((el) => !el.closest('[hidden]') && !(el.labels?.length) && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby') && el.textContent.trim() === '')
       .map((el) => el.outerHTML)`);
-    assert.deepEqual(unlabelled, []);
+      assert.deepEqual(unlabelled, []);
 
-    await bob.page.context().close();
-    await eventually(async () => (await page.locator('#online-count').textContent()) === '1', 'Bob to leave');
-    assert.deepEqual([...alice.errors, ...bob.errors, ...bob.consoleErrors], []);
-    assert.deepEqual(alice.consoleErrors, [], 'the form refused the email itself: nothing was sent');
-  } finally {
-    await browser?.close();
-    await roster?.stop();
-  }
-});
+      await bob.page.context().close();
+      await eventually(async () => (await page.locator('#online-count').textContent()) === '1', 'Bob to leave');
+      assert.deepEqual([...alice.errors, ...bob.errors, ...bob.consoleErrors], []);
+      assert.deepEqual(alice.consoleErrors, [], 'the form refused the email itself: nothing was sent');
+    } finally {
+      await browser?.close();
+      await roster?.stop();
+    }
+  },
+);

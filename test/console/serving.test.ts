@@ -49,7 +49,12 @@ describe('console serving', () => {
     const response = await request(`${roster.origin}/console/config.json`);
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('cache-control'), 'no-store');
-    assert.deepEqual(response.body, { chatPort: roster.wsPort, chatUrl: null, roles: ['admin', 'user', 'auditor'], auth: 'none' });
+    assert.deepEqual(response.body, {
+      chatPort: roster.wsPort,
+      chatUrl: null,
+      roles: ['admin', 'user', 'auditor'],
+      auth: 'none',
+    });
   });
 
   test('a missing asset is a 404 in the error envelope', async () => {
@@ -69,7 +74,11 @@ describe('console serving', () => {
   });
 
   test('paths escaping the root are refused in the envelope', async () => {
-    for (const path of ['/console/%2e%2e/%2e%2e/package.json', '/console/..%2f..%2fpackage.json', '/console/%2e%2e%2fconsole.css']) {
+    for (const path of [
+      '/console/%2e%2e/%2e%2e/package.json',
+      '/console/..%2f..%2fpackage.json',
+      '/console/%2e%2e%2fconsole.css',
+    ]) {
       const response = await request(`${roster.origin}${path}`);
       assert.ok([403, 404].includes(response.status), `${path}: ${response.status}`);
       assert.equal(response.body.status, 'error', path);
@@ -117,11 +126,23 @@ describe('console modules', () => {
       chatAddress(config: { chatPort: number; chatUrl: string | null }, page: URL): string;
     };
     const page = (href: string) => new URL(href);
-    assert.equal(chatAddress({ chatPort: 8765, chatUrl: null }, page('http://roster.local:5000/')), 'ws://roster.local:8765/');
-    assert.equal(chatAddress({ chatPort: 8765, chatUrl: null }, page('https://roster.local/')), 'wss://roster.local:8765/');
+    assert.equal(
+      chatAddress({ chatPort: 8765, chatUrl: null }, page('http://roster.local:5000/')),
+      'ws://roster.local:8765/',
+    );
+    assert.equal(
+      chatAddress({ chatPort: 8765, chatUrl: null }, page('https://roster.local/')),
+      'wss://roster.local:8765/',
+    );
     assert.equal(chatAddress({ chatPort: 8765, chatUrl: null }, page('http://[::1]:5000/')), 'ws://[::1]:8765/');
-    assert.equal(chatAddress({ chatPort: 8765, chatUrl: 'wss://chat.example.com/room' }, page('http://x/')), 'wss://chat.example.com/room');
-    assert.equal(chatAddress({ chatPort: 8765, chatUrl: '/chat' }, page('https://roster.example.com/')), 'wss://roster.example.com/chat');
+    assert.equal(
+      chatAddress({ chatPort: 8765, chatUrl: 'wss://chat.example.com/room' }, page('http://x/')),
+      'wss://chat.example.com/room',
+    );
+    assert.equal(
+      chatAddress({ chatPort: 8765, chatUrl: '/chat' }, page('https://roster.example.com/')),
+      'wss://roster.example.com/chat',
+    );
     assert.equal(chatAddress({ chatPort: 8765, chatUrl: 'http://proxy:81/ws' }, page('http://x/')), 'ws://proxy:81/ws');
   });
 

@@ -11,7 +11,9 @@ import { startRoster, type Running } from '../helpers.js';
 export const CHROMIUM = '/usr/bin/chromium';
 
 /** `skip` option of the browser tests: false when Chromium is there, else the reason. */
-export const noChromium: false | string = existsSync(CHROMIUM) ? false : `Chromium not installed: apt-get install -y chromium (looked for ${CHROMIUM})`;
+export const noChromium: false | string = existsSync(CHROMIUM)
+  ? false
+  : `Chromium not installed: apt-get install -y chromium (looked for ${CHROMIUM})`;
 
 /** The compiled console (dist/web), seen from dist/test/console. */
 export const WEB_ROOT = fileURLToPath(new URL('../../web/', import.meta.url));
@@ -25,11 +27,15 @@ export const PHONE = { width: 390, height: 844 };
 export type ConsoleRoster = Running;
 
 /** Roster on ephemeral ports, the console served as app.ts wires it (CONSOLE, CHAT_PUBLIC_URL). */
-export async function startConsoleRoster(env: Record<string, string> = {}, consoleOptions: { chatUrl?: string } = {}): Promise<ConsoleRoster> {
+export async function startConsoleRoster(
+  env: Record<string, string> = {},
+  consoleOptions: { chatUrl?: string } = {},
+): Promise<ConsoleRoster> {
   if (!existsSync(`${WEB_ROOT}index.html`)) {
     throw new Error(`The console is not built (${WEB_ROOT}index.html is missing): run npm run build`);
   }
-  const chatUrl: Record<string, string> = consoleOptions.chatUrl === undefined ? {} : { CHAT_PUBLIC_URL: consoleOptions.chatUrl };
+  const chatUrl: Record<string, string> =
+    consoleOptions.chatUrl === undefined ? {} : { CHAT_PUBLIC_URL: consoleOptions.chatUrl };
   return startRoster({ ...env, ...chatUrl });
 }
 
@@ -37,7 +43,15 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -50,7 +64,13 @@ export interface ConsolePage {
 }
 
 /** A new page (own context: own cookies, own chat connection) on the console, at the given size; `path` may carry a view (`/?search=…`). */
-export async function openConsole(browser: Browser, origin: string, viewport = DESKTOP, path = '/', colorScheme: 'light' | 'dark' = 'light'): Promise<ConsolePage> {
+export async function openConsole(
+  browser: Browser,
+  origin: string,
+  viewport = DESKTOP,
+  path = '/',
+  colorScheme: 'light' | 'dark' = 'light',
+): Promise<ConsolePage> {
   const context = await browser.newContext({ viewport, reducedMotion: 'reduce', colorScheme });
   const page = await context.newPage();
   const errors: string[] = [];
@@ -71,13 +91,18 @@ export async function waitForText(locator: Locator, expected: RegExp | string, t
   for (;;) {
     last = (await locator.textContent({ timeout: Math.max(250, deadline - Date.now()) }).catch(() => null)) ?? last;
     if (matches(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${String(expected)}; text is ${JSON.stringify(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${String(expected)}; text is ${JSON.stringify(last)}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
 
 /** Waits until `check` returns a value other than undefined/false, polling. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 5_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 5_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

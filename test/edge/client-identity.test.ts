@@ -8,7 +8,8 @@ import { describe, test } from 'node:test';
 import type { Principal } from '../../src/edge/authenticator.js';
 import { addressOf, clientKey, hopsTrusted } from '../../src/edge/client-identity.js';
 
-const principal = (name: string, scheme: Principal['scheme']): Principal => ({ name, role: 'user', scheme }) as Principal;
+const principal = (name: string, scheme: Principal['scheme']): Principal =>
+  ({ name, role: 'user', scheme }) as Principal;
 
 describe('clientKey', () => {
   const cases: [name: string, who: Principal | null | undefined, address: string, expected: string][] = [
@@ -23,7 +24,12 @@ describe('clientKey', () => {
   }
 
   test('one name under two schemes, and a name that looks like an address, are distinct keys', () => {
-    const keys = [clientKey(principal('ada', 'basic'), 'x'), clientKey(principal('ada', 'jwt'), 'x'), clientKey(principal('203.0.113.7', 'basic'), 'x'), clientKey(undefined, '203.0.113.7')];
+    const keys = [
+      clientKey(principal('ada', 'basic'), 'x'),
+      clientKey(principal('ada', 'jwt'), 'x'),
+      clientKey(principal('203.0.113.7', 'basic'), 'x'),
+      clientKey(undefined, '203.0.113.7'),
+    ];
     assert.equal(new Set(keys).size, keys.length);
   });
 });
@@ -37,18 +43,28 @@ describe('hopsTrusted', () => {
     [2, 2, false],
   ];
   for (const [hops, hop, expected] of cases) {
-    test(`${hops} hops: hop ${hop} is ${expected ? '' : 'not '}a proxy`, () => assert.equal(hopsTrusted(hops)('203.0.113.7', hop), expected));
+    test(`${hops} hops: hop ${hop} is ${expected ? '' : 'not '}a proxy`, () =>
+      assert.equal(hopsTrusted(hops)('203.0.113.7', hop), expected));
   }
 });
 
 /** A handshake from `peer` with the given X-Forwarded-For. */
 function handshake(peer: string, forwarded?: string): IncomingMessage {
-  return { headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded }, socket: { remoteAddress: peer } } as unknown as IncomingMessage;
+  return {
+    headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded },
+    socket: { remoteAddress: peer },
+  } as unknown as IncomingMessage;
 }
 
 describe('addressOf', () => {
   const XFF = '203.0.113.7, 198.51.100.2, 10.0.0.5';
-  const cases: [name: string, trust: true | number | readonly string[], peer: string, forwarded: string | undefined, expected: string][] = [
+  const cases: [
+    name: string,
+    trust: true | number | readonly string[],
+    peer: string,
+    forwarded: string | undefined,
+    expected: string,
+  ][] = [
     ['trust everyone: the first address', true, '127.0.0.1', XFF, '203.0.113.7'],
     ['trust everyone, no header: the peer', true, '127.0.0.1', undefined, '127.0.0.1'],
     ['0 hops: the peer, whatever the header says', 0, '127.0.0.1', XFF, '127.0.0.1'],

@@ -9,7 +9,13 @@ import { originAllowed } from '../../src/edge/origins.js';
 type Own = { host: string | undefined; restPort: number };
 const OWN: Own = { host: 'roster.example:8765', restPort: 5000 };
 
-const cases: [name: string, origins: readonly string[] | undefined, origin: string | undefined, own: Own | undefined, expected: boolean][] = [
+const cases: [
+  name: string,
+  origins: readonly string[] | undefined,
+  origin: string | undefined,
+  own: Own | undefined,
+  expected: boolean,
+][] = [
   // Non-browser clients send no Origin.
   ['no Origin, nothing configured', undefined, undefined, undefined, true],
   ['no Origin, a list that names others', ['https://app.example'], undefined, undefined, true],
@@ -32,11 +38,35 @@ const cases: [name: string, origins: readonly string[] | undefined, origin: stri
   ['another port on the same host', undefined, 'http://roster.example:3000', OWN, false],
   ['the REST port on another host', undefined, 'http://evil.example:5000', OWN, false],
   ['a default port that is not the REST port', undefined, 'https://roster.example', OWN, false],
-  ['a default port that is the REST port (https, 443)', undefined, 'https://roster.example', { host: 'roster.example', restPort: 443 }, true],
-  ['a default port that is the REST port (http, 80)', undefined, 'http://roster.example', { host: 'roster.example', restPort: 80 }, true],
+  [
+    'a default port that is the REST port (https, 443)',
+    undefined,
+    'https://roster.example',
+    { host: 'roster.example', restPort: 443 },
+    true,
+  ],
+  [
+    'a default port that is the REST port (http, 80)',
+    undefined,
+    'http://roster.example',
+    { host: 'roster.example', restPort: 80 },
+    true,
+  ],
   ['an Origin that is not a URL', undefined, 'null', OWN, false],
-  ['no Host header to compare with', undefined, 'http://roster.example:5000', { host: undefined, restPort: 5000 }, false],
-  ['a Host header that is not a host', undefined, 'http://roster.example:5000', { host: 'bad host/', restPort: 5000 }, false],
+  [
+    'no Host header to compare with',
+    undefined,
+    'http://roster.example:5000',
+    { host: undefined, restPort: 5000 },
+    false,
+  ],
+  [
+    'a Host header that is not a host',
+    undefined,
+    'http://roster.example:5000',
+    { host: 'bad host/', restPort: 5000 },
+    false,
+  ],
 ];
 
 describe('originAllowed', () => {

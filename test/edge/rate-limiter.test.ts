@@ -31,7 +31,9 @@ describe('RateLimiter', () => {
         assert.equal(verdict.allowed, true, `request ${i}`);
         assert.equal(verdict.limit, max);
         assert.equal(verdict.remaining, max - i, `request ${i}`);
-        assert.ok(Number.isInteger(verdict.resetSeconds) && verdict.resetSeconds >= 1 && verdict.resetSeconds <= HOUR / 1000);
+        assert.ok(
+          Number.isInteger(verdict.resetSeconds) && verdict.resetSeconds >= 1 && verdict.resetSeconds <= HOUR / 1000,
+        );
       }
       for (const extra of [1, 2]) {
         const verdict = await limiter.count('k');
@@ -43,7 +45,8 @@ describe('RateLimiter', () => {
 
   test('spent: a peek that counts nothing, undefined until the budget is used up, then the 429', async () => {
     const limiter = new RateLimiter({ max: 2, windowMs: HOUR });
-    for (let i = 0; i < 10; i++) assert.equal(await limiter.spent('k'), undefined, 'an unknown key has everything left');
+    for (let i = 0; i < 10; i++)
+      assert.equal(await limiter.spent('k'), undefined, 'an unknown key has everything left');
     assert.equal((await limiter.count('k')).allowed, true);
     for (let i = 0; i < 10; i++) assert.equal(await limiter.spent('k'), undefined, 'one left');
     assert.equal((await limiter.count('k')).remaining, 0, 'peeking took nothing');
@@ -64,7 +67,11 @@ describe('RateLimiter', () => {
     const keys = ['address:203.0.113.7', 'address:203.0.113.8', 'principal:basic:ada', 'chat:address:203.0.113.7'];
     for (const key of keys) assert.equal((await limiter.count(key)).allowed, true, key);
     for (const key of keys) assert.equal((await limiter.count(key)).allowed, false, key);
-    assert.equal((await new RateLimiter({ max: 1, windowMs: HOUR }).count(keys[0]!)).allowed, true, 'limiters do not share counts');
+    assert.equal(
+      (await new RateLimiter({ max: 1, windowMs: HOUR }).count(keys[0]!)).allowed,
+      true,
+      'limiters do not share counts',
+    );
   });
 });
 
@@ -83,7 +90,12 @@ describe('rateLimited', () => {
       const error = rateLimited(10, ttlMs);
       assert.equal(error.status, 429);
       assert.equal(error.code, 'RATE_LIMITED');
-      assert.deepEqual(error.headers, { 'Retry-After': seconds, 'RateLimit-Limit': '10', 'RateLimit-Remaining': '0', 'RateLimit-Reset': seconds });
+      assert.deepEqual(error.headers, {
+        'Retry-After': seconds,
+        'RateLimit-Limit': '10',
+        'RateLimit-Remaining': '0',
+        'RateLimit-Reset': seconds,
+      });
       assert.match(error.message, new RegExp(`in ${seconds} s`));
     });
   }

@@ -27,10 +27,21 @@ import { closePayload, encodeFrame, Opcode, parseHead, RawClient, type Frame } f
 import { within } from '../chat/support.js';
 import { queryUsers } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
-import { assertCommonHeaders, assertErrorEnvelope, plainRequest, startHardened, USER_KEYS, type Hardened, type UserRecord } from './health-check.js';
+import {
+  assertCommonHeaders,
+  assertErrorEnvelope,
+  plainRequest,
+  startHardened,
+  USER_KEYS,
+  type Hardened,
+  type UserRecord,
+} from './health-check.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
-assert.ok(Number.isInteger(RUNS) && RUNS > 0, `FUZZ_RUNS must be a positive whole number (got ${process.env.FUZZ_RUNS})`);
+assert.ok(
+  Number.isInteger(RUNS) && RUNS > 0,
+  `FUZZ_RUNS must be a positive whole number (got ${process.env.FUZZ_RUNS})`,
+);
 /** Options of every fc.assert: the runs, and a replay when asked for. */
 const params = <T>(runs = RUNS): fc.Parameters<T> => ({
   numRuns: runs,
@@ -41,10 +52,19 @@ const params = <T>(runs = RUNS): fc.Parameters<T> => ({
 let roster: Hardened;
 let observer: ChatClient;
 before(async () => {
-  roster = await startHardened({ STRICT_VALIDATION: 'true', BODY_LIMIT: '16KiB', HEADERS_TIMEOUT_MS: '3000', REQUEST_TIMEOUT_MS: '3000' });
+  roster = await startHardened({
+    STRICT_VALIDATION: 'true',
+    BODY_LIMIT: '16KiB',
+    HEADERS_TIMEOUT_MS: '3000',
+    REQUEST_TIMEOUT_MS: '3000',
+  });
   observer = new ChatClient(roster.running.wsUrl);
   observer.ws.on('error', () => {});
-  await within(observer.next((m) => m.type === 'system'), 5000, 'the observer\'s welcome');
+  await within(
+    observer.next((m) => m.type === 'system'),
+    5000,
+    "the observer's welcome",
+  );
 });
 after(async () => {
   observer.ws.terminate();
@@ -64,7 +84,11 @@ interface Reply {
 }
 
 /** Writes `bytes` (half-closing after them if asked) and collects everything until the server closes. */
-async function exchange(port: number, bytes: Buffer, options: { halfClose?: boolean; timeoutMs?: number } = {}): Promise<Buffer> {
+async function exchange(
+  port: number,
+  bytes: Buffer,
+  options: { halfClose?: boolean; timeoutMs?: number } = {},
+): Promise<Buffer> {
   const socket = connect(port, '127.0.0.1');
   socket.on('error', () => {});
   await within(once(socket, 'connect'), 5000, 'connect');
@@ -119,7 +143,10 @@ const PAGES = /^\/(?:$|\?|console\/|metrics(?:$|\?)|api\/v1\/openapi\.json(?:$|\
 
 /** The invariants of a single reply: never 5xx; errors in the envelope; successes in theirs. */
 function assertWellFormed(reply: Reply, method: string, what: string, path = ''): void {
-  assert.ok(reply.status >= 200 && reply.status < 500, `${what}: status ${reply.statusLine}; ${reply.body.slice(0, 300)}`);
+  assert.ok(
+    reply.status >= 200 && reply.status < 500,
+    `${what}: status ${reply.statusLine}; ${reply.body.slice(0, 300)}`,
+  );
   assertCommonHeaders(reply.headers, what);
   if (reply.status === 204 || method === 'HEAD') return;
   if (reply.status < 400 && PAGES.test(path)) return;
@@ -163,7 +190,8 @@ async function assertStoreConsistent(fetchEach: boolean): Promise<void> {
   const keys = users.map((u) => u.email.trim().toLowerCase());
   const duplicates = keys.filter((key, i) => keys.indexOf(key) !== i);
   assert.deepEqual(duplicates, [], 'emails are unique case-insensitively');
-  for (const user of users) assert.deepEqual(Object.keys(user).sort(), USER_KEYS, `user ${user.id} has only the user's fields`);
+  for (const user of users)
+    assert.deepEqual(Object.keys(user).sort(), USER_KEYS, `user ${user.id} has only the user's fields`);
   if (fetchEach) {
     for (const user of users) {
       const one = await plainRequest(`${roster.running.api}/users/${user.id}`);
@@ -172,7 +200,11 @@ async function assertStoreConsistent(fetchEach: boolean): Promise<void> {
     }
   }
   const baseline = new Set(roster.baseline.map((u) => u.id));
-  for (const id of baseline) assert.ok(users.some((u) => u.id === id), `baseline user ${id} still listed`);
+  for (const id of baseline)
+    assert.ok(
+      users.some((u) => u.id === id),
+      `baseline user ${id} still listed`,
+    );
   fuzzIds = users.map((u) => u.id).filter((id) => !baseline.has(id));
   everyone = users;
 }
@@ -180,10 +212,23 @@ async function assertStoreConsistent(fetchEach: boolean): Promise<void> {
 /** A list query: sort by any field (or none), either order, role and search filters, any page. */
 const listQuery = fc.record(
   {
-    sort: fc.constantFrom('created_at', 'updated_at', 'name', 'email', 'role', 'id', 'nope', '__proto__', 'constructor'),
+    sort: fc.constantFrom(
+      'created_at',
+      'updated_at',
+      'name',
+      'email',
+      'role',
+      'id',
+      'nope',
+      '__proto__',
+      'constructor',
+    ),
     order: fc.constantFrom('asc', 'desc', 'DESC', ''),
     role: fc.constantFrom('admin', 'user', 'Admin', ''),
-    search: fc.oneof(fc.constantFrom('a', 'ANN', 'example', '@', '😀', 'e\u0301', '', ' '), fc.string({ maxLength: 2 })),
+    search: fc.oneof(
+      fc.constantFrom('a', 'ANN', 'example', '@', '😀', 'e\u0301', '', ' '),
+      fc.string({ maxLength: 2 }),
+    ),
     limit: fc.constantFrom(1, 3, 10, 100),
     page: fc.constantFrom(1, 2, 3),
   },
@@ -207,8 +252,15 @@ async function assertListMatchesReference(q: ListQuery): Promise<void> {
     offset: (q.page - 1) * q.limit,
     limit: q.limit,
   });
-  const data = response.body.data as { users: UserRecord[]; pagination: { total: number; page: number; limit: number; pages: number } };
-  assert.deepEqual(data.pagination, { total: expected.total, page: q.page, limit: q.limit, pages: Math.ceil(expected.total / q.limit) }, `?${params}`);
+  const data = response.body.data as {
+    users: UserRecord[];
+    pagination: { total: number; page: number; limit: number; pages: number };
+  };
+  assert.deepEqual(
+    data.pagination,
+    { total: expected.total, page: q.page, limit: q.limit, pages: Math.ceil(expected.total / q.limit) },
+    `?${params}`,
+  );
   assert.deepEqual(data.users, expected.users, `?${params}: the page the reference query gives`);
 }
 
@@ -220,7 +272,26 @@ const printable = (unit: 'grapheme-ascii' | 'binary-ascii' = 'grapheme-ascii', m
 
 /** Something of a path segment: tricky constants, encoded unicode, raw printable ASCII, very long. */
 const segment = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom('..', '.', '', '%00', '%2e%2e', '%2F', 'a%2Fb', '%F0%9F%98%80', '%', '%zz', '%E0%A4%A', '__proto__', 'constructor', 'users', 'v1') },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      '..',
+      '.',
+      '',
+      '%00',
+      '%2e%2e',
+      '%2F',
+      'a%2Fb',
+      '%F0%9F%98%80',
+      '%',
+      '%zz',
+      '%E0%A4%A',
+      '__proto__',
+      'constructor',
+      'users',
+      'v1',
+    ),
+  },
   { weight: 3, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }).map(encodeURIComponent) },
   { weight: 2, arbitrary: printable().map((s) => s.replace(/[ ]/g, '')) },
   { weight: 1, arbitrary: fc.nat(20_000).map((n) => 'x'.repeat(n)) },
@@ -230,36 +301,128 @@ type Target = { kind: 'fixed'; path: string } | { kind: 'existing'; index: numbe
 
 const target: fc.Arbitrary<Target> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<Target>({ kind: 'fixed', path: '/api/v1/users' }) },
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('existing' as const), index: fc.nat(), suffix: fc.constantFrom('', '', '', '', '', '/', '%00', 'x', '/..') }) },
-  { weight: 2, arbitrary: fc.constantFrom('/api/v1/users/', '/api/v1/health', '/api/v1/docs', '/api/v1', '/', '*', '/API/V1/USERS').map((path): Target => ({ kind: 'fixed', path })) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('existing' as const),
+      index: fc.nat(),
+      suffix: fc.constantFrom('', '', '', '', '', '/', '%00', 'x', '/..'),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom('/api/v1/users/', '/api/v1/health', '/api/v1/docs', '/api/v1', '/', '*', '/API/V1/USERS')
+      .map((path): Target => ({ kind: 'fixed', path })),
+  },
   { weight: 2, arbitrary: segment.map((s): Target => ({ kind: 'fixed', path: `/api/v1/users/${s}` })) },
-  { weight: 1, arbitrary: fc.array(segment, { maxLength: 4 }).map((parts): Target => ({ kind: 'fixed', path: `/${parts.join('/')}` })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .array(segment, { maxLength: 4 })
+      .map((parts): Target => ({ kind: 'fixed', path: `/${parts.join('/')}` })),
+  },
   { weight: 1, arbitrary: fc.webPath().map((path): Target => ({ kind: 'fixed', path: path || '/' })) },
 );
 
 const queryValue = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom('1', '2', '0', '-1', '1.5', '1e309', 'abc', '100', '999999999999999999', '', 'name', 'email', 'role', 'created_at', 'asc', 'desc', 'admin', 'user', '__proto__') },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      '1',
+      '2',
+      '0',
+      '-1',
+      '1.5',
+      '1e309',
+      'abc',
+      '100',
+      '999999999999999999',
+      '',
+      'name',
+      'email',
+      'role',
+      'created_at',
+      'asc',
+      'desc',
+      'admin',
+      'user',
+      '__proto__',
+    ),
+  },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }).map(encodeURIComponent) },
   { weight: 1, arbitrary: printable().map((s) => s.replace(/[ #]/g, '')) },
 );
 const queryKey = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom('page', 'limit', 'role', 'search', 'sort', 'order', '__proto__', '__proto__[x]', 'constructor[prototype][x]', 'prototype', 'api_key', 'page[]') },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      'page',
+      'limit',
+      'role',
+      'search',
+      'sort',
+      'order',
+      '__proto__',
+      '__proto__[x]',
+      'constructor[prototype][x]',
+      'prototype',
+      'api_key',
+      'page[]',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 10 }).map(encodeURIComponent) },
 );
 const query = fc.oneof(
   { weight: 6, arbitrary: fc.constant('') },
-  { weight: 6, arbitrary: fc.array(fc.tuple(queryKey, queryValue), { maxLength: 6 }).map((pairs) => pairs.map(([k, v]) => `${k}=${v}`).join('&')) },
+  {
+    weight: 6,
+    arbitrary: fc
+      .array(fc.tuple(queryKey, queryValue), { maxLength: 6 })
+      .map((pairs) => pairs.map(([k, v]) => `${k}=${v}`).join('&')),
+  },
   { weight: 1, arbitrary: fc.webQueryParameters() },
   { weight: 1, arbitrary: printable('grapheme-ascii', 60).map((s) => s.replace(/[ #]/g, '')) },
   { weight: 1, arbitrary: fc.nat(20_000).map((n) => `search=${'q'.repeat(n)}`) },
 );
 
 /** Framing and connection handling stay under the test's control (so a request is never left half-sent). */
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'host', 'connection', 'expect', 'upgrade', 'content-type', 'te', 'trailer', 'keep-alive', 'http2-settings']);
+const FRAMING = new Set([
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'connection',
+  'expect',
+  'upgrade',
+  'content-type',
+  'te',
+  'trailer',
+  'keep-alive',
+  'http2-settings',
+]);
 const header = fc
   .tuple(
     fc.oneof(
-      { weight: 3, arbitrary: fc.constantFrom('Accept', 'Accept-Encoding', 'Accept-Language', 'Authorization', 'Cookie', 'Origin', 'Referer', 'User-Agent', 'X-API-Key', 'X-Forwarded-For', 'If-None-Match', 'Range', 'Content-Encoding', 'X-HTTP-Method-Override', '__proto__') },
+      {
+        weight: 3,
+        arbitrary: fc.constantFrom(
+          'Accept',
+          'Accept-Encoding',
+          'Accept-Language',
+          'Authorization',
+          'Cookie',
+          'Origin',
+          'Referer',
+          'User-Agent',
+          'X-API-Key',
+          'X-Forwarded-For',
+          'If-None-Match',
+          'Range',
+          'Content-Encoding',
+          'X-HTTP-Method-Override',
+          '__proto__',
+        ),
+      },
       { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,20}$/) },
     ),
     fc.oneof(
@@ -269,7 +432,10 @@ const header = fc
     ),
   )
   .filter(([name]) => !FRAMING.has(name.toLowerCase()));
-const headers = fc.oneof({ weight: 2, arbitrary: fc.constant<[string, string][]>([]) }, { weight: 1, arbitrary: fc.array(header, { maxLength: 4 }) });
+const headers = fc.oneof(
+  { weight: 2, arbitrary: fc.constant<[string, string][]>([]) },
+  { weight: 1, arbitrary: fc.array(header, { maxLength: 4 }) },
+);
 
 const contentType = fc.oneof(
   { weight: 8, arbitrary: fc.constant('application/json') },
@@ -295,43 +461,57 @@ const contentType = fc.oneof(
 
 const emailArb = fc.oneof(
   // A small pool, so that creates collide (409) and case or spaces are tried on taken emails.
-  fc.tuple(fc.constantFrom('ann', 'bob', 'Ann', 'BOB', 'cy'), fc.constantFrom('', ' ', '\t'), fc.constantFrom('@example.com', '@EXAMPLE.com')).map(([local, pad, domain]) => `${pad}${local}${domain}${pad}`),
+  fc
+    .tuple(
+      fc.constantFrom('ann', 'bob', 'Ann', 'BOB', 'cy'),
+      fc.constantFrom('', ' ', '\t'),
+      fc.constantFrom('@example.com', '@EXAMPLE.com'),
+    )
+    .map(([local, pad, domain]) => `${pad}${local}${domain}${pad}`),
   fc.emailAddress(),
   fc.string({ maxLength: 20 }),
 );
 const validUser = fc.record(
   {
-    name: fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }), fc.constantFrom('Ada', '👩🏽‍💻', 'مرحبا', 'e\u0301', '  padded  ')),
+    name: fc.oneof(
+      fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
+      fc.constantFrom('Ada', '👩🏽‍💻', 'مرحبا', 'e\u0301', '  padded  '),
+    ),
     email: emailArb,
     role: fc.constantFrom('admin', 'user'),
   },
   { requiredKeys: ['name', 'email'] },
 );
 /** A valid user with one thing wrong (or odd): a field of another type, a key missing, poison keys, ... */
-const nearValidUser = fc.tuple(validUser, fc.nat(7), fc.constantFrom('name', 'email', 'role'), fc.jsonValue({ maxDepth: 2 })).map(([user, mutation, field, value]) => {
-  const body: Record<string, unknown> = { ...user };
-  switch (mutation) {
-    case 0:
-      body[field] = value;
-      return JSON.stringify(body);
-    case 1:
-      delete body[field];
-      return JSON.stringify(body);
-    case 2:
-      body.extra = value;
-      return JSON.stringify(body);
-    case 3:
-      return JSON.stringify(body).replace(/^\{/, `{"__proto__":{"${field}":${JSON.stringify(value)},"polluted":1},`);
-    case 4:
-      return JSON.stringify(body).replace(/^\{/, `{"constructor":{"prototype":{"${field}":${JSON.stringify(value)},"polluted":1}},`);
-    case 5:
-      return JSON.stringify(body).slice(0, -1); // truncated
-    case 6:
-      return JSON.stringify(body) + JSON.stringify(body); // two documents
-    default:
-      return JSON.stringify([body]);
-  }
-});
+const nearValidUser = fc
+  .tuple(validUser, fc.nat(7), fc.constantFrom('name', 'email', 'role'), fc.jsonValue({ maxDepth: 2 }))
+  .map(([user, mutation, field, value]) => {
+    const body: Record<string, unknown> = { ...user };
+    switch (mutation) {
+      case 0:
+        body[field] = value;
+        return JSON.stringify(body);
+      case 1:
+        delete body[field];
+        return JSON.stringify(body);
+      case 2:
+        body.extra = value;
+        return JSON.stringify(body);
+      case 3:
+        return JSON.stringify(body).replace(/^\{/, `{"__proto__":{"${field}":${JSON.stringify(value)},"polluted":1},`);
+      case 4:
+        return JSON.stringify(body).replace(
+          /^\{/,
+          `{"constructor":{"prototype":{"${field}":${JSON.stringify(value)},"polluted":1}},`,
+        );
+      case 5:
+        return JSON.stringify(body).slice(0, -1); // truncated
+      case 6:
+        return JSON.stringify(body) + JSON.stringify(body); // two documents
+      default:
+        return JSON.stringify([body]);
+    }
+  });
 
 const body = fc.option(
   fc.oneof(
@@ -341,7 +521,12 @@ const body = fc.option(
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)) },
     { weight: 1, arbitrary: fc.nat(30_000).map((n) => `{"name":"${'n'.repeat(n)}","email":"big@example.com"}`) },
-    { weight: 1, arbitrary: fc.nat(3000).map((n) => `{"name":"Deep","email":"deep${n}@example.com","x":${'['.repeat(n)}${']'.repeat(n)}}`) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .nat(3000)
+        .map((n) => `{"name":"Deep","email":"deep${n}@example.com","x":${'['.repeat(n)}${']'.repeat(n)}}`),
+    },
   ),
   { freq: 4 },
 );
@@ -355,17 +540,66 @@ const method = fc.oneof(
 const existing = fc.record({ kind: fc.constant('existing' as const), index: fc.nat(), suffix: fc.constant('') });
 const users = fc.constant<Target>({ kind: 'fixed', path: '/api/v1/users' });
 /** A user that can be created, unless its email is taken (the pool of emailArb makes that happen). */
-const creatable = fc.record({ name: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).filter((name) => name.trim().length > 0), email: fc.oneof(fc.emailAddress(), emailArb), role: fc.constantFrom('admin', 'user') }).map((user): string | null => JSON.stringify(user));
+const creatable = fc
+  .record({
+    name: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).filter((name) => name.trim().length > 0),
+    email: fc.oneof(fc.emailAddress(), emailArb),
+    role: fc.constantFrom('admin', 'user'),
+  })
+  .map((user): string | null => JSON.stringify(user));
 const httpRequest = fc.oneof(
   // Mostly requests a client of the API would send, each with garbage somewhere at times...
   {
     weight: 2,
     arbitrary: fc.oneof(
-      { weight: 3, arbitrary: fc.record({ method: fc.constant('POST'), target: users, query: fc.constant(''), headers: fc.constant<[string, string][]>([]), contentType: fc.constant('application/json'), body: creatable }) },
-      { weight: 2, arbitrary: fc.record({ method: fc.constant('POST'), target: users, query, headers, contentType, body }) },
-      { weight: 2, arbitrary: fc.record({ method: fc.constant('GET'), target: users, query, headers, contentType: fc.constant(null), body: fc.constant(null) }) },
-      { weight: 2, arbitrary: fc.record({ method: fc.constantFrom('GET', 'DELETE', 'HEAD'), target: existing, query, headers, contentType: fc.constant(null), body: fc.constant(null) }) },
-      { weight: 3, arbitrary: fc.record({ method: fc.constantFrom('PUT', 'PATCH', 'PATCH'), target: existing, query, headers, contentType, body }) },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          method: fc.constant('POST'),
+          target: users,
+          query: fc.constant(''),
+          headers: fc.constant<[string, string][]>([]),
+          contentType: fc.constant('application/json'),
+          body: creatable,
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({ method: fc.constant('POST'), target: users, query, headers, contentType, body }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          method: fc.constant('GET'),
+          target: users,
+          query,
+          headers,
+          contentType: fc.constant(null),
+          body: fc.constant(null),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          method: fc.constantFrom('GET', 'DELETE', 'HEAD'),
+          target: existing,
+          query,
+          headers,
+          contentType: fc.constant(null),
+          body: fc.constant(null),
+        }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          method: fc.constantFrom('PUT', 'PATCH', 'PATCH'),
+          target: existing,
+          query,
+          headers,
+          contentType,
+          body,
+        }),
+      },
     ),
   },
   // ...and the rest anything at all.
@@ -381,7 +615,12 @@ function render(request: HttpRequest): { bytes: Buffer; path: string } {
     path = `/api/v1/users/${id}${request.target.suffix}`;
   }
   const line = `${request.method} ${path}${request.query ? `?${request.query}` : ''} HTTP/1.1\r\n`;
-  const payload = request.body === null ? undefined : Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body, 'utf8');
+  const payload =
+    request.body === null
+      ? undefined
+      : Buffer.isBuffer(request.body)
+        ? request.body
+        : Buffer.from(request.body, 'utf8');
   const lines = [
     'Host: 127.0.0.1',
     'Connection: close',
@@ -402,10 +641,15 @@ const framePayload = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }).map((value) => Buffer.from(JSON.stringify(value) ?? 'null')),
   fc.string({ unit: 'binary', maxLength: 60 }).map((s) => Buffer.from(s)),
   fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
-  fc.tuple(fc.integer({ min: 0, max: 5000 }), fc.string({ maxLength: 20 })).map(([code, reason]) => closePayload(code, reason)),
+  fc
+    .tuple(fc.integer({ min: 0, max: 5000 }), fc.string({ maxLength: 20 }))
+    .map(([code, reason]) => closePayload(code, reason)),
 );
 const chatFrame = fc.record({
-  opcode: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(0x0, 0x1, 0x1, 0x1, 0x2, 0x8, 0x9, 0xa) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 15 }) }),
+  opcode: fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(0x0, 0x1, 0x1, 0x1, 0x2, 0x8, 0x9, 0xa) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 15 }) },
+  ),
   fin: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
   rsv1: fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
   rsv2: fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
@@ -442,7 +686,8 @@ const SERVER_CODES = new Set([1000, 1002, 1003, 1007, 1009]);
 async function roomSettles(expected: number): Promise<void> {
   const deadline = Date.now() + 5000;
   while (roster.running.server.chat.room.size !== expected) {
-    if (Date.now() > deadline) assert.fail(`the room holds ${roster.running.server.chat.room.size} members, expected ${expected}`);
+    if (Date.now() > deadline)
+      assert.fail(`the room holds ${roster.running.server.chat.room.size} members, expected ${expected}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
@@ -460,7 +705,10 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
         const what = `${request.method} ${path.slice(0, 80)}`;
         const reply = parseReply(await exchange(restPort(), bytes), request.method);
         assertWellFormed(reply, request.method, what, path);
-        const code = reply.status >= 400 && request.method !== 'HEAD' ? (JSON.parse(reply.body) as { error: { code: string } }).error.code : '';
+        const code =
+          reply.status >= 400 && request.method !== 'HEAD'
+            ? (JSON.parse(reply.body) as { error: { code: string } }).error.code
+            : '';
         outcomes.set(`${reply.status} ${code}`.trim(), (outcomes.get(`${reply.status} ${code}`.trim()) ?? 0) + 1);
         assert.equal(({} as Record<string, unknown>).polluted, undefined, `${what}: Object.prototype polluted`);
         await assertStoreConsistent(++runs % 20 === 0);
@@ -468,7 +716,12 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
       }),
       params(),
     );
-    t.diagnostic(`replies: ${[...outcomes].sort().map(([outcome, n]) => `${outcome} x${n}`).join(', ')}`);
+    t.diagnostic(
+      `replies: ${[...outcomes]
+        .sort()
+        .map(([outcome, n]) => `${outcome} x${n}`)
+        .join(', ')}`,
+    );
     await assertStoreConsistent(true);
     await roster.check('after the REST fuzzing');
   });
@@ -478,9 +731,16 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
       fc.uint8Array({ minLength: 1, maxLength: 400 }).map((bytes) => Buffer.from(bytes)),
       fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 200 }).map((s) => Buffer.from(s, 'latin1')),
       // Almost HTTP: a real request line, then garbage.
-      fc.tuple(fc.constantFrom('GET / HTTP/1.1\r\n', 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n'), fc.uint8Array({ maxLength: 100 })).map(([start, rest]) =>
-        Buffer.concat([Buffer.from(start, 'latin1'), Buffer.from(rest)]),
-      ),
+      fc
+        .tuple(
+          fc.constantFrom(
+            'GET / HTTP/1.1\r\n',
+            'POST /api/v1/users HTTP/1.1\r\nHost: x\r\n',
+            'GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n',
+          ),
+          fc.uint8Array({ maxLength: 100 }),
+        )
+        .map(([start, rest]) => Buffer.concat([Buffer.from(start, 'latin1'), Buffer.from(rest)])),
     );
     await fc.assert(
       fc.asyncProperty(garbage, fc.boolean(), async (bytes, chatPort) => {
@@ -490,7 +750,8 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
         if (answer.length === 0) return; // closed without a word
         const reply = parseReply(answer, 'GET');
         // Garbage may still be a well-formed request (on the REST port, a GET / gets its 404).
-        if (reply.status === 101) assert.fail(`a handshake was accepted from ${JSON.stringify(bytes.toString('latin1'))}`);
+        if (reply.status === 101)
+          assert.fail(`a handshake was accepted from ${JSON.stringify(bytes.toString('latin1'))}`);
         assertWellFormed(reply, 'GET', `garbage ${JSON.stringify(bytes.toString('latin1').slice(0, 60))}`);
       }),
       params(),
@@ -543,8 +804,16 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
     const newcomer = new ChatClient(roster.running.wsUrl);
     newcomer.ws.on('error', () => {});
     try {
-      const welcome = await within(newcomer.next((m) => m.type === 'system'), 5000, 'a welcome');
-      assert.match(String(welcome.message), new RegExp(`\\b${members + 1}\\b`), 'the welcome counts only the open connections');
+      const welcome = await within(
+        newcomer.next((m) => m.type === 'system'),
+        5000,
+        'a welcome',
+      );
+      assert.match(
+        String(welcome.message),
+        new RegExp(`\\b${members + 1}\\b`),
+        'the welcome counts only the open connections',
+      );
     } finally {
       newcomer.ws.terminate();
     }

@@ -76,7 +76,11 @@ export async function plantUsers(running: Running, count = 3, label = 'baseline'
     const response = await plainRequest(`${running.api}/users`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `${label} ${i} Ünïcødé 😀`, email: `${label}.${i}.${randomUUID()}@example.com`, role: i === 0 ? 'admin' : 'user' }),
+      body: JSON.stringify({
+        name: `${label} ${i} Ünïcødé 😀`,
+        email: `${label}.${i}.${randomUUID()}@example.com`,
+        role: i === 0 ? 'admin' : 'user',
+      }),
     });
     assert.equal(response.status, 201, response.text);
     users.push(response.body.data as UserRecord);
@@ -89,7 +93,11 @@ export async function plantUsers(running: Running, count = 3, label = 'baseline'
  * user of `intact` readable and identical to what it was. Bounded in time, so a dead or wedged server
  * fails here with a message rather than hanging the test.
  */
-export async function assertHealthy(running: Running, intact: readonly UserRecord[] = [], what = 'after the attack'): Promise<void> {
+export async function assertHealthy(
+  running: Running,
+  intact: readonly UserRecord[] = [],
+  what = 'after the attack',
+): Promise<void> {
   const health = await plainRequest(`${running.api}/health`);
   assert.equal(health.status, 200, `health ${what}: ${health.text}`);
   assert.equal(health.headers['content-type'], 'application/json; charset=utf-8');
@@ -110,11 +118,19 @@ export async function chatRoundTrip(running: Running, what = 'after the attack')
   const client = new ChatClient(running.wsUrl);
   client.ws.on('error', () => {});
   try {
-    const welcome = await within(client.next((m) => m.type === 'system'), 5000, `the chat welcome ${what}`);
+    const welcome = await within(
+      client.next((m) => m.type === 'system'),
+      5000,
+      `the chat welcome ${what}`,
+    );
     assert.equal(typeof welcome.message, 'string');
     const text = `round-trip ${randomUUID()}`;
     client.send({ type: 'chat', message: text });
-    const echo = await within(client.next((m) => m.type === 'chat' && m.message === text), 5000, `the chat broadcast ${what}`);
+    const echo = await within(
+      client.next((m) => m.type === 'chat' && m.message === text),
+      5000,
+      `the chat broadcast ${what}`,
+    );
     assert.equal(typeof echo.from, 'string');
     assert.ok(echo.from.length > 0);
   } finally {
@@ -153,14 +169,23 @@ export function assertCommonHeaders(headers: Record<string, string | string[] | 
  * Accepts the headers of node:http, of fetch, or of the raw parser in `../chat/frames.ts`.
  */
 export function assertErrorEnvelope(
-  response: { status: number; headers: Headers | Record<string, string | string[] | undefined>; text?: string; body?: unknown },
+  response: {
+    status: number;
+    headers: Headers | Record<string, string | string[] | undefined>;
+    text?: string;
+    body?: unknown;
+  },
   expected: { status?: number | number[]; code?: string | string[] } = {},
   what = 'the reply',
 ): { code: string; message: string; details?: { field: string; message: string }[] } {
   const headers = response.headers instanceof Headers ? Object.fromEntries(response.headers) : response.headers;
   const text = response.text ?? (typeof response.body === 'string' ? response.body : JSON.stringify(response.body));
   const statuses = expected.status === undefined ? undefined : [expected.status].flat();
-  if (statuses) assert.ok(statuses.includes(response.status), `${what}: status ${response.status}, expected ${statuses.join(' or ')}; ${text}`);
+  if (statuses)
+    assert.ok(
+      statuses.includes(response.status),
+      `${what}: status ${response.status}, expected ${statuses.join(' or ')}; ${text}`,
+    );
   assert.ok(response.status >= 400 && response.status < 500, `${what}: a 4xx, got ${response.status}; ${text}`);
   assert.equal(headers['content-type'], 'application/json; charset=utf-8', `${what}: JSON content type`);
   assertCommonHeaders(headers, what);
@@ -182,12 +207,20 @@ export function assertErrorEnvelope(
     }
   }
   const codes = expected.code === undefined ? undefined : [expected.code].flat();
-  if (codes) assert.ok(codes.includes(body.error!.code as string), `${what}: code ${String(body.error!.code)}, expected ${codes.join(' or ')}`);
+  if (codes)
+    assert.ok(
+      codes.includes(body.error!.code as string),
+      `${what}: code ${String(body.error!.code)}, expected ${codes.join(' or ')}`,
+    );
   return body.error as { code: string; message: string; details?: { field: string; message: string }[] };
 }
 
 /** 422 VALIDATION_ERROR whose details name exactly these fields, in this order. */
-export function assertValidationError(response: PlainResponse | { status: number; headers: Headers; text: string }, fields: string[], what = 'the reply'): void {
+export function assertValidationError(
+  response: PlainResponse | { status: number; headers: Headers; text: string },
+  fields: string[],
+  what = 'the reply',
+): void {
   const error = assertErrorEnvelope(response, { status: 422, code: 'VALIDATION_ERROR' }, what);
   assert.deepEqual(
     (error.details ?? []).map((detail) => detail.field),

@@ -48,7 +48,12 @@ function send(server: Hardened, method: string, path: string, body?: string): Pr
 }
 
 async function createUser(server: Hardened = roster, fields: Record<string, unknown> = {}): Promise<UserRecord> {
-  const response = await send(server, 'POST', '/users', JSON.stringify({ name: 'Victim', email: email('victim'), ...fields }));
+  const response = await send(
+    server,
+    'POST',
+    '/users',
+    JSON.stringify({ name: 'Victim', email: email('victim'), ...fields }),
+  );
   assert.equal(response.status, 201, response.text);
   return response.body.data as UserRecord;
 }
@@ -60,12 +65,24 @@ async function fetchUser(server: Hardened, id: string): Promise<UserRecord> {
 }
 
 /** The fields a client writes; updated_at moves on every successful update, so it is left out. */
-const writable = (user: UserRecord) => ({ id: user.id, name: user.name, email: user.email, role: user.role, created_at: user.created_at });
+const writable = (user: UserRecord) => ({
+  id: user.id,
+  name: user.name,
+  email: user.email,
+  role: user.role,
+  created_at: user.created_at,
+});
 
 /** A raw HTTP/1.1 request with exactly these bytes in its request line, answered and closed. */
-function raw(server: Hardened, method: string, target: string, options: { headers?: string; body?: string } = {}): Promise<HttpExchange> {
+function raw(
+  server: Hardened,
+  method: string,
+  target: string,
+  options: { headers?: string; body?: string } = {},
+): Promise<HttpExchange> {
   const body = options.body ?? '';
-  const framing = body.length > 0 ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` : '';
+  const framing =
+    body.length > 0 ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` : '';
   const head = `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${framing}${options.headers ?? ''}\r\n`;
   return rawHttp(restPort(server), Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(body, 'utf8')]), 5000);
 }
@@ -88,14 +105,26 @@ describe('deeply nested JSON (50 000 levels) never crashes the service', () => {
   const unclosedArrays = '['.repeat(LEVELS);
   const unclosedObjects = '{"a":'.repeat(LEVELS);
 
-  test('as the whole body of POST, PUT and PATCH: 400 INVALID_BODY / INVALID_JSON, or the contract\'s reply to an object with an unknown key', async () => {
+  test("as the whole body of POST, PUT and PATCH: 400 INVALID_BODY / INVALID_JSON, or the contract's reply to an object with an unknown key", async () => {
     const victim = await createUser();
     const path = { POST: '/users', PUT: `/users/${victim.id}`, PATCH: `/users/${victim.id}` };
     for (const method of ['POST', 'PUT', 'PATCH'] as const) {
       const what = (shape: string) => `${method} with ${shape} as the body`;
-      assertErrorEnvelope(await send(roster, method, path[method], arrays), { status: 400, code: 'INVALID_BODY' }, what('nested arrays'));
-      assertErrorEnvelope(await send(roster, method, path[method], unclosedArrays), { status: 400, code: 'INVALID_JSON' }, what('unclosed arrays'));
-      assertErrorEnvelope(await send(roster, method, path[method], unclosedObjects), { status: 400, code: 'INVALID_JSON' }, what('unclosed objects'));
+      assertErrorEnvelope(
+        await send(roster, method, path[method], arrays),
+        { status: 400, code: 'INVALID_BODY' },
+        what('nested arrays'),
+      );
+      assertErrorEnvelope(
+        await send(roster, method, path[method], unclosedArrays),
+        { status: 400, code: 'INVALID_JSON' },
+        what('unclosed arrays'),
+      );
+      assertErrorEnvelope(
+        await send(roster, method, path[method], unclosedObjects),
+        { status: 400, code: 'INVALID_JSON' },
+        what('unclosed objects'),
+      );
       // An object whose only key is unknown: missing name and email on create and full update; a
       // partial update that changes nothing (unknown keys are ignored).
       const response = await send(roster, method, path[method], objects);
@@ -120,7 +149,12 @@ describe('deeply nested JSON (50 000 levels) never crashes the service', () => {
       assert.deepEqual(Object.keys(user).sort(), USER_KEYS);
       assert.deepEqual([user.name, user.email, user.role], ['Deep', address, 'user']);
 
-      const put = await send(roster, 'PUT', `/users/${user.id}`, `{"name":"Deeper","email":"${address}","role":"admin","extra":${deep}}`);
+      const put = await send(
+        roster,
+        'PUT',
+        `/users/${user.id}`,
+        `{"name":"Deeper","email":"${address}","role":"admin","extra":${deep}}`,
+      );
       assert.equal(put.status, 200, put.text);
       assert.deepEqual([put.body.data.name, put.body.data.role], ['Deeper', 'admin']);
 
@@ -137,9 +171,14 @@ describe('deeply nested JSON (50 000 levels) never crashes the service', () => {
     for (const deep of [arrays, objects]) {
       assertValidationError(await send(roster, 'POST', '/users', `{"name":${deep},"email":"${email()}"}`), ['name']);
       assertValidationError(await send(roster, 'POST', '/users', `{"name":"N","email":${deep}}`), ['email']);
-      assertValidationError(await send(roster, 'PUT', `/users/${victim.id}`, `{"name":"N","email":"${email()}","role":${deep}}`), ['role']);
+      assertValidationError(
+        await send(roster, 'PUT', `/users/${victim.id}`, `{"name":"N","email":"${email()}","role":${deep}}`),
+        ['role'],
+      );
       assertValidationError(await send(roster, 'PATCH', `/users/${victim.id}`, `{"email":${deep}}`), ['email']);
-      assertValidationError(await send(strict, 'POST', '/users', `{"name":"N","email":"${email()}","role":${deep}}`), ['role']);
+      assertValidationError(await send(strict, 'POST', '/users', `{"name":"N","email":"${email()}","role":${deep}}`), [
+        'role',
+      ]);
     }
     assert.deepEqual(await fetchUser(roster, victim.id), victim);
     await roster.check();
@@ -163,17 +202,32 @@ describe('wrong field types: 422 VALIDATION_ERROR naming each bad field', () => 
   const bodyWith = (field: string, value: string) => {
     const valid: Record<string, string> = { name: '"Typed"', email: `"${email('typed')}"`, role: '"user"' };
     valid[field] = value;
-    return `{${Object.entries(valid).map(([key, text]) => `"${key}":${text}`).join(',')}}`;
+    return `{${Object.entries(valid)
+      .map(([key, text]) => `"${key}":${text}`)
+      .join(',')}}`;
   };
   const allBad = (value: string) => `{"name":${value},"email":${value},"role":${value}}`;
 
   test('on create (POST)', async () => {
     const before = (await send(roster, 'GET', '/users?limit=1')).body.data.pagination.total;
     for (const [value, kind] of BAD) {
-      for (const field of FIELDS) assertValidationError(await send(roster, 'POST', '/users', bodyWith(field, value)), [field], `POST ${field}: ${kind}`);
-      assertValidationError(await send(roster, 'POST', '/users', allBad(value)), ['name', 'email', 'role'], `POST all three: ${kind}`);
+      for (const field of FIELDS)
+        assertValidationError(
+          await send(roster, 'POST', '/users', bodyWith(field, value)),
+          [field],
+          `POST ${field}: ${kind}`,
+        );
+      assertValidationError(
+        await send(roster, 'POST', '/users', allBad(value)),
+        ['name', 'email', 'role'],
+        `POST all three: ${kind}`,
+      );
     }
-    assert.equal((await send(roster, 'GET', '/users?limit=1')).body.data.pagination.total, before, 'nothing was created');
+    assert.equal(
+      (await send(roster, 'GET', '/users?limit=1')).body.data.pagination.total,
+      before,
+      'nothing was created',
+    );
     await roster.check();
   });
 
@@ -182,9 +236,17 @@ describe('wrong field types: 422 VALIDATION_ERROR naming each bad field', () => 
       const victim = await createUser(server);
       for (const [value, kind] of BAD) {
         for (const field of FIELDS) {
-          assertValidationError(await send(server, 'PUT', `/users/${victim.id}`, bodyWith(field, value)), [field], `PUT ${field}: ${kind}`);
+          assertValidationError(
+            await send(server, 'PUT', `/users/${victim.id}`, bodyWith(field, value)),
+            [field],
+            `PUT ${field}: ${kind}`,
+          );
         }
-        assertValidationError(await send(server, 'PUT', `/users/${victim.id}`, allBad(value)), ['name', 'email', 'role'], `PUT all three: ${kind}`);
+        assertValidationError(
+          await send(server, 'PUT', `/users/${victim.id}`, allBad(value)),
+          ['name', 'email', 'role'],
+          `PUT all three: ${kind}`,
+        );
       }
       assert.deepEqual(await fetchUser(server, victim.id), victim);
       await server.check();
@@ -196,12 +258,24 @@ describe('wrong field types: 422 VALIDATION_ERROR naming each bad field', () => 
       const victim = await createUser(server);
       for (const [value, kind] of BAD) {
         for (const field of FIELDS) {
-          assertValidationError(await send(server, 'PATCH', `/users/${victim.id}`, `{"${field}":${value}}`), [field], `PATCH ${field}: ${kind}`);
+          assertValidationError(
+            await send(server, 'PATCH', `/users/${victim.id}`, `{"${field}":${value}}`),
+            [field],
+            `PATCH ${field}: ${kind}`,
+          );
           // A good field beside the bad one does not get through either.
           const other = field === 'name' ? '"email":"other@example.com"' : '"name":"Other"';
-          assertValidationError(await send(server, 'PATCH', `/users/${victim.id}`, `{${other},"${field}":${value}}`), [field], `PATCH ${field} + a good field: ${kind}`);
+          assertValidationError(
+            await send(server, 'PATCH', `/users/${victim.id}`, `{${other},"${field}":${value}}`),
+            [field],
+            `PATCH ${field} + a good field: ${kind}`,
+          );
         }
-        assertValidationError(await send(server, 'PATCH', `/users/${victim.id}`, allBad(value)), ['name', 'email', 'role'], `PATCH all three: ${kind}`);
+        assertValidationError(
+          await send(server, 'PATCH', `/users/${victim.id}`, allBad(value)),
+          ['name', 'email', 'role'],
+          `PATCH all three: ${kind}`,
+        );
       }
       assert.deepEqual(await fetchUser(server, victim.id), victim);
       await server.check();
@@ -272,7 +346,10 @@ describe('__proto__, constructor and prototype keys never pollute a prototype', 
     const listIds = async (query = '') => {
       const list = await send(roster, 'GET', `/users?limit=100${query}`);
       assert.equal(list.status, 200, `${query}: ${list.text}`);
-      return { total: list.body.data.pagination.total as number, ids: (list.body.data.users as UserRecord[]).map((u) => u.id) };
+      return {
+        total: list.body.data.pagination.total as number,
+        ids: (list.body.data.users as UserRecord[]).map((u) => u.id),
+      };
     };
     const queries = [
       '__proto__[x]=1',
@@ -288,7 +365,12 @@ describe('__proto__, constructor and prototype keys never pollute a prototype', 
       assert.deepEqual(await listIds(`&${query}`), await listIds(), `${query} lists what a plain list does`);
       assert.equal((await send(roster, 'GET', `/health?${query}`)).status, 200, query);
       assert.equal((await send(roster, 'GET', `/users/${roster.baseline[0]!.id}?${query}`)).status, 200, query);
-      const created = await send(roster, 'POST', `/users?${query}`, JSON.stringify({ name: 'Query', email: email('query') }));
+      const created = await send(
+        roster,
+        'POST',
+        `/users?${query}`,
+        JSON.stringify({ name: 'Query', email: email('query') }),
+      );
       assert.equal(created.status, 201, `${query}: ${created.text}`);
       assertClean(created.body.data, `POST ?${query}`);
       assert.equal(({} as Record<string, unknown>).x, undefined, query);
@@ -346,8 +428,14 @@ describe('odd ids in the path: 404 in the envelope', () => {
     const body = JSON.stringify({ name: 'Odd', email: email('odd') });
     for (const [id, kind] of ids) {
       for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
-        const response = await raw(roster, method, `/api/v1/users/${id}`, { body: method === 'PUT' || method === 'PATCH' ? body : '' });
-        const error = assertErrorEnvelope(response, { status: 404, code: ['USER_NOT_FOUND', 'NOT_FOUND'] }, `${method} ${kind}`);
+        const response = await raw(roster, method, `/api/v1/users/${id}`, {
+          body: method === 'PUT' || method === 'PATCH' ? body : '',
+        });
+        const error = assertErrorEnvelope(
+          response,
+          { status: 404, code: ['USER_NOT_FOUND', 'NOT_FOUND'] },
+          `${method} ${kind}`,
+        );
         assert.equal(response.headers['set-cookie'], undefined, `${method} ${kind}: no header smuggled in`);
         assert.ok(error.message.length < 500, `${method} ${kind}: the message does not echo the whole id`);
       }
@@ -355,7 +443,7 @@ describe('odd ids in the path: 404 in the envelope', () => {
     await roster.check();
   });
 
-  test('through fetch as well (a real client\'s encoding)', async () => {
+  test("through fetch as well (a real client's encoding)", async () => {
     for (const id of ['..%2F', '%00', '😀', 'ℌ𝔢𝔩𝔩𝔬', 'a/b'.replace('/', '%2F'), 'x'.repeat(10_000)]) {
       const response = await request(`${api()}/users/${id}`);
       assertErrorEnvelope(response, { status: 404, code: ['USER_NOT_FOUND', 'NOT_FOUND'] }, `GET ${id.slice(0, 20)}`);
@@ -414,7 +502,12 @@ describe('unicode names round-trip byte-exact', () => {
 
       // PUT to the next name, PATCH back to this one.
       const next = NAMES[(index + 1) % NAMES.length]!;
-      const put = await send(roster, 'PUT', `/users/${post.body.data.id}`, JSON.stringify({ name: next, email: post.body.data.email }));
+      const put = await send(
+        roster,
+        'PUT',
+        `/users/${post.body.data.id}`,
+        JSON.stringify({ name: next, email: post.body.data.email }),
+      );
       assert.equal(put.status, 200, put.text);
       assertSameName(put.body.data.name, next, `PUT ${JSON.stringify(next)}`);
       assertSameName((await fetchUser(roster, post.body.data.id)).name, next, `get after PUT ${JSON.stringify(next)}`);
@@ -430,7 +523,8 @@ describe('unicode names round-trip byte-exact', () => {
       for (const user of list.body.data.users as UserRecord[]) listed.set(user.id, user.name);
       if (page >= list.body.data.pagination.pages) break;
     }
-    for (const [index, user] of created.entries()) assertSameName(listed.get(user.id)!, NAMES[index]!, `list ${JSON.stringify(NAMES[index])}`);
+    for (const [index, user] of created.entries())
+      assertSameName(listed.get(user.id)!, NAMES[index]!, `list ${JSON.stringify(NAMES[index])}`);
     // Precomposed and decomposed forms stay distinct (no normalisation).
     assert.notEqual(listed.get(created[10]!.id), listed.get(created[11]!.id)!.replace(' precomposed', ' decomposed'));
     await roster.check();
@@ -438,7 +532,10 @@ describe('unicode names round-trip byte-exact', () => {
 
   test('the same name sent as \\u escapes and as raw UTF-8 is stored identically', async () => {
     for (const name of NAMES) {
-      const escaped = JSON.stringify({ name, email: email('escaped') }).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      const escaped = JSON.stringify({ name, email: email('escaped') }).replace(
+        /[\u0080-\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      );
       assert.match(escaped, /^[\x20-\x7e]*$/, 'an ASCII-only body');
       const response = await send(roster, 'POST', '/users', escaped);
       assert.equal(response.status, 201, response.text);
@@ -465,8 +562,10 @@ describe('email uniqueness cannot be bypassed', () => {
     const through: string[] = [];
     for (const variant of variants) {
       const response = await send(server, 'POST', '/users', JSON.stringify({ name: 'Copycat', email: variant }));
-      if (response.status === 409) assertErrorEnvelope(response, { status: 409, code: 'EMAIL_EXISTS' }, JSON.stringify(variant));
-      else through.push(`${JSON.stringify(variant)} got ${response.status} although ${JSON.stringify(existing)} exists`);
+      if (response.status === 409)
+        assertErrorEnvelope(response, { status: 409, code: 'EMAIL_EXISTS' }, JSON.stringify(variant));
+      else
+        through.push(`${JSON.stringify(variant)} got ${response.status} although ${JSON.stringify(existing)} exists`);
     }
     return through;
   }
@@ -478,7 +577,11 @@ describe('email uniqueness cannot be bypassed', () => {
 
   test('by letter case', async () => {
     const local = `case.${randomUUID().slice(0, 8)}`;
-    await assertTaken(roster, `${local}@example.com`, [`${local.toUpperCase()}@EXAMPLE.COM`, `${local}@Example.Com`, `${local[0]!.toUpperCase()}${local.slice(1)}@example.com`]);
+    await assertTaken(roster, `${local}@example.com`, [
+      `${local.toUpperCase()}@EXAMPLE.COM`,
+      `${local}@Example.Com`,
+      `${local[0]!.toUpperCase()}${local.slice(1)}@example.com`,
+    ]);
     await assertTaken(roster, `${local}.MIXED@Example.ORG`, [`${local}.mixed@example.org`]);
     await roster.check();
   });
@@ -486,9 +589,32 @@ describe('email uniqueness cannot be bypassed', () => {
   test('by surrounding white space: every character String.prototype.trim removes', async () => {
     // docs/decisions.md: uniqueness compares "after trimming surrounding white space"; the service trims
     // with String.prototype.trim, which removes these (ECMAScript WhiteSpace and LineTerminator).
-    const spaces = [' ', '  ', '\t', '\t\t', '\n', '\r\n', '\v', '\f', '\u00A0', '\u1680', '\u2003', '\u200A', '\u2028', '\u2029', '\u202F', '\u205F', '\u3000', '\uFEFF'];
+    const spaces = [
+      ' ',
+      '  ',
+      '\t',
+      '\t\t',
+      '\n',
+      '\r\n',
+      '\v',
+      '\f',
+      '\u00A0',
+      '\u1680',
+      '\u2003',
+      '\u200A',
+      '\u2028',
+      '\u2029',
+      '\u202F',
+      '\u205F',
+      '\u3000',
+      '\uFEFF',
+    ];
     const address = `spaces.${randomUUID().slice(0, 8)}@example.com`;
-    const variants = spaces.flatMap((space) => [`${space}${address}`, `${address}${space}`, `${space}${address}${space}`]);
+    const variants = spaces.flatMap((space) => [
+      `${space}${address}`,
+      `${address}${space}`,
+      `${space}${address}${space}`,
+    ]);
     variants.push(`\t ${address.toUpperCase()} \r\n`);
     await assertTaken(roster, address, variants);
     // And the other way round: the first one stored had the spaces.
@@ -499,7 +625,10 @@ describe('email uniqueness cannot be bypassed', () => {
 
   test('by unicode case variants the JavaScript lower case already folds', async () => {
     const tag = randomUUID().slice(0, 8);
-    await assertTaken(roster, `émile.zoë.${tag}@exämple.com`, [`ÉMILE.ZOË.${tag.toUpperCase()}@EXÄMPLE.COM`, `Émile.Zoë.${tag}@Exämple.com`]);
+    await assertTaken(roster, `émile.zoë.${tag}@exämple.com`, [
+      `ÉMILE.ZOË.${tag.toUpperCase()}@EXÄMPLE.COM`,
+      `Émile.Zoë.${tag}@Exämple.com`,
+    ]);
     await assertTaken(roster, `иван.${tag}@пример.рф`, [`ИВАН.${tag}@ПРИМЕР.РФ`, `Иван.${tag}@Пример.рф`]);
     await assertTaken(roster, `kelvin.${tag}@example.com`, [`\u212Aelvin.${tag}@example.com`]); // KELVIN SIGN lower-cases to k
     await assertTaken(roster, `straße.${tag}@example.com`, [`STRAẞE.${tag}@example.com`]); // capital sharp s
@@ -513,7 +642,10 @@ describe('email uniqueness cannot be bypassed', () => {
     // same email compared case-insensitively (Unicode default caseless matching, CaseFolding.txt).
     const tag = randomUUID().slice(0, 8);
     const through = [
-      ...(await bypasses(roster, `straße.${tag}@example.com`, [`STRASSE.${tag}@EXAMPLE.COM`, `strasse.${tag}@example.com`])),
+      ...(await bypasses(roster, `straße.${tag}@example.com`, [
+        `STRASSE.${tag}@EXAMPLE.COM`,
+        `strasse.${tag}@example.com`,
+      ])),
       ...(await bypasses(roster, `sam.${tag}@example.com`, [`ſam.${tag}@example.com`])), // LATIN SMALL LETTER LONG S, upper case S
       ...(await bypasses(roster, `${tag}.ΟΔΟΣ@example.gr`, [`${tag}.οδοσ@example.gr`])), // 'οδοσ'.toUpperCase() === 'ΟΔΟΣ'
     ];
@@ -521,10 +653,14 @@ describe('email uniqueness cannot be bypassed', () => {
     assert.deepEqual(through, [], 'email uniqueness bypassed by a case variant');
   });
 
-  test('strict mode: PUT and PATCH cannot take another user\'s email through case or spaces either', async () => {
+  test("strict mode: PUT and PATCH cannot take another user's email through case or spaces either", async () => {
     const owner = await createUser(strict);
     const other = await createUser(strict);
-    for (const variant of [owner.email.toUpperCase(), `\t${owner.email} `, `\u00A0${owner.email.toUpperCase()}\u3000`]) {
+    for (const variant of [
+      owner.email.toUpperCase(),
+      `\t${owner.email} `,
+      `\u00A0${owner.email.toUpperCase()}\u3000`,
+    ]) {
       const put = await send(strict, 'PUT', `/users/${other.id}`, JSON.stringify({ name: 'Other', email: variant }));
       assertErrorEnvelope(put, { status: 409, code: 'EMAIL_EXISTS' }, `PUT ${JSON.stringify(variant)}`);
       const patch = await send(strict, 'PATCH', `/users/${other.id}`, JSON.stringify({ email: variant }));
@@ -552,19 +688,24 @@ describe('concurrency', () => {
     const statuses = responses.map((r) => r.status);
     assert.equal(statuses.filter((status) => status === 201).length, 1, `statuses: ${statuses.join(',')}`);
     assert.equal(statuses.filter((status) => status === 409).length, 199);
-    for (const response of responses.filter((r) => r.status === 409)) assertErrorEnvelope(response, { status: 409, code: 'EMAIL_EXISTS' });
+    for (const response of responses.filter((r) => r.status === 409))
+      assertErrorEnvelope(response, { status: 409, code: 'EMAIL_EXISTS' });
     const found = await send(roster, 'GET', `/users?search=${encodeURIComponent(address.slice(5, 30))}`);
     assert.equal(found.body.data.pagination.total, 1, 'one user holds the email');
     await roster.check();
   });
 
-  test('200 simultaneous PUTs and PATCHes of one user: the result is always one request\'s fields, never a mix', async () => {
+  test("200 simultaneous PUTs and PATCHes of one user: the result is always one request's fields, never a mix", async () => {
     for (const server of [roster, strict]) {
       const victim = await createUser(server);
       const tag = randomUUID().slice(0, 8);
       const responses = await Promise.all(
         Array.from({ length: 200 }, (_, i) => {
-          const fields = { name: `Writer ${i}`, email: `writer.${i}.${tag}@example.com`, role: i % 2 ? 'admin' : 'user' };
+          const fields = {
+            name: `Writer ${i}`,
+            email: `writer.${i}.${tag}@example.com`,
+            role: i % 2 ? 'admin' : 'user',
+          };
           return send(server, i % 3 === 0 ? 'PUT' : 'PATCH', `/users/${victim.id}`, JSON.stringify(fields));
         }),
       );
@@ -602,12 +743,17 @@ describe('a 100 KB query string or header: a clean refusal or a clean 200, and t
     const queries = [
       `search=${'a'.repeat(HUNDRED_KB)}`,
       `role=${'%F0%9F%98%80'.repeat(HUNDRED_KB / 12)}`,
-      Array.from({ length: HUNDRED_KB / 10 }, (_, i) => `k${i}=vvvvv`).join('&').slice(0, HUNDRED_KB),
+      Array.from({ length: HUNDRED_KB / 10 }, (_, i) => `k${i}=vvvvv`)
+        .join('&')
+        .slice(0, HUNDRED_KB),
       `page=${'9'.repeat(HUNDRED_KB)}`,
     ];
     for (const query of queries) {
       assertCleanOutcome(await raw(roster, 'GET', `/api/v1/users?${query}`), `raw GET ${query.slice(0, 20)}…`);
-      assertCleanOutcome(await raw(roster, 'POST', `/api/v1/users?${query}`, { body: JSON.stringify({ name: 'Q', email: email('q') }) }), `raw POST ${query.slice(0, 20)}…`);
+      assertCleanOutcome(
+        await raw(roster, 'POST', `/api/v1/users?${query}`, { body: JSON.stringify({ name: 'Q', email: email('q') }) }),
+        `raw POST ${query.slice(0, 20)}…`,
+      );
       assertCleanOutcome(await request(`${api()}/users?${query}`), `fetch GET ${query.slice(0, 20)}…`);
     }
     // Just under Node's 16 KiB header limit, a long query is served: a role filter of any length; a
@@ -631,7 +777,10 @@ describe('a 100 KB query string or header: a clean refusal or a clean 200, and t
     ];
     for (const headers of headerSets) {
       assertCleanOutcome(await raw(roster, 'GET', '/api/v1/users', { headers }), `GET with ${headers.slice(0, 12)}…`);
-      assertCleanOutcome(await raw(roster, 'POST', '/api/v1/users', { headers, body: JSON.stringify({ name: 'H', email: email('h') }) }), `POST with ${headers.slice(0, 12)}…`);
+      assertCleanOutcome(
+        await raw(roster, 'POST', '/api/v1/users', { headers, body: JSON.stringify({ name: 'H', email: email('h') }) }),
+        `POST with ${headers.slice(0, 12)}…`,
+      );
     }
     assertCleanOutcome(await request(`${api()}/users`, { headers: { 'x-big': big } }), 'fetch with a 100 KB header');
     await roster.check();
@@ -639,7 +788,9 @@ describe('a 100 KB query string or header: a clean refusal or a clean 200, and t
 
   test('several at once, alongside normal requests', async () => {
     const attacks = Array.from({ length: 20 }, (_, i) =>
-      raw(roster, 'GET', `/api/v1/users?search=${'c'.repeat(HUNDRED_KB)}`, { headers: i % 2 ? `X-Big: ${'d'.repeat(HUNDRED_KB)}\r\n` : '' }),
+      raw(roster, 'GET', `/api/v1/users?search=${'c'.repeat(HUNDRED_KB)}`, {
+        headers: i % 2 ? `X-Big: ${'d'.repeat(HUNDRED_KB)}\r\n` : '',
+      }),
     );
     const normal = Array.from({ length: 20 }, () => request(`${api()}/health`));
     for (const response of await Promise.all(attacks)) assertCleanOutcome(response, 'concurrent 100 KB request');
@@ -657,25 +808,63 @@ describe('response headers on every kind of reply', () => {
       ['get', 200, () => raw(roster, 'GET', `/api/v1/users/${victim.id}`)],
       ['health', 200, () => raw(roster, 'GET', '/api/v1/health')],
       ['docs', 200, () => raw(roster, 'GET', '/api/v1/docs')],
-      ['create', 201, () => raw(roster, 'POST', '/api/v1/users', { body: JSON.stringify({ name: 'H', email: email('h') }) })],
-      ['put', 200, () => raw(roster, 'PUT', `/api/v1/users/${victim.id}`, { body: JSON.stringify({ name: 'H', email: victim.email }) })],
+      [
+        'create',
+        201,
+        () => raw(roster, 'POST', '/api/v1/users', { body: JSON.stringify({ name: 'H', email: email('h') }) }),
+      ],
+      [
+        'put',
+        200,
+        () =>
+          raw(roster, 'PUT', `/api/v1/users/${victim.id}`, {
+            body: JSON.stringify({ name: 'H', email: victim.email }),
+          }),
+      ],
       ['patch', 200, () => raw(roster, 'PATCH', `/api/v1/users/${victim.id}`, { body: '{"name":"P"}' })],
       ['invalid JSON', 400, () => raw(roster, 'POST', '/api/v1/users', { body: '{bad' })],
       ['JSON not an object', 400, () => raw(roster, 'POST', '/api/v1/users', { body: '[1]' })],
       ['malformed URL', 400, () => raw(roster, 'GET', '/api/v1/users/%zz')],
       ['garbage request line', 400, () => rawHttp(restPort(), 'NOT HTTP AT ALL\r\n\r\n')],
-      ['HTTP/1.1 without Host', 400, () => rawHttp(restPort(), 'GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n')],
+      [
+        'HTTP/1.1 without Host',
+        400,
+        () => rawHttp(restPort(), 'GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n'),
+      ],
       ['unknown user', 404, () => raw(roster, 'GET', '/api/v1/users/nobody')],
       ['unknown route', 404, () => raw(roster, 'GET', '/nowhere')],
       ['wrong method', 405, () => raw(roster, 'DELETE', '/api/v1/users')],
       ['unknown method', 405, () => raw(roster, 'PROPFIND', '/api/v1/users')],
       ['CONNECT', 405, () => rawHttp(restPort(), 'CONNECT /api/v1/users HTTP/1.1\r\nHost: x\r\n\r\n')],
-      ['duplicate email', 409, () => raw(roster, 'POST', '/api/v1/users', { body: JSON.stringify({ name: 'D', email: taken }) })],
-      ['declared body too large', 413, () => raw(roster, 'POST', '/api/v1/users', { headers: 'Content-Type: application/json\r\nContent-Length: 99999999\r\n' })],
-      ['wrong content type', 415, () => rawHttp(restPort(), 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi')],
+      [
+        'duplicate email',
+        409,
+        () => raw(roster, 'POST', '/api/v1/users', { body: JSON.stringify({ name: 'D', email: taken }) }),
+      ],
+      [
+        'declared body too large',
+        413,
+        () =>
+          raw(roster, 'POST', '/api/v1/users', {
+            headers: 'Content-Type: application/json\r\nContent-Length: 99999999\r\n',
+          }),
+      ],
+      [
+        'wrong content type',
+        415,
+        () =>
+          rawHttp(
+            restPort(),
+            'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi',
+          ),
+      ],
       ['validation', 422, () => raw(roster, 'POST', '/api/v1/users', { body: '{"name":1}' })],
       ['bad page', 422, () => raw(roster, 'GET', '/api/v1/users?page=0')],
-      ['headers too large', 431, () => raw(roster, 'GET', '/api/v1/health', { headers: `X-Big: ${'x'.repeat(100_000)}\r\n` })],
+      [
+        'headers too large',
+        431,
+        () => raw(roster, 'GET', '/api/v1/health', { headers: `X-Big: ${'x'.repeat(100_000)}\r\n` }),
+      ],
     ];
     for (const [kind, status, send] of replies) {
       const response = await send();
@@ -691,7 +880,10 @@ describe('response headers on every kind of reply', () => {
     assertCommonHeaders(Object.fromEntries(headFetch.headers), 'HEAD');
     assert.equal(headFetch.headers.get('content-type'), 'application/json; charset=utf-8');
     // A HEAD request the HTTP parser refuses gets its 400 without a body too.
-    const refusedHead = await exchangeUntilClose(restPort(), 'HEAD /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Bad: \u0001\r\n\r\n');
+    const refusedHead = await exchangeUntilClose(
+      restPort(),
+      'HEAD /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Bad: \u0001\r\n\r\n',
+    );
     assert.match(refusedHead, /^HTTP\/1\.1 400 /);
     assert.match(refusedHead, /\r\nContent-Type: application\/json; charset=utf-8\r\n/i);
     assert.match(refusedHead, /\r\nX-Content-Type-Options: nosniff\r\n/i);

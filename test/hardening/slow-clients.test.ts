@@ -35,7 +35,11 @@ interface Trickler {
  * Opens `count` connections to `port`. Each writes `prefix` at once, then one byte of `trickled`
  * every `everyMs` (starting over when it runs out), until the server cuts it or `stop` is called.
  */
-async function slowloris(port: number, count: number, options: { prefix?: string; trickled: string; everyMs?: number }) {
+async function slowloris(
+  port: number,
+  count: number,
+  options: { prefix?: string; trickled: string; everyMs?: number },
+) {
   const { prefix = '', trickled, everyMs = 100 } = options;
   const tricklers: Trickler[] = [];
   const open = async (): Promise<Trickler> => {
@@ -62,7 +66,8 @@ async function slowloris(port: number, count: number, options: { prefix?: string
   let position = 0;
   const timer = setInterval(() => {
     const byte = trickled[position++ % trickled.length]!;
-    for (const trickler of tricklers) if (trickler.cutAt === undefined && trickler.socket.writable) trickler.socket.write(byte);
+    for (const trickler of tricklers)
+      if (trickler.cutAt === undefined && trickler.socket.writable) trickler.socket.write(byte);
   }, everyMs);
   return {
     tricklers,
@@ -71,7 +76,8 @@ async function slowloris(port: number, count: number, options: { prefix?: string
       const deadline = Date.now() + ms;
       while (tricklers.some((t) => t.cutAt === undefined)) {
         const left = tricklers.filter((t) => t.cutAt === undefined).length;
-        if (Date.now() > deadline) throw new Error(`${left} of ${tricklers.length} slow connections still open after ${ms} ms`);
+        if (Date.now() > deadline)
+          throw new Error(`${left} of ${tricklers.length} slow connections still open after ${ms} ms`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },
@@ -89,14 +95,22 @@ function assertCutCleanly(trickler: Trickler, what: string): void {
   const end = text.indexOf('\r\n\r\n');
   assert.ok(end > 0, `${what}: a complete response head, got ${JSON.stringify(text.slice(0, 200))}`);
   const head = parseHead(text.slice(0, end));
-  assertErrorEnvelope({ status: head.status, headers: head.headers, text: text.slice(end + 4) }, { status: 408, code: 'REQUEST_TIMEOUT' }, what);
+  assertErrorEnvelope(
+    { status: head.status, headers: head.headers, text: text.slice(end + 4) },
+    { status: 408, code: 'REQUEST_TIMEOUT' },
+    what,
+  );
 }
 
 /**
  * Calls `round` every `everyMs` until `stop` resolves; `round` gets a `timed` wrapper that records how
  * long each request in it took. Returns those durations.
  */
-async function meanwhile(stop: Promise<unknown>, everyMs: number, round: (timed: <T>(request: Promise<T>) => Promise<T>) => Promise<void>): Promise<number[]> {
+async function meanwhile(
+  stop: Promise<unknown>,
+  everyMs: number,
+  round: (timed: <T>(request: Promise<T>) => Promise<T>) => Promise<void>,
+): Promise<number[]> {
   const durations: number[] = [];
   const timed = async <T>(request: Promise<T>): Promise<T> => {
     const started = Date.now();
@@ -124,145 +138,179 @@ function assertPrompt(t: TestContext, durations: number[], what: string): void {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const portOf = (roster: Hardened) => Number(new URL(roster.running.origin).port);
 
-describe('slow clients cannot stop normal requests (HEADERS_TIMEOUT_MS=1000, REQUEST_TIMEOUT_MS=2000)', { concurrency: true }, () => {
-  const env = { HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) };
+describe(
+  'slow clients cannot stop normal requests (HEADERS_TIMEOUT_MS=1000, REQUEST_TIMEOUT_MS=2000)',
+  { concurrency: true },
+  () => {
+    const env = { HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) };
 
-  test('300 connections trickling headers one byte per 100 ms: normal requests are answered promptly, the tricklers get 408 within seconds', async (t) => {
-    const roster = await startHardened(env);
-    t.after(() => roster.stop());
-    const attack = await slowloris(portOf(roster), 300, { trickled: 'GET /api/v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'z'.repeat(10_000) });
-    try {
-      let created = 0;
-      // Normal traffic for as long as any trickler is still connected.
-      const cutAll = attack.allCut(HEADERS_TIMEOUT_MS + CUT_SLACK_MS);
-      const durations = await meanwhile(cutAll.catch(() => {}), 50, async (timed) => {
-        const health = await timed(plainRequest(`${roster.running.api}/health`));
-        assert.equal(health.status, 200);
-        const user = await timed(
-          plainRequest(`${roster.running.api}/users`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ name: 'Amid the attack', email: `amid.${created++}.${Date.now()}@example.com` }),
-          }),
+    test('300 connections trickling headers one byte per 100 ms: normal requests are answered promptly, the tricklers get 408 within seconds', async (t) => {
+      const roster = await startHardened(env);
+      t.after(() => roster.stop());
+      const attack = await slowloris(portOf(roster), 300, {
+        trickled: 'GET /api/v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'z'.repeat(10_000),
+      });
+      try {
+        let created = 0;
+        // Normal traffic for as long as any trickler is still connected.
+        const cutAll = attack.allCut(HEADERS_TIMEOUT_MS + CUT_SLACK_MS);
+        const durations = await meanwhile(
+          cutAll.catch(() => {}),
+          50,
+          async (timed) => {
+            const health = await timed(plainRequest(`${roster.running.api}/health`));
+            assert.equal(health.status, 200);
+            const user = await timed(
+              plainRequest(`${roster.running.api}/users`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ name: 'Amid the attack', email: `amid.${created++}.${Date.now()}@example.com` }),
+              }),
+            );
+            assert.equal(user.status, 201, user.text);
+            assert.equal((await timed(plainRequest(`${roster.running.api}/users/${user.body.data.id}`))).status, 200);
+          },
         );
-        assert.equal(user.status, 201, user.text);
-        assert.equal((await timed(plainRequest(`${roster.running.api}/users/${user.body.data.id}`))).status, 200);
-      });
-      assert.ok(durations.length >= 15, `only ${durations.length} normal requests during the attack`);
-      assertPrompt(t, durations, 'requests during the attack');
+        assert.ok(durations.length >= 15, `only ${durations.length} normal requests during the attack`);
+        assertPrompt(t, durations, 'requests during the attack');
 
-      await cutAll;
-      for (const [i, trickler] of attack.tricklers.entries()) {
-        const lifetime = trickler.cutAt! - trickler.openedAt;
-        assert.ok(lifetime >= HEADERS_TIMEOUT_MS - 100, `trickler ${i} cut after ${lifetime} ms, before the headers timeout`);
-        assert.ok(lifetime <= HEADERS_TIMEOUT_MS + CUT_SLACK_MS, `trickler ${i} lived ${lifetime} ms`);
-        assertCutCleanly(trickler, `trickler ${i}`);
+        await cutAll;
+        for (const [i, trickler] of attack.tricklers.entries()) {
+          const lifetime = trickler.cutAt! - trickler.openedAt;
+          assert.ok(
+            lifetime >= HEADERS_TIMEOUT_MS - 100,
+            `trickler ${i} cut after ${lifetime} ms, before the headers timeout`,
+          );
+          assert.ok(lifetime <= HEADERS_TIMEOUT_MS + CUT_SLACK_MS, `trickler ${i} lived ${lifetime} ms`);
+          assertCutCleanly(trickler, `trickler ${i}`);
+        }
+        assert.ok(
+          attack.tricklers.filter((x) => x.received.length > 0).length > 0,
+          'at least some got the 408 envelope',
+        );
+      } finally {
+        attack.stop();
       }
-      assert.ok(attack.tricklers.filter((x) => x.received.length > 0).length > 0, 'at least some got the 408 envelope');
-    } finally {
-      attack.stop();
-    }
-    await roster.check('after the slowloris attack');
-  });
-
-  test('normal requests stay prompt (each within 500 ms) while waves of new tricklers keep arriving', async (t) => {
-    const roster = await startHardened(env);
-    t.after(() => roster.stop());
-    // Waves of 100 new tricklers every 500 ms for 3 s, so that the service is always under attack,
-    // including while earlier tricklers are being cut.
-    const waves: Awaited<ReturnType<typeof slowloris>>[] = [];
-    const attacking = (async () => {
-      for (let wave = 0; wave < 6; wave++) {
-        waves.push(await slowloris(portOf(roster), 100, { trickled: 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nCookie: ' + 'c'.repeat(10_000) }));
-        await sleep(500);
-      }
-    })();
-    try {
-      const durations = await meanwhile(attacking.catch(() => {}), 20, async (timed) => {
-        assert.equal((await timed(plainRequest(`${roster.running.api}/health`))).status, 200);
-        assert.equal((await timed(plainRequest(`${roster.running.api}/users?limit=5`))).status, 200);
-      });
-      await attacking;
-      assertPrompt(t, durations, 'requests during the waves');
-      for (const wave of waves) await wave.allCut(HEADERS_TIMEOUT_MS + CUT_SLACK_MS);
-      for (const wave of waves) for (const trickler of wave.tricklers) assertCutCleanly(trickler, 'a trickler');
-    } finally {
-      for (const wave of waves) wave.stop();
-    }
-    await roster.check('after waves of tricklers');
-  });
-
-  test('a body trickled one byte per 100 ms is cut by REQUEST_TIMEOUT_MS, and nothing is stored', async (t) => {
-    const roster = await startHardened(env);
-    t.after(() => roster.stop());
-    const email = `trickled.${Date.now()}@example.com`;
-    const body = JSON.stringify({ name: 'Trickled', email, padding: 'p'.repeat(2000) });
-    const attack = await slowloris(portOf(roster), 20, {
-      prefix: `POST /api/v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
-      trickled: body,
+      await roster.check('after the slowloris attack');
     });
-    try {
-      await attack.allCut(REQUEST_TIMEOUT_MS + CUT_SLACK_MS);
-      for (const [i, trickler] of attack.tricklers.entries()) {
-        const lifetime = trickler.cutAt! - trickler.openedAt;
-        // The headers came at once, so only the request timeout applies.
-        assert.ok(lifetime >= REQUEST_TIMEOUT_MS - 100, `body trickler ${i} cut after ${lifetime} ms, before the request timeout`);
-        assert.ok(lifetime <= REQUEST_TIMEOUT_MS + CUT_SLACK_MS, `body trickler ${i} lived ${lifetime} ms`);
-        assertCutCleanly(trickler, `body trickler ${i}`);
-      }
-    } finally {
-      attack.stop();
-    }
-    const search = await plainRequest(`${roster.running.api}/users?search=${encodeURIComponent(email)}`);
-    assert.equal(search.body.data.pagination.total, 0, 'a request cut short stored nothing');
-    await roster.check('after trickled bodies');
-  });
 
-  test('the chat handshake is cut by HEADERS_TIMEOUT_MS too, and the room keeps working meanwhile', async (t) => {
-    const roster = await startHardened(env);
-    t.after(() => roster.stop());
-    const wsPort = roster.running.wsPort;
-    const attack = await slowloris(wsPort, 100, { trickled: handshakeRequest(wsPort, { headers: { 'X-Slow': 'w'.repeat(5000) } }).text });
-    try {
-      // A round trip is a handshake, a welcome, a message and its broadcast.
-      const durations = await meanwhile(sleep(1500), 50, (timed) => timed(chatRoundTrip(roster.running, 'during a handshake slowloris')));
-      assertPrompt(t, durations, 'chat round trips during the attack');
-      await attack.allCut(HEADERS_TIMEOUT_MS + CUT_SLACK_MS);
-      for (const [i, trickler] of attack.tricklers.entries()) {
-        const lifetime = trickler.cutAt! - trickler.openedAt;
-        assert.ok(lifetime <= HEADERS_TIMEOUT_MS + CUT_SLACK_MS, `handshake trickler ${i} lived ${lifetime} ms`);
-        assertCutCleanly(trickler, `handshake trickler ${i}`);
+    test('normal requests stay prompt (each within 500 ms) while waves of new tricklers keep arriving', async (t) => {
+      const roster = await startHardened(env);
+      t.after(() => roster.stop());
+      // Waves of 100 new tricklers every 500 ms for 3 s, so that the service is always under attack,
+      // including while earlier tricklers are being cut.
+      const waves: Awaited<ReturnType<typeof slowloris>>[] = [];
+      const attacking = (async () => {
+        for (let wave = 0; wave < 6; wave++) {
+          waves.push(
+            await slowloris(portOf(roster), 100, {
+              trickled: 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nCookie: ' + 'c'.repeat(10_000),
+            }),
+          );
+          await sleep(500);
+        }
+      })();
+      try {
+        const durations = await meanwhile(
+          attacking.catch(() => {}),
+          20,
+          async (timed) => {
+            assert.equal((await timed(plainRequest(`${roster.running.api}/health`))).status, 200);
+            assert.equal((await timed(plainRequest(`${roster.running.api}/users?limit=5`))).status, 200);
+          },
+        );
+        await attacking;
+        assertPrompt(t, durations, 'requests during the waves');
+        for (const wave of waves) await wave.allCut(HEADERS_TIMEOUT_MS + CUT_SLACK_MS);
+        for (const wave of waves) for (const trickler of wave.tricklers) assertCutCleanly(trickler, 'a trickler');
+      } finally {
+        for (const wave of waves) wave.stop();
       }
-    } finally {
-      attack.stop();
-    }
-    assert.equal(roster.running.server.chat.room.size, 0, 'no trickler joined the room');
-    await roster.check('after a handshake slowloris');
-  });
+      await roster.check('after waves of tricklers');
+    });
 
-  test('KEEP_ALIVE_TIMEOUT_MS=500: an idle kept-alive connection is closed after it', async (t) => {
-    const roster = await startHardened({ ...env, KEEP_ALIVE_TIMEOUT_MS: '500' });
-    t.after(() => roster.stop());
-    const socket = connect(portOf(roster), '127.0.0.1');
-    socket.on('error', () => {});
-    await within(once(socket, 'connect'), 3000, 'connect');
-    let received = '';
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-    socket.write('GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n');
-    const answered = Date.now();
-    await within(once(socket, 'close'), 500 + CUT_SLACK_MS, 'the idle kept-alive connection to be closed');
-    assert.match(received, /^HTTP\/1\.1 200 /);
-    assert.ok(Date.now() - answered >= 400, 'kept alive for a while first');
-    await roster.check();
-  });
-});
+    test('a body trickled one byte per 100 ms is cut by REQUEST_TIMEOUT_MS, and nothing is stored', async (t) => {
+      const roster = await startHardened(env);
+      t.after(() => roster.stop());
+      const email = `trickled.${Date.now()}@example.com`;
+      const body = JSON.stringify({ name: 'Trickled', email, padding: 'p'.repeat(2000) });
+      const attack = await slowloris(portOf(roster), 20, {
+        prefix: `POST /api/v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        trickled: body,
+      });
+      try {
+        await attack.allCut(REQUEST_TIMEOUT_MS + CUT_SLACK_MS);
+        for (const [i, trickler] of attack.tricklers.entries()) {
+          const lifetime = trickler.cutAt! - trickler.openedAt;
+          // The headers came at once, so only the request timeout applies.
+          assert.ok(
+            lifetime >= REQUEST_TIMEOUT_MS - 100,
+            `body trickler ${i} cut after ${lifetime} ms, before the request timeout`,
+          );
+          assert.ok(lifetime <= REQUEST_TIMEOUT_MS + CUT_SLACK_MS, `body trickler ${i} lived ${lifetime} ms`);
+          assertCutCleanly(trickler, `body trickler ${i}`);
+        }
+      } finally {
+        attack.stop();
+      }
+      const search = await plainRequest(`${roster.running.api}/users?search=${encodeURIComponent(email)}`);
+      assert.equal(search.body.data.pagination.total, 0, 'a request cut short stored nothing');
+      await roster.check('after trickled bodies');
+    });
+
+    test('the chat handshake is cut by HEADERS_TIMEOUT_MS too, and the room keeps working meanwhile', async (t) => {
+      const roster = await startHardened(env);
+      t.after(() => roster.stop());
+      const wsPort = roster.running.wsPort;
+      const attack = await slowloris(wsPort, 100, {
+        trickled: handshakeRequest(wsPort, { headers: { 'X-Slow': 'w'.repeat(5000) } }).text,
+      });
+      try {
+        // A round trip is a handshake, a welcome, a message and its broadcast.
+        const durations = await meanwhile(sleep(1500), 50, (timed) =>
+          timed(chatRoundTrip(roster.running, 'during a handshake slowloris')),
+        );
+        assertPrompt(t, durations, 'chat round trips during the attack');
+        await attack.allCut(HEADERS_TIMEOUT_MS + CUT_SLACK_MS);
+        for (const [i, trickler] of attack.tricklers.entries()) {
+          const lifetime = trickler.cutAt! - trickler.openedAt;
+          assert.ok(lifetime <= HEADERS_TIMEOUT_MS + CUT_SLACK_MS, `handshake trickler ${i} lived ${lifetime} ms`);
+          assertCutCleanly(trickler, `handshake trickler ${i}`);
+        }
+      } finally {
+        attack.stop();
+      }
+      assert.equal(roster.running.server.chat.room.size, 0, 'no trickler joined the room');
+      await roster.check('after a handshake slowloris');
+    });
+
+    test('KEEP_ALIVE_TIMEOUT_MS=500: an idle kept-alive connection is closed after it', async (t) => {
+      const roster = await startHardened({ ...env, KEEP_ALIVE_TIMEOUT_MS: '500' });
+      t.after(() => roster.stop());
+      const socket = connect(portOf(roster), '127.0.0.1');
+      socket.on('error', () => {});
+      await within(once(socket, 'connect'), 3000, 'connect');
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+      socket.write('GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n');
+      const answered = Date.now();
+      await within(once(socket, 'close'), 500 + CUT_SLACK_MS, 'the idle kept-alive connection to be closed');
+      assert.match(received, /^HTTP\/1\.1 200 /);
+      assert.ok(Date.now() - answered >= 400, 'kept alive for a while first');
+      await roster.check();
+    });
+  },
+);
 
 describe('connection cap (MAX_CONNECTIONS=20)', () => {
   test('with 20 idle connections the 21st is dropped; the chat port is unaffected; after some close, requests are served again', async (t) => {
     const roster = await startHardened({ MAX_CONNECTIONS: '20' });
     t.after(() => roster.stop());
     const server = roster.running.server.rest.server;
-    const connections = () => new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const connections = () =>
+      new Promise<number>((resolve, reject) =>
+        server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      );
     // plantUsers used connections that close after their reply; wait until they are gone.
     const deadline = Date.now() + 3000;
     while ((await connections()) > 0) {
@@ -281,10 +329,16 @@ describe('connection cap (MAX_CONNECTIONS=20)', () => {
       while ((await connections()) < 20) await sleep(5);
 
       // The 21st: accepted by the kernel, then dropped by Node without an answer.
-      await assert.rejects(plainRequest(`${roster.running.api}/health`, { timeoutMs: 3000 }), (error: Error & { code?: string }) => {
-        assert.ok(['ECONNRESET', 'EPIPE', 'ECONNREFUSED'].includes(error.code ?? '') || /socket hang up/.test(error.message), String(error));
-        return true;
-      });
+      await assert.rejects(
+        plainRequest(`${roster.running.api}/health`, { timeoutMs: 3000 }),
+        (error: Error & { code?: string }) => {
+          assert.ok(
+            ['ECONNRESET', 'EPIPE', 'ECONNREFUSED'].includes(error.code ?? '') || /socket hang up/.test(error.message),
+            String(error),
+          );
+          return true;
+        },
+      );
       assert.equal(await connections(), 20);
       // The chat port has its own limit.
       await chatRoundTrip(roster.running, 'while the REST port is full');
@@ -292,7 +346,9 @@ describe('connection cap (MAX_CONNECTIONS=20)', () => {
       for (const socket of idle.splice(0, 5)) socket.destroy();
       const served = Date.now() + 3000;
       for (;;) {
-        const outcome = await plainRequest(`${roster.running.api}/health`, { timeoutMs: 3000 }).catch((error: Error) => error);
+        const outcome = await plainRequest(`${roster.running.api}/health`, { timeoutMs: 3000 }).catch(
+          (error: Error) => error,
+        );
         if (!(outcome instanceof Error)) {
           assert.equal(outcome.status, 200);
           break;

@@ -17,7 +17,10 @@ import { request } from '../helpers.js';
 test('buildApp serves the REST door alone: the users it is given, health, and the envelope for errors', async (t) => {
   const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CONSOLE: 'false', METRICS: 'false' });
   const schemas = userSchemas(config.roles, config.strictValidation);
-  const service = new UserService(new MemoryUserStore(), createUserValidator(schemas), { maxPageSize: config.maxPageSize, strict: false });
+  const service = new UserService(new MemoryUserStore(), createUserValidator(schemas), {
+    maxPageSize: config.maxPageSize,
+    strict: false,
+  });
   const app = await buildApp(config, { logger: pino({ level: 'silent' }), users: { service, schemas } });
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });

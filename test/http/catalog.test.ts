@@ -54,13 +54,37 @@ describe('RouteCatalog', () => {
 
   test('one entry per route and method, with its description, schemas and hidden flag', async () => {
     const catalog = await catalogOf(routes);
-    const entries = catalog.entries.map(({ method, url, description, hidden, querystring, body }) => ({ method, url, description, hidden, querystring, body }));
+    const entries = catalog.entries.map(({ method, url, description, hidden, querystring, body }) => ({
+      method,
+      url,
+      description,
+      hidden,
+      querystring,
+      body,
+    }));
     const byKey = new Map(entries.map((entry) => [`${entry.method} ${entry.url}`, entry]));
-    assert.deepEqual(byKey.get('GET /api/v1/users'), { method: 'GET', url: '/api/v1/users', description: 'List users', hidden: false, querystring: { type: 'object' }, body: undefined });
-    assert.deepEqual(byKey.get('POST /api/v1/users'), { method: 'POST', url: '/api/v1/users', description: 'Create a user', hidden: false, querystring: undefined, body: { type: 'object' } });
+    assert.deepEqual(byKey.get('GET /api/v1/users'), {
+      method: 'GET',
+      url: '/api/v1/users',
+      description: 'List users',
+      hidden: false,
+      querystring: { type: 'object' },
+      body: undefined,
+    });
+    assert.deepEqual(byKey.get('POST /api/v1/users'), {
+      method: 'POST',
+      url: '/api/v1/users',
+      description: 'Create a user',
+      hidden: false,
+      querystring: undefined,
+      body: { type: 'object' },
+    });
     assert.equal(byKey.get('GET /assets/:file')?.hidden, true);
     assert.deepEqual(
-      entries.filter((entry) => entry.url === '/api/v1/users/:id').map((entry) => entry.method).sort(),
+      entries
+        .filter((entry) => entry.url === '/api/v1/users/:id')
+        .map((entry) => entry.method)
+        .sort(),
       ['DELETE', 'GET', 'HEAD', 'PATCH', 'PUT'],
     );
     assert.equal(entries.length, byKey.size, 'no route recorded twice');

@@ -11,7 +11,8 @@ import { captureLog, ChatClient, request, startRoster, type Running } from '../h
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 function exampleOf(media: any): { error: { code: string } }[] {
   if (media.schema?.examples) return media.schema.examples;
-  if (media.examples) return Object.values(media.examples).map((e) => (e as { value: { error: { code: string } } }).value);
+  if (media.examples)
+    return Object.values(media.examples).map((e) => (e as { value: { error: { code: string } } }).value);
   return media.example ? [media.example] : [];
 }
 
@@ -38,16 +39,36 @@ describe('OpenAPI document', () => {
     const { body } = await request(`${roster.api}/openapi.json`);
     const documented = new Set<string>();
     for (const [path, operations] of Object.entries(body.paths as Record<string, Record<string, unknown>>)) {
-      for (const method of Object.keys(operations)) documented.add(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`);
+      for (const method of Object.keys(operations))
+        documented.add(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`);
     }
     // HEAD is served and documented for every GET; each path also documents OPTIONS, whose 405 (and
     // Allow) stands for every method the path does not serve.
-    const served = roster.server.rest.routeCatalog.entries.filter((entry) => !entry.hidden).map((entry) => `${entry.method} ${entry.url}`);
+    const served = roster.server.rest.routeCatalog.entries
+      .filter((entry) => !entry.hidden)
+      .map((entry) => `${entry.method} ${entry.url}`);
     const options = [...documented].filter((operation) => operation.startsWith('OPTIONS '));
-    assert.deepEqual([...documented].filter((operation) => !operation.startsWith('OPTIONS ')).sort(), [...new Set(served)].sort());
+    assert.deepEqual(
+      [...documented].filter((operation) => !operation.startsWith('OPTIONS ')).sort(),
+      [...new Set(served)].sort(),
+    );
     const paths = new Set([...documented].map((operation) => operation.slice(operation.indexOf(' ') + 1)));
-    assert.deepEqual(options.map((operation) => operation.slice('OPTIONS '.length)).sort(), [...paths].sort(), 'OPTIONS on every path');
-    for (const operation of ['GET /api/v1/users', 'POST /api/v1/users', 'GET /api/v1/users/:id', 'PUT /api/v1/users/:id', 'PATCH /api/v1/users/:id', 'DELETE /api/v1/users/:id', 'GET /api/v1/health', 'GET /api/v1/docs', 'GET /metrics']) {
+    assert.deepEqual(
+      options.map((operation) => operation.slice('OPTIONS '.length)).sort(),
+      [...paths].sort(),
+      'OPTIONS on every path',
+    );
+    for (const operation of [
+      'GET /api/v1/users',
+      'POST /api/v1/users',
+      'GET /api/v1/users/:id',
+      'PUT /api/v1/users/:id',
+      'PATCH /api/v1/users/:id',
+      'DELETE /api/v1/users/:id',
+      'GET /api/v1/health',
+      'GET /api/v1/docs',
+      'GET /metrics',
+    ]) {
       assert.ok(documented.has(operation), operation);
     }
   });
@@ -55,7 +76,14 @@ describe('OpenAPI document', () => {
   test('each operation lists its parameters, body, success and every error reply with the envelope and examples', async () => {
     const { body } = await request(`${roster.api}/openapi.json`);
     const list = body.paths['/api/v1/users'].get;
-    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), ['limit', 'order', 'page', 'role', 'search', 'sort']);
+    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), [
+      'limit',
+      'order',
+      'page',
+      'role',
+      'search',
+      'sort',
+    ]);
     for (const p of list.parameters) assert.equal(p.in, 'query');
     assert.deepEqual(Object.keys(list.responses).sort(), ['200', '400', '422', '500']);
 
@@ -70,14 +98,22 @@ describe('OpenAPI document', () => {
     assert.deepEqual(Object.keys(component(conflict.schema.$ref).properties).sort(), ['error', 'status']);
     assert.equal(exampleOf(conflict)[0]?.error.code, 'EMAIL_EXISTS');
     const created = component(create.responses['201'].content['application/json'].schema.$ref);
-    assert.equal(component(created.properties.data.$ref).examples?.[0]?.name, 'Ada Lovelace', 'the user has an example');
+    assert.equal(
+      component(created.properties.data.$ref).examples?.[0]?.name,
+      'Ada Lovelace',
+      'the user has an example',
+    );
 
     const one = body.paths['/api/v1/users/{id}'];
     assert.equal(one.get.parameters[0].name, 'id');
     assert.equal(one.get.parameters[0].in, 'path');
-    assert.ok(exampleOf(one.get.responses['404'].content['application/json']).some((e) => e.error.code === 'USER_NOT_FOUND'));
+    assert.ok(
+      exampleOf(one.get.responses['404'].content['application/json']).some((e) => e.error.code === 'USER_NOT_FOUND'),
+    );
     assert.ok('204' in one.delete.responses);
-    for (const [path, operations] of Object.entries(body.paths as Record<string, Record<string, { description?: string; responses: object }>>)) {
+    for (const [path, operations] of Object.entries(
+      body.paths as Record<string, Record<string, { description?: string; responses: object }>>,
+    )) {
       for (const [method, operation] of Object.entries(operations)) {
         assert.ok(operation.description, `${method} ${path} has a description`);
         // OPTIONS answers 405 (or a CORS preflight) from the router, before any handler could fail.
@@ -94,7 +130,10 @@ describe('OpenAPI document', () => {
     assert.deepEqual(Object.keys(invalid.body.error), ['code', 'message', 'details']);
     assert.deepEqual(invalid.body.error.details.map((d: { field: string }) => d.field).sort(), ['email', 'name']);
     const missing = await request(`${roster.api}/users/nobody`);
-    assert.equal(missing.text, JSON.stringify({ status: 'error', error: { code: 'USER_NOT_FOUND', message: 'No user with id "nobody"' } }));
+    assert.equal(
+      missing.text,
+      JSON.stringify({ status: 'error', error: { code: 'USER_NOT_FOUND', message: 'No user with id "nobody"' } }),
+    );
   });
 });
 
@@ -123,7 +162,10 @@ describe('metrics', () => {
   test('GET /metrics: Prometheus text with HTTP requests by route pattern, method and status', async () => {
     const roster = await startRoster();
     after(() => roster.stop());
-    const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Metered', email: 'metered@example.com' } });
+    const created = await request(`${roster.api}/users`, {
+      method: 'POST',
+      body: { name: 'Metered', email: 'metered@example.com' },
+    });
     await request(`${roster.api}/users/${created.body.data.id}`);
     await request(`${roster.api}/users/no-such-id`);
     await request(`${roster.api}/nothing-here`);
@@ -135,7 +177,10 @@ describe('metrics', () => {
     assert.match(text, /roster_http_requests_total\{route="\/api\/v1\/users\/:id",method="GET",status="404"\} 1/);
     assert.match(text, /roster_http_requests_total\{route="\/api\/v1\/users",method="POST",status="201"\} 1/);
     assert.match(text, /roster_http_requests_total\{route="unmatched",method="GET",status="404"\} 1/);
-    assert.match(text, /roster_http_request_duration_seconds_bucket\{le="0.005",route="\/api\/v1\/users",method="POST",status="201"\} \d/);
+    assert.match(
+      text,
+      /roster_http_request_duration_seconds_bucket\{le="0.005",route="\/api\/v1\/users",method="POST",status="201"\} \d/,
+    );
     assert.doesNotMatch(text, /no-such-id|nothing-here/, 'raw URLs never become labels');
     assert.match(text, /^process_cpu_seconds_total \d/m);
     assert.match(text, /^nodejs_eventloop_lag_seconds \d/m);
@@ -154,7 +199,13 @@ describe('metrics', () => {
       // Flushed counts land after the write turn.
       await new Promise((resolve) => setImmediate(resolve));
       const text = await (await fetch(`${local.origin}/metrics`)).text();
-      const value = (name: string) => Number(text.split('\n').find((line) => line.startsWith(`${name} `))?.slice(name.length + 1));
+      const value = (name: string) =>
+        Number(
+          text
+            .split('\n')
+            .find((line) => line.startsWith(`${name} `))
+            ?.slice(name.length + 1),
+        );
       assert.equal(value('roster_chat_connections_open'), 1);
       assert.equal(value('roster_chat_joins_total'), 2);
       assert.equal(value('roster_chat_leaves_total'), 1);
@@ -194,7 +245,9 @@ describe('request ids', () => {
       assert.equal(kept.status, 404);
       assert.equal(kept.headers.get('x-request-id'), 'trace-42.abc');
       for (const hostile of ['has space', 'x'.repeat(200), 'é']) {
-        const replaced = await request(`${local.api}/health`, { headers: { 'X-Request-Id': encodeURIComponent(hostile) === hostile ? hostile : hostile } });
+        const replaced = await request(`${local.api}/health`, {
+          headers: { 'X-Request-Id': encodeURIComponent(hostile) === hostile ? hostile : hostile },
+        });
         assert.match(replaced.headers.get('x-request-id') ?? '', UUID, hostile);
       }
       const line = lines.find((l) => l.msg === 'request' && l.reqId === 'trace-42.abc');

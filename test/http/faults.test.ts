@@ -23,7 +23,10 @@ test('a fault inside the service: 500 INTERNAL_ERROR, detail only in the log, se
     const response = await request(`${roster.api}/users`);
     assert.equal(response.status, 500);
     assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
-    assert.deepEqual(response.body, { status: 'error', error: { code: 'INTERNAL_ERROR', message: response.body.error.message } });
+    assert.deepEqual(response.body, {
+      status: 'error',
+      error: { code: 'INTERNAL_ERROR', message: response.body.error.message },
+    });
     assert.doesNotMatch(response.text, /hunter2|10\.0\.0\.7|Error:|at /);
 
     const logged = lines.find((line) => line.level === 50 && JSON.stringify(line).includes('hunter2'));
@@ -32,7 +35,10 @@ test('a fault inside the service: 500 INTERNAL_ERROR, detail only in the log, se
 
     // Other operations still work.
     assert.equal((await request(`${roster.api}/health`)).status, 200);
-    const users = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'After', email: 'after@example.com' } });
+    const users = await request(`${roster.api}/users`, {
+      method: 'POST',
+      body: { name: 'After', email: 'after@example.com' },
+    });
     assert.equal(users.status, 201);
   } finally {
     await roster.stop();

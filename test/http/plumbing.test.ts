@@ -12,7 +12,8 @@ before(async () => {
 });
 after(() => roster.stop());
 
-function assertError(response: { status: number; headers: Headers; body: any }, status: number, code: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function assertError(response: { status: number; headers: Headers; body: any }, status: number, code: string) {
   assert.equal(response.status, status, JSON.stringify(response.body));
   assert.match(response.headers.get('content-type') ?? '', /^application\/json; charset=utf-8$/);
   assert.equal(response.body.status, 'error');
@@ -51,14 +52,22 @@ describe('health', () => {
     assert.match(body.data.timestamp, TIMESTAMP);
     assert.ok(Math.abs(Date.parse(`${body.data.timestamp}Z`) - Date.now()) < 60_000, 'UTC, and now');
     // No checks without engines; the memory store's fill under its default MAX_USERS.
-    assert.deepEqual(Object.keys(body.data).sort(), ['instance', 'started_at', 'status', 'storage', 'timestamp'], 'no checks without engines');
+    assert.deepEqual(
+      Object.keys(body.data).sort(),
+      ['instance', 'started_at', 'status', 'storage', 'timestamp'],
+      'no checks without engines',
+    );
     assert.match(body.data.instance, /^[0-9a-f-]{36}$/);
     assert.ok(body.data.started_at <= body.data.timestamp, 'started before now');
     const again = (await request(`${roster.api}/health`)).body.data;
     assert.deepEqual([again.instance, again.started_at], [body.data.instance, body.data.started_at], 'the same run');
     const other = await startRoster();
     try {
-      assert.notEqual((await request(`${other.api}/health`)).body.data.instance, body.data.instance, 'another run, another id');
+      assert.notEqual(
+        (await request(`${other.api}/health`)).body.data.instance,
+        body.data.instance,
+        'another run, another id',
+      );
     } finally {
       await other.stop();
     }
@@ -131,7 +140,9 @@ describe('docs', () => {
       assert.equal(typeof endpoint.description, 'string');
       assert.ok(endpoint.description.length > 0);
     }
-    const listing = docs.endpoints.find((e: { method: string; path: string }) => e.method === 'GET' && e.path === '/api/v1/users');
+    const listing = docs.endpoints.find(
+      (e: { method: string; path: string }) => e.method === 'GET' && e.path === '/api/v1/users',
+    );
     assert.deepEqual(Object.keys(listing.parameters).sort(), ['limit', 'order', 'page', 'role', 'search', 'sort']);
     for (const text of Object.values(listing.parameters)) assert.equal(typeof text, 'string');
     const creating = docs.endpoints.find((e: { method: string }) => e.method === 'POST');
@@ -167,7 +178,11 @@ describe('docs', () => {
 
 describe('malformed bodies', () => {
   const post = (body: string, contentType?: string) =>
-    request(`${roster.api}/users`, { method: 'POST', body, headers: contentType ? { 'content-type': contentType } : {} });
+    request(`${roster.api}/users`, {
+      method: 'POST',
+      body,
+      headers: contentType ? { 'content-type': contentType } : {},
+    });
 
   test('invalid JSON: 400 INVALID_JSON', async () => {
     for (const body of ['{bad', '{"name":', '{"a":1}}', "{'a':1}", 'undefined']) {
@@ -189,7 +204,11 @@ describe('malformed bodies', () => {
     assertError(await post('', 'application/json'), 400, 'INVALID_JSON');
     const users = (await request(`${roster.api}/users`)).body.data.users;
     for (const method of ['PUT', 'PATCH']) {
-      const response = await request(`${roster.api}/users/${users[0].id}`, { method, body: '', headers: { 'content-type': 'application/json' } });
+      const response = await request(`${roster.api}/users/${users[0].id}`, {
+        method,
+        body: '',
+        headers: { 'content-type': 'application/json' },
+      });
       assertError(response, 400, 'INVALID_JSON');
     }
   });
@@ -199,7 +218,11 @@ describe('malformed bodies', () => {
     assertError(await post('{"name":"x"}', 'text/plain'), 415, 'UNSUPPORTED_MEDIA_TYPE');
     const users = (await request(`${roster.api}/users`)).body.data.users;
     for (const method of ['PUT', 'PATCH']) {
-      const response = await request(`${roster.api}/users/${users[0].id}`, { method, body: '<x/>', headers: { 'content-type': 'application/xml' } });
+      const response = await request(`${roster.api}/users/${users[0].id}`, {
+        method,
+        body: '<x/>',
+        headers: { 'content-type': 'application/xml' },
+      });
       assertError(response, 415, 'UNSUPPORTED_MEDIA_TYPE');
     }
   });
@@ -219,7 +242,10 @@ describe('malformed bodies', () => {
   });
 
   test('a declared Content-Length over the limit is refused without sending the body', async () => {
-    const reply = await raw(port(), `POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`);
+    const reply = await raw(
+      port(),
+      `POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`,
+    );
     assert.match(reply, /^HTTP\/1\.1 413 /);
     assert.match(reply, /"code":"PAYLOAD_TOO_LARGE"/);
   });
@@ -289,7 +315,12 @@ describe('unknown routes and methods', () => {
 
 describe('headers', () => {
   test('no X-Powered-By; nosniff and JSON with charset on successes and errors', async () => {
-    for (const url of [`${roster.api}/health`, `${roster.api}/users`, `${roster.api}/users/nope`, `${roster.origin}/nowhere`]) {
+    for (const url of [
+      `${roster.api}/health`,
+      `${roster.api}/users`,
+      `${roster.api}/users/nope`,
+      `${roster.origin}/nowhere`,
+    ]) {
       const response = await fetch(url);
       assert.equal(response.headers.get('x-powered-by'), null, url);
       assert.equal(response.headers.get('x-content-type-options'), 'nosniff', url);

@@ -15,15 +15,31 @@ const viaSchema = fastJson(successSchema(UserList));
 const oneViaSchema = fastJson(successSchema(User));
 
 // Any text at all in the string fields: quotes, backslashes, control characters, lone surrogates, astral.
-const text = fc.oneof(fc.string({ unit: 'binary' }), fc.string(), fc.constantFrom('"', '\\', '\u2028', '\ud800', '\u0000', '😀'));
-const user: fc.Arbitrary<User> = fc.record({ id: text, name: text, email: text, role: text, created_at: text, updated_at: text });
+const text = fc.oneof(
+  fc.string({ unit: 'binary' }),
+  fc.string(),
+  fc.constantFrom('"', '\\', '\u2028', '\ud800', '\u0000', '😀'),
+);
+const user: fc.Arbitrary<User> = fc.record({
+  id: text,
+  name: text,
+  email: text,
+  role: text,
+  created_at: text,
+  updated_at: text,
+});
 
 describe('list reply JSON', () => {
   test('equals the schema serializer for any page', () => {
     fc.assert(
       fc.property(
         fc.array(user, { maxLength: 25 }),
-        fc.record({ total: fc.nat(), page: fc.integer({ min: 1 }), limit: fc.integer({ min: 1, max: 100 }), pages: fc.nat() }),
+        fc.record({
+          total: fc.nat(),
+          page: fc.integer({ min: 1 }),
+          limit: fc.integer({ min: 1, max: 100 }),
+          pages: fc.nat(),
+        }),
         text,
         (users, pagination, message) => {
           const list = { users, pagination };
@@ -47,7 +63,14 @@ describe('list reply JSON', () => {
   });
 
   test('a user object is serialised once; another object with the same id is serialised anew', () => {
-    const first: User = { id: 'a', name: 'Before', email: 'a@example.com', role: 'user', created_at: 't', updated_at: 't' };
+    const first: User = {
+      id: 'a',
+      name: 'Before',
+      email: 'a@example.com',
+      role: 'user',
+      created_at: 't',
+      updated_at: 't',
+    };
     assert.equal(userJson(first), userJson(first));
     const changed = { ...first, name: 'After' };
     assert.match(userJson(changed), /"name":"After"/);
@@ -63,16 +86,24 @@ describe('list replies over HTTP after changes', () => {
   after(() => roster.stop());
 
   test('PUT, PATCH and DELETE show in the next list at once', async () => {
-    const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Cache Probe', email: 'cache.probe@example.com' } });
+    const created = await request(`${roster.api}/users`, {
+      method: 'POST',
+      body: { name: 'Cache Probe', email: 'cache.probe@example.com' },
+    });
     assert.equal(created.status, 201);
     const id = created.body.data.id as string;
-    const listed = async () => (await request(`${roster.api}/users?limit=100`)).body.data.users.find((u: User) => u.id === id) as User | undefined;
+    const listed = async () =>
+      (await request(`${roster.api}/users?limit=100`)).body.data.users.find((u: User) => u.id === id) as
+        User | undefined;
     assert.equal((await listed())?.name, 'Cache Probe');
 
     await request(`${roster.api}/users/${id}`, { method: 'PATCH', body: { name: 'Patched Probe' } });
     assert.equal((await listed())?.name, 'Patched Probe');
 
-    const put = await request(`${roster.api}/users/${id}`, { method: 'PUT', body: { name: 'Put Probe', email: 'put.probe@example.com', role: 'admin' } });
+    const put = await request(`${roster.api}/users/${id}`, {
+      method: 'PUT',
+      body: { name: 'Put Probe', email: 'put.probe@example.com', role: 'admin' },
+    });
     assert.deepEqual(await listed(), put.body.data);
 
     await request(`${roster.api}/users/${id}`, { method: 'DELETE' });
@@ -80,7 +111,10 @@ describe('list replies over HTTP after changes', () => {
   });
 
   test('the reply has the JSON content type and the length of its bytes', async () => {
-    await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Zoë Ünïcode 😀', email: 'zoe.unicode@example.com' } });
+    await request(`${roster.api}/users`, {
+      method: 'POST',
+      body: { name: 'Zoë Ünïcode 😀', email: 'zoe.unicode@example.com' },
+    });
     const response = await fetch(`${roster.api}/users?search=unicode`);
     assert.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
     const bytes = Buffer.from(await response.arrayBuffer());

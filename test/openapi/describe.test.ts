@@ -20,7 +20,12 @@ const run = promisify(execFile);
 const ROOT = new URL('../../../', import.meta.url);
 const bin = (name: string) => new URL(`node_modules/.bin/${name}`, ROOT).pathname;
 const ADMIN_KEY = 'describe-admin-key-0123456789';
-const AUTH_ENV = { AUTH: 'apikey', API_KEYS: `${ADMIN_KEY}:admin`, RATE_LIMIT: '1000/minute', STRICT_VALIDATION: 'true' };
+const AUTH_ENV = {
+  AUTH: 'apikey',
+  API_KEYS: `${ADMIN_KEY}:admin`,
+  RATE_LIMIT: '1000/minute',
+  STRICT_VALIDATION: 'true',
+};
 
 async function served(roster: Running, path: string, headers: Record<string, string> = {}) {
   const response = await request(`${roster.api}/${path}`, { headers });
@@ -37,13 +42,26 @@ async function lint(doc: object, name: string): Promise<{ spectral: string; redo
     // Redocly's one exception (see test/openapi/redocly.yaml): OPTIONS operations document only the
     // 405 every path gives an unserved method; they have no success reply unless CORS is on.
     const options = Object.entries((doc as { paths: Record<string, Record<string, { responses: object }>> }).paths)
-      .filter(([, item]) => item.options && !Object.keys(item.options.responses).some((status) => status.startsWith('2')))
+      .filter(
+        ([, item]) => item.options && !Object.keys(item.options.responses).some((status) => status.startsWith('2')),
+      )
       .map(([path]) => `    - '#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/options/responses'`);
-    writeFileSync(join(dir, '.redocly.lint-ignore.yaml'), options.length > 0 ? `${name}.json:\n  operation-2xx-response:\n${options.join('\n')}\n` : '');
+    writeFileSync(
+      join(dir, '.redocly.lint-ignore.yaml'),
+      options.length > 0 ? `${name}.json:\n  operation-2xx-response:\n${options.join('\n')}\n` : '',
+    );
     writeFileSync(join(dir, 'redocly.yaml'), readFileSync(new URL('test/openapi/redocly.yaml', ROOT)));
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
-    const spectral = await run(bin('spectral'), ['lint', '--fail-severity', 'hint', '-r', new URL('test/openapi/spectral.yaml', ROOT).pathname, file], { env, cwd: dir });
-    const redocly = await run(bin('redocly'), ['lint', '--config', 'redocly.yaml', '--max-problems', '100', `${name}.json`], { env, cwd: dir });
+    const spectral = await run(
+      bin('spectral'),
+      ['lint', '--fail-severity', 'hint', '-r', new URL('test/openapi/spectral.yaml', ROOT).pathname, file],
+      { env, cwd: dir },
+    );
+    const redocly = await run(
+      bin('redocly'),
+      ['lint', '--config', 'redocly.yaml', '--max-problems', '100', `${name}.json`],
+      { env, cwd: dir },
+    );
     return { spectral: spectral.stdout + spectral.stderr, redocly: redocly.stdout + redocly.stderr };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -71,22 +89,48 @@ for (const [mode, env, headers] of [
 
     test('every operation has an operationId and a summary; shared shapes are components', async () => {
       const doc = await served(roster, 'openapi.json');
-      const ids = Object.values(doc.paths as Record<string, Record<string, { operationId: string; summary: string }>>).flatMap((item) =>
+      const ids = Object.values(
+        doc.paths as Record<string, Record<string, { operationId: string; summary: string }>>,
+      ).flatMap((item) =>
         Object.values(item).map((operation) => {
           assert.ok(operation.summary, `${operation.operationId} has a summary`);
           return operation.operationId;
         }),
       );
-      for (const id of ['listUsers', 'getUser', 'createUser', 'replaceUser', 'updateUser', 'deleteUser', 'getHealth', 'getDocs', 'getOpenApi', 'getAsyncApi', 'getMetrics']) {
+      for (const id of [
+        'listUsers',
+        'getUser',
+        'createUser',
+        'replaceUser',
+        'updateUser',
+        'deleteUser',
+        'getHealth',
+        'getDocs',
+        'getOpenApi',
+        'getAsyncApi',
+        'getMetrics',
+      ]) {
         assert.ok(ids.includes(id), id);
       }
       assert.equal(new Set(ids).size, ids.length, 'operationIds are unique');
-      for (const name of ['User', 'UserInput', 'UserPatch', 'UserList', 'Pagination', 'Health', 'UserEnvelope', 'ErrorEnvelope', 'ErrorCode']) {
+      for (const name of [
+        'User',
+        'UserInput',
+        'UserPatch',
+        'UserList',
+        'Pagination',
+        'Health',
+        'UserEnvelope',
+        'ErrorEnvelope',
+        'ErrorCode',
+      ]) {
         assert.ok(doc.components.schemas[name], name);
       }
       assert.deepEqual(doc.components.schemas.ErrorCode.enum.length > 15, true);
       const get = doc.paths['/api/v1/users/{id}'].get;
-      assert.deepEqual(get.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/UserEnvelope' });
+      assert.deepEqual(get.responses['200'].content['application/json'].schema, {
+        $ref: '#/components/schemas/UserEnvelope',
+      });
       assert.deepEqual(get.responses['404'].headers['X-Request-Id'], { $ref: '#/components/headers/XRequestId' });
       assert.ok(doc.paths['/api/v1/users'].head, 'HEAD is documented');
       assert.ok(doc.paths['/api/v1/users'].options.responses['405'].headers.Allow, '405 names Allow');
@@ -106,9 +150,21 @@ for (const [mode, env, headers] of [
       assert.equal('429' in item.get.responses, roster.config.rateLimit !== undefined);
       // And the service: PUT with another user's email.
       const sign = { headers: headers as Record<string, string> };
-      const a = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'A', email: `a-${mode.length}@x.io` }, ...sign });
-      const b = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'B', email: `b-${mode.length}@x.io` }, ...sign });
-      const put = await request(`${roster.api}/users/${b.body.data.id}`, { method: 'PUT', body: { name: 'B', email: a.body.data.email }, ...sign });
+      const a = await request(`${roster.api}/users`, {
+        method: 'POST',
+        body: { name: 'A', email: `a-${mode.length}@x.io` },
+        ...sign,
+      });
+      const b = await request(`${roster.api}/users`, {
+        method: 'POST',
+        body: { name: 'B', email: `b-${mode.length}@x.io` },
+        ...sign,
+      });
+      const put = await request(`${roster.api}/users/${b.body.data.id}`, {
+        method: 'PUT',
+        body: { name: 'B', email: a.body.data.email },
+        ...sign,
+      });
       assert.equal(put.status, strict ? 409 : 200);
     });
   });
@@ -121,8 +177,31 @@ describe('the field rules of the document agree with the service', () => {
   });
   after(() => roster.stop());
 
-  const names = ['Ada', ' Ada ', 'a'.repeat(200), ` ${'a'.repeat(200)}\n`, '😀'.repeat(200), '', '   ', 'a'.repeat(201), '😀'.repeat(201), '\t'];
-  const emails = ['a@b.co', ' a@b.co ', `${'a'.repeat(249)}@b.cd`, 'ü@bücher.de', 'not-an-email', 'a@b', 'a@@b.c', 'a@b..c', 'a b@c.d', `${'a'.repeat(250)}@b.cd`, ''];
+  const names = [
+    'Ada',
+    ' Ada ',
+    'a'.repeat(200),
+    ` ${'a'.repeat(200)}\n`,
+    '😀'.repeat(200),
+    '',
+    '   ',
+    'a'.repeat(201),
+    '😀'.repeat(201),
+    '\t',
+  ];
+  const emails = [
+    'a@b.co',
+    ' a@b.co ',
+    `${'a'.repeat(249)}@b.cd`,
+    'ü@bücher.de',
+    'not-an-email',
+    'a@b',
+    'a@@b.c',
+    'a@b..c',
+    'a b@c.d',
+    `${'a'.repeat(250)}@b.cd`,
+    '',
+  ];
 
   test('Ajv in strict mode compiles the served UserInput, and accepts exactly what the service accepts', async () => {
     const doc = await served(roster, 'openapi.json');
@@ -130,12 +209,19 @@ describe('the field rules of the document agree with the service', () => {
     const $defs = JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('#/components/schemas/', '#/$defs/'));
     const validate = ajv.compile({ $defs, $ref: '#/$defs/UserInput' });
     let i = 0;
-    const cases = [...names.map((name) => ({ name, email: `n${i++}@x.io` })), ...emails.map((email) => ({ name: 'Ada', email }))];
+    const cases = [
+      ...names.map((name) => ({ name, email: `n${i++}@x.io` })),
+      ...emails.map((email) => ({ name: 'Ada', email })),
+    ];
     let accepted = 0;
     for (const body of cases) {
       const byDocument = validate(body);
       const reply = await request(`${roster.api}/users`, { method: 'POST', body });
-      assert.equal(reply.status === 201, byDocument, `${JSON.stringify(body)}: document ${byDocument}, service ${reply.status}`);
+      assert.equal(
+        reply.status === 201,
+        byDocument,
+        `${JSON.stringify(body)}: document ${byDocument}, service ${reply.status}`,
+      );
       if (reply.status === 201) await request(`${roster.api}/users/${reply.body.data.id}`, { method: 'DELETE' });
       if (byDocument) accepted += 1;
       else assert.equal(reply.body.error.code, 'VALIDATION_ERROR');
@@ -155,13 +241,37 @@ describe('the AsyncAPI document', () => {
     const doc = await served(roster, 'asyncapi.json');
     const { document, diagnostics } = await new Parser().parse(doc as never);
     assert.ok(document, JSON.stringify(diagnostics));
-    assert.deepEqual(diagnostics.filter((d) => d.severity <= 1).map((d) => d.message), []);
-    assert.deepEqual(document.channels().all().map((channel) => channel.id()), ['room']);
-    const types = document.allMessages().all().map((message) => message.name());
-    assert.deepEqual([...new Set(types)].sort(), ['chat', 'history', 'ping', 'pong', 'system', 'user_join', 'user_leave']);
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity <= 1).map((d) => d.message),
+      [],
+    );
+    assert.deepEqual(
+      document
+        .channels()
+        .all()
+        .map((channel) => channel.id()),
+      ['room'],
+    );
+    const types = document
+      .allMessages()
+      .all()
+      .map((message) => message.name());
+    assert.deepEqual([...new Set(types)].sort(), [
+      'chat',
+      'history',
+      'ping',
+      'pong',
+      'system',
+      'user_join',
+      'user_leave',
+    ]);
     assert.equal(doc.servers.roster.host, `127.0.0.1:${roster.wsPort}`);
     const docs = await served(roster, 'docs');
-    assert.ok(docs.data.endpoints.some((e: { path: string; method: string }) => e.path === '/api/v1/asyncapi.json' && e.method === 'GET'));
+    assert.ok(
+      docs.data.endpoints.some(
+        (e: { path: string; method: string }) => e.path === '/api/v1/asyncapi.json' && e.method === 'GET',
+      ),
+    );
   });
 });
 
@@ -172,12 +282,17 @@ describe('/metrics follows Prometheus conventions', () => {
   });
   after(() => roster.stop());
 
-  test('a real parser reads it: standard names unprefixed, Roster\'s with roster_, counters end in _total', async () => {
+  test("a real parser reads it: standard names unprefixed, Roster's with roster_, counters end in _total", async () => {
     await request(`${roster.api}/health`);
     const text = await (await fetch(`${roster.origin}/metrics`)).text();
     const families = parsePrometheusTextFormat(text);
     const names = new Set(families.map((family) => family.name));
-    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'roster_http_requests_total']) {
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'roster_http_requests_total',
+    ]) {
       assert.ok(names.has(name), name);
     }
     for (const family of families) {
@@ -190,9 +305,17 @@ describe('/metrics follows Prometheus conventions', () => {
   test('the Grafana dashboard in docs/ uses only metrics the service exposes', async () => {
     const text = await (await fetch(`${roster.origin}/metrics`)).text();
     const families = parsePrometheusTextFormat(text);
-    const exposed = new Set(families.flatMap((f) => (f.type === 'HISTOGRAM' ? [`${f.name}_bucket`, `${f.name}_sum`, `${f.name}_count`] : [f.name])));
-    const dashboard = JSON.parse(readFileSync(new URL('docs/grafana-dashboard.json', ROOT), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
-    const used = dashboard.panels.flatMap((panel) => panel.targets.flatMap((target) => target.expr.match(/\b(?:roster|process|nodejs)_[a-z0-9_]+/g) ?? []));
+    const exposed = new Set(
+      families.flatMap((f) =>
+        f.type === 'HISTOGRAM' ? [`${f.name}_bucket`, `${f.name}_sum`, `${f.name}_count`] : [f.name],
+      ),
+    );
+    const dashboard = JSON.parse(readFileSync(new URL('docs/grafana-dashboard.json', ROOT), 'utf8')) as {
+      panels: { targets: { expr: string }[] }[];
+    };
+    const used = dashboard.panels.flatMap((panel) =>
+      panel.targets.flatMap((target) => target.expr.match(/\b(?:roster|process|nodejs)_[a-z0-9_]+/g) ?? []),
+    );
     assert.ok(used.length >= 8);
     for (const name of used) assert.ok(exposed.has(name), `${name} is exposed`);
   });
@@ -203,7 +326,10 @@ describe('chat frames are checked against the AsyncAPI document', () => {
     const { frameProblem } = await import('../helpers.js');
     assert.equal(frameProblem({ type: 'pong', timestamp: '2026-11-22T10:15:30.123456' }), undefined);
     assert.ok(frameProblem({ type: 'pong', timestamp: '2026-11-22T10:15:30.123456', extra: 1 }));
-    assert.ok(frameProblem({ type: 'user_join', message: 'x', timestamp: '2026-11-22T10:15:30.123456' }), 'online_count is required');
+    assert.ok(
+      frameProblem({ type: 'user_join', message: 'x', timestamp: '2026-11-22T10:15:30.123456' }),
+      'online_count is required',
+    );
     assert.ok(frameProblem({ type: 'hello' }));
   });
 });

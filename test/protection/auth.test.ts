@@ -106,7 +106,10 @@ const MECHANISMS: Mechanism[] = [
     bad: async () => [
       ['malformed (not a JWT)', bearer('not-a-token')],
       ['malformed (Bearer without token)', { headers: { authorization: 'Bearer ' } }],
-      ['wrong secret', bearer(await token({}, { key: new TextEncoder().encode('another-secret-of-at-least-32-bytes!!') }))],
+      [
+        'wrong secret',
+        bearer(await token({}, { key: new TextEncoder().encode('another-secret-of-at-least-32-bytes!!') })),
+      ],
       ['expired', bearer(await token({}, { exp: now() - 60, iat: now() - 120 }))],
       ['not yet valid (nbf)', bearer(await token({}, { nbf: now() + 600 }))],
       ['issued in the future (iat)', bearer(await token({}, { iat: now() + 600 }))],
@@ -137,10 +140,18 @@ const MECHANISMS: Mechanism[] = [
       ['wrong audience', bearer(await oauthToken(rsaKey, { aud: 'another-api' }))],
       ['expired', bearer(await oauthToken(rsaKey, {}, { exp: now() - 60, iat: now() - 120 }))],
       ['tampered', bearer(tampered(await oauthToken(rsaKey, { role: 'user' })))],
-      ['wrong algorithm: HS256', bearer(await token({ iss: ISSUER, aud: AUDIENCE }, { alg: 'HS256', key: new TextEncoder().encode(SECRET) }))],
+      [
+        'wrong algorithm: HS256',
+        bearer(await token({ iss: ISSUER, aud: AUDIENCE }, { alg: 'HS256', key: new TextEncoder().encode(SECRET) })),
+      ],
       [
         'wrong algorithm: HS256 keyed with the public key (algorithm confusion)',
-        bearer(await token({ iss: ISSUER, aud: AUDIENCE }, { alg: 'HS256', kid: rsaKey.kid, key: new TextEncoder().encode(JSON.stringify(rsaKey.jwk)) })),
+        bearer(
+          await token(
+            { iss: ISSUER, aud: AUDIENCE },
+            { alg: 'HS256', kid: rsaKey.kid, key: new TextEncoder().encode(JSON.stringify(rsaKey.jwk)) },
+          ),
+        ),
       ],
       ['wrong algorithm: alg none', bearer(unsignedToken({ iss: ISSUER, aud: AUDIENCE }))],
     ],
@@ -148,18 +159,34 @@ const MECHANISMS: Mechanism[] = [
 ];
 
 /** An access token as RFC 9068 has it (typ at+jwt), from the test's identity provider. */
-function oauthToken(key: SigningKey, claims: Record<string, unknown> = {}, options: { exp?: number; iat?: number; typ?: string | null } = {}) {
-  return token({ iss: ISSUER, aud: AUDIENCE, role: 'user', ...claims }, { key: key.privateKey, alg: key.alg, kid: key.kid, typ: 'at+jwt', ...options });
+function oauthToken(
+  key: SigningKey,
+  claims: Record<string, unknown> = {},
+  options: { exp?: number; iat?: number; typ?: string | null } = {},
+) {
+  return token(
+    { iss: ISSUER, aud: AUDIENCE, role: 'user', ...claims },
+    { key: key.privateKey, alg: key.alg, kid: key.kid, typ: 'at+jwt', ...options },
+  );
 }
 
-function call(running: Running, path: string, credential: Credential, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+function call(
+  running: Running,
+  path: string,
+  credential: Credential,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const separator = path.includes('?') ? '&' : '?';
   const url = `${running.api}${path}${credential.query ? `${separator}${credential.query}` : ''}`;
   return request(url, { ...init, headers: { ...credential.headers, ...init.headers } });
 }
 
 before(async () => {
-  [rsaKey, ecKey, strangerKey] = await Promise.all([signingKey('rsa-1', 'RS256'), signingKey('ec-1', 'ES256'), signingKey('stranger', 'RS256')]);
+  [rsaKey, ecKey, strangerKey] = await Promise.all([
+    signingKey('rsa-1', 'RS256'),
+    signingKey('ec-1', 'ES256'),
+    signingKey('stranger', 'RS256'),
+  ]);
 });
 
 for (const mechanism of MECHANISMS) {
@@ -179,7 +206,15 @@ for (const mechanism of MECHANISMS) {
     });
 
     test('public: health, docs, the OpenAPI document, the reference page, the console, metrics', async () => {
-      for (const path of ['/api/v1/health', '/api/v1/docs', '/api/v1/openapi.json', '/api/v1/reference', '/', '/console/config.json', '/metrics']) {
+      for (const path of [
+        '/api/v1/health',
+        '/api/v1/docs',
+        '/api/v1/openapi.json',
+        '/api/v1/reference',
+        '/',
+        '/console/config.json',
+        '/metrics',
+      ]) {
         const response = await fetch(`${running.origin}${path}`);
         await response.arrayBuffer();
         assert.equal(response.status, 200, path);
@@ -190,11 +225,25 @@ for (const mechanism of MECHANISMS) {
       const admin = await mechanism.admin();
       assert.equal((await call(running, '/users', admin)).status, 200);
       assert.equal((await call(running, `/users/${userId}`, admin)).status, 200);
-      const created = await call(running, '/users', admin, { method: 'POST', body: { name: 'Grace', email: `grace.${mechanism.name}@example.com` } });
+      const created = await call(running, '/users', admin, {
+        method: 'POST',
+        body: { name: 'Grace', email: `grace.${mechanism.name}@example.com` },
+      });
       assert.equal(created.status, 201, created.text);
       const id = created.body.data.id as string;
-      assert.equal((await call(running, `/users/${id}`, admin, { method: 'PATCH', body: { name: 'Grace H.' } })).status, 200);
-      assert.equal((await call(running, `/users/${id}`, admin, { method: 'PUT', body: { name: 'Grace', email: `g.${mechanism.name}@example.com` } })).status, 200);
+      assert.equal(
+        (await call(running, `/users/${id}`, admin, { method: 'PATCH', body: { name: 'Grace H.' } })).status,
+        200,
+      );
+      assert.equal(
+        (
+          await call(running, `/users/${id}`, admin, {
+            method: 'PUT',
+            body: { name: 'Grace', email: `g.${mechanism.name}@example.com` },
+          })
+        ).status,
+        200,
+      );
       assert.equal((await call(running, `/users/${id}`, admin, { method: 'DELETE' })).status, 204);
     });
 
@@ -202,20 +251,56 @@ for (const mechanism of MECHANISMS) {
       const reader = await mechanism.reader();
       assert.equal((await call(running, '/users', reader)).status, 200);
       assert.equal((await call(running, `/users/${userId}`, reader)).status, 200);
-      assertRefused(await call(running, '/users', reader, { method: 'POST', body: { name: 'X', email: 'x@example.com' } }), 403, 'FORBIDDEN');
-      assertRefused(await call(running, '/users', reader, { method: 'POST', body: '{not json', headers: { 'content-type': 'application/json' } }), 403, 'FORBIDDEN');
-      assertRefused(await call(running, `/users/${userId}`, reader, { method: 'PATCH', body: { name: 'Y' } }), 403, 'FORBIDDEN');
+      assertRefused(
+        await call(running, '/users', reader, { method: 'POST', body: { name: 'X', email: 'x@example.com' } }),
+        403,
+        'FORBIDDEN',
+      );
+      assertRefused(
+        await call(running, '/users', reader, {
+          method: 'POST',
+          body: '{not json',
+          headers: { 'content-type': 'application/json' },
+        }),
+        403,
+        'FORBIDDEN',
+      );
+      assertRefused(
+        await call(running, `/users/${userId}`, reader, { method: 'PATCH', body: { name: 'Y' } }),
+        403,
+        'FORBIDDEN',
+      );
       assertRefused(await call(running, '/users/no-such-id', reader, { method: 'DELETE' }), 403, 'FORBIDDEN');
-      assert.equal((await call(running, `/users/${userId}`, await mechanism.admin())).body.data.name !== 'Y', true, 'nothing was written');
+      assert.equal(
+        (await call(running, `/users/${userId}`, await mechanism.admin())).body.data.name !== 'Y',
+        true,
+        'nothing was written',
+      );
     });
 
     test('missing credentials: 401 with the challenge, before 404 and before body checks', async () => {
       const none: Credential = {};
       assertRefused(await call(running, '/users', none), 401, 'UNAUTHORIZED', mechanism.challenge);
-      assertRefused(await call(running, '/users/no-such-id', none), 401, 'UNAUTHORIZED', mechanism.challenge, 'an unknown id');
-      assertRefused(await call(running, `/users/${userId}`, none), 401, 'UNAUTHORIZED', mechanism.challenge, 'a known id');
       assertRefused(
-        await call(running, '/users', none, { method: 'POST', body: '{not json', headers: { 'content-type': 'application/json' } }),
+        await call(running, '/users/no-such-id', none),
+        401,
+        'UNAUTHORIZED',
+        mechanism.challenge,
+        'an unknown id',
+      );
+      assertRefused(
+        await call(running, `/users/${userId}`, none),
+        401,
+        'UNAUTHORIZED',
+        mechanism.challenge,
+        'a known id',
+      );
+      assertRefused(
+        await call(running, '/users', none, {
+          method: 'POST',
+          body: '{not json',
+          headers: { 'content-type': 'application/json' },
+        }),
         401,
         'UNAUTHORIZED',
         mechanism.challenge,
@@ -237,7 +322,11 @@ for (const mechanism of MECHANISMS) {
         const write = await call(running, `/users/${userId}`, credential, { method: 'DELETE' });
         assertRefused(write, 401, 'UNAUTHORIZED', mechanism.challenge, `${kind} (DELETE)`);
       }
-      assert.equal((await call(running, `/users/${userId}`, await mechanism.admin())).status, 200, 'the user is still there');
+      assert.equal(
+        (await call(running, `/users/${userId}`, await mechanism.admin())).status,
+        200,
+        'the user is still there',
+      );
     });
 
     test('chat: the handshake needs the credential; refused with 401 before the upgrade; the name is announced', async () => {
@@ -250,7 +339,9 @@ for (const mechanism of MECHANISMS) {
       assert.equal(first.messages[0]?.name, mechanism.adminName);
 
       const reader = await mechanism.reader();
-      const second = await handshake(reader.query ? `${running.wsUrl}/?${reader.query}` : running.wsUrl, { headers: reader.headers ?? {} });
+      const second = await handshake(reader.query ? `${running.wsUrl}/?${reader.query}` : running.wsUrl, {
+        headers: reader.headers ?? {},
+      });
       assert.equal(second.status, 101, second.text);
       // The others hear who joined; `from` of chats stays the connection id.
       await within(() => first.messages.some((m) => m.type === 'user_join'));
@@ -274,7 +365,13 @@ for (const mechanism of MECHANISMS) {
       assertRefused(await handshake(running.wsUrl), 401, 'UNAUTHORIZED', mechanism.challenge, 'no credential');
       for (const [kind, credential] of await mechanism.bad()) {
         const url = credential.query ? `${running.wsUrl}/?${credential.query}` : running.wsUrl;
-        assertRefused(await handshake(url, { headers: credential.headers ?? {} }), 401, 'UNAUTHORIZED', mechanism.challenge, `chat: ${kind}`);
+        assertRefused(
+          await handshake(url, { headers: credential.headers ?? {} }),
+          401,
+          'UNAUTHORIZED',
+          mechanism.challenge,
+          `chat: ${kind}`,
+        );
       }
     });
   });
@@ -294,20 +391,31 @@ describe('AUTH=oauth2: key rotation', () => {
     const oldKey = await signingKey('old', 'RS256');
     const newKey = await signingKey('new', 'ES256');
     const server = await JwksServer.start([oldKey]);
-    const running = await startRoster({ AUTH: 'oauth2', OAUTH2_JWKS_URL: server.url, OAUTH2_ISSUER: ISSUER, OAUTH2_AUDIENCE: AUDIENCE });
+    const running = await startRoster({
+      AUTH: 'oauth2',
+      OAUTH2_JWKS_URL: server.url,
+      OAUTH2_ISSUER: ISSUER,
+      OAUTH2_AUDIENCE: AUDIENCE,
+    });
     try {
-      const before = await request(`${running.api}/users`, { headers: { authorization: `Bearer ${await oauthToken(oldKey)}` } });
+      const before = await request(`${running.api}/users`, {
+        headers: { authorization: `Bearer ${await oauthToken(oldKey)}` },
+      });
       assert.equal(before.status, 200, before.text);
       assert.equal(server.fetches, 1);
       // The identity provider rotates: the new key is published, the old one retired.
       server.keys = [newKey];
       // jose refetches on an unknown kid at most once per cooldown (JWKS_COOLDOWN_MS, 2 s).
       await new Promise((resolve) => setTimeout(resolve, 2100));
-      const rotated = await request(`${running.api}/users`, { headers: { authorization: `Bearer ${await oauthToken(newKey)}` } });
+      const rotated = await request(`${running.api}/users`, {
+        headers: { authorization: `Bearer ${await oauthToken(newKey)}` },
+      });
       assert.equal(rotated.status, 200, rotated.text);
       assert.equal(server.fetches, 2, 'the JWKS was fetched again');
       // A fresh token of the retired key is refused now (the earlier one stays cached until it is due).
-      const retired = await request(`${running.api}/users`, { headers: { authorization: `Bearer ${await oauthToken(oldKey, { sub: 'u-9' })}` } });
+      const retired = await request(`${running.api}/users`, {
+        headers: { authorization: `Bearer ${await oauthToken(oldKey, { sub: 'u-9' })}` },
+      });
       assertRefused(retired, 401, 'UNAUTHORIZED', /^Bearer/);
     } finally {
       await running.stop();
@@ -320,9 +428,16 @@ describe('AUTH=oauth2: key rotation', () => {
     const server = await JwksServer.start([key]);
     const url = server.url;
     await server.close();
-    const running = await startRoster({ AUTH: 'oauth2', OAUTH2_JWKS_URL: url, OAUTH2_ISSUER: ISSUER, OAUTH2_AUDIENCE: AUDIENCE });
+    const running = await startRoster({
+      AUTH: 'oauth2',
+      OAUTH2_JWKS_URL: url,
+      OAUTH2_ISSUER: ISSUER,
+      OAUTH2_AUDIENCE: AUDIENCE,
+    });
     try {
-      const response = await request(`${running.api}/users`, { headers: { authorization: `Bearer ${await oauthToken(key)}` } });
+      const response = await request(`${running.api}/users`, {
+        headers: { authorization: `Bearer ${await oauthToken(key)}` },
+      });
       assert.equal(response.status, 503, response.text);
       assert.equal(response.body.error.code, 'SERVICE_UNAVAILABLE');
     } finally {

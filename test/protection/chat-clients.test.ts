@@ -46,7 +46,11 @@ describe('WS_MAX_CONNECTIONS_PER_CLIENT', () => {
   });
 
   test('per address without AUTH (TRUST_PROXY believed), concurrent handshakes included; any other address joins', async (t) => {
-    const running = await startRoster({ WS_MAX_CONNECTIONS_PER_CLIENT: '3', RATE_LIMIT: '1000/second', TRUST_PROXY: '127.0.0.1' });
+    const running = await startRoster({
+      WS_MAX_CONNECTIONS_PER_CLIENT: '3',
+      RATE_LIMIT: '1000/second',
+      TRUST_PROXY: '127.0.0.1',
+    });
     const outcomes: Handshake[] = [];
     t.after(async () => {
       for (const outcome of outcomes) outcome.ws?.terminate();
@@ -64,7 +68,7 @@ describe('WS_MAX_CONNECTIONS_PER_CLIENT', () => {
     assert.equal(running.server.chat.room.size, 4);
   });
 
-  test('set without any protection, it applies per address; unset, there is no such limit (the contract\'s behaviour)', async (t) => {
+  test("set without any protection, it applies per address; unset, there is no such limit (the contract's behaviour)", async (t) => {
     const capped = await startRoster({ WS_MAX_CONNECTIONS_PER_CLIENT: '2' });
     const open: WebSocket[] = [];
     t.after(async () => {
@@ -86,7 +90,8 @@ describe('WS_MAX_CONNECTIONS_PER_CLIENT', () => {
 
 describe('RATE_LIMIT chat message budget per client', () => {
   const chats = (outcome: Handshake) => outcome.messages.filter((m) => m.type === 'chat').map((m) => m.message);
-  const slowDowns = (outcome: Handshake) => outcome.messages.filter((m) => m.type === 'system' && String(m.message).startsWith('Slow down'));
+  const slowDowns = (outcome: Handshake) =>
+    outcome.messages.filter((m) => m.type === 'system' && String(m.message).startsWith('Slow down'));
 
   test('two connections of one client share one budget; another client has its own; reconnecting does not refill it', async (t) => {
     const running = await startRoster({ RATE_LIMIT: '5/second', TRUST_PROXY: '127.0.0.1' });

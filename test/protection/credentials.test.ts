@@ -8,7 +8,18 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
 import { closeOf, request, startRoster, within, type Running } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic, handshake, JwksServer, SECRET, signingKey, token, type SigningKey } from './support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  basic,
+  handshake,
+  JwksServer,
+  SECRET,
+  signingKey,
+  token,
+  type SigningKey,
+} from './support.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
@@ -45,7 +56,10 @@ describe('AUTH=jwt: claims are type-checked', () => {
   }
 
   test('a string sub, with or without a string name, is accepted; the chat announces the name, else the sub', async () => {
-    assert.equal((await request(`${running.api}/users`, { headers: bearer(await token({ sub: 'u-7', name: 'Grace' })) })).status, 200);
+    assert.equal(
+      (await request(`${running.api}/users`, { headers: bearer(await token({ sub: 'u-7', name: 'Grace' })) })).status,
+      200,
+    );
     const withoutName = await token({ sub: 'u-8' }, { omit: ['name'] });
     assert.equal((await request(`${running.api}/users`, { headers: bearer(withoutName) })).status, 200);
     const chat = await handshake(`${running.wsUrl}/?access_token=${withoutName}`);
@@ -68,7 +82,13 @@ describe('AUTH=oauth2: only access tokens (typ at+jwt, RFC 9068)', () => {
 
   const oauthToken = (typ: string | null, claims: Record<string, unknown> = {}) =>
     token({ iss: ISSUER, aud: AUDIENCE, ...claims }, { key: key.privateKey, alg: key.alg, kid: key.kid, typ });
-  const env = (extra: Record<string, string> = {}) => ({ AUTH: 'oauth2', OAUTH2_JWKS_URL: jwks.url, OAUTH2_ISSUER: ISSUER, OAUTH2_AUDIENCE: AUDIENCE, ...extra });
+  const env = (extra: Record<string, string> = {}) => ({
+    AUTH: 'oauth2',
+    OAUTH2_JWKS_URL: jwks.url,
+    OAUTH2_ISSUER: ISSUER,
+    OAUTH2_AUDIENCE: AUDIENCE,
+    ...extra,
+  });
   const status = async (running: Running, jwt: string) => {
     const response = await request(`${running.api}/users`, { headers: bearer(jwt) });
     return response.status;
@@ -79,12 +99,22 @@ describe('AUTH=oauth2: only access tokens (typ at+jwt, RFC 9068)', () => {
     t.after(() => running.stop());
     assert.equal(await status(running, await oauthToken('at+jwt')), 200);
     assert.equal(await status(running, await oauthToken('application/at+jwt', { sub: 'u-2' })), 200);
-    assert.equal(await status(running, await oauthToken('AT+JWT', { sub: 'u-3' })), 200, 'media types are case-insensitive');
+    assert.equal(
+      await status(running, await oauthToken('AT+JWT', { sub: 'u-3' })),
+      200,
+      'media types are case-insensitive',
+    );
     for (const typ of ['JWT', null, 'id_token+jwt']) {
       const jwt = await oauthToken(typ);
       const response = await request(`${running.api}/users`, { headers: bearer(jwt) });
       assertRefused(response, 401, 'UNAUTHORIZED', /error="invalid_token"/, `typ ${typ}`);
-      assertRefused(await handshake(`${running.wsUrl}/?access_token=${jwt}`), 401, 'UNAUTHORIZED', /^Bearer/, `chat, typ ${typ}`);
+      assertRefused(
+        await handshake(`${running.wsUrl}/?access_token=${jwt}`),
+        401,
+        'UNAUTHORIZED',
+        /^Bearer/,
+        `chat, typ ${typ}`,
+      );
     }
   });
 
@@ -111,7 +141,10 @@ describe('chat sessions end with their credential', () => {
     short.ws!.send(JSON.stringify({ type: 'chat', message: 'still valid' }));
     await within(
       new Promise<void>((resolve) => {
-        const check = () => (lasting.messages.some((m) => m.type === 'chat' && m.message === 'still valid') ? resolve() : setTimeout(check, 10));
+        const check = () =>
+          lasting.messages.some((m) => m.type === 'chat' && m.message === 'still valid')
+            ? resolve()
+            : setTimeout(check, 10);
         check();
       }),
       3000,
@@ -152,8 +185,15 @@ describe('least privilege: API keys and Basic users are readers unless their ent
     t.after(() => running.stop());
     const body = { name: 'Grace', email: 'grace.keys@example.com' };
     assert.equal((await request(`${running.api}/users`, { headers: { 'x-api-key': API_KEY_READER } })).status, 200);
-    assertRefused(await request(`${running.api}/users`, { method: 'POST', body, headers: { 'x-api-key': API_KEY_READER } }), 403, 'FORBIDDEN');
-    assert.equal((await request(`${running.api}/users`, { method: 'POST', body, headers: { 'x-api-key': API_KEY_ADMIN } })).status, 201);
+    assertRefused(
+      await request(`${running.api}/users`, { method: 'POST', body, headers: { 'x-api-key': API_KEY_READER } }),
+      403,
+      'FORBIDDEN',
+    );
+    assert.equal(
+      (await request(`${running.api}/users`, { method: 'POST', body, headers: { 'x-api-key': API_KEY_ADMIN } })).status,
+      201,
+    );
   });
 
   test('AUTH=basic: a user without a role reads but may not write (403); name:hash:admin writes', async (t) => {
@@ -161,8 +201,28 @@ describe('least privilege: API keys and Basic users are readers unless their ent
     const running = await startRoster({ AUTH: 'basic', BASIC_USERS: `bob:${hash},ada:${hash}:admin` });
     t.after(() => running.stop());
     const body = { name: 'Grace', email: 'grace.basic@example.com' };
-    assert.equal((await request(`${running.api}/users`, { headers: { authorization: basic('bob', 'pw-of-the-test') } })).status, 200);
-    assertRefused(await request(`${running.api}/users`, { method: 'POST', body, headers: { authorization: basic('bob', 'pw-of-the-test') } }), 403, 'FORBIDDEN');
-    assert.equal((await request(`${running.api}/users`, { method: 'POST', body, headers: { authorization: basic('ada', 'pw-of-the-test') } })).status, 201);
+    assert.equal(
+      (await request(`${running.api}/users`, { headers: { authorization: basic('bob', 'pw-of-the-test') } })).status,
+      200,
+    );
+    assertRefused(
+      await request(`${running.api}/users`, {
+        method: 'POST',
+        body,
+        headers: { authorization: basic('bob', 'pw-of-the-test') },
+      }),
+      403,
+      'FORBIDDEN',
+    );
+    assert.equal(
+      (
+        await request(`${running.api}/users`, {
+          method: 'POST',
+          body,
+          headers: { authorization: basic('ada', 'pw-of-the-test') },
+        })
+      ).status,
+      201,
+    );
   });
 });

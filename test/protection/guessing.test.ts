@@ -64,12 +64,23 @@ describe('RATE_LIMIT with AUTH=basic: no password guessing past the limit (REST)
     });
     t.after(() => running.stop());
     const guesses = Array.from({ length: 30 }, (_, i) => (i === 15 ? 'lovelace-1815' : `guess-${i}`));
-    const replies = await Promise.all(guesses.map((password) => request(`${running.api}/users`, { headers: { authorization: basic('ada', password) } })));
+    const replies = await Promise.all(
+      guesses.map((password) =>
+        request(`${running.api}/users`, { headers: { authorization: basic('ada', password) } }),
+      ),
+    );
     const answered = replies.filter((reply) => reply.status !== 429);
-    assert.ok(answered.length <= 3, `at most 3 credentials checked, got ${answered.map((reply) => reply.status).join(' ')}`);
+    assert.ok(
+      answered.length <= 3,
+      `at most 3 credentials checked, got ${answered.map((reply) => reply.status).join(' ')}`,
+    );
     for (const reply of replies) if (reply.status === 429) assertRefused(reply, 429, 'RATE_LIMITED');
     // And from now on, the right password gets 429 like any other.
-    assertRefused(await request(`${running.api}/users`, { headers: { authorization: basic('ada', 'lovelace-1815') } }), 429, 'RATE_LIMITED');
+    assertRefused(
+      await request(`${running.api}/users`, { headers: { authorization: basic('ada', 'lovelace-1815') } }),
+      429,
+      'RATE_LIMITED',
+    );
   });
 
   test('API keys: an address over its limit gets 429 even with a valid key', async (t) => {
@@ -130,7 +141,9 @@ describe('password hashing is bounded (AUTH=basic)', () => {
     }
     const baseline = median(usual);
 
-    const flood = timed(() => Promise.all(Array.from({ length: 300 }, (_, i) => login('ada', `guess-${i}`, '203.0.113.66'))));
+    const flood = timed(() =>
+      Promise.all(Array.from({ length: 300 }, (_, i) => login('ada', `guess-${i}`, '203.0.113.66'))),
+    );
     await sleep(150); // the flood is in
     const legit = await timed(() => login('ada', 'lovelace-1815', '198.51.100.2'));
     const { value: replies, ms: floodMs } = await flood;
@@ -147,9 +160,13 @@ describe('password hashing is bounded (AUTH=basic)', () => {
   });
 
   test('without RATE_LIMIT, hashes in flight are bounded: the excess gets 503 with Retry-After at once; a known credential is not held up', async (t) => {
-    const running = await startRoster({ AUTH: 'basic', BASIC_USERS: `ada:${await hashPassword('lovelace-1815', REAL)}:admin` });
+    const running = await startRoster({
+      AUTH: 'basic',
+      BASIC_USERS: `ada:${await hashPassword('lovelace-1815', REAL)}:admin`,
+    });
     t.after(() => running.stop());
-    const login = (user: string, password: string) => request(`${running.api}/users`, { headers: { authorization: basic(user, password) } });
+    const login = (user: string, password: string) =>
+      request(`${running.api}/users`, { headers: { authorization: basic(user, password) } });
 
     assert.equal((await login('ada', 'lovelace-1815')).status, 200); // now verified recently: no hash
     const known: number[] = [];
@@ -157,21 +174,32 @@ describe('password hashing is bounded (AUTH=basic)', () => {
     const baseline = median(known);
 
     const size = 60;
-    const flood = Promise.all(Array.from({ length: size }, (_, i) => timed(() => login(`intruder-${i}`, `guess-${i}`))));
+    const flood = Promise.all(
+      Array.from({ length: size }, (_, i) => timed(() => login(`intruder-${i}`, `guess-${i}`))),
+    );
     await sleep(20);
     const legit = await timed(() => login('ada', 'lovelace-1815'));
     const replies = await flood;
 
     assert.equal(legit.value.status, 200);
-    assert.ok(legit.ms < Math.max(5 * baseline, 100), `a known credential took ${legit.ms.toFixed(0)} ms during the flood, usually ${baseline.toFixed(0)} ms`);
+    assert.ok(
+      legit.ms < Math.max(5 * baseline, 100),
+      `a known credential took ${legit.ms.toFixed(0)} ms during the flood, usually ${baseline.toFixed(0)} ms`,
+    );
     const busy: JsonResponse[] = replies.filter(({ value }) => value.status === 503).map(({ value }) => value);
     const refused = replies.filter(({ value }) => value.status === 401);
     assert.equal(busy.length + refused.length, size, `statuses: ${replies.map(({ value }) => value.status).join(' ')}`);
     assert.ok(busy.length > 0, 'some of the flood is turned away');
-    assert.ok(refused.length < size / 2, `${refused.length} of ${size} hashed (at most ${HASHING_CONCURRENCY} at once, ${HASHING_QUEUE} waiting)`);
+    assert.ok(
+      refused.length < size / 2,
+      `${refused.length} of ${size} hashed (at most ${HASHING_CONCURRENCY} at once, ${HASHING_QUEUE} waiting)`,
+    );
     for (const reply of busy) {
       assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
-      assert.deepEqual(reply.body, { status: 'error', error: { code: 'SERVICE_UNAVAILABLE', message: 'Too many logins are being checked; try again shortly' } });
+      assert.deepEqual(reply.body, {
+        status: 'error',
+        error: { code: 'SERVICE_UNAVAILABLE', message: 'Too many logins are being checked; try again shortly' },
+      });
       assert.equal(reply.headers.get('retry-after'), '1');
     }
   });

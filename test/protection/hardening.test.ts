@@ -27,9 +27,19 @@ describe('scrypt: N = 2^17 for new hashes; older hashes still verify', () => {
     const old = await hashPassword('old-password', { N: 2 ** 15, r: 8, p: 1 });
     const running = await startRoster({ AUTH: 'basic', BASIC_USERS: `new:${strong},old:${old}` });
     t.after(() => running.stop());
-    assert.equal((await request(`${running.api}/users`, { headers: { authorization: basic('new', 'new-password') } })).status, 200);
-    assert.equal((await request(`${running.api}/users`, { headers: { authorization: basic('old', 'old-password') } })).status, 200);
-    assertRefused(await request(`${running.api}/users`, { headers: { authorization: basic('old', 'new-password') } }), 401, 'UNAUTHORIZED');
+    assert.equal(
+      (await request(`${running.api}/users`, { headers: { authorization: basic('new', 'new-password') } })).status,
+      200,
+    );
+    assert.equal(
+      (await request(`${running.api}/users`, { headers: { authorization: basic('old', 'old-password') } })).status,
+      200,
+    );
+    assertRefused(
+      await request(`${running.api}/users`, { headers: { authorization: basic('old', 'new-password') } }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 });
 
@@ -41,8 +51,25 @@ function makeCertificate(): { dir: string; cert: string; key: string } | undefin
   try {
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
       { stdio: 'ignore' },
     );
   } catch {
@@ -53,7 +80,10 @@ function makeCertificate(): { dir: string; cert: string; key: string } | undefin
 }
 
 /** The suite a TLS handshake settles on, or the error that ended it. */
-function negotiate(port: number, options: ConnectionOptions): Promise<{ cipher?: string; version?: string; error?: string }> {
+function negotiate(
+  port: number,
+  options: ConnectionOptions,
+): Promise<{ cipher?: string; version?: string; error?: string }> {
   return new Promise((resolve) => {
     const socket = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false, ...options }, () => {
       const cipher = socket.getCipher();
@@ -106,11 +136,20 @@ describe('TLS', { skip: noOpenssl }, () => {
 
   test('TLS 1.2: CBC suites (SHA-1 and SHA-2 MACs) refused on both ports; ECDHE with AES-GCM or ChaCha20 accepted; TLS 1.3 accepted', async () => {
     for (const port of [restPort, running.wsPort]) {
-      for (const cipher of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA', 'ECDHE-ECDSA-AES128-SHA256', 'ECDHE-ECDSA-AES256-SHA384']) {
+      for (const cipher of [
+        'ECDHE-ECDSA-AES128-SHA',
+        'ECDHE-ECDSA-AES256-SHA',
+        'ECDHE-ECDSA-AES128-SHA256',
+        'ECDHE-ECDSA-AES256-SHA384',
+      ]) {
         const outcome = await negotiate(port, { ciphers: cipher, maxVersion: 'TLSv1.2' });
         assert.ok(outcome.error, `port ${port}: ${cipher} was negotiated`);
       }
-      for (const cipher of ['ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305']) {
+      for (const cipher of [
+        'ECDHE-ECDSA-AES128-GCM-SHA256',
+        'ECDHE-ECDSA-AES256-GCM-SHA384',
+        'ECDHE-ECDSA-CHACHA20-POLY1305',
+      ]) {
         const outcome = await negotiate(port, { ciphers: cipher, maxVersion: 'TLSv1.2' });
         assert.equal(outcome.version, 'TLSv1.2', `port ${port}: ${cipher}: ${outcome.error}`);
       }
@@ -122,7 +161,10 @@ describe('TLS', { skip: noOpenssl }, () => {
   test('plain HTTP on the HTTPS port, and a ws:// handshake on the WSS port: 400 in the envelope, saying to use TLS', async () => {
     for (const [port, text] of [
       [restPort, 'GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'],
-      [running.wsPort, 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'],
+      [
+        running.wsPort,
+        'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      ],
     ] as const) {
       const reply = await within(raw(port, text), 5000, `the reply on port ${port}`);
       assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/, reply);
@@ -156,7 +198,10 @@ describe('TLS', { skip: noOpenssl }, () => {
     const port = Number(new URL(other.origin).port);
     const headers = await httpsHeaders(`https://127.0.0.1:${port}/api/v1/health`, readFileSync(second.cert));
     assert.equal(headers['strict-transport-security'], 'max-age=600; includeSubDomains');
-    assert.equal((await negotiate(port, { ciphers: 'ECDHE-ECDSA-AES128-SHA256', maxVersion: 'TLSv1.2' })).version, 'TLSv1.2');
+    assert.equal(
+      (await negotiate(port, { ciphers: 'ECDHE-ECDSA-AES128-SHA256', maxVersion: 'TLSv1.2' })).version,
+      'TLSv1.2',
+    );
     assert.ok((await negotiate(port, { ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256', maxVersion: 'TLSv1.2' })).error);
   });
 });
@@ -198,10 +243,18 @@ describe('SECURITY_HEADERS: what helmet does not send', () => {
 
 describe('METRICS_AUTH', () => {
   test('true: /metrics wants an admin credential (401 without, 403 for a reader); health stays public', async (t) => {
-    const running = await startRoster({ AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN}:admin,${API_KEY_READER}`, METRICS_AUTH: 'true' });
+    const running = await startRoster({
+      AUTH: 'apikey',
+      API_KEYS: `${API_KEY_ADMIN}:admin,${API_KEY_READER}`,
+      METRICS_AUTH: 'true',
+    });
     t.after(() => running.stop());
     assertRefused(await request(`${running.origin}/metrics`), 401, 'UNAUTHORIZED', /^ApiKey/);
-    assertRefused(await request(`${running.origin}/metrics`, { headers: { 'x-api-key': API_KEY_READER } }), 403, 'FORBIDDEN');
+    assertRefused(
+      await request(`${running.origin}/metrics`, { headers: { 'x-api-key': API_KEY_READER } }),
+      403,
+      'FORBIDDEN',
+    );
     const admin = await fetch(`${running.origin}/metrics`, { headers: { 'x-api-key': API_KEY_ADMIN } });
     assert.equal(admin.status, 200);
     assert.match(await admin.text(), /roster_http_requests_total/);
@@ -218,19 +271,23 @@ describe('METRICS_AUTH', () => {
 });
 
 describe('SECURITY_HEADERS in a browser', () => {
-  test('the console is cross-origin isolated and still lists users and joins the chat', { skip: noChromium, timeout: 30_000 }, async () => {
-    const roster = await startConsoleRoster({ SECURITY_HEADERS: 'true' });
-    const browser = await launchBrowser();
-    try {
-      const { page, errors, consoleErrors } = await openConsole(browser, roster.origin);
-      await waitForText(page.locator('#page-info'), '3 users');
-      await waitForText(page.locator('#chat-status-text'), 'Connected');
-      assert.equal(await page.evaluate('crossOriginIsolated'), true);
-      assert.deepEqual(errors, []);
-      assert.deepEqual(consoleErrors, []);
-    } finally {
-      await browser.close();
-      await roster.stop();
-    }
-  });
+  test(
+    'the console is cross-origin isolated and still lists users and joins the chat',
+    { skip: noChromium, timeout: 30_000 },
+    async () => {
+      const roster = await startConsoleRoster({ SECURITY_HEADERS: 'true' });
+      const browser = await launchBrowser();
+      try {
+        const { page, errors, consoleErrors } = await openConsole(browser, roster.origin);
+        await waitForText(page.locator('#page-info'), '3 users');
+        await waitForText(page.locator('#chat-status-text'), 'Connected');
+        assert.equal(await page.evaluate('crossOriginIsolated'), true);
+        assert.deepEqual(errors, []);
+        assert.deepEqual(consoleErrors, []);
+      } finally {
+        await browser.close();
+        await roster.stop();
+      }
+    },
+  );
 });

@@ -18,14 +18,24 @@ describe('chat Origin check under AUTH without CORS_ORIGINS', () => {
     const restPort = new URL(running.origin).port;
     const headers = { authorization: basic('ada', 'pw-of-ada') };
     const attackerPort = await freePort();
-    for (const origin of [`http://127.0.0.1:${attackerPort}`, `http://localhost:${restPort}`, 'https://evil.example', 'null']) {
+    for (const origin of [
+      `http://127.0.0.1:${attackerPort}`,
+      `http://localhost:${restPort}`,
+      'https://evil.example',
+      'null',
+    ]) {
       const refused = await handshake(running.wsUrl, { headers, origin });
       assertRefused(refused, 403, 'FORBIDDEN', undefined, `Origin ${origin}`);
       assert.match(refused.text, /origin/i);
     }
     assert.equal(running.server.chat.room.size, 0, 'nobody joined');
 
-    for (const origin of [running.origin, `https://127.0.0.1:${restPort}`, `http://127.0.0.1:${running.wsPort}`, undefined]) {
+    for (const origin of [
+      running.origin,
+      `https://127.0.0.1:${restPort}`,
+      `http://127.0.0.1:${running.wsPort}`,
+      undefined,
+    ]) {
       const accepted = await handshake(running.wsUrl, { headers, ...(origin ? { origin } : {}) });
       assert.equal(accepted.status, 101, `Origin ${origin}: ${accepted.text}`);
       accepted.ws!.terminate();
@@ -36,7 +46,11 @@ describe('chat Origin check under AUTH without CORS_ORIGINS', () => {
     const running = await startRoster({ AUTH: 'apikey', API_KEYS: API_KEY_ADMIN });
     t.after(() => running.stop());
     assertRefused(await handshake(running.wsUrl, { origin: 'http://127.0.0.1:1' }), 403, 'FORBIDDEN');
-    assertRefused(await handshake(`${running.wsUrl}/?api_key=${API_KEY_ADMIN}`, { origin: 'http://127.0.0.1:1' }), 403, 'FORBIDDEN');
+    assertRefused(
+      await handshake(`${running.wsUrl}/?api_key=${API_KEY_ADMIN}`, { origin: 'http://127.0.0.1:1' }),
+      403,
+      'FORBIDDEN',
+    );
     const own = await handshake(`${running.wsUrl}/?api_key=${API_KEY_ADMIN}`, { origin: running.origin });
     assert.equal(own.status, 101, own.text);
     own.ws!.terminate();

@@ -53,7 +53,11 @@ describe('RATE_LIMIT on the REST port', () => {
   });
 
   test('authenticated: one budget per principal, whatever the address', async (t) => {
-    const running = await startRoster({ RATE_LIMIT: '3/second', AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN},${API_KEY_READER}:user` });
+    const running = await startRoster({
+      RATE_LIMIT: '3/second',
+      AUTH: 'apikey',
+      API_KEYS: `${API_KEY_ADMIN},${API_KEY_READER}:user`,
+    });
     t.after(() => running.stop());
     const as = (key: string) => request(`${running.api}/users`, { headers: { 'x-api-key': key } });
     for (let i = 0; i < 3; i++) assert.equal((await as(API_KEY_ADMIN)).status, 200);
@@ -123,7 +127,10 @@ describe('RATE_LIMIT on the chat port', () => {
     assert.deepEqual(chatsSeen, ['m0', 'm1', 'm2', 'm3', 'm4'], 'the first 5 (the bucket) pass, the rest are dropped');
     const notices = sender.messages.filter((m) => m.type === 'system' && String(m.message).startsWith('Slow down'));
     assert.equal(notices.length, 1, 'one notice per window');
-    assert.ok(!other.messages.some((m) => m.type === 'system' && String(m.message).startsWith('Slow down')), 'the notice goes to the sender only');
+    assert.ok(
+      !other.messages.some((m) => m.type === 'system' && String(m.message).startsWith('Slow down')),
+      'the notice goes to the sender only',
+    );
     assert.equal(ws.readyState, ws.OPEN, 'a short burst is not closed');
 
     // Three times the limit within a window: closed with 1008.

@@ -20,15 +20,37 @@ const now = () => Math.floor(Date.now() / 1000);
 /** An HS256 token (or another algorithm with `key`); claims default to a valid admin token for an hour. */
 export async function token(
   claims: JWTPayload = {},
-  options: { key?: CryptoKey | Uint8Array; alg?: string; kid?: string; typ?: string | null; exp?: number; iat?: number; nbf?: number; omit?: string[] } = {},
+  options: {
+    key?: CryptoKey | Uint8Array;
+    alg?: string;
+    kid?: string;
+    typ?: string | null;
+    exp?: number;
+    iat?: number;
+    nbf?: number;
+    omit?: string[];
+  } = {},
 ): Promise<string> {
-  const payload: JWTPayload = { sub: 'u-1', name: 'Ada', role: 'admin', iat: options.iat ?? now(), exp: options.exp ?? now() + 3600, ...claims };
+  const payload: JWTPayload = {
+    sub: 'u-1',
+    name: 'Ada',
+    role: 'admin',
+    iat: options.iat ?? now(),
+    exp: options.exp ?? now() + 3600,
+    ...claims,
+  };
   if (options.nbf !== undefined) payload.nbf = options.nbf;
   for (const name of options.omit ?? []) delete payload[name];
-  return new SignJWT(payload)
-    // typ: `JWT` unless given; null leaves it out.
-    .setProtectedHeader({ alg: options.alg ?? 'HS256', ...(options.typ === null ? {} : { typ: options.typ ?? 'JWT' }), ...(options.kid ? { kid: options.kid } : {}) })
-    .sign(options.key ?? new TextEncoder().encode(SECRET));
+  return (
+    new SignJWT(payload)
+      // typ: `JWT` unless given; null leaves it out.
+      .setProtectedHeader({
+        alg: options.alg ?? 'HS256',
+        ...(options.typ === null ? {} : { typ: options.typ ?? 'JWT' }),
+        ...(options.kid ? { kid: options.kid } : {}),
+      })
+      .sign(options.key ?? new TextEncoder().encode(SECRET))
+  );
 }
 
 /** A token with `alg: none` and no signature: built by hand, since no library should make one. */
@@ -45,7 +67,8 @@ export function tampered(jwt: string): string {
   return `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
 }
 
-export const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+export const basic = (user: string, password: string) =>
+  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 export interface SigningKey {
   kid: string;
@@ -141,7 +164,10 @@ export function assertRefused(
   scheme?: RegExp,
   what = 'the reply',
 ): void {
-  const headers = response.headers instanceof Headers ? Object.fromEntries(response.headers) : (response.headers as Record<string, string>);
+  const headers =
+    response.headers instanceof Headers
+      ? Object.fromEntries(response.headers)
+      : (response.headers as Record<string, string>);
   assertErrorEnvelope({ status: response.status, headers, text: response.text }, { status, code }, what);
   if (scheme) assert.match(headers['www-authenticate'] ?? '', scheme, `${what}: WWW-Authenticate`);
   if (status === 403) assert.equal(headers['www-authenticate'], undefined, `${what}: no challenge on 403`);

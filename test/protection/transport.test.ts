@@ -24,8 +24,25 @@ function makeCertificate(): { dir: string; cert: string; key: string } | undefin
   try {
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
       { stdio: 'ignore' },
     );
   } catch {
@@ -35,7 +52,10 @@ function makeCertificate(): { dir: string; cert: string; key: string } | undefin
   return { dir, cert, key };
 }
 
-function httpsGet(url: string, ca: Buffer): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+function httpsGet(
+  url: string,
+  ca: Buffer,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   return new Promise((resolve, reject) => {
     httpsRequest(url, { ca, agent: false }, (response) => {
       let text = '';
@@ -50,41 +70,51 @@ function httpsGet(url: string, ca: Buffer): Promise<{ status: number; headers: R
 
 describe('TLS_CERT / TLS_KEY', () => {
   const files = makeCertificate();
-  test('HTTPS on the REST port and WSS on the chat port, with the same replies', { skip: files ? false : 'openssl is not installed' }, async (t) => {
-    const { dir, cert, key } = files!;
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const running = await startRoster({ TLS_CERT: cert, TLS_KEY: key, SECURITY_HEADERS: 'true' });
-    t.after(() => running.stop());
-    const ca = readFileSync(cert);
-    const port = new URL(running.origin).port;
+  test(
+    'HTTPS on the REST port and WSS on the chat port, with the same replies',
+    { skip: files ? false : 'openssl is not installed' },
+    async (t) => {
+      const { dir, cert, key } = files!;
+      t.after(() => rmSync(dir, { recursive: true, force: true }));
+      const running = await startRoster({ TLS_CERT: cert, TLS_KEY: key, SECURITY_HEADERS: 'true' });
+      t.after(() => running.stop());
+      const ca = readFileSync(cert);
+      const port = new URL(running.origin).port;
 
-    const health = await httpsGet(`https://127.0.0.1:${port}/api/v1/health`, ca);
-    assert.equal(health.status, 200);
-    assert.equal(JSON.parse(health.text).data.status, 'healthy');
-    assert.match(String(health.headers['strict-transport-security']), /max-age=\d+/, 'HSTS over TLS');
-    // Plain HTTP on the TLS port gets nowhere but a 400 saying so (hardening.test.ts).
-    assertRefused(await request(`http://127.0.0.1:${port}/api/v1/health`), 400, 'ERROR');
+      const health = await httpsGet(`https://127.0.0.1:${port}/api/v1/health`, ca);
+      assert.equal(health.status, 200);
+      assert.equal(JSON.parse(health.text).data.status, 'healthy');
+      assert.match(String(health.headers['strict-transport-security']), /max-age=\d+/, 'HSTS over TLS');
+      // Plain HTTP on the TLS port gets nowhere but a 400 saying so (hardening.test.ts).
+      assertRefused(await request(`http://127.0.0.1:${port}/api/v1/health`), 400, 'ERROR');
 
-    const ws = new WebSocket(`wss://127.0.0.1:${running.wsPort}`, { ca });
-    const welcome = await within(
-      new Promise<Record<string, unknown>>((resolve, reject) => {
-        ws.once('message', (data) => resolve(JSON.parse(String(data)) as Record<string, unknown>));
-        ws.once('error', reject);
-      }),
-      5000,
-      'the welcome over WSS',
-    );
-    assert.equal(welcome.type, 'system');
-    const echo = new Promise<Record<string, unknown>>((resolve) => ws.once('message', (data) => resolve(JSON.parse(String(data)) as Record<string, unknown>)));
-    ws.send(JSON.stringify({ type: 'chat', message: 'over tls' }));
-    assert.equal((await within(echo, 5000, 'the echo')).message, 'over tls');
-    ws.close();
+      const ws = new WebSocket(`wss://127.0.0.1:${running.wsPort}`, { ca });
+      const welcome = await within(
+        new Promise<Record<string, unknown>>((resolve, reject) => {
+          ws.once('message', (data) => resolve(JSON.parse(String(data)) as Record<string, unknown>));
+          ws.once('error', reject);
+        }),
+        5000,
+        'the welcome over WSS',
+      );
+      assert.equal(welcome.type, 'system');
+      const echo = new Promise<Record<string, unknown>>((resolve) =>
+        ws.once('message', (data) => resolve(JSON.parse(String(data)) as Record<string, unknown>)),
+      );
+      ws.send(JSON.stringify({ type: 'chat', message: 'over tls' }));
+      assert.equal((await within(echo, 5000, 'the echo')).message, 'over tls');
+      ws.close();
 
-    // A client that does not trust the certificate is refused by TLS itself.
-    const untrusting = new WebSocket(`wss://127.0.0.1:${running.wsPort}`);
-    const failure = await within(new Promise<Error>((resolve) => untrusting.once('error', resolve)), 5000, 'the TLS failure');
-    assert.match(failure.message, /self[- ]signed|certificate/i);
-  });
+      // A client that does not trust the certificate is refused by TLS itself.
+      const untrusting = new WebSocket(`wss://127.0.0.1:${running.wsPort}`);
+      const failure = await within(
+        new Promise<Error>((resolve) => untrusting.once('error', resolve)),
+        5000,
+        'the TLS failure',
+      );
+      assert.match(failure.message, /self[- ]signed|certificate/i);
+    },
+  );
 });
 
 describe('CORS_ORIGINS', () => {
@@ -108,14 +138,21 @@ describe('CORS_ORIGINS', () => {
 
     const preflight = await fetch(`${running.api}/users`, {
       method: 'OPTIONS',
-      headers: { origin: ALLOWED, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key, content-type' },
+      headers: {
+        origin: ALLOWED,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'x-api-key, content-type',
+      },
     });
     assert.equal(preflight.status, 204);
     assert.equal(preflight.headers.get('access-control-allow-origin'), ALLOWED);
     assert.match(preflight.headers.get('access-control-allow-methods') ?? '', /POST/);
     assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /X-API-Key/i);
 
-    const foreignPreflight = await request(`${running.api}/users`, { method: 'OPTIONS', headers: { origin: FOREIGN, 'access-control-request-method': 'POST' } });
+    const foreignPreflight = await request(`${running.api}/users`, {
+      method: 'OPTIONS',
+      headers: { origin: FOREIGN, 'access-control-request-method': 'POST' },
+    });
     assert.equal(foreignPreflight.headers.get('access-control-allow-origin'), null);
     assertRefused(foreignPreflight, 405, 'METHOD_NOT_ALLOWED');
     assertRefused(await request(`${running.api}/users`, { method: 'OPTIONS' }), 405, 'METHOD_NOT_ALLOWED');
@@ -126,7 +163,10 @@ describe('CORS_ORIGINS', () => {
     t.after(() => running.stop());
     const response = await request(`${running.api}/users`, { headers: { origin: ALLOWED } });
     assert.equal(response.headers.get('access-control-allow-origin'), null);
-    const preflight = await request(`${running.api}/users`, { method: 'OPTIONS', headers: { origin: ALLOWED, 'access-control-request-method': 'POST' } });
+    const preflight = await request(`${running.api}/users`, {
+      method: 'OPTIONS',
+      headers: { origin: ALLOWED, 'access-control-request-method': 'POST' },
+    });
     assertRefused(preflight, 405, 'METHOD_NOT_ALLOWED');
   });
 
@@ -160,7 +200,11 @@ describe('SECURITY_HEADERS', () => {
     }
     const page = await fetch(`${running.origin}/`);
     await page.arrayBuffer();
-    assert.equal(page.headers.get('content-security-policy'), CONSOLE_CSP, 'the console keeps its own CSP (connect-src ws: wss:)');
+    assert.equal(
+      page.headers.get('content-security-policy'),
+      CONSOLE_CSP,
+      'the console keeps its own CSP (connect-src ws: wss:)',
+    );
     const reference = await fetch(`${running.api}/reference/static/index.html`);
     const html = await reference.text();
     assert.equal(reference.status, 200);
@@ -189,10 +233,15 @@ describe('OpenAPI with protection on', () => {
       bearerFormat: 'JWT',
       description: body.components.securitySchemes.bearerAuth.description,
     });
-    for (const [path, method] of [['/api/v1/users', 'get'], ['/api/v1/users', 'post'], ['/api/v1/users/{id}', 'delete']] as const) {
+    for (const [path, method] of [
+      ['/api/v1/users', 'get'],
+      ['/api/v1/users', 'post'],
+      ['/api/v1/users/{id}', 'delete'],
+    ] as const) {
       const operation = body.paths[path][method];
       assert.deepEqual(operation.security, [{ bearerAuth: [] }], `${method} ${path}`);
-      for (const status of ['401', '403', '429']) assert.ok(status in operation.responses, `${method} ${path} ${status}`);
+      for (const status of ['401', '403', '429'])
+        assert.ok(status in operation.responses, `${method} ${path} ${status}`);
     }
     const health = body.paths['/api/v1/health'].get;
     // A public operation states that it needs nothing (security: []), so linters see every operation covered.
@@ -215,14 +264,21 @@ describe('OpenAPI with protection on', () => {
 describe('credentials never reach the logs', () => {
   test('api_key and access_token are redacted from the request line; headers are not logged', async (t) => {
     const { lines, logTo } = captureLog();
-    const running = await startRoster({ LOG_LEVEL: 'trace', AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN},${API_KEY_READER}:user` }, { logTo });
+    const running = await startRoster(
+      { LOG_LEVEL: 'trace', AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN},${API_KEY_READER}:user` },
+      { logTo },
+    );
     t.after(() => running.stop());
     const jwt = await token();
     await request(`${running.api}/users?api_key=${API_KEY_READER}&page=1`);
     await request(`${running.api}/users?page=1&api%5Fkey=${API_KEY_ADMIN}`);
     await request(`${running.api}/users?access_token=${jwt}`);
     await request(`${running.api}/users`, { headers: { 'x-api-key': API_KEY_ADMIN, authorization: `Bearer ${jwt}` } });
-    await request(`${running.api}/users`, { method: 'POST', headers: { 'x-api-key': API_KEY_READER }, body: { name: 'x', email: 'x@example.com' } });
+    await request(`${running.api}/users`, {
+      method: 'POST',
+      headers: { 'x-api-key': API_KEY_READER },
+      body: { name: 'x', email: 'x@example.com' },
+    });
     const chat = await handshake(`${running.wsUrl}/?api_key=${API_KEY_ADMIN}`);
     chat.ws!.terminate();
     await handshake(`${running.wsUrl}/?api_key=wrong-${API_KEY_ADMIN}`);
@@ -230,8 +286,15 @@ describe('credentials never reach the logs', () => {
     const text = lines.map((line) => JSON.stringify(line)).join('\n');
     const requestLines = lines.filter((line) => line.msg === 'request');
     assert.ok(requestLines.length >= 5, text);
-    assert.ok(requestLines.some((line) => line.url === '/api/v1/users?api_key=[REDACTED]&page=1'), text);
-    assert.ok(requestLines.some((line) => line.url === '/api/v1/users?page=1&api%5Fkey=[REDACTED]'), text);
-    for (const secret of [API_KEY_ADMIN, API_KEY_READER, jwt, jwt.split('.')[2]!]) assert.ok(!text.includes(secret), `a credential in the log: ${secret.slice(0, 12)}…`);
+    assert.ok(
+      requestLines.some((line) => line.url === '/api/v1/users?api_key=[REDACTED]&page=1'),
+      text,
+    );
+    assert.ok(
+      requestLines.some((line) => line.url === '/api/v1/users?page=1&api%5Fkey=[REDACTED]'),
+      text,
+    );
+    for (const secret of [API_KEY_ADMIN, API_KEY_READER, jwt, jwt.split('.')[2]!])
+      assert.ok(!text.includes(secret), `a credential in the log: ${secret.slice(0, 12)}…`);
   });
 });

@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
 export const DATABASE_URL = process.env.DATABASE_URL;
-export const NO_DATABASE = 'DATABASE_URL not set: these tests need a PostgreSQL, e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test';
+export const NO_DATABASE =
+  'DATABASE_URL not set: these tests need a PostgreSQL, e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test';
 
 export interface TestSchema {
   name: string;

@@ -48,7 +48,10 @@ export function useSqliteStore(): void {
 /** A fresh SQLite file in a folder of its own, and how to remove it. */
 function freshSqliteFile(): { url: string; drop(): Promise<void> } {
   const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
-  return { url: `sqlite:${join(folder, 'roster.db')}`, drop: async () => rmSync(folder, { recursive: true, force: true }) };
+  return {
+    url: `sqlite:${join(folder, 'roster.db')}`,
+    drop: async () => rmSync(folder, { recursive: true, force: true }),
+  };
 }
 
 /**
@@ -61,9 +64,16 @@ export async function startRoster(
 ): Promise<Running> {
   const ownStore = !options.store && env.DATABASE_URL === undefined;
   const schema =
-    ownStore && defaultStore === 'postgres' ? await freshSchema() : ownStore && defaultStore === 'sqlite' ? freshSqliteFile() : undefined;
+    ownStore && defaultStore === 'postgres'
+      ? await freshSchema()
+      : ownStore && defaultStore === 'sqlite'
+        ? freshSqliteFile()
+        : undefined;
   try {
-    const extra = schema && { DATABASE_URL: schema.url, ...(defaultStore === 'sqlite' && { SQLITE_SYNCHRONOUS: 'FULL' }) };
+    const extra = schema && {
+      DATABASE_URL: schema.url,
+      ...(defaultStore === 'sqlite' && { SQLITE_SYNCHRONOUS: 'FULL' }),
+    };
     const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...extra, ...env });
     const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
     const server = await createServer(config, logger, options);

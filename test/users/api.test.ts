@@ -24,7 +24,8 @@ async function createUser(fields: Record<string, unknown> = {}) {
   return response.body.data;
 }
 
-function assertValidationError(response: { status: number; body: any }, fields: string[]) { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function assertValidationError(response: { status: number; body: any }, fields: string[]) {
   assert.equal(response.status, 422, JSON.stringify(response.body));
   assert.equal(response.body.status, 'error');
   assert.equal(response.body.error.code, 'VALIDATION_ERROR');
@@ -120,7 +121,12 @@ describe('POST /api/v1/users', () => {
   });
 
   test('id, timestamps and unknown keys from the client are ignored, never stored', async () => {
-    const created = await createUser({ id: 'mine', created_at: '1999-01-01T00:00:00.000000', extra: 'x', nested: { a: 1 } });
+    const created = await createUser({
+      id: 'mine',
+      created_at: '1999-01-01T00:00:00.000000',
+      extra: 'x',
+      nested: { a: 1 },
+    });
     assert.notEqual(created.id, 'mine');
     assert.notEqual(created.created_at, '1999-01-01T00:00:00.000000');
     assert.equal(created.extra, undefined);
@@ -131,7 +137,8 @@ describe('POST /api/v1/users', () => {
   test('timestamps strictly increase with creation order, and updates move on from there', async () => {
     const stamps: string[] = [];
     for (let i = 0; i < 20; i++) stamps.push((await createUser()).created_at);
-    for (let i = 1; i < stamps.length; i++) assert.ok(stamps[i]! > stamps[i - 1]!, `${stamps[i]} after ${stamps[i - 1]}`);
+    for (let i = 1; i < stamps.length; i++)
+      assert.ok(stamps[i]! > stamps[i - 1]!, `${stamps[i]} after ${stamps[i - 1]}`);
     const concurrent = await Promise.all(Array.from({ length: 20 }, () => createUser()));
     assert.equal(new Set(concurrent.map((u) => u.created_at)).size, 20);
     assert.ok(concurrent.every((u) => u.created_at > stamps[stamps.length - 1]!));
@@ -196,7 +203,11 @@ describe('POST /api/v1/users', () => {
 
   test('__proto__ and constructor keys never pollute a prototype or reach the user', async () => {
     const body = `{"name":"Proto","email":"${email()}","__proto__":{"polluted":"yes","role":"admin"},"constructor":{"prototype":{"polluted":"yes"}}}`;
-    const response = await request(`${roster.api}/users`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    const response = await request(`${roster.api}/users`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(response.status, 201, response.text);
     assert.equal(response.body.data.role, 'user');
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
@@ -223,7 +234,10 @@ describe('PUT /api/v1/users/:id', () => {
   test('replaces name, email and role; role resets to user when omitted; updated_at refreshed', async () => {
     const admin = await createUser({ role: 'admin' });
     const address = email();
-    const { status, body } = await request(user(admin.id), { method: 'PUT', body: { name: 'Renamed', email: address } });
+    const { status, body } = await request(user(admin.id), {
+      method: 'PUT',
+      body: { name: 'Renamed', email: address },
+    });
     assert.equal(status, 200);
     assert.equal(body.status, 'success');
     assert.equal(body.data.id, admin.id);
@@ -238,7 +252,10 @@ describe('PUT /api/v1/users/:id', () => {
 
   test('an explicit role is applied', async () => {
     const plain = await createUser();
-    const { body } = await request(user(plain.id), { method: 'PUT', body: { name: 'N', email: plain.email, role: 'admin' } });
+    const { body } = await request(user(plain.id), {
+      method: 'PUT',
+      body: { name: 'N', email: plain.email, role: 'admin' },
+    });
     assert.equal(body.data.role, 'admin');
   });
 
@@ -254,7 +271,10 @@ describe('PUT /api/v1/users/:id', () => {
     const existing = await createUser();
     assertValidationError(await request(user(existing.id), { method: 'PUT', body: { name: 'Only' } }), ['email']);
     assertValidationError(await request(user(existing.id), { method: 'PUT', body: {} }), ['name', 'email']);
-    assertValidationError(await request(user(existing.id), { method: 'PUT', body: { name: '', email: 'bad' } }), ['name', 'email']);
+    assertValidationError(await request(user(existing.id), { method: 'PUT', body: { name: '', email: 'bad' } }), [
+      'name',
+      'email',
+    ]);
     assert.deepEqual((await request(user(existing.id))).body.data, existing);
   });
 
@@ -293,7 +313,10 @@ describe('PATCH /api/v1/users/:id', () => {
 
   test('no validation of formats by default: values stored as sent', async () => {
     const existing = await createUser();
-    const { status, body } = await request(user(existing.id), { method: 'PATCH', body: { email: 'not-an-email', role: 'superuser', name: '' } });
+    const { status, body } = await request(user(existing.id), {
+      method: 'PATCH',
+      body: { email: 'not-an-email', role: 'superuser', name: '' },
+    });
     assert.equal(status, 200);
     assert.equal(body.data.email, 'not-an-email');
     assert.equal(body.data.role, 'superuser');
@@ -302,7 +325,10 @@ describe('PATCH /api/v1/users/:id', () => {
 
   test('a non-string field: 422 naming it', async () => {
     const existing = await createUser();
-    assertValidationError(await request(user(existing.id), { method: 'PATCH', body: { name: 5, role: ['admin'] } }), ['name', 'role']);
+    assertValidationError(await request(user(existing.id), { method: 'PATCH', body: { name: 5, role: ['admin'] } }), [
+      'name',
+      'role',
+    ]);
     assertValidationError(await request(user(existing.id), { method: 'PATCH', body: { email: null } }), ['email']);
   });
 
@@ -337,7 +363,10 @@ describe('DELETE /api/v1/users/:id', () => {
   test('after an update changes an email, the old one is free and the new one taken', async () => {
     const existing = await createUser();
     const moved = email();
-    assert.equal((await request(user(existing.id), { method: 'PATCH', body: { email: moved.toUpperCase() } })).status, 200);
+    assert.equal(
+      (await request(user(existing.id), { method: 'PATCH', body: { email: moved.toUpperCase() } })).status,
+      200,
+    );
     assert.equal((await create({ name: 'Takes old', email: existing.email })).status, 201);
     assert.equal((await create({ name: 'Takes new', email: ` ${moved} ` })).status, 409);
   });
@@ -350,7 +379,10 @@ describe('DELETE /api/v1/users/:id', () => {
 
   test('a JSON content type with an empty body is fine', async () => {
     const existing = await createUser();
-    const response = await fetch(user(existing.id), { method: 'DELETE', headers: { 'content-type': 'application/json' } });
+    const response = await fetch(user(existing.id), {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(response.status, 204);
   });
 });
@@ -363,25 +395,38 @@ describe('strict validation mode', () => {
   after(() => strict.stop());
 
   const make = async (fields: Record<string, unknown> = {}) =>
-    (await request(`${strict.api}/users`, { method: 'POST', body: { name: 'Strict', email: email(), ...fields } })).body.data;
+    (await request(`${strict.api}/users`, { method: 'POST', body: { name: 'Strict', email: email(), ...fields } })).body
+      .data;
 
   test('PATCH applies the create rules to the fields present', async () => {
     const existing = await make();
-    const bad = await request(`${strict.api}/users/${existing.id}`, { method: 'PATCH', body: { email: 'nope', role: 'superuser' } });
+    const bad = await request(`${strict.api}/users/${existing.id}`, {
+      method: 'PATCH',
+      body: { email: 'nope', role: 'superuser' },
+    });
     assertValidationError(bad, ['email', 'role']);
     const good = await request(`${strict.api}/users/${existing.id}`, { method: 'PATCH', body: { role: 'admin' } });
     assert.equal(good.status, 200);
   });
 
-  test('PUT and PATCH refuse an email held by another user with 409; keeping one\'s own is fine', async () => {
+  test("PUT and PATCH refuse an email held by another user with 409; keeping one's own is fine", async () => {
     const first = await make();
     const second = await make();
-    const put = await request(`${strict.api}/users/${second.id}`, { method: 'PUT', body: { name: 'X', email: first.email.toUpperCase() } });
+    const put = await request(`${strict.api}/users/${second.id}`, {
+      method: 'PUT',
+      body: { name: 'X', email: first.email.toUpperCase() },
+    });
     assert.equal(put.status, 409);
     assert.equal(put.body.error.code, 'EMAIL_EXISTS');
-    const patch = await request(`${strict.api}/users/${second.id}`, { method: 'PATCH', body: { email: ` ${first.email}` } });
+    const patch = await request(`${strict.api}/users/${second.id}`, {
+      method: 'PATCH',
+      body: { email: ` ${first.email}` },
+    });
     assert.equal(patch.status, 409);
-    const own = await request(`${strict.api}/users/${second.id}`, { method: 'PUT', body: { name: 'X', email: second.email } });
+    const own = await request(`${strict.api}/users/${second.id}`, {
+      method: 'PUT',
+      body: { name: 'X', email: second.email },
+    });
     assert.equal(own.status, 200);
   });
 });
@@ -390,10 +435,16 @@ describe('configurable roles', () => {
   test('ROLES adds allowed roles', async () => {
     const custom = await startRoster({ ROLES: 'admin,user,moderator' });
     try {
-      const ok = await request(`${custom.api}/users`, { method: 'POST', body: { name: 'Mod', email: email(), role: 'moderator' } });
+      const ok = await request(`${custom.api}/users`, {
+        method: 'POST',
+        body: { name: 'Mod', email: email(), role: 'moderator' },
+      });
       assert.equal(ok.status, 201);
       assert.equal(ok.body.data.role, 'moderator');
-      const bad = await request(`${custom.api}/users`, { method: 'POST', body: { name: 'Mod', email: email(), role: 'owner' } });
+      const bad = await request(`${custom.api}/users`, {
+        method: 'POST',
+        body: { name: 'Mod', email: email(), role: 'owner' },
+      });
       assert.equal(bad.status, 422);
     } finally {
       await custom.stop();

@@ -41,7 +41,8 @@ describe('MAX_USERS', () => {
     const seeded = (await request(`${roster.api}/users`)).body.data.pagination.total as number;
 
     // 90 % of 50 is 45: healthy below, degraded (still 200) from there, before any create is refused.
-    for (let i = seeded; i < 44; i++) assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(i) })).status, 201);
+    for (let i = seeded; i < 44; i++)
+      assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(i) })).status, 201);
     const below = await request(`${roster.api}/health`);
     assert.equal(below.status, 200);
     assert.equal(below.body.data.status, 'healthy');
@@ -67,8 +68,19 @@ describe('MAX_USERS', () => {
     assert.equal(list.body.data.pagination.total, 50);
     const [first, second] = list.body.data.users;
     assert.equal((await request(`${roster.api}/users/${first.id}`)).status, 200);
-    assert.equal((await request(`${roster.api}/users/${first.id}`, { method: 'PATCH', body: { name: 'Still editable' } })).status, 200);
-    assert.equal((await request(`${roster.api}/users/${first.id}`, { method: 'PUT', body: { name: 'Replaced', email: 'replaced@example.com' } })).status, 200);
+    assert.equal(
+      (await request(`${roster.api}/users/${first.id}`, { method: 'PATCH', body: { name: 'Still editable' } })).status,
+      200,
+    );
+    assert.equal(
+      (
+        await request(`${roster.api}/users/${first.id}`, {
+          method: 'PUT',
+          body: { name: 'Replaced', email: 'replaced@example.com' },
+        })
+      ).status,
+      200,
+    );
     assert.match((await request(`${roster.api}/health`)).body.message, /user store full \(50 of 50 users\)/);
     const metrics = await fetch(`${roster.origin}/metrics`).then((r) => r.text());
     assert.match(metrics, /^roster_users_stored 50$/m);
@@ -90,7 +102,10 @@ describe('MAX_USERS', () => {
   test('the default: 40 % of the heap limit over the measured worst case per user, only with users in memory', () => {
     assert.equal(automaticMaxUsers(4144 * MIB), 339_000);
     for (const heap of [64 * MIB, 2048 * MIB, 4144 * MIB, 8192 * MIB]) {
-      assert.ok(automaticMaxUsers(heap) * WORST_CASE_BYTES_PER_USER <= heap * USERS_HEAP_SHARE || automaticMaxUsers(heap) === 1000);
+      assert.ok(
+        automaticMaxUsers(heap) * WORST_CASE_BYTES_PER_USER <= heap * USERS_HEAP_SHARE ||
+          automaticMaxUsers(heap) === 1000,
+      );
     }
     assert.equal(loadConfig({}).maxUsers, automaticMaxUsers());
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://127.0.0.1/x' }).maxUsers, 0);
@@ -98,22 +113,32 @@ describe('MAX_USERS', () => {
     assert.throws(() => loadConfig({ MAX_USERS: '-1' }), /MAX_USERS/);
   });
 
-  test('a real process with a small heap, filled with worst-case users under the default cap: 507, and it stays up', { timeout: 120_000 }, async (t) => {
-    const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', CONSOLE: 'false' }, { nodeArgs: ['--max-old-space-size=96'] });
-    const { child } = roster;
-    const listening = await roster.listening();
-    const api = `http://127.0.0.1:${listening.port}/api/v1`;
-    const { created, refusal } = await fillUntilRefused(api, 8);
-    assert.equal(refusal.status, 507, refusal.text);
-    const health = await request(`${api}/health`);
-    assert.equal(health.body.data.storage.users, health.body.data.storage.capacity);
-    assert.ok(created > 1000, `only ${created} users fitted`);
-    // Reads of the full store still work (a search walks every user), and the process is alive.
-    assert.equal((await request(`${api}/users?search=zzz`)).status, 200);
-    assert.equal((await request(`${api}/users?sort=email&limit=100`)).status, 200);
-    assert.equal(child.exitCode, null, 'the process exited');
-    const { code } = await roster.stop('SIGTERM', 10_000);
-    assert.equal(code, 0);
-    t.diagnostic(`heap 96 MiB: ${created} worst-case users created before 507, capacity ${health.body.data.storage.capacity}`);
-  });
+  test(
+    'a real process with a small heap, filled with worst-case users under the default cap: 507, and it stays up',
+    { timeout: 120_000 },
+    async (t) => {
+      const roster = new RosterProcess(
+        t,
+        { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', CONSOLE: 'false' },
+        { nodeArgs: ['--max-old-space-size=96'] },
+      );
+      const { child } = roster;
+      const listening = await roster.listening();
+      const api = `http://127.0.0.1:${listening.port}/api/v1`;
+      const { created, refusal } = await fillUntilRefused(api, 8);
+      assert.equal(refusal.status, 507, refusal.text);
+      const health = await request(`${api}/health`);
+      assert.equal(health.body.data.storage.users, health.body.data.storage.capacity);
+      assert.ok(created > 1000, `only ${created} users fitted`);
+      // Reads of the full store still work (a search walks every user), and the process is alive.
+      assert.equal((await request(`${api}/users?search=zzz`)).status, 200);
+      assert.equal((await request(`${api}/users?sort=email&limit=100`)).status, 200);
+      assert.equal(child.exitCode, null, 'the process exited');
+      const { code } = await roster.stop('SIGTERM', 10_000);
+      assert.equal(code, 0);
+      t.diagnostic(
+        `heap 96 MiB: ${created} worst-case users created before 507, capacity ${health.body.data.storage.capacity}`,
+      );
+    },
+  );
 });

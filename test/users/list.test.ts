@@ -25,7 +25,10 @@ const list = async (query = '') => {
   const response = await request(`${roster.api}/users${query}`);
   assert.equal(response.status, 200, response.text);
   assert.equal(response.body.status, 'success');
-  return response.body.data as { users: { name: string; role: string; created_at: string }[]; pagination: Record<string, number> };
+  return response.body.data as {
+    users: { name: string; role: string; created_at: string }[];
+    pagination: Record<string, number>;
+  };
 };
 const names = async (query: string) => (await list(query)).users.map((u) => u.name);
 
@@ -54,7 +57,10 @@ describe('list', () => {
     const all = (await list('?order=asc&limit=5')).users.map((u) => u.name);
     const pageTwo = await list('?order=asc&limit=2&page=2');
     assert.deepEqual(pageTwo.pagination, { total: 7, page: 2, limit: 2, pages: 4 });
-    assert.deepEqual(pageTwo.users.map((u) => u.name), all.slice(2, 4));
+    assert.deepEqual(
+      pageTwo.users.map((u) => u.name),
+      all.slice(2, 4),
+    );
     const last = await list('?order=asc&limit=2&page=4');
     assert.equal(last.users.length, 1);
     const beyond = await list('?limit=2&page=99');
@@ -82,12 +88,18 @@ describe('list', () => {
   test('role filter, then search, then sort, then slice', async () => {
     const data = await list('?role=admin&search=corp&sort=name&order=asc&limit=1&page=2');
     assert.deepEqual(data.pagination, { total: 2, page: 2, limit: 1, pages: 2 });
-    assert.deepEqual(data.users.map((u) => u.name), ['Zed Zimmer']);
+    assert.deepEqual(
+      data.users.map((u) => u.name),
+      ['Zed Zimmer'],
+    );
   });
 
   test('sort by name: code-point order, desc by default, anything else ascending', async () => {
     const asc = await names('?sort=name&order=asc&role=user');
-    assert.deepEqual(asc, [...asc].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    assert.deepEqual(
+      asc,
+      [...asc].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
     assert.deepEqual(await names('?sort=name&role=user'), [...asc].reverse());
     assert.deepEqual(await names('?sort=name&order=ASCENDING&role=user'), asc);
     assert.deepEqual(await names('?sort=name&order=DESC&role=user'), asc);
@@ -118,7 +130,10 @@ describe('list', () => {
       const { status, body } = await request(`${roster.api}/users${query}`);
       assert.equal(status, 422);
       assert.equal(body.error.code, 'VALIDATION_ERROR');
-      assert.deepEqual(body.error.details.map((d: { field: string }) => d.field), [field]);
+      assert.deepEqual(
+        body.error.details.map((d: { field: string }) => d.field),
+        [field],
+      );
     });
   }
 

@@ -16,7 +16,10 @@ test('property: insert, remove, at, slice, sliceDown and firstRank agree with a 
   const operation = fc.oneof(
     { weight: 3, arbitrary: fc.record({ op: fc.constant('insert' as const), key: fc.integer({ min: 0, max: 20 }) }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
-    { weight: 1, arbitrary: fc.record({ op: fc.constant('removeAbsent' as const), key: fc.integer({ min: 0, max: 20 }) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constant('removeAbsent' as const), key: fc.integer({ min: 0, max: 20 }) }),
+    },
   );
   fc.assert(
     fc.property(fc.integer({ min: 2, max: 8 }), fc.array(operation, { maxLength: 300 }), (chunkSize, operations) => {
@@ -39,18 +42,27 @@ test('property: insert, remove, at, slice, sliceDown and firstRank agree with a 
         // Reads between writes, so stale rank bookkeeping cannot hide behind a later write.
         const rank = seq % (model.length + 1);
         assert.equal(index.at(rank), model[rank]);
-        assert.equal(index.firstRank((item) => item.key >= 10), model.filter((item) => item.key < 10).length);
+        assert.equal(
+          index.firstRank((item) => item.key >= 10),
+          model.filter((item) => item.key < 10).length,
+        );
       }
       assert.deepEqual([...index], model);
       assert.deepEqual(index.chunks().flat(), model);
       for (let rank = -1; rank <= model.length; rank++) {
         assert.equal(index.at(rank), model[rank]);
         assert.deepEqual(index.slice(rank, 5), rank < 0 ? [] : model.slice(rank, rank + 5));
-        assert.deepEqual(index.sliceDown(rank, 5), rank < 0 || rank >= model.length ? [] : model.slice(Math.max(0, rank - 4), rank + 1).reverse());
+        assert.deepEqual(
+          index.sliceDown(rank, 5),
+          rank < 0 || rank >= model.length ? [] : model.slice(Math.max(0, rank - 4), rank + 1).reverse(),
+        );
       }
       for (let key = -1; key <= 21; key++) {
         const expected = model.findIndex((item) => item.key >= key);
-        assert.equal(index.firstRank((item) => item.key >= key), expected === -1 ? model.length : expected);
+        assert.equal(
+          index.firstRank((item) => item.key >= key),
+          expected === -1 ? model.length : expected,
+        );
       }
     }),
     { numRuns },

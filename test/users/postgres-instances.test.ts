@@ -21,7 +21,10 @@ if (!DATABASE_URL) {
     before(async () => {
       schema = await freshSchema();
       // Started at the same moment: both migrate and seed, under locks, so once.
-      const started = await Promise.allSettled([startRoster({ DATABASE_URL: schema.url }), startRoster({ DATABASE_URL: schema.url })]);
+      const started = await Promise.allSettled([
+        startRoster({ DATABASE_URL: schema.url }),
+        startRoster({ DATABASE_URL: schema.url }),
+      ]);
       for (const outcome of started) if (outcome.status === 'fulfilled') running.push(outcome.value);
       const failed = started.find((outcome) => outcome.status === 'rejected');
       if (failed) throw failed.reason;
@@ -37,7 +40,10 @@ if (!DATABASE_URL) {
       for (const roster of [one, two]) {
         const { body } = await request(`${roster.api}/users?sort=created_at&order=asc`);
         assert.equal(body.data.pagination.total, 3);
-        assert.deepEqual(body.data.users.map((user: { role: string }) => user.role), ['admin', 'user', 'user']);
+        assert.deepEqual(
+          body.data.users.map((user: { role: string }) => user.role),
+          ['admin', 'user', 'user'],
+        );
       }
       const { rows } = await schema.query('SELECT count(*)::int AS n FROM schema_migrations');
       assert.equal(rows[0].n, (await readMigrations()).length);
@@ -50,14 +56,21 @@ if (!DATABASE_URL) {
           request(`${one.api}/users`, { method: 'POST', body: { name: 'One', email } }),
           request(`${two.api}/users`, { method: 'POST', body: { name: 'Two', email: ` ${email.toUpperCase()}` } }),
         ]);
-        assert.deepEqual(replies.map((reply) => reply.status).sort(), [201, 409], replies.map((reply) => reply.text).join('\n'));
+        assert.deepEqual(
+          replies.map((reply) => reply.status).sort(),
+          [201, 409],
+          replies.map((reply) => reply.text).join('\n'),
+        );
         const refused = replies.find((reply) => reply.status === 409)!;
         assert.equal(refused.body.error.code, 'EMAIL_EXISTS');
       }
     });
 
     test('a user created on one is read, changed and deleted on the other', async () => {
-      const created = await request(`${one.api}/users`, { method: 'POST', body: { name: 'Shared', email: `shared.${randomUUID()}@example.com` } });
+      const created = await request(`${one.api}/users`, {
+        method: 'POST',
+        body: { name: 'Shared', email: `shared.${randomUUID()}@example.com` },
+      });
       assert.equal(created.status, 201);
       const user = created.body.data;
       const read = await request(`${two.api}/users/${user.id}`);
@@ -73,17 +86,27 @@ if (!DATABASE_URL) {
       const stamps: string[] = [];
       for (let i = 0; i < 20; i++) {
         const roster = i % 2 ? one : two;
-        const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: `Order ${i}`, email: `order${i}.${randomUUID()}@example.com` } });
+        const created = await request(`${roster.api}/users`, {
+          method: 'POST',
+          body: { name: `Order ${i}`, email: `order${i}.${randomUUID()}@example.com` },
+        });
         assert.equal(created.status, 201);
         stamps.push(created.body.data.created_at);
-        const patched = await request(`${(i % 2 ? two : one).api}/users/${created.body.data.id}`, { method: 'PATCH', body: { role: 'admin' } });
+        const patched = await request(`${(i % 2 ? two : one).api}/users/${created.body.data.id}`, {
+          method: 'PATCH',
+          body: { role: 'admin' },
+        });
         stamps.push(patched.body.data.updated_at);
       }
-      for (let i = 1; i < stamps.length; i++) assert.ok(stamps[i]! > stamps[i - 1]!, `${stamps[i]} after ${stamps[i - 1]}`);
+      for (let i = 1; i < stamps.length; i++)
+        assert.ok(stamps[i]! > stamps[i - 1]!, `${stamps[i]} after ${stamps[i - 1]}`);
       // And concurrent writes from both still never share a stamp.
       const burst = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          request(`${(i % 2 ? one : two).api}/users`, { method: 'POST', body: { name: `Burst ${i}`, email: `burst${i}.${randomUUID()}@example.com` } }),
+          request(`${(i % 2 ? one : two).api}/users`, {
+            method: 'POST',
+            body: { name: `Burst ${i}`, email: `burst${i}.${randomUUID()}@example.com` },
+          }),
         ),
       );
       assert.equal(new Set(burst.map((reply) => reply.body.data.created_at)).size, 20);

@@ -47,8 +47,14 @@ if (!DATABASE_URL) {
         assert.deepEqual(await migrate(pool), versions);
         assert.deepEqual(await migrate(pool), []);
         const { rows } = await fresh.query('SELECT version FROM schema_migrations ORDER BY version');
-        assert.deepEqual(rows.map((row) => row.version), versions);
-        const { rows: tables } = await fresh.query("SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'users'", [fresh.name]);
+        assert.deepEqual(
+          rows.map((row) => row.version),
+          versions,
+        );
+        const { rows: tables } = await fresh.query(
+          "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'users'",
+          [fresh.name],
+        );
         assert.equal(tables[0].n, 1);
       } finally {
         await pool.end();
@@ -58,7 +64,10 @@ if (!DATABASE_URL) {
 
     test('two instances migrating a fresh schema at once apply each migration once', async () => {
       const fresh = await freshSchema();
-      const pools = [new pg.Pool({ connectionString: fresh.url, max: 1 }), new pg.Pool({ connectionString: fresh.url, max: 1 })];
+      const pools = [
+        new pg.Pool({ connectionString: fresh.url, max: 1 }),
+        new pg.Pool({ connectionString: fresh.url, max: 1 }),
+      ];
       try {
         const results = await Promise.all(pools.map((pool) => migrate(pool)));
         const versions = (await readMigrations()).map((migration) => migration.version);
@@ -72,9 +81,19 @@ if (!DATABASE_URL) {
     test('search has trigram indexes where pg_trgm is available', async (t) => {
       const { rows } = await schema.query("SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'");
       if (rows[0].n === 0) return t.skip('pg_trgm is not installed in this database');
-      const { rows: indexes } = await schema.query('SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname', [schema.name]);
+      const { rows: indexes } = await schema.query(
+        'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
+        [schema.name],
+      );
       const names = indexes.map((row) => row.indexname);
-      for (const name of ['users_name_search', 'users_email_search', 'users_email_claim', 'users_created', 'users_role']) assert.ok(names.includes(name), name);
+      for (const name of [
+        'users_name_search',
+        'users_email_search',
+        'users_email_claim',
+        'users_created',
+        'users_role',
+      ])
+        assert.ok(names.includes(name), name);
     });
   });
 
@@ -89,7 +108,11 @@ if (!DATABASE_URL) {
             const now = clock.next();
             return { id: randomUUID(), name: 'Racer', email, role: 'user', created_at: now, updated_at: now };
           };
-          const results = await Promise.all([one.insert(make(base)), two.insert(make(`  ${base.toUpperCase()} `)), one.insert(make(base.replace('race', 'RACE')))]);
+          const results = await Promise.all([
+            one.insert(make(base)),
+            two.insert(make(`  ${base.toUpperCase()} `)),
+            one.insert(make(base.replace('race', 'RACE'))),
+          ]);
           assert.equal(results.filter((result) => result !== 'email_taken').length, 1, JSON.stringify(results));
         }
         const { total } = await one.list({ sort: 'created_at', descending: true, offset: 0, limit: 1 });
@@ -125,17 +148,27 @@ if (!DATABASE_URL) {
       const [one, two] = [await emptyStore(), await PostgresUserStore.open({ url: schema.url, poolSize: 4 }, silent)];
       try {
         const inserts = Array.from({ length: 40 }, (_, i) => {
-          return (i % 2 ? one : two).insert({ id: randomUUID(), name: `n${i}`, email: `t${i}.${randomUUID()}@example.com`, role: 'user' });
+          return (i % 2 ? one : two).insert({
+            id: randomUUID(),
+            name: `n${i}`,
+            email: `t${i}.${randomUUID()}@example.com`,
+            role: 'user',
+          });
         });
         const stored = (await Promise.all(inserts)) as User[];
         const params = { sort: 'created_at', descending: false, offset: 0, limit: 100 };
         const ascending = (await one.list(params)).users;
         assert.deepEqual(ascending.map((user) => user.id).sort(), stored.map((user) => user.id).sort());
-        for (let i = 1; i < ascending.length; i++) assert.ok(ascending[i - 1]!.created_at <= ascending[i]!.created_at, 'ordered by created_at');
+        for (let i = 1; i < ascending.length; i++)
+          assert.ok(ascending[i - 1]!.created_at <= ascending[i]!.created_at, 'ordered by created_at');
         assert.deepEqual((await two.list(params)).users, ascending, 'the same order from either instance');
         assert.deepEqual((await one.list(params)).users, ascending, 'stable');
         const descending = (await two.list({ ...params, descending: true })).users;
-        assert.deepEqual(descending, [...ascending].reverse(), 'descending is the exact reverse: ties broken the same way');
+        assert.deepEqual(
+          descending,
+          [...ascending].reverse(),
+          'descending is the exact reverse: ties broken the same way',
+        );
       } finally {
         await Promise.all([one.close(), two.close()]);
       }
@@ -144,19 +177,78 @@ if (!DATABASE_URL) {
 
   describe('Unicode: the same answers as the memory store', () => {
     const NAMES = [
-      'Ada', 'ada', 'ÀDA', 'Émile', 'émile', 'Zoë', '😀 smile', '\u{10000} first astral', '\uE000 private', '\uFFFF last BMP', '\uFF5E tilde',
-      'x\u0000y', '\u0000', '\u0001one', '\u0002two', 'a\u0001\u0002b', '\u0003', 'İstanbul', 'straße', 'STRASSE', 'ΟΔΟΣ', 'οδος', 'ſam', 'Ǆ',
-      'e\u0301', 'é', 'tab\tnew\nline', 'back\\slash', '100% _under_', '\uE7FF pua',
+      'Ada',
+      'ada',
+      'ÀDA',
+      'Émile',
+      'émile',
+      'Zoë',
+      '😀 smile',
+      '\u{10000} first astral',
+      '\uE000 private',
+      '\uFFFF last BMP',
+      '\uFF5E tilde',
+      'x\u0000y',
+      '\u0000',
+      '\u0001one',
+      '\u0002two',
+      'a\u0001\u0002b',
+      '\u0003',
+      'İstanbul',
+      'straße',
+      'STRASSE',
+      'ΟΔΟΣ',
+      'οδος',
+      'ſam',
+      'Ǆ',
+      'e\u0301',
+      'é',
+      'tab\tnew\nline',
+      'back\\slash',
+      '100% _under_',
+      '\uE7FF pua',
     ];
-    const NEEDLES = ['a', 'ada', 'é', 'e\u0301', '😀', '\u{10000}', '\uE000', '\uffff', '\u0000', '\u0000y', '\u0001', '\u0002', '\u0002two', '\u0003', 'i̇', 'ß', 'ss', 'σ', 'ς', '%', '_', '\\', 'tab\t', '\uE7FF', '.', ''];
+    const NEEDLES = [
+      'a',
+      'ada',
+      'é',
+      'e\u0301',
+      '😀',
+      '\u{10000}',
+      '\uE000',
+      '\uffff',
+      '\u0000',
+      '\u0000y',
+      '\u0001',
+      '\u0002',
+      '\u0002two',
+      '\u0003',
+      'i̇',
+      'ß',
+      'ss',
+      'σ',
+      'ς',
+      '%',
+      '_',
+      '\\',
+      'tab\t',
+      '\uE7FF',
+      '.',
+      '',
+    ];
     const SORTS = ['name', 'email', 'role', 'created_at', 'updated_at', 'id', 'none'];
 
-    test('lists: every sort and search equal the memory store\'s', async () => {
+    test("lists: every sort and search equal the memory store's", async () => {
       const pgStore = await emptyStore();
       const memory = new MemoryUserStore();
       try {
         for (const [i, name] of NAMES.entries()) {
-          const stored = (await pgStore.insert({ id: randomUUID(), name, email: `${name.replace(/\s/g, '')}${i}@Ex.io`, role: NAMES[(i * 7) % NAMES.length]! })) as User;
+          const stored = (await pgStore.insert({
+            id: randomUUID(),
+            name,
+            email: `${name.replace(/\s/g, '')}${i}@Ex.io`,
+            role: NAMES[(i * 7) % NAMES.length]!,
+          })) as User;
           assert.notEqual(stored, 'email_taken', name);
           await memory.insert(stored);
           assert.deepEqual(await pgStore.get(stored.id), stored, `round trip of ${JSON.stringify(name)}`);
@@ -164,8 +256,15 @@ if (!DATABASE_URL) {
         const check = async (query: Partial<ListParams>) => {
           const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, ...query };
           // Each store stamps its own times; the users, their order and the totals must agree.
-          const fields = ({ users, total }: ListResult) => ({ total, users: users.map(({ id, name, email, role }) => ({ id, name, email, role })) });
-          assert.deepEqual(fields(await pgStore.list(params)), fields(await memory.list(params)), JSON.stringify(query));
+          const fields = ({ users, total }: ListResult) => ({
+            total,
+            users: users.map(({ id, name, email, role }) => ({ id, name, email, role })),
+          });
+          assert.deepEqual(
+            fields(await pgStore.list(params)),
+            fields(await memory.list(params)),
+            JSON.stringify(query),
+          );
         };
         for (const sort of SORTS) for (const descending of [true, false]) await check({ sort, descending });
         for (const search of NEEDLES) await check({ search, sort: 'name', descending: false });
@@ -190,7 +289,8 @@ if (!DATABASE_URL) {
         ] as const) {
           const stored = (await store.insert(user(held))) as User;
           assert.equal(stored.email, held);
-          for (const variant of variants) assert.equal(await store.insert(user(variant)), 'email_taken', `${variant} after ${held}`);
+          for (const variant of variants)
+            assert.equal(await store.insert(user(variant)), 'email_taken', `${variant} after ${held}`);
         }
       } finally {
         await store.close();
@@ -203,17 +303,34 @@ if (!DATABASE_URL) {
         const names = ['a\ud800b', '\udc00', 'x\ud83d', '\u0001\ud800\u0000', '\ud83d\ude00 whole'];
         const ids: string[] = [];
         for (const name of names) {
-          const stored = (await store.insert({ id: randomUUID(), name, email: `${randomUUID()}@x.io`, role: name })) as User;
+          const stored = (await store.insert({
+            id: randomUUID(),
+            name,
+            email: `${randomUUID()}@x.io`,
+            role: name,
+          })) as User;
           assert.deepEqual(await store.get(stored.id), stored);
           assert.equal(stored.name, name);
           ids.push(stored.id);
         }
-        const found = async (search: string) => (await store.list({ search, sort: 'created_at', descending: false, offset: 0, limit: 10 })).users.map((u) => u.name);
+        const found = async (search: string) =>
+          (await store.list({ search, sort: 'created_at', descending: false, offset: 0, limit: 10 })).users.map(
+            (u) => u.name,
+          );
         assert.deepEqual(await found('\ud800'), ['a\ud800b', '\u0001\ud800\u0000']);
         assert.deepEqual(await found('\u0000'), ['\u0001\ud800\u0000']);
         assert.deepEqual(await found('\ud83d\ude00'), ['\ud83d\ude00 whole']);
-        const { users } = await store.list({ role: '\udc00', sort: 'created_at', descending: false, offset: 0, limit: 10 });
-        assert.deepEqual(users.map((u) => u.id), [ids[1]]);
+        const { users } = await store.list({
+          role: '\udc00',
+          sort: 'created_at',
+          descending: false,
+          offset: 0,
+          limit: 10,
+        });
+        assert.deepEqual(
+          users.map((u) => u.id),
+          [ids[1]],
+        );
       } finally {
         await store.close();
       }

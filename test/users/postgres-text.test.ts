@@ -20,7 +20,10 @@ const codePoint = fc
   .integer({ min: 0, max: 0x10ffff })
   .filter((code) => code < 0xd800 || code > 0xdfff)
   .map((code) => String.fromCodePoint(code));
-const wellFormed = fc.string({ unit: fc.oneof(fc.constantFrom('\u0000', '\u0001', '\u0002', '\u0003', '\ue000', '\uffff', 'a', '😀'), codePoint), maxLength: 10 });
+const wellFormed = fc.string({
+  unit: fc.oneof(fc.constantFrom('\u0000', '\u0001', '\u0002', '\u0003', '\ue000', '\uffff', 'a', '😀'), codePoint),
+  maxLength: 10,
+});
 /** Lone surrogates (in a `u` regex a pair is one code point, so only lone ones match). */
 const hasLone = (value: string) => /\p{Cs}/u.test(value);
 const hasPair = (value: string) => /[\ud800-\udbff][\udc00-\udfff]/.test(value);
@@ -83,4 +86,3 @@ describe('stored text', () => {
     assert.equal(storedMatch('x\u0002', '\u0002'), true);
   });
 });
-

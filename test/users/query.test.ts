@@ -6,7 +6,15 @@ import type { User } from '../../src/users/schema.js';
 
 function user(n: number, fields: Partial<User> = {}): User {
   const ts = `2026-01-01T00:00:00.${String(n).padStart(6, '0')}`;
-  return { id: `id-${n}`, name: `User ${n}`, email: `u${n}@example.com`, role: 'user', created_at: ts, updated_at: ts, ...fields };
+  return {
+    id: `id-${n}`,
+    name: `User ${n}`,
+    email: `u${n}@example.com`,
+    role: 'user',
+    created_at: ts,
+    updated_at: ts,
+    ...fields,
+  };
 }
 
 const USERS: User[] = [
@@ -23,18 +31,38 @@ const ids = (params: Partial<ListParams>) => queryUsers(USERS, { ...base, ...par
 describe('queryUsers', () => {
   const cases: { name: string; params: Partial<ListParams>; expected: string[]; total?: number }[] = [
     { name: 'default: created_at descending', params: {}, expected: ['id-5', 'id-4', 'id-3', 'id-2', 'id-1'] },
-    { name: 'ascending when not "desc"', params: { descending: false }, expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'] },
+    {
+      name: 'ascending when not "desc"',
+      params: { descending: false },
+      expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'],
+    },
     { name: 'role filter is exact', params: { role: 'admin' }, expected: ['id-4', 'id-1'] },
     { name: 'role filter is case-sensitive', params: { role: 'Admin' }, expected: [] },
     { name: 'search matches name, case-insensitive', params: { search: 'ADA' }, expected: ['id-4', 'id-1'] },
     { name: 'search matches email, case-insensitive', params: { search: 'emile@' }, expected: ['id-5'] },
     { name: 'search with no match', params: { search: 'zzz' }, expected: [] },
     { name: 'role then search', params: { role: 'user', search: 'a' }, expected: ['id-5', 'id-3', 'id-2'] },
-    { name: 'sort by name ascending (code points: upper case first)', params: { sort: 'name', descending: false }, expected: ['id-1', 'id-3', 'id-2', 'id-4', 'id-5'] },
+    {
+      name: 'sort by name ascending (code points: upper case first)',
+      params: { sort: 'name', descending: false },
+      expected: ['id-1', 'id-3', 'id-2', 'id-4', 'id-5'],
+    },
     { name: 'sort by name descending', params: { sort: 'name' }, expected: ['id-5', 'id-4', 'id-2', 'id-3', 'id-1'] },
-    { name: 'unknown field sorts as "" and keeps creation order (asc)', params: { sort: 'nope', descending: false }, expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'] },
-    { name: 'unknown field keeps creation order (desc, stable)', params: { sort: 'nope' }, expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'] },
-    { name: 'sort=__proto__ does not reach the prototype', params: { sort: '__proto__' }, expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'] },
+    {
+      name: 'unknown field sorts as "" and keeps creation order (asc)',
+      params: { sort: 'nope', descending: false },
+      expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'],
+    },
+    {
+      name: 'unknown field keeps creation order (desc, stable)',
+      params: { sort: 'nope' },
+      expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'],
+    },
+    {
+      name: 'sort=__proto__ does not reach the prototype',
+      params: { sort: '__proto__' },
+      expected: ['id-1', 'id-2', 'id-3', 'id-4', 'id-5'],
+    },
     { name: 'page slice', params: { offset: 2, limit: 2 }, expected: ['id-3', 'id-2'], total: 5 },
     { name: 'slice past the end', params: { offset: 10, limit: 2 }, expected: [], total: 5 },
   ];
@@ -51,7 +79,8 @@ describe('queryUsers', () => {
 
   test('ties keep creation order in both directions', () => {
     const tied = [user(1, { role: 'b' }), user(2, { role: 'a' }), user(3, { role: 'b' }), user(4, { role: 'a' })];
-    const order = (descending: boolean) => queryUsers(tied, { ...base, sort: 'role', descending }).users.map((u) => u.id);
+    const order = (descending: boolean) =>
+      queryUsers(tied, { ...base, sort: 'role', descending }).users.map((u) => u.id);
     assert.deepEqual(order(false), ['id-2', 'id-4', 'id-1', 'id-3']);
     assert.deepEqual(order(true), ['id-1', 'id-3', 'id-2', 'id-4']);
   });
@@ -83,7 +112,9 @@ describe('compareCodePoints', () => {
 
   test('matches sorting by code point arrays on random strings', () => {
     const alphabet = ['a', 'Z', '\u00e9', '\uFF5E', '\uE000', '\u{1F600}', '\u{10000}', '\uD7FF'];
-    const strings = Array.from({ length: 200 }, (_, i) => Array.from({ length: 1 + (i % 4) }, (_, j) => alphabet[(i * 7 + j * 3) % alphabet.length]).join(''));
+    const strings = Array.from({ length: 200 }, (_, i) =>
+      Array.from({ length: 1 + (i % 4) }, (_, j) => alphabet[(i * 7 + j * 3) % alphabet.length]).join(''),
+    );
     const byCodePoints = (a: string, b: string) => {
       const x = [...a].map((c) => c.codePointAt(0)!);
       const y = [...b].map((c) => c.codePointAt(0)!);

@@ -38,7 +38,9 @@ for (const [name, start] of stores) {
     test('a search of 257 characters is 422 naming search; 256 (astral ones too) is served', async () => {
       const long = await request(`${roster.api}/users?search=${'a'.repeat(257)}`);
       assert.equal(long.status, 422, long.text);
-      assert.deepEqual(long.body.error.details, [{ field: 'search', message: 'search must be at most 256 characters' }]);
+      assert.deepEqual(long.body.error.details, [
+        { field: 'search', message: 'search must be at most 256 characters' },
+      ]);
       const attack = await request(`${roster.api}/users?search=${encodeURIComponent('\u0001'.repeat(4_000))}`);
       assert.equal(attack.status, 422);
       assert.equal((await request(`${roster.api}/users?search=${encodeURIComponent('😀'.repeat(256))}`)).status, 200);
@@ -48,14 +50,20 @@ for (const [name, start] of stores) {
       const names = ['a\u0000\u0002b', 'c\u0001\u0002d', '\u0002plain', 'x\ue001y', 'lone\ud800z', 'none of those'];
       const ids = new Map<string, string>();
       for (const [i, userName] of names.entries()) {
-        const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: userName, email: `esc${i}.${Date.now()}@example.com` } });
+        const created = await request(`${roster.api}/users`, {
+          method: 'POST',
+          body: { name: userName, email: `esc${i}.${Date.now()}@example.com` },
+        });
         assert.equal(created.status, 201, created.text);
         ids.set(userName, created.body.data.id);
       }
       const found = async (needle: string) => {
         const reply = await request(`${roster.api}/users?limit=100&search=${encodeURIComponent(needle)}`);
         assert.equal(reply.status, 200, reply.text);
-        return (reply.body.data.users as { name: string }[]).map((u) => u.name).filter((n) => names.includes(n)).sort();
+        return (reply.body.data.users as { name: string }[])
+          .map((u) => u.name)
+          .filter((n) => names.includes(n))
+          .sort();
       };
       assert.deepEqual(await found('\u0002'), ['\u0002plain', 'a\u0000\u0002b', 'c\u0001\u0002d'].sort());
       assert.deepEqual(await found('\u0001'), ['c\u0001\u0002d']);

@@ -43,7 +43,14 @@ async function startInstance(file: string, env: Record<string, string> = {}): Pr
   // One process, one file: not the chat bus the test run may name.
   const { REDIS_URL: _redis, ...inherited } = process.env;
   const child = spawn(process.execPath, [MAIN], {
-    env: { ...inherited, DATABASE_URL: `sqlite:${file}`, PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'warn', ...env },
+    env: {
+      ...inherited,
+      DATABASE_URL: `sqlite:${file}`,
+      PORT: String(port),
+      WS_PORT: String(wsPort),
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -97,7 +104,11 @@ async function allUsers(api: string): Promise<Map<string, Listed>> {
   }
 }
 
-const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const json = (body: unknown) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
 
 /** What the load saw of each of its writes. */
 interface Ledger {
@@ -126,7 +137,10 @@ function writeLoad(api: string, ledger: Ledger, workers: number): { halt: () => 
       const kind = mine.length < 3 || step % 3 === 0 ? 'create' : step % 7 === 0 ? 'delete' : 'patch';
       try {
         if (kind === 'create') {
-          const taken = step % 5 === 4 ? [...ledger.created].find(([id]) => !ledger.deleted.has(id) && !ledger.deletePending.has(id))?.[1] : undefined;
+          const taken =
+            step % 5 === 4
+              ? [...ledger.created].find(([id]) => !ledger.deleted.has(id) && !ledger.deletePending.has(id))?.[1]
+              : undefined;
           const name = `w${w}-${randomUUID()}`;
           const email = taken?.email.toUpperCase() ?? `${name}@load.example`;
           ledger.unknownNames.add(name);
@@ -196,47 +210,65 @@ function checkLedger(ledger: Ledger, users: Map<string, Listed>): void {
     if (ledger.deletePending.has(id) && stored === undefined) continue;
     assert.ok(stored, `acknowledged create of ${id} (${user.name}) is lost`);
     // The last acknowledged patch, or one sent after it that the killed process may have committed.
-    assert.ok(stored.name === user.name || user.pendingNames.has(stored.name), `user ${id}: name ${stored.name}, acknowledged ${user.name}`);
+    assert.ok(
+      stored.name === user.name || user.pendingNames.has(stored.name),
+      `user ${id}: name ${stored.name}, acknowledged ${user.name}`,
+    );
     assert.equal(stored.email, user.email);
   }
   for (const name of ledger.refusedNames) assert.ok(!names.has(name), `refused create ${name} is stored`);
   // Nothing else: each user was created by the load (or is a seed user).
-  const known = (user: Listed) => ledger.created.has(user.id) || ledger.unknownNames.has(user.name) || !user.name.startsWith('w');
+  const known = (user: Listed) =>
+    ledger.created.has(user.id) || ledger.unknownNames.has(user.name) || !user.name.startsWith('w');
   for (const user of users.values()) assert.ok(known(user), `user ${user.id} (${user.name}) came from nowhere`);
 }
 
 describe('SQLite store, as real processes', () => {
-  test(`no acknowledged write is lost by kill -9 in the middle of a write load (${ROUNDS} rounds)`, { timeout: 60_000 + ROUNDS * 30_000 }, async () => {
-    const file = join(folder, `kill-${randomUUID()}.db`);
-    const ledger: Ledger = { created: new Map(), deleted: new Set(), deletePending: new Set(), refusedNames: new Set(), unknownNames: new Set(), acknowledged: 0 };
-    let instance = await startInstance(file);
-    for (let round = 1; round <= ROUNDS; round++) {
-      const load = writeLoad(instance.api, ledger, 8);
-      // Killed after a varying number of acknowledged writes, with every worker's next write in flight.
-      const target = ledger.acknowledged + 150 + Math.floor(Math.random() * 250);
-      await within(
-        (async () => {
-          while (ledger.acknowledged < target) await new Promise((resolve) => setTimeout(resolve, 1));
-        })(),
-        30_000,
-        `${target} acknowledged writes`,
-      );
-      load.halt();
-      instance.child.kill('SIGKILL');
-      const [, signal] = await within(instance.exited, 10_000, 'the killed process to exit');
-      assert.equal(signal, 'SIGKILL');
-      await load.stop();
-      instance = await startInstance(file);
-      checkLedger(ledger, await allUsers(instance.api));
-    }
-    assert.ok(ledger.refusedNames.size > 0, 'some creates were refused');
-    await stopInstance(instance);
-  });
+  test(
+    `no acknowledged write is lost by kill -9 in the middle of a write load (${ROUNDS} rounds)`,
+    { timeout: 60_000 + ROUNDS * 30_000 },
+    async () => {
+      const file = join(folder, `kill-${randomUUID()}.db`);
+      const ledger: Ledger = {
+        created: new Map(),
+        deleted: new Set(),
+        deletePending: new Set(),
+        refusedNames: new Set(),
+        unknownNames: new Set(),
+        acknowledged: 0,
+      };
+      let instance = await startInstance(file);
+      for (let round = 1; round <= ROUNDS; round++) {
+        const load = writeLoad(instance.api, ledger, 8);
+        // Killed after a varying number of acknowledged writes, with every worker's next write in flight.
+        const target = ledger.acknowledged + 150 + Math.floor(Math.random() * 250);
+        await within(
+          (async () => {
+            while (ledger.acknowledged < target) await new Promise((resolve) => setTimeout(resolve, 1));
+          })(),
+          30_000,
+          `${target} acknowledged writes`,
+        );
+        load.halt();
+        instance.child.kill('SIGKILL');
+        const [, signal] = await within(instance.exited, 10_000, 'the killed process to exit');
+        assert.equal(signal, 'SIGKILL');
+        await load.stop();
+        instance = await startInstance(file);
+        checkLedger(ledger, await allUsers(instance.api));
+      }
+      assert.ok(ledger.refusedNames.size > 0, 'some creates were refused');
+      await stopInstance(instance);
+    },
+  );
 
   test('a stopped and started service serves the users it had (the quick start)', { timeout: 30_000 }, async () => {
     const file = join(folder, `restart-${randomUUID()}.db`);
     const first = await startInstance(file);
-    const created = await request(`${first.api}/users`, { method: 'POST', body: { name: 'Grace Hopper', email: 'grace@example.com' } });
+    const created = await request(`${first.api}/users`, {
+      method: 'POST',
+      body: { name: 'Grace Hopper', email: 'grace@example.com' },
+    });
     assert.equal(created.status, 201);
     const before = await allUsers(first.api);
     assert.equal(before.size, 4, 'three seed users and the new one');
@@ -250,75 +282,127 @@ describe('SQLite store, as real processes', () => {
     }
   });
 
-  test('roster backup while the service writes: a fresh instance on the backup serves the same users', { timeout: 60_000 }, async () => {
-    const file = join(folder, `live-${randomUUID()}.db`);
-    const backup = join(folder, `backup-${randomUUID()}.db`);
-    const live = await startInstance(file);
-    const ledger: Ledger = { created: new Map(), deleted: new Set(), deletePending: new Set(), refusedNames: new Set(), unknownNames: new Set(), acknowledged: 0 };
-    let fresh: Instance | undefined;
-    try {
-      for (let i = 0; i < 300; i++) {
-        assert.equal((await request(`${live.api}/users`, { method: 'POST', body: { name: `before ${i}`, email: `before${i}@example.com` } })).status, 201);
+  test(
+    'roster backup while the service writes: a fresh instance on the backup serves the same users',
+    { timeout: 60_000 },
+    async () => {
+      const file = join(folder, `live-${randomUUID()}.db`);
+      const backup = join(folder, `backup-${randomUUID()}.db`);
+      const live = await startInstance(file);
+      const ledger: Ledger = {
+        created: new Map(),
+        deleted: new Set(),
+        deletePending: new Set(),
+        refusedNames: new Set(),
+        unknownNames: new Set(),
+        acknowledged: 0,
+      };
+      let fresh: Instance | undefined;
+      try {
+        for (let i = 0; i < 300; i++) {
+          assert.equal(
+            (
+              await request(`${live.api}/users`, {
+                method: 'POST',
+                body: { name: `before ${i}`, email: `before${i}@example.com` },
+              })
+            ).status,
+            201,
+          );
+        }
+        const before = await allUsers(live.api);
+        const load = writeLoad(live.api, ledger, 4);
+        const cli = spawnSync(process.execPath, [ROSTER, 'backup', backup], {
+          env: { ...process.env, DATABASE_URL: `sqlite:${file}` },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        await load.stop();
+        assert.equal(cli.status, 0, `${cli.stdout}${cli.stderr}`);
+        assert.match(cli.stdout, /^backed up \d+ users/);
+        assert.ok(ledger.acknowledged > 0, 'the service wrote meanwhile');
+        const after = await allUsers(live.api);
+        fresh = await startInstance(backup);
+        const copied = await allUsers(fresh.api);
+        // Everything stored before the backup began, as it was; anything else as the live service has it
+        // now, or as it was before a later patch or delete.
+        for (const [id, user] of before) assert.deepEqual(copied.get(id), user);
+        for (const [id, user] of copied) {
+          const now = after.get(id);
+          if (now) assert.deepEqual({ ...user, name: '', updated_at: '' }, { ...now, name: '', updated_at: '' }, id);
+          else assert.ok(ledger.deleted.has(id), `user ${id} in the backup was never stored`);
+        }
+        // And the backup of a quiet service is exactly what it serves.
+        const quiet = join(folder, `quiet-${randomUUID()}.db`);
+        const second = spawnSync(process.execPath, [ROSTER, 'backup', quiet], {
+          env: { ...process.env, DATABASE_URL: `sqlite:${file}` },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        assert.equal(second.status, 0, `${second.stdout}${second.stderr}`);
+        await stopInstance(fresh);
+        fresh = await startInstance(quiet);
+        assert.deepEqual(await allUsers(fresh.api), after);
+        // An existing file is never overwritten.
+        const again = spawnSync(process.execPath, [ROSTER, 'backup', quiet], {
+          env: { ...process.env, DATABASE_URL: `sqlite:${file}` },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        assert.equal(again.status, 1);
+        assert.match(again.stderr, /exists already/);
+      } finally {
+        if (fresh) await stopInstance(fresh);
+        await stopInstance(live);
       }
-      const before = await allUsers(live.api);
-      const load = writeLoad(live.api, ledger, 4);
-      const cli = spawnSync(process.execPath, [ROSTER, 'backup', backup], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` }, encoding: 'utf8', timeout: 30_000 });
-      await load.stop();
-      assert.equal(cli.status, 0, `${cli.stdout}${cli.stderr}`);
-      assert.match(cli.stdout, /^backed up \d+ users/);
-      assert.ok(ledger.acknowledged > 0, 'the service wrote meanwhile');
-      const after = await allUsers(live.api);
-      fresh = await startInstance(backup);
-      const copied = await allUsers(fresh.api);
-      // Everything stored before the backup began, as it was; anything else as the live service has it
-      // now, or as it was before a later patch or delete.
-      for (const [id, user] of before) assert.deepEqual(copied.get(id), user);
-      for (const [id, user] of copied) {
-        const now = after.get(id);
-        if (now) assert.deepEqual({ ...user, name: '', updated_at: '' }, { ...now, name: '', updated_at: '' }, id);
-        else assert.ok(ledger.deleted.has(id), `user ${id} in the backup was never stored`);
-      }
-      // And the backup of a quiet service is exactly what it serves.
-      const quiet = join(folder, `quiet-${randomUUID()}.db`);
-      const second = spawnSync(process.execPath, [ROSTER, 'backup', quiet], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` }, encoding: 'utf8', timeout: 30_000 });
-      assert.equal(second.status, 0, `${second.stdout}${second.stderr}`);
-      await stopInstance(fresh);
-      fresh = await startInstance(quiet);
-      assert.deepEqual(await allUsers(fresh.api), after);
-      // An existing file is never overwritten.
-      const again = spawnSync(process.execPath, [ROSTER, 'backup', quiet], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` }, encoding: 'utf8', timeout: 30_000 });
-      assert.equal(again.status, 1);
-      assert.match(again.stderr, /exists already/);
-    } finally {
-      if (fresh) await stopInstance(fresh);
-      await stopInstance(live);
-    }
-  });
+    },
+  );
 
-  test('a second process on the same file is refused with a clear message, and the first serves on', { timeout: 30_000 }, async () => {
-    const file = join(folder, `shared-${randomUUID()}.db`);
-    const first = await startInstance(file);
-    try {
-      const created = await request(`${first.api}/users`, { method: 'POST', body: { name: 'Only One', email: 'one@example.com' } });
-      assert.equal(created.status, 201);
-      const [port, wsPort] = [await freePort(), await freePort()];
-      const second = spawnSync(process.execPath, [MAIN], {
-        env: { ...process.env, DATABASE_URL: `sqlite:${file}`, PORT: String(port), WS_PORT: String(wsPort), LOG_LEVEL: 'silent' },
-        encoding: 'utf8',
-        timeout: 15_000,
-      });
-      // Exit status 4: DATABASE_URL cannot be used (startup.ts).
-      assert.equal(second.status, 4, second.stderr);
-      assert.match(second.stderr, /^roster: DATABASE_URL: the database .* is in use by another Roster process/);
-      const migrate = spawnSync(process.execPath, [ROSTER, 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` }, encoding: 'utf8', timeout: 15_000 });
-      assert.equal(migrate.status, 1);
-      assert.match(migrate.stderr, /in use by another Roster process/);
-      assert.deepEqual((await request(`${first.api}/users/${created.body.data.id}`)).body.data, created.body.data);
-      assert.equal((await request(`${first.api}/users`, { method: 'POST', body: { name: 'Still', email: 'still@example.com' } })).status, 201);
-    } finally {
-      await stopInstance(first);
-    }
-  });
+  test(
+    'a second process on the same file is refused with a clear message, and the first serves on',
+    { timeout: 30_000 },
+    async () => {
+      const file = join(folder, `shared-${randomUUID()}.db`);
+      const first = await startInstance(file);
+      try {
+        const created = await request(`${first.api}/users`, {
+          method: 'POST',
+          body: { name: 'Only One', email: 'one@example.com' },
+        });
+        assert.equal(created.status, 201);
+        const [port, wsPort] = [await freePort(), await freePort()];
+        const second = spawnSync(process.execPath, [MAIN], {
+          env: {
+            ...process.env,
+            DATABASE_URL: `sqlite:${file}`,
+            PORT: String(port),
+            WS_PORT: String(wsPort),
+            LOG_LEVEL: 'silent',
+          },
+          encoding: 'utf8',
+          timeout: 15_000,
+        });
+        // Exit status 4: DATABASE_URL cannot be used (startup.ts).
+        assert.equal(second.status, 4, second.stderr);
+        assert.match(second.stderr, /^roster: DATABASE_URL: the database .* is in use by another Roster process/);
+        const migrate = spawnSync(process.execPath, [ROSTER, 'migrate'], {
+          env: { ...process.env, DATABASE_URL: `sqlite:${file}` },
+          encoding: 'utf8',
+          timeout: 15_000,
+        });
+        assert.equal(migrate.status, 1);
+        assert.match(migrate.stderr, /in use by another Roster process/);
+        assert.deepEqual((await request(`${first.api}/users/${created.body.data.id}`)).body.data, created.body.data);
+        assert.equal(
+          (await request(`${first.api}/users`, { method: 'POST', body: { name: 'Still', email: 'still@example.com' } }))
+            .status,
+          201,
+        );
+      } finally {
+        await stopInstance(first);
+      }
+    },
+  );
 
   const prlimit = spawnSync('prlimit', ['--version']).status === 0;
   test(
@@ -329,14 +413,23 @@ describe('SQLite store, as real processes', () => {
       const instance = await startInstance(file);
       const pid = String(instance.child.pid);
       try {
-        const created = await request(`${instance.api}/users`, { method: 'POST', body: { name: 'Before', email: 'before@example.com' } });
+        const created = await request(`${instance.api}/users`, {
+          method: 'POST',
+          body: { name: 'Before', email: 'before@example.com' },
+        });
         assert.equal(created.status, 201);
         // Every write to a regular file past 0 bytes now fails (EFBIG), as on a full or failing disk.
         assert.equal(spawnSync('prlimit', ['--pid', pid, '--fsize=0:unlimited']).status, 0);
-        const refused = await request(`${instance.api}/users`, { method: 'POST', body: { name: 'During', email: 'during@example.com' } });
+        const refused = await request(`${instance.api}/users`, {
+          method: 'POST',
+          body: { name: 'During', email: 'during@example.com' },
+        });
         assert.equal(refused.status, 503, refused.text);
         assert.equal(refused.body.error.code, 'SERVICE_UNAVAILABLE');
-        const patched = await request(`${instance.api}/users/${created.body.data.id}`, { method: 'PATCH', body: { name: 'Changed' } });
+        const patched = await request(`${instance.api}/users/${created.body.data.id}`, {
+          method: 'PATCH',
+          body: { name: 'Changed' },
+        });
         assert.equal(patched.status, 503);
         assert.deepEqual((await request(`${instance.api}/users/${created.body.data.id}`)).body.data, created.body.data);
         assert.equal((await request(`${instance.api}/users?search=before`)).body.data.pagination.total, 1);
@@ -348,33 +441,61 @@ describe('SQLite store, as real processes', () => {
         assert.equal(spawnSync('prlimit', ['--pid', pid, '--fsize=unlimited:unlimited']).status, 0);
         await within(
           (async () => {
-            while ((await request(`${instance.api}/health`)).body.data.status !== 'healthy') await new Promise((resolve) => setTimeout(resolve, 100));
+            while ((await request(`${instance.api}/health`)).body.data.status !== 'healthy')
+              await new Promise((resolve) => setTimeout(resolve, 100));
           })(),
           10_000,
           'health to recover',
         );
-        assert.equal((await request(`${instance.api}/users`, { method: 'POST', body: { name: 'After', email: 'after@example.com' } })).status, 201);
+        assert.equal(
+          (
+            await request(`${instance.api}/users`, {
+              method: 'POST',
+              body: { name: 'After', email: 'after@example.com' },
+            })
+          ).status,
+          201,
+        );
         const names = [...(await allUsers(instance.api)).values()].map((user) => user.name);
-        assert.ok(names.includes('Before') && names.includes('After') && !names.includes('During') && !names.includes('Changed'), names.join());
+        assert.ok(
+          names.includes('Before') &&
+            names.includes('After') &&
+            !names.includes('During') &&
+            !names.includes('Changed'),
+          names.join(),
+        );
       } finally {
         await stopInstance(instance);
       }
     },
   );
 
-  test('a read-only database (SQLITE_READONLY, here through query_only): writes 503, reads go on', { timeout: 30_000 }, async () => {
-    const store = await SqliteUserStore.open({ path: join(folder, `ro-${randomUUID()}.db`), synchronous: 'NORMAL' }, pino({ level: 'silent' }));
-    const roster = await startRoster({}, { store, dependencies: [store.health] });
-    try {
-      const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Kept', email: 'kept@example.com' } });
-      store.database.pragma('query_only = ON');
-      const refused = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'No', email: 'no@example.com' } });
-      assert.equal(refused.status, 503);
-      assert.equal((await request(`${roster.api}/users/${created.body.data.id}`, { method: 'DELETE' })).status, 503);
-      assert.equal((await request(`${roster.api}/users/${created.body.data.id}`)).status, 200);
-      assert.equal((await request(`${roster.api}/health`)).body.data.checks.database, 'down');
-    } finally {
-      await roster.stop();
-    }
-  });
+  test(
+    'a read-only database (SQLITE_READONLY, here through query_only): writes 503, reads go on',
+    { timeout: 30_000 },
+    async () => {
+      const store = await SqliteUserStore.open(
+        { path: join(folder, `ro-${randomUUID()}.db`), synchronous: 'NORMAL' },
+        pino({ level: 'silent' }),
+      );
+      const roster = await startRoster({}, { store, dependencies: [store.health] });
+      try {
+        const created = await request(`${roster.api}/users`, {
+          method: 'POST',
+          body: { name: 'Kept', email: 'kept@example.com' },
+        });
+        store.database.pragma('query_only = ON');
+        const refused = await request(`${roster.api}/users`, {
+          method: 'POST',
+          body: { name: 'No', email: 'no@example.com' },
+        });
+        assert.equal(refused.status, 503);
+        assert.equal((await request(`${roster.api}/users/${created.body.data.id}`, { method: 'DELETE' })).status, 503);
+        assert.equal((await request(`${roster.api}/users/${created.body.data.id}`)).status, 200);
+        assert.equal((await request(`${roster.api}/health`)).body.data.checks.database, 'down');
+      } finally {
+        await roster.stop();
+      }
+    },
+  );
 });

@@ -15,7 +15,12 @@ import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
 import { fromBlob, toBlob } from '../../src/users/sqlite-text.js';
-import { DatabaseInUse, migrateSqliteFile, readSqliteMigrations, SqliteUserStore } from '../../src/users/sqlite-store.js';
+import {
+  DatabaseInUse,
+  migrateSqliteFile,
+  readSqliteMigrations,
+  SqliteUserStore,
+} from '../../src/users/sqlite-store.js';
 import { userStoreContract } from './store-contract.js';
 
 const silent = pino({ level: 'silent' });
@@ -23,12 +28,24 @@ const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
 after(() => rmSync(folder, { recursive: true, force: true }));
 const fileOf = () => join(folder, `${randomUUID()}.db`);
 
-userStoreContract('SqliteUserStore (:memory:)', () => SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent));
-userStoreContract('SqliteUserStore (a file, synchronous=FULL)', () => SqliteUserStore.open({ path: fileOf(), synchronous: 'FULL' }, silent), { numRuns: 20 });
+userStoreContract('SqliteUserStore (:memory:)', () =>
+  SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent),
+);
+userStoreContract(
+  'SqliteUserStore (a file, synchronous=FULL)',
+  () => SqliteUserStore.open({ path: fileOf(), synchronous: 'FULL' }, silent),
+  { numRuns: 20 },
+);
 
 describe('SQLite text', () => {
   test('every string round-trips, and BLOB byte order is the code-point order of the memory store', () => {
-    const text = fc.string({ unit: fc.oneof(fc.constantFrom('\u0000', '\u0001', '\ud800', '\udfff', '\ue000', '\uffff', '😀', 'a', 'A', 'é'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 8 });
+    const text = fc.string({
+      unit: fc.oneof(
+        fc.constantFrom('\u0000', '\u0001', '\ud800', '\udfff', '\ue000', '\uffff', '😀', 'a', 'A', 'é'),
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+      ),
+      maxLength: 8,
+    });
     fc.assert(
       fc.property(text, text, (a, b) => {
         assert.equal(fromBlob(toBlob(a)), a);
@@ -47,7 +64,17 @@ describe('SQLite text', () => {
 describe('SqliteUserStore on a file', () => {
   test('users, strings of every kind and the clock outlive closing and opening again', async () => {
     const path = fileOf();
-    const names = ['x\u0000y', 'lone \ud800 high', 'lone \udc00 low', '😀 smile', '\uffff', 'Zoë', 'ada', 'ADA', '\u0001'];
+    const names = [
+      'x\u0000y',
+      'lone \ud800 high',
+      'lone \udc00 low',
+      '😀 smile',
+      '\uffff',
+      'Zoë',
+      'ada',
+      'ADA',
+      '\u0001',
+    ];
     let store = await SqliteUserStore.open({ path, synchronous: 'FULL' }, silent);
     const memory = new MemoryUserStore();
     const users: User[] = [];
@@ -64,7 +91,12 @@ describe('SqliteUserStore on a file', () => {
     try {
       for (const user of users) assert.deepEqual(await store.get(user.id), user);
       assert.equal(await store.count(), names.length);
-      const later = (await store.insert({ id: randomUUID(), name: 'later', email: 'later@x.io', role: 'user' })) as User;
+      const later = (await store.insert({
+        id: randomUUID(),
+        name: 'later',
+        email: 'later@x.io',
+        role: 'user',
+      })) as User;
       assert.ok(later.created_at > users.at(-1)!.created_at, 'the clock starts past every stored stamp');
       users.push(later);
       await memory.insert(later);
@@ -118,7 +150,9 @@ describe('SqliteUserStore on a file', () => {
     try {
       for (const field of ['name', 'email', 'role']) {
         for (const direction of ['ASC', 'DESC']) {
-          const plan = store.database.prepare(`EXPLAIN QUERY PLAN SELECT * FROM users ORDER BY ${field} ${direction}, created_at LIMIT 20`).all() as { detail: string }[];
+          const plan = store.database
+            .prepare(`EXPLAIN QUERY PLAN SELECT * FROM users ORDER BY ${field} ${direction}, created_at LIMIT 20`)
+            .all() as { detail: string }[];
           const details = plan.map((row) => row.detail).join('; ');
           assert.doesNotMatch(details, /TEMP B-TREE/, `${field} ${direction}: ${details}`);
         }

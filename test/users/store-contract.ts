@@ -14,13 +14,25 @@ import type { NewUser, UserStore } from '../../src/users/store.js';
 import { TIMESTAMP } from '../support/formats.js';
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
-export function userStoreContract(name: string, makeStore: () => Promise<UserStore>, options: { numRuns?: number } = {}): void {
+export function userStoreContract(
+  name: string,
+  makeStore: () => Promise<UserStore>,
+  options: { numRuns?: number } = {},
+): void {
   const numRuns = Number(process.env.FUZZ_RUNS ?? options.numRuns ?? 60);
   describe(`UserStore contract: ${name}`, () => {
     const clock = createClock();
     const newUser = (fields: Partial<User> = {}): User => {
       const now = clock.next();
-      return { id: randomUUID(), name: 'Store Test', email: `${randomUUID()}@example.com`, role: 'user', created_at: now, updated_at: now, ...fields };
+      return {
+        id: randomUUID(),
+        name: 'Store Test',
+        email: `${randomUUID()}@example.com`,
+        role: 'user',
+        created_at: now,
+        updated_at: now,
+        ...fields,
+      };
     };
     /**
      * Inserts a user that must be accepted; returns it as stored. A store may stamp created_at and
@@ -45,199 +57,292 @@ export function userStoreContract(name: string, makeStore: () => Promise<UserSto
       }
     };
 
-    test('get of an unknown id is undefined', withStore(async (store) => {
-      assert.equal(await store.get('nope'), undefined);
-    }));
+    test(
+      'get of an unknown id is undefined',
+      withStore(async (store) => {
+        assert.equal(await store.get('nope'), undefined);
+      }),
+    );
 
-    test('insert then get returns an equal record', withStore(async (store) => {
-      const stored = await insertOk(store, newUser());
-      assert.deepEqual(await store.get(stored.id), stored);
-    }));
+    test(
+      'insert then get returns an equal record',
+      withStore(async (store) => {
+        const stored = await insertOk(store, newUser());
+        assert.deepEqual(await store.get(stored.id), stored);
+      }),
+    );
 
-    test('timestamps of successive writes are strictly increasing', withStore(async (store) => {
-      const first = await insertOk(store, newUser());
-      const second = await insertOk(store, newUser());
-      const updated = (await store.update(first.id, { name: 'Later' }, { uniqueEmail: false })) as User;
-      const moved = (await store.update(second.id, { email: 'moved@example.com' }, { uniqueEmail: false })) as User;
-      const third = await insertOk(store, newUser());
-      const stamps = [first.created_at, second.created_at, updated.updated_at, moved.updated_at, third.created_at];
-      for (const stamp of stamps) assert.match(stamp, TIMESTAMP);
-      assert.deepEqual([...new Set(stamps)].sort(), stamps, 'each later than the one before');
-      assert.equal(updated.created_at, first.created_at);
-    }));
+    test(
+      'timestamps of successive writes are strictly increasing',
+      withStore(async (store) => {
+        const first = await insertOk(store, newUser());
+        const second = await insertOk(store, newUser());
+        const updated = (await store.update(first.id, { name: 'Later' }, { uniqueEmail: false })) as User;
+        const moved = (await store.update(second.id, { email: 'moved@example.com' }, { uniqueEmail: false })) as User;
+        const third = await insertOk(store, newUser());
+        const stamps = [first.created_at, second.created_at, updated.updated_at, moved.updated_at, third.created_at];
+        for (const stamp of stamps) assert.match(stamp, TIMESTAMP);
+        assert.deepEqual([...new Set(stamps)].sort(), stamps, 'each later than the one before');
+        assert.equal(updated.created_at, first.created_at);
+      }),
+    );
 
-    test('insert refuses an email held by another user, by letter case and surrounding spaces', withStore(async (store) => {
-      const user = newUser({ email: 'Taken@Example.com' });
-      await store.insert(user);
-      for (const email of ['Taken@Example.com', 'taken@example.com', '  TAKEN@EXAMPLE.COM ']) {
-        assert.equal(await store.insert(newUser({ email })), 'email_taken', email);
-      }
-      const { total } = await store.list({ sort: 'created_at', descending: true, offset: 0, limit: 100 });
-      assert.equal(total, 1);
-    }));
+    test(
+      'insert refuses an email held by another user, by letter case and surrounding spaces',
+      withStore(async (store) => {
+        const user = newUser({ email: 'Taken@Example.com' });
+        await store.insert(user);
+        for (const email of ['Taken@Example.com', 'taken@example.com', '  TAKEN@EXAMPLE.COM ']) {
+          assert.equal(await store.insert(newUser({ email })), 'email_taken', email);
+        }
+        const { total } = await store.list({ sort: 'created_at', descending: true, offset: 0, limit: 100 });
+        assert.equal(total, 1);
+      }),
+    );
 
-    test('update applies the changes, keeps the rest, and reports unknown ids', withStore(async (store) => {
-      const user = await insertOk(store, newUser({ role: 'admin' }));
-      const result = (await store.update(user.id, { name: 'Renamed' }, { uniqueEmail: false })) as User;
-      assert.deepEqual(result, { ...user, name: 'Renamed', updated_at: result.updated_at });
-      assert.ok(result.updated_at > user.updated_at, 'updated_at moves forward');
-      assert.deepEqual(await store.get(user.id), result);
-      assert.equal(await store.update('nope', {}, { uniqueEmail: false }), 'not_found');
-    }));
+    test(
+      'update applies the changes, keeps the rest, and reports unknown ids',
+      withStore(async (store) => {
+        const user = await insertOk(store, newUser({ role: 'admin' }));
+        const result = (await store.update(user.id, { name: 'Renamed' }, { uniqueEmail: false })) as User;
+        assert.deepEqual(result, { ...user, name: 'Renamed', updated_at: result.updated_at });
+        assert.ok(result.updated_at > user.updated_at, 'updated_at moves forward');
+        assert.deepEqual(await store.get(user.id), result);
+        assert.equal(await store.update('nope', {}, { uniqueEmail: false }), 'not_found');
+      }),
+    );
 
-    test('update with uniqueEmail refuses another user\'s email but allows one\'s own', withStore(async (store) => {
-      const first = await insertOk(store, newUser());
-      const second = await insertOk(store, newUser());
-      assert.equal(await store.update(second.id, { email: ` ${first.email.toUpperCase()}` }, { uniqueEmail: true }), 'email_taken');
-      assert.deepEqual(await store.get(second.id), second);
-      const own = await store.update(second.id, { email: second.email.toUpperCase() }, { uniqueEmail: true });
-      assert.equal((own as User).email, second.email.toUpperCase());
-    }));
+    test(
+      "update with uniqueEmail refuses another user's email but allows one's own",
+      withStore(async (store) => {
+        const first = await insertOk(store, newUser());
+        const second = await insertOk(store, newUser());
+        assert.equal(
+          await store.update(second.id, { email: ` ${first.email.toUpperCase()}` }, { uniqueEmail: true }),
+          'email_taken',
+        );
+        assert.deepEqual(await store.get(second.id), second);
+        const own = await store.update(second.id, { email: second.email.toUpperCase() }, { uniqueEmail: true });
+        assert.equal((own as User).email, second.email.toUpperCase());
+      }),
+    );
 
-    test('update without uniqueEmail may share an email; insert then still refuses it', withStore(async (store) => {
-      const first = await insertOk(store, newUser());
-      const second = await insertOk(store, newUser());
-      const shared = await store.update(second.id, { email: first.email }, { uniqueEmail: false });
-      assert.equal((shared as User).email, first.email);
-      assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
-      // Moving one of the two away keeps the email held by the other.
-      await store.update(first.id, { email: 'moved@example.com' }, { uniqueEmail: false });
-      assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
-    }));
+    test(
+      'update without uniqueEmail may share an email; insert then still refuses it',
+      withStore(async (store) => {
+        const first = await insertOk(store, newUser());
+        const second = await insertOk(store, newUser());
+        const shared = await store.update(second.id, { email: first.email }, { uniqueEmail: false });
+        assert.equal((shared as User).email, first.email);
+        assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
+        // Moving one of the two away keeps the email held by the other.
+        await store.update(first.id, { email: 'moved@example.com' }, { uniqueEmail: false });
+        assert.equal(await store.insert(newUser({ email: first.email })), 'email_taken');
+      }),
+    );
 
-    test('an email given up by update or remove can be taken again', withStore(async (store) => {
-      const user = newUser({ email: 'old@example.com' });
-      await store.insert(user);
-      await store.update(user.id, { email: 'new@example.com' }, { uniqueEmail: false });
-      await insertOk(store, newUser({ email: 'OLD@example.com' }));
-      assert.equal(await store.insert(newUser({ email: 'new@example.com' })), 'email_taken');
-      assert.equal(await store.remove(user.id), true);
-      await insertOk(store, newUser({ email: 'new@example.com' }));
-    }));
+    test(
+      'an email given up by update or remove can be taken again',
+      withStore(async (store) => {
+        const user = newUser({ email: 'old@example.com' });
+        await store.insert(user);
+        await store.update(user.id, { email: 'new@example.com' }, { uniqueEmail: false });
+        await insertOk(store, newUser({ email: 'OLD@example.com' }));
+        assert.equal(await store.insert(newUser({ email: 'new@example.com' })), 'email_taken');
+        assert.equal(await store.remove(user.id), true);
+        await insertOk(store, newUser({ email: 'new@example.com' }));
+      }),
+    );
 
-    test('remove reports whether there was a user, and the user is gone', withStore(async (store) => {
-      const user = newUser();
-      await store.insert(user);
-      assert.equal(await store.remove(user.id), true);
-      assert.equal(await store.get(user.id), undefined);
-      assert.equal(await store.remove(user.id), false);
-    }));
+    test(
+      'remove reports whether there was a user, and the user is gone',
+      withStore(async (store) => {
+        const user = newUser();
+        await store.insert(user);
+        assert.equal(await store.remove(user.id), true);
+        assert.equal(await store.get(user.id), undefined);
+        assert.equal(await store.remove(user.id), false);
+      }),
+    );
 
-    test('list equals the pure query over the same users, for every kind of query', withStore(async (store) => {
-      const names = ['Ada', 'ada', 'Émile', 'Zoë', 'bob', '😀 Smile', 'Bob', 'carol', 'Dave', 'eve'];
-      const users: User[] = [];
-      for (let i = 0; i < 40; i++) {
-        const user = newUser({ name: `${names[i % names.length]} ${i % 7}`, email: `u${i}@${i % 3 ? 'corp' : 'home'}.example`, role: i % 4 ? 'user' : 'admin' });
-        users.push(await insertOk(store, user));
-      }
-      // Some updates, so updated_at and the stored order of fields differ from creation.
-      for (const user of users.slice(0, 10)) {
-        const changed = await store.update(user.id, { role: 'admin' }, { uniqueEmail: false });
-        users[users.indexOf(user)] = changed as User;
-      }
-      const queries: Partial<ListParams>[] = [
-        {},
-        { descending: false },
-        { role: 'admin' },
-        { role: 'nobody' },
-        { search: 'ADA' },
-        { search: 'corp' },
-        { search: '😀' },
-        { role: 'user', search: 'b' },
-        { sort: 'name', descending: false },
-        { sort: 'name' },
-        { sort: 'email', descending: false },
-        { sort: 'updated_at' },
-        { sort: 'role', descending: false },
-        { sort: 'no_such_field' },
-        { offset: 5, limit: 7 },
-        { offset: 35, limit: 10 },
-        { offset: 100, limit: 10 },
-        { role: 'admin', sort: 'name', descending: false, offset: 2, limit: 3 },
-      ];
-      for (const query of queries) {
-        const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, ...query };
-        assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(query));
-      }
-    }));
+    test(
+      'list equals the pure query over the same users, for every kind of query',
+      withStore(async (store) => {
+        const names = ['Ada', 'ada', 'Émile', 'Zoë', 'bob', '😀 Smile', 'Bob', 'carol', 'Dave', 'eve'];
+        const users: User[] = [];
+        for (let i = 0; i < 40; i++) {
+          const user = newUser({
+            name: `${names[i % names.length]} ${i % 7}`,
+            email: `u${i}@${i % 3 ? 'corp' : 'home'}.example`,
+            role: i % 4 ? 'user' : 'admin',
+          });
+          users.push(await insertOk(store, user));
+        }
+        // Some updates, so updated_at and the stored order of fields differ from creation.
+        for (const user of users.slice(0, 10)) {
+          const changed = await store.update(user.id, { role: 'admin' }, { uniqueEmail: false });
+          users[users.indexOf(user)] = changed as User;
+        }
+        const queries: Partial<ListParams>[] = [
+          {},
+          { descending: false },
+          { role: 'admin' },
+          { role: 'nobody' },
+          { search: 'ADA' },
+          { search: 'corp' },
+          { search: '😀' },
+          { role: 'user', search: 'b' },
+          { sort: 'name', descending: false },
+          { sort: 'name' },
+          { sort: 'email', descending: false },
+          { sort: 'updated_at' },
+          { sort: 'role', descending: false },
+          { sort: 'no_such_field' },
+          { offset: 5, limit: 7 },
+          { offset: 35, limit: 10 },
+          { offset: 100, limit: 10 },
+          { role: 'admin', sort: 'name', descending: false, offset: 2, limit: 3 },
+        ];
+        for (const query of queries) {
+          const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, ...query };
+          assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(query));
+        }
+      }),
+    );
 
     test('property: after any sequence of writes, every list query equals the naive filter-sort-slice', async () => {
       // Few distinct values, so that sort keys tie often; astral and accented letters test code-point order.
-      const names = fc.constantFrom('Ada', 'ada', 'ADA', 'Émile', 'Zoë', 'bob', '😀', '\uffff', 'ab', 'a', '', 'ΟΔΟΣ', 'x\u0000y');
+      const names = fc.constantFrom(
+        'Ada',
+        'ada',
+        'ADA',
+        'Émile',
+        'Zoë',
+        'bob',
+        '😀',
+        '\uffff',
+        'ab',
+        'a',
+        '',
+        'ΟΔΟΣ',
+        'x\u0000y',
+      );
       const emails = fc.constantFrom('a@x.io', 'A@x.io', 'b@y.io', 'ada@corp.io', 'zed@corp.io', 'e@😀.io');
       const roles = fc.constantFrom('admin', 'user', 'guest');
       // Inserts outweigh removals so that stores grow to dozens of users, past several index chunks.
       const operation = fc.oneof(
-        { weight: 5, arbitrary: fc.record({ op: fc.constant('insert' as const), name: names, email: emails, role: roles, n: fc.nat(999_999) }) },
-        { weight: 3, arbitrary: fc.record({ op: fc.constant('update' as const), pick: fc.nat(), name: fc.option(names), email: fc.option(emails), role: fc.option(roles) }) },
+        {
+          weight: 5,
+          arbitrary: fc.record({
+            op: fc.constant('insert' as const),
+            name: names,
+            email: emails,
+            role: roles,
+            n: fc.nat(999_999),
+          }),
+        },
+        {
+          weight: 3,
+          arbitrary: fc.record({
+            op: fc.constant('update' as const),
+            pick: fc.nat(),
+            name: fc.option(names),
+            email: fc.option(emails),
+            role: fc.option(roles),
+          }),
+        },
         { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
       );
       const query = fc.record({
         role: fc.option(roles, { nil: undefined }),
-        search: fc.option(fc.constantFrom('a', 'A', 'ad', 'corp', '😀', 'x.io', 'zz', '', 'io', '\u0000', 'ς', 'σ', 'a.a', '.', '@'), { nil: undefined }),
+        search: fc.option(
+          fc.constantFrom('a', 'A', 'ad', 'corp', '😀', 'x.io', 'zz', '', 'io', '\u0000', 'ς', 'σ', 'a.a', '.', '@'),
+          { nil: undefined },
+        ),
         sort: fc.constantFrom('created_at', 'updated_at', 'id', 'name', 'email', 'role', 'nope', '__proto__'),
         descending: fc.boolean(),
         offset: fc.oneof(fc.constant(0), fc.nat(20), fc.nat(120)),
         limit: fc.integer({ min: 1, max: 30 }),
       });
       await fc.assert(
-        fc.asyncProperty(fc.array(operation, { maxLength: 150, size: 'max' }), fc.array(query, { minLength: 1, maxLength: 15 }), async (operations, queries) => {
-          const store = await makeStore();
-          try {
-            const users: User[] = []; // the model: every stored user, in creation order
-            for (const operation of operations) {
-              if (operation.op === 'insert') {
-                // Emails mostly unique per insert; a taken one (by case or through an update) is refused.
-                const user = newUser({ name: operation.name, email: `${operation.n}.${operation.email}`, role: operation.role });
-                const taken = users.some((other) => other.email.toLowerCase() === user.email.toLowerCase());
-                if (taken) assert.equal(await store.insert(user), 'email_taken');
-                else users.push(await insertOk(store, user));
-              } else if (users.length > 0) {
-                const at = operation.pick % users.length;
-                const target = users[at]!;
-                if (operation.op === 'remove') {
-                  assert.equal(await store.remove(target.id), true);
-                  users.splice(at, 1);
-                } else {
-                  const changes = { ...(operation.name === null ? {} : { name: operation.name }), ...(operation.email === null ? {} : { email: operation.email }), ...(operation.role === null ? {} : { role: operation.role }) };
-                  const changed = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
-                  assert.deepEqual(changed, { ...target, ...changes, updated_at: changed.updated_at });
-                  users[at] = changed as User;
+        fc.asyncProperty(
+          fc.array(operation, { maxLength: 150, size: 'max' }),
+          fc.array(query, { minLength: 1, maxLength: 15 }),
+          async (operations, queries) => {
+            const store = await makeStore();
+            try {
+              const users: User[] = []; // the model: every stored user, in creation order
+              for (const operation of operations) {
+                if (operation.op === 'insert') {
+                  // Emails mostly unique per insert; a taken one (by case or through an update) is refused.
+                  const user = newUser({
+                    name: operation.name,
+                    email: `${operation.n}.${operation.email}`,
+                    role: operation.role,
+                  });
+                  const taken = users.some((other) => other.email.toLowerCase() === user.email.toLowerCase());
+                  if (taken) assert.equal(await store.insert(user), 'email_taken');
+                  else users.push(await insertOk(store, user));
+                } else if (users.length > 0) {
+                  const at = operation.pick % users.length;
+                  const target = users[at]!;
+                  if (operation.op === 'remove') {
+                    assert.equal(await store.remove(target.id), true);
+                    users.splice(at, 1);
+                  } else {
+                    const changes = {
+                      ...(operation.name === null ? {} : { name: operation.name }),
+                      ...(operation.email === null ? {} : { email: operation.email }),
+                      ...(operation.role === null ? {} : { role: operation.role }),
+                    };
+                    const changed = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+                    assert.deepEqual(changed, { ...target, ...changes, updated_at: changed.updated_at });
+                    users[at] = changed as User;
+                  }
                 }
               }
+              for (const params of queries) {
+                assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+              }
+            } finally {
+              await store.close();
             }
-            for (const params of queries) {
-              assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
-            }
-          } finally {
-            await store.close();
-          }
-        }),
+          },
+        ),
         { numRuns },
       );
     });
 
-    test('the store stamps created_at itself: timestamps given with a new user are not kept', withStore(async (store) => {
-      const users: User[] = [];
-      for (const stamp of ['2999-01-01T00:00:00.000000', '2001-01-01T00:00:00.000000']) {
-        const stored = await store.insert({ ...newUser(), created_at: stamp, updated_at: stamp } as NewUser);
-        assert.notEqual(stored, 'email_taken');
-        users.push(stored as User);
-      }
-      assert.ok(users[1]!.created_at > users[0]!.created_at, 'strictly increasing in creation order');
-      for (const descending of [true, false]) {
-        const params: ListParams = { sort: 'created_at', descending, offset: 0, limit: 10 };
-        assert.deepEqual(await store.list(params), queryUsers(users, params));
-      }
-    }));
+    test(
+      'the store stamps created_at itself: timestamps given with a new user are not kept',
+      withStore(async (store) => {
+        const users: User[] = [];
+        for (const stamp of ['2999-01-01T00:00:00.000000', '2001-01-01T00:00:00.000000']) {
+          const stored = await store.insert({ ...newUser(), created_at: stamp, updated_at: stamp } as NewUser);
+          assert.notEqual(stored, 'email_taken');
+          users.push(stored as User);
+        }
+        assert.ok(users[1]!.created_at > users[0]!.created_at, 'strictly increasing in creation order');
+        for (const descending of [true, false]) {
+          const params: ListParams = { sort: 'created_at', descending, offset: 0, limit: 10 };
+          assert.deepEqual(await store.list(params), queryUsers(users, params));
+        }
+      }),
+    );
 
-    test('seed stores the users in order into an empty store, and nothing into one that holds users', withStore(async (store) => {
-      const seeds = [newUser({ name: 'First' }), newUser({ name: 'Second' })];
-      assert.equal(await store.seed(seeds), true);
-      const listed = await store.list({ sort: 'created_at', descending: false, offset: 0, limit: 10 });
-      assert.deepEqual(listed.users.map((user) => user.name), ['First', 'Second']);
-      assert.equal(await store.seed([newUser({ name: 'Third' })]), false);
-      assert.equal(await store.count(), 2);
-    }));
+    test(
+      'seed stores the users in order into an empty store, and nothing into one that holds users',
+      withStore(async (store) => {
+        const seeds = [newUser({ name: 'First' }), newUser({ name: 'Second' })];
+        assert.equal(await store.seed(seeds), true);
+        const listed = await store.list({ sort: 'created_at', descending: false, offset: 0, limit: 10 });
+        assert.deepEqual(
+          listed.users.map((user) => user.name),
+          ['First', 'Second'],
+        );
+        assert.equal(await store.seed([newUser({ name: 'Third' })]), false);
+        assert.equal(await store.count(), 2);
+      }),
+    );
   });
 }

@@ -59,7 +59,13 @@ export function onUnauthorized(handler: (error: ApiError) => void): void {
   unauthorized = handler;
 }
 
-async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal, sign: Signing | null = signing): Promise<T | undefined> {
+async function call<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  signal?: AbortSignal,
+  sign: Signing | null = signing,
+): Promise<T | undefined> {
   let response: Response;
   try {
     const headers: Record<string, string> = { ...sign?.headers, accept: 'application/json' };
@@ -80,7 +86,11 @@ async function call<T>(method: string, path: string, body?: unknown, signal?: Ab
   try {
     envelope = await response.json();
   } catch {
-    throw new ApiError(response.status, 'ERROR', `The server answered ${response.status} ${response.statusText} without a readable body.`);
+    throw new ApiError(
+      response.status,
+      'ERROR',
+      `The server answered ${response.status} ${response.statusText} without a readable body.`,
+    );
   }
   if (response.ok) return (envelope as { data?: T }).data;
   const error = (envelope as { error?: { code?: unknown; message?: unknown; details?: unknown } }).error ?? {};
@@ -104,7 +114,12 @@ export async function checkCredential(sign: Signing): Promise<void> {
 }
 
 export function listUsers(query: ListQuery, signal?: AbortSignal): Promise<UserPage> {
-  const params = new URLSearchParams({ page: String(query.page), limit: String(query.limit), sort: query.sort, order: query.order });
+  const params = new URLSearchParams({
+    page: String(query.page),
+    limit: String(query.limit),
+    sort: query.sort,
+    order: query.order,
+  });
   if (query.role !== '') params.set('role', query.role);
   if (query.search !== '') params.set('search', query.search);
   return call<UserPage>('GET', `/users?${params}`, undefined, signal) as Promise<UserPage>;
@@ -122,5 +137,6 @@ const userPath = (id: string) => `/users/${encodeURIComponent(id)}`;
 
 export const createUser = (fields: UserFields) => call<User>('POST', '/users', fields) as Promise<User>;
 export const replaceUser = (id: string, fields: UserFields) => call<User>('PUT', userPath(id), fields) as Promise<User>;
-export const updateUser = (id: string, fields: Partial<UserFields>) => call<User>('PATCH', userPath(id), fields) as Promise<User>;
+export const updateUser = (id: string, fields: Partial<UserFields>) =>
+  call<User>('PATCH', userPath(id), fields) as Promise<User>;
 export const deleteUser = (id: string) => call<void>('DELETE', userPath(id)) as Promise<void>;

@@ -65,7 +65,10 @@ export function parseClientText(text: string): ClientIntent {
     // Not JSON: the raw text is the chat message (contract rule 4).
     return { kind: 'chat', message: text };
   }
-  const type = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as { type?: unknown }).type : undefined;
+  const type =
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as { type?: unknown }).type
+      : undefined;
   if (type === 'ping') return { kind: 'ping' };
   if (type === 'chat') return { kind: 'chat', message: messageText((value as { message?: unknown }).message) };
   // Valid JSON of any other type (or none): no reply, no broadcast (contract rule 3).
@@ -126,10 +129,19 @@ export function serverMessageOf(value: unknown): ServerMessage | undefined {
         ? { type: 'user_join', message, ...named, online_count: onlineCount, timestamp }
         : undefined;
     case 'user_leave':
-      return typeof message === 'string' && typeof onlineCount === 'number' ? { type: 'user_leave', message, online_count: onlineCount, timestamp } : undefined;
+      return typeof message === 'string' && typeof onlineCount === 'number'
+        ? { type: 'user_leave', message, online_count: onlineCount, timestamp }
+        : undefined;
     case 'chat':
       return typeof message === 'string' && typeof from === 'string'
-        ? { type: 'chat', from, message, timestamp, ...(typeof id === 'string' ? { id } : {}), ...(history === true ? { history } : {}) }
+        ? {
+            type: 'chat',
+            from,
+            message,
+            timestamp,
+            ...(typeof id === 'string' ? { id } : {}),
+            ...(history === true ? { history } : {}),
+          }
         : undefined;
     case 'pong':
       return { type: 'pong', timestamp };

@@ -4,7 +4,13 @@
  * and reconnects with exponential backoff and jitter whenever the socket closes.
  */
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import { ChatPosition, decodeServerMessage, encodeClientMessage, type ClientMessage, type ServerMessage } from './chat-codec.js';
+import {
+  ChatPosition,
+  decodeServerMessage,
+  encodeClientMessage,
+  type ClientMessage,
+  type ServerMessage,
+} from './chat-codec.js';
 
 /** Messages the service sends, as the chat's one codec reads them. */
 export type { ServerMessage } from './chat-codec.js';

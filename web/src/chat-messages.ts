@@ -11,12 +11,17 @@ const TIMESTAMP = {
   description: 'When the service sent it: UTC, ISO 8601 without offset, microseconds',
 } as const;
 const TEXT = { type: 'string' } as const;
-const COUNT = { type: 'integer', minimum: 0, description: 'Connections in the room after this event (all instances)' } as const;
-const NAME = { type: 'string', description: 'The authenticated principal\'s name; only with AUTH on' } as const;
+const COUNT = {
+  type: 'integer',
+  minimum: 0,
+  description: 'Connections in the room after this event (all instances)',
+} as const;
+const NAME = { type: 'string', description: "The authenticated principal's name; only with AUTH on" } as const;
 const MESSAGE_ID = {
   type: 'string',
   pattern: '^\\d{1,15}-\\d{1,15}$',
-  description: 'A chat message\'s position in the room\'s history (`<ms>-<seq>`, increasing); only to a client that asked for history',
+  description:
+    "A chat message's position in the room's history (`<ms>-<seq>`, increasing); only to a client that asked for history",
 } as const;
 
 /** One message: its name in the document, who sends it, its JSON Schema and one example. */
@@ -43,23 +48,45 @@ export const CHAT_MESSAGES = {
     summary: 'Sent to a connection once it joined: the welcome, with how many are online',
     sender: 'server',
     payload: object('system', { message: TEXT, name: NAME, timestamp: TIMESTAMP }, ['message', 'timestamp']),
-    example: { type: 'system', message: 'Welcome to the chat! 2 users online.', timestamp: '2026-11-22T10:15:30.123456' },
+    example: {
+      type: 'system',
+      message: 'Welcome to the chat! 2 users online.',
+      timestamp: '2026-11-22T10:15:30.123456',
+    },
   },
   userJoin: {
     name: 'user_join',
     title: 'Someone joined',
     summary: 'Sent to everyone else when a connection joins',
     sender: 'server',
-    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, ['message', 'online_count', 'timestamp']),
-    example: { type: 'user_join', message: 'A user joined the chat', online_count: 2, timestamp: '2026-11-22T10:15:30.123456' },
+    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, [
+      'message',
+      'online_count',
+      'timestamp',
+    ]),
+    example: {
+      type: 'user_join',
+      message: 'A user joined the chat',
+      online_count: 2,
+      timestamp: '2026-11-22T10:15:30.123456',
+    },
   },
   userLeave: {
     name: 'user_leave',
     title: 'Someone left',
     summary: 'Sent to everyone still there when a connection leaves',
     sender: 'server',
-    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, ['message', 'online_count', 'timestamp']),
-    example: { type: 'user_leave', message: 'A user left the chat', online_count: 1, timestamp: '2026-11-22T10:15:31.123456' },
+    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, [
+      'message',
+      'online_count',
+      'timestamp',
+    ]),
+    example: {
+      type: 'user_leave',
+      message: 'A user left the chat',
+      online_count: 1,
+      timestamp: '2026-11-22T10:15:31.123456',
+    },
   },
   chatOut: {
     name: 'chat',
@@ -69,15 +96,23 @@ export const CHAT_MESSAGES = {
     payload: object(
       'chat',
       {
-        from: { type: 'string', description: 'The sender\'s connection id' },
+        from: { type: 'string', description: "The sender's connection id" },
         message: TEXT,
         timestamp: TIMESTAMP,
         id: MESSAGE_ID,
-        history: { const: true, description: 'Replayed from the history (said before this connection joined); only to a client that asked' },
+        history: {
+          const: true,
+          description: 'Replayed from the history (said before this connection joined); only to a client that asked',
+        },
       },
       ['from', 'message', 'timestamp'],
     ),
-    example: { type: 'chat', from: '5b0e7c1a-9f3d-4e2b-8a61-2c4d6e8f0a1b', message: 'hi', timestamp: '2026-11-22T10:15:32.123456' },
+    example: {
+      type: 'chat',
+      from: '5b0e7c1a-9f3d-4e2b-8a61-2c4d6e8f0a1b',
+      message: 'hi',
+      timestamp: '2026-11-22T10:15:32.123456',
+    },
   },
   history: {
     name: 'history',
@@ -89,13 +124,26 @@ export const CHAT_MESSAGES = {
       'history',
       {
         count: { type: 'integer', minimum: 0, description: 'Chat messages replayed' },
-        last_id: { ...MESSAGE_ID, description: 'The newest id of the history: reconnect with ?since= it (absent when the history could not be read)' },
-        recovered: { type: 'boolean', description: 'With ?since= only: false when the gap is older than the history kept (nothing was replayed)' },
+        last_id: {
+          ...MESSAGE_ID,
+          description:
+            'The newest id of the history: reconnect with ?since= it (absent when the history could not be read)',
+        },
+        recovered: {
+          type: 'boolean',
+          description: 'With ?since= only: false when the gap is older than the history kept (nothing was replayed)',
+        },
         timestamp: TIMESTAMP,
       },
       ['count', 'timestamp'],
     ),
-    example: { type: 'history', count: 3, last_id: '1763900000000-42', recovered: true, timestamp: '2026-11-22T10:15:34.123456' },
+    example: {
+      type: 'history',
+      count: 3,
+      last_id: '1763900000000-42',
+      recovered: true,
+      timestamp: '2026-11-22T10:15:34.123456',
+    },
   },
   pong: {
     name: 'pong',
@@ -112,7 +160,10 @@ export const CHAT_MESSAGES = {
     sender: 'client',
     payload: {
       type: 'object',
-      properties: { type: { const: 'chat' }, message: { type: 'string', description: 'The text; absent or null is the empty string' } },
+      properties: {
+        type: { const: 'chat' },
+        message: { type: 'string', description: 'The text; absent or null is the empty string' },
+      },
       required: ['type'],
     },
     example: { type: 'chat', message: 'hi' },

@@ -136,8 +136,13 @@ export class ChatPanel {
         break;
       case 'history':
         // The end of what the room replayed: recent messages on joining, or what was missed meanwhile.
-        if (message.recovered === false) this.#notice('Some messages were missed while disconnected: they are older than the history the room keeps', 'lost');
-        else if (message.recovered === true && message.count > 0) this.#notice(`${message.count} missed ${message.count === 1 ? 'message' : 'messages'} recovered`, 'system');
+        if (message.recovered === false)
+          this.#notice(
+            'Some messages were missed while disconnected: they are older than the history the room keeps',
+            'lost',
+          );
+        else if (message.recovered === true && message.count > 0)
+          this.#notice(`${message.count} missed ${message.count === 1 ? 'message' : 'messages'} recovered`, 'system');
         break;
       case 'pong':
         break;
@@ -159,8 +164,18 @@ export class ChatPanel {
     this.#add(
       h(
         'li',
-        { class: `${own ? 'entry message own' : 'entry message'}${earlier ? ' earlier' : ''}`, 'data-own': String(own), 'data-from': from },
-        h('p', { class: 'meta' }, h('span', { class: 'who' }, who), hiddenText(' at '), timestamp ? timeElement(timestamp, formatTime) : null),
+        {
+          class: `${own ? 'entry message own' : 'entry message'}${earlier ? ' earlier' : ''}`,
+          'data-own': String(own),
+          'data-from': from,
+        },
+        h(
+          'p',
+          { class: 'meta' },
+          h('span', { class: 'who' }, who),
+          hiddenText(' at '),
+          timestamp ? timeElement(timestamp, formatTime) : null,
+        ),
         h('p', { class: 'text' }, text),
       ),
     );

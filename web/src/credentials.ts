@@ -81,7 +81,8 @@ export function forgetCredential(): void {
 function parseCredential(value: unknown): Credential | null {
   if (typeof value !== 'object' || value === null) return null;
   const record = value as Record<string, unknown>;
-  const text = (name: string) => (typeof record[name] === 'string' && record[name] !== '' ? (record[name] as string) : null);
+  const text = (name: string) =>
+    typeof record[name] === 'string' && record[name] !== '' ? (record[name] as string) : null;
   switch (record.kind) {
     case 'apikey': {
       const key = text('key');
@@ -107,7 +108,10 @@ export function signingOf(credential: Credential): Signing {
     case 'apikey':
       return { headers: { 'x-api-key': credential.key }, credentials: 'same-origin' };
     case 'basic':
-      return { headers: { authorization: `Basic ${base64(`${credential.user}:${credential.password}`)}` }, credentials: 'omit' };
+      return {
+        headers: { authorization: `Basic ${base64(`${credential.user}:${credential.password}`)}` },
+        credentials: 'omit',
+      };
     case 'bearer':
       return { headers: { authorization: `Bearer ${credential.token}` }, credentials: 'same-origin' };
   }
@@ -166,9 +170,16 @@ function tokenClaims(token: string): { who: string; role: string | null } | null
   const payload = token.split('.')[1];
   if (payload === undefined) return null;
   try {
-    const json = new TextDecoder().decode(Uint8Array.from(window.atob(payload.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0)));
+    const json = new TextDecoder().decode(
+      Uint8Array.from(window.atob(payload.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0)),
+    );
     const claims = JSON.parse(json) as Record<string, unknown>;
-    const who = typeof claims.name === 'string' && claims.name !== '' ? claims.name : typeof claims.sub === 'string' ? claims.sub : null;
+    const who =
+      typeof claims.name === 'string' && claims.name !== ''
+        ? claims.name
+        : typeof claims.sub === 'string'
+          ? claims.sub
+          : null;
     if (who === null) return null;
     // Roster's default for a token without a role claim (src/auth/authenticator.ts).
     return { who, role: typeof claims.role === 'string' ? claims.role : 'user' };

@@ -16,7 +16,11 @@ export type Attributes = Record<string, string | number | boolean | null | undef
  * Creates an element. Attributes: `class` sets the class, `true` sets a boolean attribute, `false`,
  * null and undefined leave it out. Children: nodes, or strings added as text.
  */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === false || value === null || value === undefined) continue;
@@ -72,5 +76,11 @@ export function timeElement(value: string, format?: (date: Date) => string): HTM
   if (!date) return h('span', {}, value);
   const attributes = { datetime: date.toISOString(), title: `${value} UTC` };
   if (format) return h('time', attributes, format(date));
-  return h('time', attributes, h('span', { class: 'date' }, formatDate(date)), ' ', h('span', { class: 'clock' }, formatTime(date)));
+  return h(
+    'time',
+    attributes,
+    h('span', { class: 'date' }, formatDate(date)),
+    ' ',
+    h('span', { class: 'clock' }, formatTime(date)),
+  );
 }

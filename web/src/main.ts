@@ -5,7 +5,15 @@
 import { ApiError, checkCredential, onUnauthorized, signRequests } from './api.js';
 import { ChatPanel } from './chat-panel.js';
 import { chatAddress, loadConfig, type AuthScheme, type ConsoleConfig } from './config.js';
-import { chatAddressWith, forgetCredential, loadCredential, saveCredential, signingOf, type Credential, type Signing } from './credentials.js';
+import {
+  chatAddressWith,
+  forgetCredential,
+  loadCredential,
+  saveCredential,
+  signingOf,
+  type Credential,
+  type Signing,
+} from './credentials.js';
 import { byId } from './dom.js';
 import { RestartWatch } from './restarts.js';
 import { SignIn } from './sign-in.js';
@@ -80,7 +88,11 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
     () => void restarts.check(),
   );
   // While signed out the form stands alone: the panels, and the links that lead to them, are hidden.
-  const panels = [byId('users', HTMLElement), byId('chat', HTMLElement), ...document.querySelectorAll<HTMLElement>('.sections, .skip-link')];
+  const panels = [
+    byId('users', HTMLElement),
+    byId('chat', HTMLElement),
+    ...document.querySelectorAll<HTMLElement>('.sections, .skip-link'),
+  ];
   const signIn = new SignIn(scheme, panels, {
     async submit(candidate) {
       const candidateSigning = signingOf(candidate);
@@ -118,7 +130,8 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
     users.clear();
   }
 
-  const refused = (error: ApiError) => signIn.showForm({ error: `Your credential was refused: ${error.message}. Sign in again.` });
+  const refused = (error: ApiError) =>
+    signIn.showForm({ error: `Your credential was refused: ${error.message}. Sign in again.` });
   onUnauthorized((error) => {
     stop();
     refused(error);

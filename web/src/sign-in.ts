@@ -44,7 +44,8 @@ export class SignIn {
   ) {
     this.#kind = kindOf(scheme) ?? 'apikey';
     this.#hint.textContent = HINTS[this.#kind] + KEPT;
-    for (const field of this.#form.querySelectorAll<HTMLElement>('[data-kind]')) field.hidden = field.dataset.kind !== this.#kind;
+    for (const field of this.#form.querySelectorAll<HTMLElement>('[data-kind]'))
+      field.hidden = field.dataset.kind !== this.#kind;
     this.#form.addEventListener('submit', (event) => {
       event.preventDefault();
       void this.#send();

@@ -23,7 +23,13 @@ import { DEFAULT_QUERY, readView, writeView } from './view-url.js';
 const FIELDS = ['name', 'email', 'role'] as const;
 type Field = (typeof FIELDS)[number];
 
-const SORT_LABELS: Record<string, string> = { name: 'name', email: 'email', role: 'role', created_at: 'creation time', updated_at: 'update time' };
+const SORT_LABELS: Record<string, string> = {
+  name: 'name',
+  email: 'email',
+  role: 'role',
+  created_at: 'creation time',
+  updated_at: 'update time',
+};
 const SEARCH_DELAY_MS = 250;
 
 type Mode = { kind: 'create' } | { kind: 'edit'; user: User };
@@ -99,7 +105,10 @@ export class UsersPanel {
     // The filtered role is kept even if it is not configured (a link from another Roster): it is what the list shows.
     const selected = this.#query.role;
     const offered = selected === '' || roles.includes(selected) ? roles : [...roles, selected];
-    this.#roleFilter.replaceChildren(h('option', { value: '' }, 'All roles'), ...offered.map((role) => h('option', { value: role }, role)));
+    this.#roleFilter.replaceChildren(
+      h('option', { value: '' }, 'All roles'),
+      ...offered.map((role) => h('option', { value: role }, role)),
+    );
     this.#roleFilter.value = selected;
   }
 
@@ -147,7 +156,11 @@ export class UsersPanel {
       header.querySelector('button')?.addEventListener('click', () => {
         const sort = header.dataset.sort ?? 'created_at';
         // The same column again flips the order; a new column starts ascending.
-        this.#change(sort === this.#query.sort ? { order: this.#query.order === 'asc' ? 'desc' : 'asc' } : { sort, order: 'asc', page: 1 });
+        this.#change(
+          sort === this.#query.sort
+            ? { order: this.#query.order === 'asc' ? 'desc' : 'asc' }
+            : { sort, order: 'asc', page: 1 },
+        );
       });
     }
     this.#prev.addEventListener('click', () => this.#change({ page: Math.max(1, this.#query.page - 1) }));
@@ -250,7 +263,11 @@ export class UsersPanel {
             'td',
             { colspan: 7 },
             h('p', { class: 'empty-title' }, filtered ? 'No users match' : 'No users yet'),
-            h('p', { class: 'empty-text' }, filtered ? 'Try another search or role, or clear the filters.' : 'Add the first one with “Add user”.'),
+            h(
+              'p',
+              { class: 'empty-text' },
+              filtered ? 'Try another search or role, or clear the filters.' : 'Add the first one with “Add user”.',
+            ),
             filtered ? this.#clearFiltersButton() : null,
           ),
         ),
@@ -285,7 +302,12 @@ export class UsersPanel {
   }
 
   #row(user: User): HTMLTableRowElement {
-    const edit = h('button', { type: 'button', class: 'button small', 'data-action': 'edit', 'data-user-id': user.id }, 'Edit', hiddenText(` ${user.name}`));
+    const edit = h(
+      'button',
+      { type: 'button', class: 'button small', 'data-action': 'edit', 'data-user-id': user.id },
+      'Edit',
+      hiddenText(` ${user.name}`),
+    );
     const remove = h(
       'button',
       { type: 'button', class: 'button small danger-outline', 'data-action': 'delete', 'data-user-id': user.id },
@@ -294,7 +316,14 @@ export class UsersPanel {
     );
     const copy = h(
       'button',
-      { type: 'button', class: 'icon-button', 'data-action': 'copy-id', 'data-user-id': user.id, title: 'Copy the id', 'aria-label': `Copy the id of ${user.name}` },
+      {
+        type: 'button',
+        class: 'icon-button',
+        'data-action': 'copy-id',
+        'data-user-id': user.id,
+        title: 'Copy the id',
+        'aria-label': `Copy the id of ${user.name}`,
+      },
       h('span', { class: 'copy-icon', 'aria-hidden': 'true' }),
     );
     edit.addEventListener('click', () => this.#openUserDialog({ kind: 'edit', user }));
@@ -306,13 +335,26 @@ export class UsersPanel {
       h(
         'td',
         { class: 'cell-id', 'data-label': 'Id' },
-        h('span', { class: 'id-text', title: user.id }, h('span', { 'aria-hidden': 'true' }, `${user.id.slice(0, 8)}…`), hiddenText(user.id)),
+        h(
+          'span',
+          { class: 'id-text', title: user.id },
+          h('span', { 'aria-hidden': 'true' }, `${user.id.slice(0, 8)}…`),
+          hiddenText(user.id),
+        ),
         copy,
       ),
       // One line each; a name or email longer than its column ends in an ellipsis, whole in the tooltip.
       h('td', { class: 'cell-name', 'data-label': 'Name' }, h('span', { class: 'clip', title: user.name }, user.name)),
-      h('td', { class: 'cell-email', 'data-label': 'Email' }, h('span', { class: 'clip', title: user.email }, user.email)),
-      h('td', { class: 'cell-role', 'data-label': 'Role' }, h('span', { class: `role-badge role-${cssToken(user.role)}` }, user.role)),
+      h(
+        'td',
+        { class: 'cell-email', 'data-label': 'Email' },
+        h('span', { class: 'clip', title: user.email }, user.email),
+      ),
+      h(
+        'td',
+        { class: 'cell-role', 'data-label': 'Role' },
+        h('span', { class: `role-badge role-${cssToken(user.role)}` }, user.role),
+      ),
       h('td', { class: 'cell-date', 'data-label': 'Created' }, timeElement(user.created_at)),
       h('td', { class: 'cell-date', 'data-label': 'Updated' }, timeElement(user.updated_at)),
       h('td', { class: 'cell-actions' }, h('div', { class: 'row-actions' }, edit, remove)),
@@ -368,7 +410,9 @@ export class UsersPanel {
     this.#dialogHint.textContent = user
       ? 'Save changes sends only the fields you changed (PATCH). Replace all fields sends name, email and role (PUT).'
       : 'Name and email are required; role defaults to user.';
-    this.#submit.replaceChildren(...(user ? ['Save changes ', h('span', { class: 'method' }, 'PATCH')] : ['Create user']));
+    this.#submit.replaceChildren(
+      ...(user ? ['Save changes ', h('span', { class: 'method' }, 'PATCH')] : ['Create user']),
+    );
     this.#submit.value = user ? 'patch' : 'create';
     this.#put.hidden = user === null;
     this.#fillRoles(user?.role ?? 'user');
@@ -390,11 +434,17 @@ export class UsersPanel {
   async #saveUser(action: 'create' | 'put' | 'patch'): Promise<void> {
     if (this.#form.getAttribute('aria-busy') === 'true') return;
     this.#clearErrors();
-    let fields: UserFields = { name: this.#inputs.name.value, email: this.#inputs.email.value, role: this.#inputs.role.value };
+    let fields: UserFields = {
+      name: this.#inputs.name.value,
+      email: this.#inputs.email.value,
+      role: this.#inputs.role.value,
+    };
     const user = this.#mode.kind === 'edit' ? this.#mode.user : null;
     let changes: Partial<UserFields> = fields;
     if (action === 'patch' && user) {
-      changes = Object.fromEntries(FIELDS.filter((field) => fields[field] !== user[field]).map((field) => [field, fields[field]]));
+      changes = Object.fromEntries(
+        FIELDS.filter((field) => fields[field] !== user[field]).map((field) => [field, fields[field]]),
+      );
       if (Object.keys(changes).length === 0) {
         this.#showFormError('Nothing to save: no field has changed.');
         return;
@@ -414,13 +464,16 @@ export class UsersPanel {
       }
       if (this.#warned !== values) {
         this.#warned = values;
-        this.#showFormError('Create would refuse this data (see the fields marked). Press Save changes again to save it anyway.');
+        this.#showFormError(
+          'Create would refuse this data (see the fields marked). Press Save changes again to save it anyway.',
+        );
         this.#focusFirstInvalid();
         return;
       }
     }
     // Empty fields are left out, so what the API says is that they are required, not that "" is too short.
-    if (action !== 'patch') fields = Object.fromEntries(Object.entries(fields).filter(([, value]) => value.trim() !== '')) as UserFields;
+    if (action !== 'patch')
+      fields = Object.fromEntries(Object.entries(fields).filter(([, value]) => value.trim() !== '')) as UserFields;
     this.#setBusy(true);
     try {
       let saved: User;
@@ -459,7 +512,11 @@ export class UsersPanel {
         if (isField(detail.field)) this.#setFieldError(detail.field, detail.message);
         else other.push(detail);
       }
-      if (other.length > 0) this.#showFormError(error.message, other.map((detail) => `${detail.field}: ${detail.message}`));
+      if (other.length > 0)
+        this.#showFormError(
+          error.message,
+          other.map((detail) => `${detail.field}: ${detail.message}`),
+        );
     } else if (error.status === 404) {
       this.#showFormError('This user no longer exists; it may have been deleted meanwhile.');
       this.load();
@@ -471,7 +528,9 @@ export class UsersPanel {
 
   /** Focus on the first field with an error, so keyboard and screen reader users land on it. */
   #focusFirstInvalid(): void {
-    const invalid = FIELDS.map((field) => this.#inputs[field]).find((input) => input.getAttribute('aria-invalid') === 'true');
+    const invalid = FIELDS.map((field) => this.#inputs[field]).find(
+      (input) => input.getAttribute('aria-invalid') === 'true',
+    );
     invalid?.focus();
   }
 
@@ -522,7 +581,10 @@ export class UsersPanel {
     this.#clearNotice();
     this.#deleting = user;
     this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
-    this.#deleteText.replaceChildren(h('strong', {}, user.name), ` (${user.email}) will be removed. This cannot be undone.`);
+    this.#deleteText.replaceChildren(
+      h('strong', {}, user.name),
+      ` (${user.email}) will be removed. This cannot be undone.`,
+    );
     this.#deleteError.hidden = true;
     this.#deleteConfirm.disabled = false;
     this.#deleteDialog.showModal();
@@ -537,7 +599,8 @@ export class UsersPanel {
       this.#announce(`Deleted ${user.name}.`);
     } catch (error) {
       if (!(error instanceof ApiError && error.status === 404)) {
-        this.#deleteError.textContent = error instanceof ApiError ? describe(error) : 'Something went wrong. Try again.';
+        this.#deleteError.textContent =
+          error instanceof ApiError ? describe(error) : 'Something went wrong. Try again.';
         this.#deleteError.hidden = false;
         this.#deleteConfirm.disabled = false;
         return;
@@ -596,7 +659,8 @@ function cssToken(value: string): string {
 /** A one-line explanation of an API failure for the error states. */
 function describe(error: ApiError): string {
   if (error.status === 0) return error.message;
-  if (error.status === 403) return `${error.message}: you are signed in with a credential that may read users but not change them (403 ${error.code}).`;
+  if (error.status === 403)
+    return `${error.message}: you are signed in with a credential that may read users but not change them (403 ${error.code}).`;
   if (error.status >= 500) return `The server had a problem (${error.status} ${error.code}). Try again in a moment.`;
   return `${error.message} (${error.status} ${error.code}).`;
 }

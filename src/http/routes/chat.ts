@@ -58,7 +58,8 @@ export async function chatRoutes(app: FastifyInstance, { members, maxPageSize }:
       schema: {
         operationId: 'listChatMembers',
         summary: 'List who is in the chat room',
-        description: 'Who is in the chat room now, on every instance, oldest connection first; paginated like the user list',
+        description:
+          'Who is in the chat room now, on every instance, oldest connection first; paginated like the user list',
         tags: ['chat'],
         querystring: MembersQuery,
         response: { 200: successSchema(MemberList, 'ChatMemberListEnvelope'), ...errorReplies(422, 503) },
@@ -66,7 +67,10 @@ export async function chatRoutes(app: FastifyInstance, { members, maxPageSize }:
     },
     async (request) => {
       const page = request.query.page === undefined ? DEFAULT_PAGE : Number(request.query.page);
-      const limit = Math.min(request.query.limit === undefined ? DEFAULT_LIMIT : Number(request.query.limit), maxPageSize);
+      const limit = Math.min(
+        request.query.limit === undefined ? DEFAULT_LIMIT : Number(request.query.limit),
+        maxPageSize,
+      );
       let all: ChatMemberJson[];
       try {
         all = await members();

@@ -49,7 +49,8 @@ export function userReplyJson(message: string, user: User, cache = true): string
 export function listReplyJson(message: string, list: UserList): string {
   const { total, page, limit, pages } = list.pagination;
   let users = '';
-  for (let index = 0; index < list.users.length; index++) users += (index === 0 ? '' : ',') + userJson(list.users[index]!);
+  for (let index = 0; index < list.users.length; index++)
+    users += (index === 0 ? '' : ',') + userJson(list.users[index]!);
   return (
     `{"status":"success","message":${JSON.stringify(message)},"data":{"users":[${users}],` +
     `"pagination":{"total":${total},"page":${page},"limit":${limit},"pages":${pages}}}}`

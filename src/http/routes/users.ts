@@ -18,7 +18,10 @@ export interface UserRoutesOptions {
 
 type WithId = { Params: { id: string } };
 
-export async function userRoutes(app: FastifyInstance, { service, schemas, strict, capped }: UserRoutesOptions): Promise<void> {
+export async function userRoutes(
+  app: FastifyInstance,
+  { service, schemas, strict, capped }: UserRoutesOptions,
+): Promise<void> {
   const one = successSchema(User, 'UserEnvelope');
   const conflict = strict ? ([409] as const) : [];
   const tags = ['users'];
@@ -36,13 +39,24 @@ export async function userRoutes(app: FastifyInstance, { service, schemas, stric
       },
     },
     // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
-    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
+    async (request, reply) =>
+      reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
   );
 
   app.get<WithId>(
     '/users/:id',
-    { schema: { operationId: 'getUser', summary: 'Get a user', description: 'Get one user by id', tags, params: UserId, response: { 200: one, ...errorReplies(404) } } },
-    async (request, reply) => reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id))),
+    {
+      schema: {
+        operationId: 'getUser',
+        summary: 'Get a user',
+        description: 'Get one user by id',
+        tags,
+        params: UserId,
+        response: { 200: one, ...errorReplies(404) },
+      },
+    },
+    async (request, reply) =>
+      reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id))),
   );
 
   app.post(
@@ -93,8 +107,21 @@ export async function userRoutes(app: FastifyInstance, { service, schemas, stric
   );
 
   const deleted = { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404) };
-  app.delete<WithId>('/users/:id', { schema: { operationId: 'deleteUser', summary: 'Delete a user', description: 'Delete a user', tags, params: UserId, response: deleted } }, async (request, reply) => {
-    await service.remove(request.params.id);
-    return reply.code(204).send();
-  });
+  app.delete<WithId>(
+    '/users/:id',
+    {
+      schema: {
+        operationId: 'deleteUser',
+        summary: 'Delete a user',
+        description: 'Delete a user',
+        tags,
+        params: UserId,
+        response: deleted,
+      },
+    },
+    async (request, reply) => {
+      await service.remove(request.params.id);
+      return reply.code(204).send();
+    },
+  );
 }
