@@ -36,3 +36,76 @@ export function healthOf(dependencies: readonly Dependency[]): HealthReport {
   down.sort((a, b) => Number(b.critical) - Number(a.critical));
   return { status: down.length === 0 ? 'healthy' : 'degraded', checks, down };
 }
+
+/** What a ProbedDependency needs to know of its engine. */
+export interface ProbeOptions {
+  logger: { info(message: string): void; error(details: object, message: string): void };
+  /** One cheap operation that succeeds once the engine works again. */
+  probe: () => unknown;
+  intervalMs: number;
+  /** Why it is down, for the health reply (a code rather than a message that may name hosts). */
+  reasonOf: (error: unknown) => string;
+  /** The log lines when it goes down and comes back. */
+  messages: { down: string; up: string };
+  /** Whether to probe at once on the first failure, rather than after one interval. */
+  probeAtOnce: boolean;
+}
+
+/**
+ * An engine's entry in the health check whose state is the outcome of its last operation, so that
+ * answering health costs no I/O and a dead engine cannot make health hang; once down, it probes every
+ * `intervalMs` until a probe succeeds, so health turns back to up without traffic. The store reports
+ * each operation's outcome with `succeeded` and `failed`.
+ */
+export class ProbedDependency implements Dependency {
+  #down: string | undefined;
+  #probe: NodeJS.Timeout | undefined;
+  #checking = false;
+  #closed = false;
+
+  constructor(
+    readonly name: string,
+    readonly critical: boolean,
+    private readonly options: ProbeOptions,
+  ) {}
+
+  state(): DependencyState {
+    return this.#down === undefined ? { up: true } : { up: false, reason: this.#down };
+  }
+
+  succeeded(): void {
+    if (this.#down === undefined) return;
+    this.#down = undefined;
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+    this.options.logger.info(this.options.messages.up);
+  }
+
+  failed(error: unknown): void {
+    if (this.#down === undefined) this.options.logger.error({ err: error }, this.options.messages.down);
+    this.#down = this.options.reasonOf(error);
+    if (this.#probe || this.#closed) return;
+    this.#probe = setInterval(() => void this.#check(), this.options.intervalMs);
+    this.#probe.unref();
+    if (this.options.probeAtOnce) void this.#check();
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
+
+  async #check(): Promise<void> {
+    if (this.#checking) return; // a probe may take longer than the interval
+    this.#checking = true;
+    try {
+      await this.options.probe();
+      if (!this.#closed) this.succeeded();
+    } catch (error) {
+      if (!this.#closed && this.#down !== undefined) this.#down = this.options.reasonOf(error);
+    } finally {
+      this.#checking = false;
+    }
+  }
+}

@@ -11,7 +11,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { RosterError } from '../errors.js';
 import type { EngineFaults } from '../engine-faults.js';
-import type { Dependency, DependencyState } from '../health.js';
+import { ProbedDependency } from '../health.js';
 
 /** Giving up on opening a connection (or on waiting for a free one in the pool). */
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -93,66 +93,23 @@ export const databaseUnreachable = (): RosterError =>
   });
 
 /**
- * The `database` dependency (critical: no users without it). Its state is the outcome of the last
- * statement, so health costs no I/O; once down, a probe runs every PROBE_INTERVAL_MS until one succeeds.
+ * The `database` dependency (critical: no users without it): down from the statement that found the
+ * database unreachable, probed with `SELECT 1` every PROBE_INTERVAL_MS until it answers.
  */
-export class DatabaseHealth implements Dependency {
-  readonly name = 'database';
-  readonly critical = true;
-  #down: string | undefined;
-  #probe: NodeJS.Timeout | undefined;
-  #checking = false;
-  #closed = false;
-
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly logger: Logger,
-  ) {
+export class DatabaseHealth extends ProbedDependency {
+  constructor(pool: pg.Pool, logger: Logger) {
+    super('database', true, {
+      logger,
+      probe: () => pool.query('SELECT 1'),
+      intervalMs: PROBE_INTERVAL_MS,
+      reasonOf,
+      messages: { down: 'the database is unreachable', up: 'the database is reachable again' },
+      probeAtOnce: true,
+    });
     // A broken idle connection may be the first sign of a database going away; the probe tells.
     pool.on('error', (error) => {
       if (isUnreachable(error)) this.failed(error);
     });
-  }
-
-  state(): DependencyState {
-    return this.#down === undefined ? { up: true } : { up: false, reason: this.#down };
-  }
-
-  succeeded(): void {
-    if (this.#down === undefined) return;
-    this.#down = undefined;
-    clearInterval(this.#probe);
-    this.#probe = undefined;
-    this.logger.info('the database is reachable again');
-  }
-
-  failed(error: unknown): void {
-    const reason = reasonOf(error);
-    if (this.#down === undefined) this.logger.error({ err: error }, 'the database is unreachable');
-    this.#down = reason;
-    if (this.#probe || this.#closed) return;
-    this.#probe = setInterval(() => void this.#check(), PROBE_INTERVAL_MS);
-    this.#probe.unref();
-    void this.#check();
-  }
-
-  close(): void {
-    this.#closed = true;
-    clearInterval(this.#probe);
-    this.#probe = undefined;
-  }
-
-  async #check(): Promise<void> {
-    if (this.#checking) return; // a probe may take longer than the interval (CONNECT_TIMEOUT_MS)
-    this.#checking = true;
-    try {
-      await this.pool.query('SELECT 1');
-      if (!this.#closed) this.succeeded();
-    } catch (error) {
-      if (!this.#closed && this.#down !== undefined) this.#down = reasonOf(error);
-    } finally {
-      this.#checking = false;
-    }
   }
 }
 

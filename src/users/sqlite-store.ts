@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import { formatMicros } from '../clock.js';
 import type { SqliteConfig } from '../config/index.js';
 import { RosterError } from '../errors.js';
-import type { Dependency, DependencyState } from '../health.js';
+import { ProbedDependency } from '../health.js';
 import { readMigrations, type Migration } from './postgres-migrations.js';
 import { containsAligned, likePattern, toStored } from './postgres-text.js';
 import { sortedField, type ListParams, type ListResult } from './query.js';
@@ -181,57 +181,22 @@ export async function migrateSqliteFile(
   }
 }
 
-/** The `database` entry of the health check: down while writes fail, with the SQLite code as the reason. */
-export class SqliteHealth implements Dependency {
-  readonly name = 'database';
-  /**
-   * Not critical: with the disk full or read-only, reads still work, and there is no other instance to
-   * send clients to (one file, one process). Health answers 200 `degraded` naming the database.
-   */
-  readonly critical = false;
-  #down: string | undefined;
-  #probe: NodeJS.Timeout | undefined;
-  #closed = false;
-
-  constructor(
-    private readonly logger: Logger,
-    private readonly check: () => void,
-  ) {}
-
-  state(): DependencyState {
-    return this.#down === undefined ? { up: true } : { up: false, reason: this.#down };
-  }
-
-  succeeded(): void {
-    if (this.#down === undefined) return;
-    this.#down = undefined;
-    clearInterval(this.#probe);
-    this.#probe = undefined;
-    this.logger.info('the database can be written again');
-  }
-
-  failed(error: unknown): void {
-    const code = (error as { code?: unknown }).code;
-    const reason = `writes fail (${typeof code === 'string' ? code : String(error)})`;
-    if (this.#down === undefined) this.logger.error({ err: error }, 'the database cannot be written');
-    this.#down = reason;
-    if (this.#probe || this.#closed) return;
-    this.#probe = setInterval(() => {
-      try {
-        this.check();
-        this.succeeded();
-      } catch (failure) {
-        if (this.#down !== undefined)
-          this.#down = `writes fail (${String((failure as { code?: unknown }).code ?? failure)})`;
-      }
-    }, SQLITE_PROBE_INTERVAL_MS);
-    this.#probe.unref();
-  }
-
-  close(): void {
-    this.#closed = true;
-    clearInterval(this.#probe);
-    this.#probe = undefined;
+/**
+ * The `database` entry of the health check: down while writes fail, with the SQLite code as the
+ * reason, and a probe write every SQLITE_PROBE_INTERVAL_MS until one succeeds. Not critical: with the
+ * disk full or read-only, reads still work, and there is no other instance to send clients to (one
+ * file, one process). Health answers 200 `degraded` naming the database.
+ */
+export class SqliteHealth extends ProbedDependency {
+  constructor(logger: Logger, check: () => void) {
+    super('database', false, {
+      logger,
+      probe: check,
+      intervalMs: SQLITE_PROBE_INTERVAL_MS,
+      reasonOf: (error) => `writes fail (${String((error as { code?: unknown } | undefined)?.code ?? error)})`,
+      messages: { down: 'the database cannot be written', up: 'the database can be written again' },
+      probeAtOnce: false,
+    });
   }
 }
 

@@ -5,18 +5,15 @@
  * no-store on authenticated replies, cross-origin isolation), and METRICS_AUTH.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { request as httpsRequest } from 'node:https';
 import { hashPassword, parsePasswordHash } from '../../src/edge/password.js';
 import { PERMISSIONS_POLICY } from '../../src/http/protection.js';
 import { request, startRoster, within, type Running } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic } from './support.js';
+import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic, makeCertificate } from './support.js';
 import { launchBrowser, noChromium, openConsole, startConsoleRoster, waitForText } from '../console/support.js';
 
 describe('scrypt: N = 2^17 for new hashes; older hashes still verify', () => {
@@ -42,42 +39,6 @@ describe('scrypt: N = 2^17 for new hashes; older hashes still verify', () => {
     );
   });
 });
-
-/** A self-signed certificate for 127.0.0.1, or undefined when openssl is not installed. */
-function makeCertificate(): { dir: string; cert: string; key: string } | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'roster-tls-'));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-      ],
-      { stdio: 'ignore' },
-    );
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
-  return { dir, cert, key };
-}
 
 /** The suite a TLS handshake settles on, or the error that ended it. */
 function negotiate(

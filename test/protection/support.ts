@@ -3,6 +3,10 @@
  * keys, chat handshakes whose refusal is read in full, and the checks of a 401/403/429 reply.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -171,4 +175,40 @@ export function assertRefused(
   assertErrorEnvelope({ status: response.status, headers, text: response.text }, { status, code }, what);
   if (scheme) assert.match(headers['www-authenticate'] ?? '', scheme, `${what}: WWW-Authenticate`);
   if (status === 403) assert.equal(headers['www-authenticate'], undefined, `${what}: no challenge on 403`);
+}
+
+/** A self-signed certificate for 127.0.0.1, or undefined when openssl is not installed. */
+export function makeCertificate(): { dir: string; cert: string; key: string } | undefined {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-tls-'));
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return undefined;
+  }
+  return { dir, cert, key };
 }

@@ -4,53 +4,14 @@
  * credentials kept out of the logs.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { WebSocket } from 'ws';
 import { CONSOLE_CSP } from '../../src/http/console.js';
 import { captureLog, request, startRoster, within } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake, SECRET, token } from './support.js';
-
-/** A self-signed certificate for 127.0.0.1, or undefined when openssl is not installed. */
-function makeCertificate(): { dir: string; cert: string; key: string } | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'roster-tls-'));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-      ],
-      { stdio: 'ignore' },
-    );
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
-  return { dir, cert, key };
-}
+import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake, SECRET, token, makeCertificate } from './support.js';
 
 function httpsGet(
   url: string,
