@@ -140,9 +140,14 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   // RFC 9112: an HTTP/1.1 request without Host is a 400. Node's own check answers with an empty body,
   // so it is turned off (`requireHostHeader` above) and done here, in the envelope.
   // Hooks on every request are written with callbacks, not async: no promise per request.
+  // RFC 9112 3.2.4: the asterisk form (`*` as the target) is for OPTIONS only; the router would
+  // otherwise serve it as `/`, the console's page.
   app.addHook('onRequest', (request, _reply, done) => {
     const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
-    done(missingHost ? new RosterError('ERROR', 'The Host header is required') : undefined);
+    if (missingHost) return done(new RosterError('ERROR', 'The Host header is required'));
+    if (request.raw.url === '*' && request.method !== 'OPTIONS')
+      return done(new RosterError('ERROR', 'The request target * is for OPTIONS only'));
+    done();
   });
   registerGate(app, config, deps.authenticator);
 
