@@ -117,12 +117,20 @@ export const WORST_CASE_BYTES_PER_USER = 5120;
 export const USERS_HEAP_SHARE = 0.4;
 
 /**
+ * What V8's heap limit counts that long-lived data cannot use: the young generation, up to three
+ * semi-spaces of 64 MiB on current V8 (Node 24 adds 192 MiB to --max-old-space-size=96; Node 22, 48).
+ */
+export const YOUNG_GENERATION_ALLOWANCE = 192 * 1024 * 1024;
+
+/**
  * The default MAX_USERS with users in memory: the worst-case user times the cap stays within 40 % of
- * this Node's heap limit (so it follows --max-old-space-size), rounded down to a thousand. On a
- * 4 144 MiB heap (Node 20 on a 24 GiB machine): 4 144 MiB x 0.4 / 5 120 B = 339 000 users.
+ * this Node's heap limit less the young generation (so it follows --max-old-space-size, on every Node
+ * version), rounded down to a thousand. On a 4 144 MiB heap (Node 20 on a 24 GiB machine):
+ * (4 144 - 192) MiB x 0.4 / 5 120 B = 323 000 users.
  */
 export function automaticMaxUsers(heapLimit = getHeapStatistics().heap_size_limit): number {
-  return Math.max(1000, Math.floor((heapLimit * USERS_HEAP_SHARE) / WORST_CASE_BYTES_PER_USER / 1000) * 1000);
+  const usable = Math.max(0, heapLimit - YOUNG_GENERATION_ALLOWANCE);
+  return Math.max(1000, Math.floor((usable * USERS_HEAP_SHARE) / WORST_CASE_BYTES_PER_USER / 1000) * 1000);
 }
 
 /** MAX_USERS when unset: with users in memory, automaticMaxUsers(); with DATABASE_URL, no cap (0). */

@@ -88,7 +88,7 @@ export const MAX_USERS = setting<number | undefined>(
   'MAX_USERS',
   undefined,
   integer(0, 1_000_000_000),
-  'users in memory: 40 % of the heap limit ÷ 5 KiB (339 000 on a 4 GiB heap); with `DATABASE_URL`: `0`',
+  'users in memory: 40 % of the heap limit less 192 MiB ÷ 5 KiB (323 000 on a 4 GiB heap); with `DATABASE_URL`: `0`',
   'Users stored at most (`0`: no cap). Past it creates get 507 `INSUFFICIENT_STORAGE`; reads, updates and deletes go on. See [Limits](#limits).',
 );
 export const BODY_LIMIT = setting<number>(

@@ -100,7 +100,7 @@ describe('MAX_USERS', () => {
   });
 
   test('the default: 40 % of the heap limit over the measured worst case per user, only with users in memory', () => {
-    assert.equal(automaticMaxUsers(4144 * MIB), 339_000);
+    assert.equal(automaticMaxUsers(4144 * MIB), 323_000);
     for (const heap of [64 * MIB, 2048 * MIB, 4144 * MIB, 8192 * MIB]) {
       assert.ok(
         automaticMaxUsers(heap) * WORST_CASE_BYTES_PER_USER <= heap * USERS_HEAP_SHARE ||
@@ -120,7 +120,7 @@ describe('MAX_USERS', () => {
       const roster = new RosterProcess(
         t,
         { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', CONSOLE: 'false' },
-        { nodeArgs: ['--max-old-space-size=96'] },
+        { nodeArgs: ['--max-old-space-size=256'] },
       );
       const { child } = roster;
       const listening = await roster.listening();
@@ -137,7 +137,7 @@ describe('MAX_USERS', () => {
       const { code } = await roster.stop('SIGTERM', 10_000);
       assert.equal(code, 0);
       t.diagnostic(
-        `heap 96 MiB: ${created} worst-case users created before 507, capacity ${health.body.data.storage.capacity}`,
+        `heap 256 MiB: ${created} worst-case users created before 507, capacity ${health.body.data.storage.capacity}`,
       );
     },
   );
