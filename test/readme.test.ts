@@ -1,6 +1,9 @@
 /**
  * Every `sh` block of the README, pasted as is into bash (`bash -e`, from the repository folder), must
- * work: each one runs here against a real Roster. A block that starts Roster itself (`npm start &`)
+ * work: each one runs here against a real Roster. Every `ts` block (the typed client's example) is
+ * compiled with the repository's strict settings, as a module of this package (so it imports
+ * `roster/client` as a reader of the README would), and its JavaScript run by Node against a real
+ * Roster; it must print something and exit 0. A block that starts Roster itself (`npm start &`)
  * gets none; every other block gets `node dist/src/main.js` started for it. Blocks marked
  * `<!-- readme-test: skip (why) -->` (an outside service, the whole suite, minutes of load) are
  * skipped, saying why.
@@ -13,16 +16,19 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { freePort, within } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BLOCK_MS = 90_000;
 
 interface Block {
+  language: 'sh' | 'ts';
   line: number;
   heading: string;
   code: string;
@@ -31,12 +37,18 @@ interface Block {
 
 function blocks(readme: string): Block[] {
   const found: Block[] = [];
-  const pattern = /(?:<!--\s*readme-test:\s*skip\s*\(([^)]*)\)\s*-->\s*\n)?```sh\n([\s\S]*?)```/g;
+  const pattern = /(?:<!--\s*readme-test:\s*skip\s*\(([^)]*)\)\s*-->\s*\n)?```(sh|ts)\n([\s\S]*?)```/g;
   for (const match of readme.matchAll(pattern)) {
     const before = readme.slice(0, match.index);
     const line = before.split('\n').length + (match[1] === undefined ? 0 : 1);
     const heading = [...before.matchAll(/^#{1,4} (.+)$/gm)].at(-1)?.[1] ?? '(top)';
-    found.push({ line, heading, code: match[2]!, ...(match[1] === undefined ? {} : { skip: match[1] }) });
+    found.push({
+      language: match[2] as Block['language'],
+      line,
+      heading,
+      code: match[3]!,
+      ...(match[1] === undefined ? {} : { skip: match[1] }),
+    });
   }
   return found;
 }
@@ -92,12 +104,20 @@ async function run(t: TestContext, block: Block): Promise<void> {
     await ready(port, () => server.exitCode === null);
   }
 
-  const shell = spawn('bash', ['-e', '-c', code], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const shell =
+    block.language === 'ts'
+      ? spawn(process.execPath, [compiled(block, code)], {
+          cwd: ROOT,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        })
+      : spawn('bash', ['-e', '-c', code], {
+          cwd: ROOT,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        });
   t.after(() => killGroup(shell.pid));
   let stdout = '';
   let stderr = '';
@@ -112,13 +132,45 @@ async function run(t: TestContext, block: Block): Promise<void> {
   const transcript = `exit ${status}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`;
   assert.equal(status, 0, transcript);
   assert.doesNotMatch(stderr, /not found|command not found|Cannot find module|ERR!/i, transcript);
+  if (block.language === 'ts') assert.notEqual(stdout.trim(), '', `the example prints its result\n${transcript}`);
+}
+
+/**
+ * A `ts` block compiled as the repository compiles its own code (tsconfig.json: strict, NodeNext), in
+ * dist/readme/ of this package; fails the test with the compiler's messages if it does not type-check.
+ * Gives the path of its JavaScript.
+ */
+function compiled(block: Block, code: string): string {
+  const folder = join(ROOT, 'dist/readme');
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, `line-${block.line}.mts`);
+  writeFileSync(file, code);
+  const config = ts.readConfigFile(join(ROOT, 'tsconfig.json'), (path) => ts.sys.readFile(path));
+  const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT);
+  const program = ts.createProgram([file], { ...options, outDir: undefined, rootDir: undefined, sourceMap: false });
+  const source = program.getSourceFile(file)!;
+  const diagnostics = ts.getPreEmitDiagnostics(program);
+  assert.equal(
+    diagnostics.length,
+    0,
+    ts.formatDiagnostics(diagnostics, {
+      getCanonicalFileName: (name) => name,
+      getCurrentDirectory: () => ROOT,
+      getNewLine: () => '\n',
+    }),
+  );
+  const emitted = program.emit(source);
+  assert.equal(emitted.emitSkipped, false);
+  return file.replace(/\.mts$/, '.mjs');
 }
 
 const readme = readFileSync(new URL('README.md', `file://${ROOT}`), 'utf8');
 
-describe('README shell blocks, pasted as is', () => {
-  test('the README has shell blocks to run', () => {
-    assert.ok(blocks(readme).filter((block) => !block.skip).length >= 8);
+describe('README shell and TypeScript blocks, pasted as is', () => {
+  test('the README has shell blocks and a TypeScript example to run', () => {
+    const run = blocks(readme).filter((block) => !block.skip);
+    assert.ok(run.filter((block) => block.language === 'sh').length >= 8);
+    assert.ok(run.some((block) => block.language === 'ts'));
   });
 
   for (const block of blocks(readme)) {

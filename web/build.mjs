@@ -9,4 +9,16 @@ const from = new URL('./', import.meta.url);
 const to = new URL('../dist/web/', import.meta.url);
 mkdirSync(to, { recursive: true });
 for (const file of STATIC_FILES) copyFileSync(new URL(file, from), new URL(file, to));
-console.log(`web: copied ${STATIC_FILES.join(', ')} to ${fileURLToPath(to)}`);
+
+// The ES modules the page imports by package name (its import map, CONSOLE_IMPORT_MAP of
+// src/http/console.ts), copied as published: no bundler.
+const VENDOR = { 'openapi-fetch': ['index.mjs', 'index.mjs.map'] };
+for (const [name, files] of Object.entries(VENDOR)) {
+  const source = new URL('./', import.meta.resolve(name));
+  const target = new URL(`vendor/${name}/`, to);
+  mkdirSync(target, { recursive: true });
+  for (const file of files) copyFileSync(new URL(file, source), new URL(file, target));
+}
+console.log(
+  `web: copied ${STATIC_FILES.join(', ')} and ${Object.keys(VENDOR).join(', ')} (vendor/) to ${fileURLToPath(to)}`,
+);

@@ -10,7 +10,8 @@ import { performance } from 'node:perf_hooks';
 import { clearLine, createInterface, cursorTo, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
-import { ChatPosition, encodeClientMessage } from '../chat/codec.js';
+import { ChatPosition } from '../chat/codec.js';
+import { readMessage, sendMessage } from '../../web/src/client/chat.js';
 import {
   commandOf,
   describeClose,
@@ -18,7 +19,6 @@ import {
   formatServerMessage,
   formatUnknown,
   OwnChats,
-  parseServerMessage,
   printable,
   reconnectDelay,
   worthReconnecting,
@@ -330,7 +330,7 @@ class ChatSession {
     else {
       const text = line.trimStart().startsWith('//') ? line.replace('//', '/') : line;
       this.#own.sent(text);
-      this.#ws?.send(encodeClientMessage({ type: 'chat', message: text }));
+      if (this.#ws) sendMessage(this.#ws, { type: 'chat', message: text });
     }
   }
 
@@ -340,7 +340,7 @@ class ChatSession {
       return;
     }
     this.#pings.push({ sentAt: performance.now(), shown });
-    this.#ws.send(encodeClientMessage({ type: 'ping' }));
+    sendMessage(this.#ws, { type: 'ping' });
   }
 
   #received(data: RawData, isBinary: boolean): void {
@@ -350,7 +350,7 @@ class ChatSession {
       return;
     }
     const text = rawText(data);
-    const message = parseServerMessage(text);
+    const message = readMessage(text);
     // Nothing twice across reconnections (the server sends no repeat; the client checks anyway).
     if (message && this.#position && !this.#position.accept(message)) return;
     if (this.#options.json) this.#write(`${text}\n`);

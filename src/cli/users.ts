@@ -6,6 +6,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { createRosterClient, type CallOptions, type RosterClient, type UserInput } from '../../web/src/client/index.js';
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]
@@ -31,8 +32,10 @@ failed; 2 for a usage error.`;
 type Format = 'json' | 'csv';
 
 interface Api {
+  /** The --url given, for messages. */
   base: string;
-  headers: Record<string, string>;
+  /** The typed client (web/src/client), signed with the credential given. */
+  client: RosterClient;
 }
 
 interface Parsed {
@@ -89,7 +92,8 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
   if (apiKey) headers['x-api-key'] = apiKey;
   if (token) headers.authorization = `Bearer ${token}`;
   if (basic) headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
-  return { action, file: rest[0], format: values.format as Format | undefined, api: { base, headers } };
+  const client = createRosterClient({ url: base, headers });
+  return { action, file: rest[0], format: values.format as Format | undefined, api: { base, client } };
 }
 
 /** `roster users …` as a command. */
@@ -140,41 +144,61 @@ class Progress {
 
 type UserRecord = Record<string, unknown>;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function call(api: Api, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+/** What a call of the typed client resolves to (openapi-fetch). */
+interface Reply<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/**
+ * One operation of the typed client, retried while Roster is rate limiting or briefly unavailable;
+ * a credential refused, an unreachable API and a reply that is not JSON become errors that say so.
+ */
+async function call<T>(
+  api: Api,
+  send: (init: CallOptions) => Promise<Reply<T>>,
+): Promise<{ status: number; data?: T; error?: unknown }> {
   for (let attempt = 1; ; attempt++) {
-    let response: Response;
+    let sent: Request | undefined;
+    let answered: Response | undefined;
+    let reply: Reply<T>;
     try {
-      response = await fetch(`${api.base}${path}`, {
-        method,
-        headers: body === undefined ? api.headers : { ...api.headers, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
+      reply = await send({
         signal: AbortSignal.timeout(30_000),
+        fetch: async (request) => {
+          sent = request;
+          return (answered = await fetch(request));
+        },
       });
     } catch (error) {
-      const reason = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
-      const cause = reason?.code ?? reason?.errors?.[0]?.code ?? reason?.message ?? (error as Error).message;
-      throw new Error(`cannot reach the API at ${api.base}: ${cause}`);
+      if (answered === undefined) {
+        const reason = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
+        const cause = reason?.code ?? reason?.errors?.[0]?.code ?? reason?.message ?? (error as Error).message;
+        throw new Error(`cannot reach the API at ${api.base}: ${cause}`);
+      }
+      // A success whose body openapi-fetch could not read as JSON.
+      throw notJson(sent, answered);
     }
-    const text = await response.text();
+    const { status } = reply.response;
     // Rate limited, or briefly unavailable: wait as told (at most 10 s) and try again, five times.
-    if ((response.status === 429 || response.status === 503) && attempt < 5) {
-      const seconds = Math.min(10, Number(response.headers.get('retry-after')) || 1);
+    if ((status === 429 || status === 503) && attempt < 5) {
+      const seconds = Math.min(10, Number(reply.response.headers.get('retry-after')) || 1);
       await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
       continue;
     }
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      throw new Error(
-        `${method} ${api.base}${path} answered ${response.status} with something that is not JSON: is --url the API (…/api/v1)?`,
-      );
-    }
-    if (response.status === 401 || response.status === 403)
-      throw new Error(`${response.status} ${reasonOf(json)} (see --api-key, --token, --basic)`);
-    return { status: response.status, json };
+    // openapi-fetch hands an error body that is not JSON over as its text.
+    if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
+    if (status === 401 || status === 403)
+      throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
+    return { status, data: reply.data, error: reply.error };
   }
+}
+
+function notJson(request: Request | undefined, response: Response): Error {
+  return new Error(
+    `${request?.method ?? 'GET'} ${request?.url ?? response.url} answered ${response.status} with something that is not JSON: is --url the API (…/api/v1)?`,
+  );
 }
 
 function reasonOf(json: unknown): string {
@@ -194,11 +218,13 @@ async function write(out: NodeJS.WritableStream, text: string): Promise<void> {
 async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream, progress: Progress): Promise<number> {
   let written = 0;
   for (let page = 1; ; page++) {
-    const { status, json } = await call(api, 'GET', `/users?sort=created_at&order=asc&limit=100&page=${page}`);
-    if (status !== 200) throw new Error(`listing users failed: ${status} ${reasonOf(json)}`);
+    const { status, data, error } = await call(api, (init) =>
+      api.client.listUsers({ sort: 'created_at', order: 'asc', limit: 100, page }, init),
+    );
+    if (status !== 200 || !data) throw new Error(`listing users failed: ${status} ${reasonOf(error)}`);
     // Nothing is written before the API has answered once: a failure leaves stdout empty.
     if (page === 1) await write(out, format === 'csv' ? `${FIELDS.join(',')}\r\n` : '[');
-    const users = json.data.users as UserRecord[];
+    const { users, pagination } = data.data;
     for (const user of users) {
       const line =
         format === 'csv'
@@ -207,8 +233,8 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
       await write(out, line);
       written++;
     }
-    progress.update(`exported ${written} of ${json.data.pagination.total} users`);
-    if (users.length === 0 || page >= json.data.pagination.pages) break;
+    progress.update(`exported ${written} of ${pagination.total} users`);
+    if (users.length === 0 || page >= pagination.pages) break;
   }
   if (format === 'json') await write(out, written === 0 ? ']\n' : '\n]\n');
   progress.done();
@@ -240,12 +266,13 @@ async function importUsers(
     }
     const body: UserRecord = { name: record.name, email: record.email };
     if (record.role !== undefined && record.role !== '') body.role = record.role;
-    const { status, json } = await call(api, 'POST', '/users', body);
+    // Sent as read: the API's validation, not this command's, says what a record may hold.
+    const { status, error } = await call(api, (init) => api.client.createUser(body as UserInput, init));
     if (status === 201) imported++;
     else {
       refused++;
       progress.done();
-      process.stderr.write(`roster users import: ${label} refused: ${status} ${reasonOf(json)}\n`);
+      process.stderr.write(`roster users import: ${label} refused: ${status} ${reasonOf(error)}\n`);
     }
     progress.update(`imported ${imported}, refused ${refused}`);
   }

@@ -8,6 +8,7 @@
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
 import type { AuthScheme } from '../config/index.js';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,13 +49,20 @@ export interface ConsoleSettings {
 }
 
 /**
- * The page's own resources only (`'self'`), and WebSocket connections to any host, since the chat
+ * The page's import map, as web/index.html writes it inline (test/console/serving.test.ts holds the two
+ * together): the typed client (web/src/client) imports openapi-fetch by its package name, and the
+ * browser loads that module from the copy web/build.mjs puts next to the console's own.
+ */
+export const CONSOLE_IMPORT_MAP = '{ "imports": { "openapi-fetch": "./console/vendor/openapi-fetch/index.mjs" } }';
+
+/**
+ * The page's own resources only (`'self'`, and the import map above by its hash), and WebSocket connections to any host, since the chat
  * runs on another port (another origin) or behind a proxy's address. No inline scripts or styles;
  * no framing, so the delete buttons cannot be clickjacked.
  */
 export const CONSOLE_CSP = [
   "default-src 'none'",
-  "script-src 'self'",
+  `script-src 'self' 'sha256-${createHash('sha256').update(CONSOLE_IMPORT_MAP).digest('base64')}'`,
   "style-src 'self'",
   "img-src 'self' data:",
   "connect-src 'self' ws: wss:",

@@ -13,6 +13,7 @@ import { tokenCommand } from '../../src/cli/credentials.js';
 import { request } from '../helpers.js';
 import {
   artifactPath,
+  type ConsoleRoster,
   DESKTOP,
   eventually,
   launchBrowser,
@@ -21,7 +22,7 @@ import {
   PHONE,
   startConsoleRoster,
   waitForText,
-  type ConsoleRoster,
+  withConsole,
 } from './support.js';
 
 const ADMIN_KEY = 'console-admin-key-0123456789';
@@ -91,11 +92,7 @@ test(
   'AUTH=apikey: asked first, a wrong key refused, the right one lists users and chats, a refused one asks again, sign-out forgets',
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster({ AUTH: 'apikey', API_KEYS: `${ADMIN_KEY},${READER_KEY}:user` });
-      browser = await launchBrowser();
+    await withConsole({ AUTH: 'apikey', API_KEYS: `${ADMIN_KEY},${READER_KEY}:user` }, async (roster, browser) => {
       const { page, errors, consoleErrors } = await openConsole(browser, roster.origin);
       const userRequests: string[] = [];
       page.on('request', (req) => {
@@ -167,10 +164,7 @@ test(
         consoleErrors.every((line) => /status of 401/.test(line)),
         consoleErrors.join('\n'),
       );
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );
 
@@ -178,10 +172,7 @@ test(
   'AUTH=jwt: a role "user" token reads and chats; its create is a visible 403 at the form; sign-out asks again',
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster({ AUTH: 'jwt', JWT_SECRET: SECRET });
+    await withConsole({ AUTH: 'jwt', JWT_SECRET: SECRET }, async (roster, browser) => {
       const reader = await rosterToken('--sub', 'reader-1', '--name', 'Rita Reader', '--role', 'user');
       const admin = await rosterToken('--sub', 'admin-1', '--name', 'Ada Admin', '--role', 'admin');
       const forged = await rosterToken(
@@ -192,7 +183,6 @@ test(
         '--secret',
         'another-secret-of-at-least-32-bytes!!',
       );
-      browser = await launchBrowser();
       const { page, errors } = await openConsole(browser, roster.origin);
       const handshakes: string[] = [];
       page.on('websocket', (socket) => handshakes.push(socket.url()));
@@ -243,10 +233,7 @@ test(
       await waitForText(page.locator('#users-notice'), 'Created Grace Hopper.');
       await waitForText(pageInfo(page), '4 users');
       assert.deepEqual(errors, []);
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );
 
@@ -284,11 +271,7 @@ test(
   'screenshots of the sign-in form at 1280 and 390 px; no horizontal scroll; every control labelled',
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster({ AUTH: 'apikey', API_KEYS: ADMIN_KEY });
-      browser = await launchBrowser();
+    await withConsole({ AUTH: 'apikey', API_KEYS: ADMIN_KEY }, async (roster, browser) => {
       const { page } = await openConsole(browser, roster.origin, DESKTOP);
       await assertAsked(page, 'sign-in-key');
       await page.screenshot({ path: artifactPath('sign-in-1280.png') });
@@ -312,9 +295,6 @@ test(
         await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
         0,
       );
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );

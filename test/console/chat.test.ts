@@ -11,13 +11,14 @@ import type { Browser, Page } from 'playwright-core';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import {
   artifactPath,
+  type ConsoleRoster,
   eventually,
   launchBrowser,
   noChromium,
   openConsole,
   startConsoleRoster,
   waitForText,
-  type ConsoleRoster,
+  withConsole,
 } from './support.js';
 
 const status = (page: Page) => page.locator('#chat-status-text');
@@ -33,11 +34,7 @@ test(
   'two pages chat: welcome, join and leave notices, online count, own messages marked',
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster();
-      browser = await launchBrowser();
+    await withConsole(async (roster, browser) => {
       const alice = await openConsole(browser, roster.origin);
       await waitForText(status(alice.page), 'Connected');
       await waitForText(alice.page.locator('#chat-log'), 'Welcome to the chat! 1 user online.');
@@ -103,19 +100,12 @@ test(
 
       assert.deepEqual([...alice.errors, ...bob.errors], []);
       assert.deepEqual([...alice.consoleErrors, ...bob.consoleErrors], []);
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );
 
 test('the page sends the contract ping every 30 s and gets a pong', { skip: noChromium, timeout: 30_000 }, async () => {
-  let roster: ConsoleRoster | undefined;
-  let browser: Browser | undefined;
-  try {
-    roster = await startConsoleRoster();
-    browser = await launchBrowser();
+  await withConsole(async (roster, browser) => {
     const context = await browser.newContext();
     const page = await context.newPage();
     // A fake clock: 30 s pass in an instant, while the network stays real.
@@ -145,10 +135,7 @@ test('the page sends the contract ping every 30 s and gets a pong', { skip: noCh
     // Answered pings keep the connection: still the same one, still connected.
     assert.equal(await status(page).textContent(), 'Connected');
     assert.equal(roster.server.chat.room.size, 1);
-  } finally {
-    await browser?.close();
-    await roster?.stop();
-  }
+  });
 });
 
 test(

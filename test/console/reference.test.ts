@@ -4,26 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Browser } from 'playwright-core';
-import {
-  artifactPath,
-  DESKTOP,
-  eventually,
-  launchBrowser,
-  noChromium,
-  startConsoleRoster,
-  type ConsoleRoster,
-} from './support.js';
+import { artifactPath, DESKTOP, eventually, noChromium, withConsole } from './support.js';
 
 test(
   "the reference page is Roster's: title, logo and favicon, one document, no Explore bar",
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster();
-      browser = await launchBrowser();
+    await withConsole(async (roster, browser) => {
       const page = await (await browser.newContext({ viewport: DESKTOP })).newPage();
       await page.goto(`${roster.api}/reference`);
       await eventually(
@@ -58,9 +45,6 @@ test(
       assert.match((await page.locator('.swagger-ui .info .title').textContent()) ?? '', /Roster/);
       assert.ok((await page.locator('.opblock').count()) >= 7, 'the operations are listed');
       await page.screenshot({ path: artifactPath('reference-1280.png') });
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );

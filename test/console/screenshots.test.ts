@@ -6,19 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { request } from '../helpers.js';
 import {
   artifactPath,
   DESKTOP,
   eventually,
-  launchBrowser,
   noChromium,
   openConsole,
   PHONE,
-  startConsoleRoster,
   waitForText,
-  type ConsoleRoster,
+  withConsole,
 } from './support.js';
 
 async function say(page: Page, text: string): Promise<void> {
@@ -88,10 +86,7 @@ test(
   'screenshots at 1920, 1280 and 390 px; dense rows, no cap, steady filters; no horizontal scroll on a phone; every control labelled',
   { skip: noChromium, timeout: 45_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster();
+    await withConsole(async (roster, browser) => {
       const people = [
         ['Katherine Johnson', 'katherine.johnson@example.com', 'admin'],
         ['Margaret Hamilton', 'margaret.hamilton@example.com', 'user'],
@@ -106,7 +101,6 @@ test(
         );
       }
 
-      browser = await launchBrowser();
       const alice = await openConsole(browser, roster.origin, DESKTOP);
       await waitForText(alice.page.locator('#chat-status-text'), 'Connected');
       const bob = await openConsole(browser, roster.origin, DESKTOP);
@@ -204,9 +198,6 @@ test(
       await eventually(async () => (await page.locator('#online-count').textContent()) === '1', 'Bob to leave');
       assert.deepEqual([...alice.errors, ...bob.errors, ...bob.consoleErrors], []);
       assert.deepEqual(alice.consoleErrors, [], 'the form refused the email itself: nothing was sent');
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../../src/config/index.js';
-import { CONSOLE_CSP } from '../../src/http/console.js';
+import { CONSOLE_CSP, CONSOLE_IMPORT_MAP } from '../../src/http/console.js';
 import { request } from '../helpers.js';
 import { startConsoleRoster, WEB_ROOT, type ConsoleRoster } from './support.js';
 
@@ -26,6 +26,14 @@ describe('console serving', () => {
     assert.equal(response.headers.get('cache-control'), 'no-cache');
     const html = await response.text();
     assert.match(html, /<script type="module" src="console\/main\.js"><\/script>/);
+    // The import map is the one inline script, allowed by its hash: the page's text and the hash's agree.
+    assert.ok(html.includes(`<script type="importmap">${CONSOLE_IMPORT_MAP}</script>`), 'the import map of the CSP');
+    const { imports } = JSON.parse(CONSOLE_IMPORT_MAP) as { imports: Record<string, string> };
+    for (const url of Object.values(imports)) {
+      const module = await fetch(new URL(url, `${roster.origin}/`));
+      assert.equal(module.status, 200, url);
+      assert.match(module.headers.get('content-type') ?? '', /^(text|application)\/javascript/);
+    }
     assert.doesNotMatch(html, /https?:\/\//, 'no external resources: the console works offline');
     const head = await fetch(`${roster.origin}/`, { method: 'HEAD' });
     assert.equal(head.status, 200);

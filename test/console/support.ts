@@ -39,6 +39,32 @@ export async function startConsoleRoster(
   return startRoster({ ...env, ...chatUrl });
 }
 
+/**
+ * Runs `body` with a console Roster (started with `env`) and a headless browser, and closes both
+ * however the body ends: the scaffold of most browser tests.
+ */
+export async function withConsole(body: (roster: ConsoleRoster, browser: Browser) => Promise<void>): Promise<void>;
+export async function withConsole(
+  env: Record<string, string>,
+  body: (roster: ConsoleRoster, browser: Browser) => Promise<void>,
+): Promise<void>;
+export async function withConsole(
+  ...args:
+    | [body: (roster: ConsoleRoster, browser: Browser) => Promise<void>]
+    | [env: Record<string, string>, body: (roster: ConsoleRoster, browser: Browser) => Promise<void>]
+): Promise<void> {
+  const [env, body] = args.length === 1 ? [{}, args[0]] : args;
+  const roster = await startConsoleRoster(env);
+  let browser: Browser | undefined;
+  try {
+    browser = await launchBrowser();
+    await body(roster, browser);
+  } finally {
+    await browser?.close();
+    await roster.stop();
+  }
+}
+
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,

@@ -5,18 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { request } from '../helpers.js';
-import {
-  artifactPath,
-  eventually,
-  launchBrowser,
-  noChromium,
-  openConsole,
-  startConsoleRoster,
-  waitForText,
-  type ConsoleRoster,
-} from './support.js';
+import { artifactPath, eventually, noChromium, openConsole, waitForText, withConsole } from './support.js';
 
 const rows = (page: Page) => page.locator('#users-body tr:not(.empty-row)');
 const names = (page: Page) => page.locator('#users-body .cell-name').allTextContents();
@@ -44,15 +35,17 @@ test(
   'a user is created, found by search, edited with PUT and PATCH, and deleted',
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster();
-      browser = await launchBrowser();
+    await withConsole(async (roster, browser) => {
       const { page, errors } = await openConsole(browser, roster.origin);
       const writes = recordWrites(page);
       await eventually(async () => (await rows(page).count()) === 3, 'the three seed users');
       await waitForText(pageInfo(page), 'Page 1 of 1 · 3 users');
+      // The list came through the typed client: openapi-fetch, which the page's import map resolves to its copy.
+      const modules = (await page.evaluate(
+        "performance.getEntriesByType('resource').map((entry) => new URL(entry.name).pathname)",
+      )) as string[];
+      assert.ok(modules.includes('/console/vendor/openapi-fetch/index.mjs'), modules.join(' '));
+      assert.ok(modules.includes('/console/client/rest.js'), modules.join(' '));
 
       // Create: the create rules are checked in the form, in words, and nothing is sent until they pass.
       await page.getByRole('button', { name: 'Add user' }).click();
@@ -195,10 +188,7 @@ test(
       await waitForText(pageInfo(page), 'Page 1 of 1 · 3 users');
       assert.equal(await page.locator('#user-search').inputValue(), '');
       assert.deepEqual(errors, []);
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );
 
@@ -206,10 +196,7 @@ test(
   'sorting by column, order, role filter and pagination follow the list API',
   { skip: noChromium, timeout: 30_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster();
+    await withConsole(async (roster, browser) => {
       for (let i = 1; i <= 12; i++) {
         const n = String(i).padStart(2, '0');
         const created = await request(`${roster.api}/users`, {
@@ -222,7 +209,6 @@ test(
       const api = async (query: string) =>
         (await request(`${base}/users?${query}`)).body.data.users.map((u: { name: string }) => u.name);
 
-      browser = await launchBrowser();
       const { page, errors, consoleErrors } = await openConsole(browser, roster.origin);
       await waitForText(pageInfo(page), 'Page 1 of 2 · 15 users');
       assert.deepEqual(await names(page), await api('limit=10'), 'newest first by default, as the API');
@@ -334,10 +320,7 @@ test(
       await waitForText(pageInfo(page), 'Page 2 of 3 · 15 users');
       assert.deepEqual(errors, []);
       assert.equal(consoleErrors.length, 2, `the two failed requests: ${consoleErrors.join(' | ')}`);
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );
 
@@ -345,11 +328,7 @@ test(
   'keyboard: the dialog opens with Enter, keeps focus, closes with Escape and gives focus back',
   { skip: noChromium, timeout: 20_000 },
   async () => {
-    let roster: ConsoleRoster | undefined;
-    let browser: Browser | undefined;
-    try {
-      roster = await startConsoleRoster();
-      browser = await launchBrowser();
+    await withConsole(async (roster, browser) => {
       const { page, errors } = await openConsole(browser, roster.origin);
       await eventually(async () => (await rows(page).count()) === 3, 'the seed users');
 
@@ -399,9 +378,6 @@ test(
       await settled(page);
       assert.ok((await rows(page).count()) <= 1);
       assert.deepEqual(errors, []);
-    } finally {
-      await browser?.close();
-      await roster?.stop();
-    }
+    });
   },
 );

@@ -1,22 +1,16 @@
-/** The user API (`api/v1/users`), with its error envelope turned into `ApiError`. */
+/**
+ * The user API (`api/v1/users`) through Roster's typed client (client/rest.ts, openapi-fetch over the
+ * OpenAPI document's types), with its error envelope turned into `ApiError`.
+ */
+import { createRosterClient, type User, type UserList } from './client/rest.js';
 import { API_BASE } from './config.js';
 import type { Signing } from './credentials.js';
 
-export interface User {
-  id: string;
-  name: string;
-  email: string;
-  role: string;
-  created_at: string;
-  updated_at: string;
-}
+export type { User } from './client/rest.js';
 
 export type UserFields = Pick<User, 'name' | 'email' | 'role'>;
 
-export interface UserPage {
-  users: User[];
-  pagination: { total: number; page: number; limit: number; pages: number };
-}
+export type UserPage = UserList;
 
 export interface ListQuery {
   page: number;
@@ -59,41 +53,56 @@ export function onUnauthorized(handler: (error: ApiError) => void): void {
   unauthorized = handler;
 }
 
-async function call<T>(
-  method: string,
-  path: string,
-  body?: unknown,
-  signal?: AbortSignal,
-  sign: Signing | null = signing,
-): Promise<T | undefined> {
-  let response: Response;
+/** Resolved against the page, so the console also works under a proxy's path prefix. */
+const client = createRosterClient({ url: new URL(API_BASE, document.baseURI).href });
+
+/** What every typed call resolves to (openapi-fetch): the success envelope or the error one. */
+interface Reply<T> {
+  data?: { data: T };
+  error?: unknown;
+  response: Response;
+}
+
+type Send<T> = (init: {
+  signal?: AbortSignal;
+  headers: Record<string, string>;
+  credentials?: RequestCredentials;
+  fetch: (request: Request) => Promise<Response>;
+}) => Promise<Reply<T>>;
+
+async function call<T>(send: Send<T>, signal?: AbortSignal, sign: Signing | null = signing): Promise<T | undefined> {
+  // The reply, kept to name its status when its body cannot be read.
+  let answered: Response | undefined;
+  let reply: Reply<T>;
   try {
-    const headers: Record<string, string> = { ...sign?.headers, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    response = await fetch(`${API_BASE}${path}`, {
-      method,
-      signal,
-      headers,
+    reply = await send({
+      ...(signal ? { signal } : {}),
+      headers: { ...sign?.headers, accept: 'application/json' },
       ...(sign ? { credentials: sign.credentials } : {}),
-      body: body === undefined ? undefined : JSON.stringify(body),
+      fetch: async (request) => (answered = await fetch(request)),
     });
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw new ApiError(0, 'NETWORK_ERROR', 'The server could not be reached. Check the connection and try again.');
+    if (answered === undefined)
+      throw new ApiError(0, 'NETWORK_ERROR', 'The server could not be reached. Check the connection and try again.');
+    throw new ApiError(
+      answered.status,
+      'ERROR',
+      `The server answered ${answered.status} ${answered.statusText} without a readable body.`,
+    );
   }
+  const { response } = reply;
   if (response.status === 204) return undefined;
-  let envelope: unknown;
-  try {
-    envelope = await response.json();
-  } catch {
+  if (response.ok) return reply.data?.data;
+  // openapi-fetch hands over an error body that is not JSON as its text (none: undefined).
+  if (typeof reply.error !== 'object' || reply.error === null)
     throw new ApiError(
       response.status,
       'ERROR',
       `The server answered ${response.status} ${response.statusText} without a readable body.`,
     );
-  }
-  if (response.ok) return (envelope as { data?: T }).data;
-  const error = (envelope as { error?: { code?: unknown; message?: unknown; details?: unknown } }).error ?? {};
+  const error: { code?: unknown; message?: unknown; details?: unknown } =
+    (reply.error as { error?: object } | undefined)?.error ?? {};
   const details = Array.isArray(error.details)
     ? error.details.filter((d): d is FieldDetail => typeof d?.field === 'string' && typeof d?.message === 'string')
     : [];
@@ -110,19 +119,19 @@ async function call<T>(
 
 /** Reads one user with this credential (any principal may read): resolves if Roster accepts it, else throws its ApiError. */
 export async function checkCredential(sign: Signing): Promise<void> {
-  await call<UserPage>('GET', '/users?page=1&limit=1', undefined, undefined, sign);
+  await call((init) => client.listUsers({ page: 1, limit: 1 }, init), undefined, sign);
 }
 
 export function listUsers(query: ListQuery, signal?: AbortSignal): Promise<UserPage> {
-  const params = new URLSearchParams({
-    page: String(query.page),
-    limit: String(query.limit),
+  const wanted = {
+    page: query.page,
+    limit: query.limit,
     sort: query.sort,
     order: query.order,
-  });
-  if (query.role !== '') params.set('role', query.role);
-  if (query.search !== '') params.set('search', query.search);
-  return call<UserPage>('GET', `/users?${params}`, undefined, signal) as Promise<UserPage>;
+    ...(query.role !== '' ? { role: query.role } : {}),
+    ...(query.search !== '' ? { search: query.search } : {}),
+  };
+  return call((init) => client.listUsers(wanted, init), signal) as Promise<UserPage>;
 }
 
 /** The part of health the console uses: which run of Roster answers (a new instance after a restart). */
@@ -131,12 +140,11 @@ export interface Health {
   started_at?: string;
 }
 
-export const health = () => call<Health>('GET', '/health') as Promise<Health>;
+export const health = () => call<Health>((init) => client.getHealth(init)) as Promise<Health>;
 
-const userPath = (id: string) => `/users/${encodeURIComponent(id)}`;
-
-export const createUser = (fields: UserFields) => call<User>('POST', '/users', fields) as Promise<User>;
-export const replaceUser = (id: string, fields: UserFields) => call<User>('PUT', userPath(id), fields) as Promise<User>;
+export const createUser = (fields: UserFields) => call((init) => client.createUser(fields, init)) as Promise<User>;
+export const replaceUser = (id: string, fields: UserFields) =>
+  call((init) => client.replaceUser(id, fields, init)) as Promise<User>;
 export const updateUser = (id: string, fields: Partial<UserFields>) =>
-  call<User>('PATCH', userPath(id), fields) as Promise<User>;
-export const deleteUser = (id: string) => call<void>('DELETE', userPath(id)) as Promise<void>;
+  call((init) => client.updateUser(id, fields, init)) as Promise<User>;
+export const deleteUser = (id: string) => call((init) => client.deleteUser(id, init)) as Promise<void>;

@@ -5,20 +5,17 @@
  * console, build and read with it. Pure functions over strings: no DOM, no Node, no socket.
  */
 
-export type ServerMessage =
-  // `name`: the authenticated principal's name (system: the welcome's addressee; user_join: who
-  // joined), only when authentication is on.
-  | { type: 'system'; message: string; name?: string; timestamp: string }
-  | { type: 'user_join'; message: string; name?: string; online_count: number; timestamp: string }
-  | { type: 'user_leave'; message: string; online_count: number; timestamp: string }
-  // `id` (the message's position in the room's history) and `history` (replayed, not live): only to a
-  // client that asked for history or recovery on its handshake URL (`?history=N`, `?since=<id>`).
-  | { type: 'chat'; from: string; message: string; timestamp: string; id?: string; history?: true }
-  | { type: 'pong'; timestamp: string }
-  // Only to a client that asked: ends the replay. `last_id`: the position it now holds (reconnect with
-  // `?since=` it); `count`: messages replayed; `recovered` (with `since` only): false when the gap is
-  // older than the history kept, and then nothing was replayed.
-  | { type: 'history'; count: number; last_id?: string; recovered?: boolean; timestamp: string };
+/**
+ * The messages, as the AsyncAPI document (/api/v1/asyncapi.json) describes them: types generated from
+ * its JSON Schemas (client/chat-types.ts, `npm run client:types`), which web/src/chat-messages.ts holds.
+ * `name` (system, user_join): the authenticated principal's, only with authentication on. `id` and
+ * `history` of a chat: only to a client that asked for history on its handshake URL (`?history=N`,
+ * `?since=<id>`). A `history` message ends that replay: `last_id` is the position now held, `count`
+ * the messages replayed, `recovered` (with `since` only) false when nothing could be replayed.
+ */
+import type { ClientMessage, ServerMessage } from './client/chat-types.js';
+
+export type { ClientMessage, ServerMessage } from './client/chat-types.js';
 
 /** A chat message as the server sends it. */
 export type ChatMessage = Extract<ServerMessage, { type: 'chat' }>;
@@ -84,9 +81,6 @@ function messageText(message: unknown): string {
   if (message === undefined || message === null) return '';
   return typeof message === 'string' ? message : JSON.stringify(message);
 }
-
-/** What a client sends: a chat message or an application-level ping (contract). */
-export type ClientMessage = { type: 'chat'; message: string } | { type: 'ping' };
 
 /** A server message as it travels: one JSON text. */
 export function encodeServerMessage(message: ServerMessage): string {

@@ -4,16 +4,11 @@
  * and reconnects with exponential backoff and jitter whenever the socket closes.
  */
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import {
-  ChatPosition,
-  decodeServerMessage,
-  encodeClientMessage,
-  type ClientMessage,
-  type ServerMessage,
-} from './chat-codec.js';
+import { ChatPosition } from './chat-codec.js';
+import { onMessage, sendMessage, type ClientMessage, type ServerMessage } from './client/chat.js';
 
-/** Messages the service sends, as the chat's one codec reads them. */
-export type { ServerMessage } from './chat-codec.js';
+/** Messages the service sends, as the typed client reads them (the chat's one codec). */
+export type { ServerMessage } from './client/chat.js';
 
 export type ConnectionState =
   /** Opening a socket; `attempt` is 0 for the first try after start or after a successful session. */
@@ -91,10 +86,7 @@ export class ChatConnection {
 
   /** Sends one JSON message; false when there is no open connection. */
   send(message: ClientMessage): boolean {
-    const socket = this.#socket;
-    if (!socket || socket.readyState !== WebSocket.OPEN) return false;
-    socket.send(encodeClientMessage(message));
-    return true;
+    return this.#socket !== null && sendMessage(this.#socket, message);
   }
 
   async #connect(): Promise<void> {
@@ -122,10 +114,8 @@ export class ChatConnection {
       this.#startHeartbeat();
       this.events.state({ kind: 'open' });
     });
-    socket.addEventListener('message', (event: MessageEvent) => {
-      if (this.#socket !== socket || typeof event.data !== 'string') return;
-      const message = decodeServerMessage(event.data);
-      if (!message || (this.#position && !this.#position.accept(message))) return;
+    onMessage(socket, (message) => {
+      if (this.#socket !== socket || (this.#position && !this.#position.accept(message))) return;
       if (message.type === 'pong') this.#awaitingPong = false;
       // The welcome: the room accepted this connection, so the backoff starts over next time.
       if (message.type === 'system') this.#attempt = 0;

@@ -1,0 +1,27 @@
+/**
+ * The typed client's generated files cannot drift: regenerated here from the documents a Roster serves
+ * (as `npm run client:types` does), they must equal the committed ones byte for byte. When this fails,
+ * the service's description changed: run `npm run client:types` and commit the result.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { CHAT_TYPES, generateClientTypes, OPENAPI_TYPES } from '../../scripts/client-types.js';
+import { CHAT_MESSAGES } from '../../web/src/chat-messages.js';
+
+test('web/src/client/openapi.ts and chat-types.ts are what the served documents generate', async () => {
+  const generated = await generateClientTypes();
+  const advice = 'the documents changed: run `npm run client:types` and commit the result';
+  assert.equal(readFileSync(OPENAPI_TYPES, 'utf8'), generated.openapi, `openapi.ts: ${advice}`);
+  assert.equal(readFileSync(CHAT_TYPES, 'utf8'), generated.chat, `chat-types.ts: ${advice}`);
+});
+
+test('every chat message of the AsyncAPI document has its generated type, in the union of its direction', () => {
+  const text = readFileSync(CHAT_TYPES, 'utf8');
+  const union = (name: string) => new RegExp(`export type ${name} =([^;]*);`).exec(text)?.[1] ?? '';
+  for (const [key, spec] of Object.entries(CHAT_MESSAGES)) {
+    const type = `${key[0]!.toUpperCase()}${key.slice(1)}Message`;
+    assert.match(text, new RegExp(`export interface ${type} \\{`), type);
+    assert.match(union(spec.sender === 'server' ? 'ServerMessage' : 'ClientMessage'), new RegExp(`\\b${type}\\b`));
+  }
+});

@@ -1,0 +1,7 @@
+/**
+ * Roster's typed client: the REST API (openapi-fetch over the types generated from the OpenAPI
+ * document) and the chat (the codec over the types generated from the AsyncAPI document). The browser
+ * console and the `roster` command both use it; `import … from 'roster/client'` outside.
+ */
+export * from './rest.js';
+export * from './chat.js';
