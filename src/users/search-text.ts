@@ -12,6 +12,17 @@
 import type { OrderedIndex } from './ordered-index.js';
 import type { User } from './schema.js';
 
+/**
+ * What the memory store's indexes hold: a user's sequence number, its place in creation order (the
+ * store stamps created_at strictly increasing), which stays the same for the life of the user. The
+ * user itself is `users[seq]`, a column the store swaps each new object into on update, so an update
+ * leaves alone every index whose key did not change. A number rather than a wrapper object per user:
+ * no object header per user, and index chunks hold small integers rather than pointers.
+ */
+export type Seq = number;
+/** The store's users by sequence number; undefined where a user was removed. */
+export type UserColumn = readonly (User | undefined)[];
+
 /** Between parts; any character would do, since hits across parts are refused anyway. */
 const SEPARATOR = '\u0000';
 
@@ -31,22 +42,22 @@ interface ChunkText {
 
 export class SearchText {
   /** Keyed by the chunk array itself, so chunks that are dropped take their text with them. */
-  #texts = new WeakMap<readonly User[], ChunkText>();
+  #texts = new WeakMap<readonly Seq[], ChunkText>();
 
   /** The chunk's users changed: its text is built again on the next search. */
-  forget(chunk: readonly User[]): void {
+  forget(chunk: readonly Seq[]): void {
     this.#texts.delete(chunk);
   }
 
   /** Users of `index` whose lower-cased name or email contains `needle` (lower-cased), in its order. */
-  find(index: OrderedIndex<User>, needle: string, role: string | undefined): User[] {
-    const found: User[] = [];
+  find(index: OrderedIndex<Seq>, users: UserColumn, needle: string, role: string | undefined): Seq[] {
+    const found: Seq[] = [];
     for (const chunk of index.chunks()) {
       if (needle === '') {
-        for (const user of chunk) if (role === undefined || user.role === role) found.push(user);
+        for (const seq of chunk) if (role === undefined || users[seq]!.role === role) found.push(seq);
         continue;
       }
-      const { text, nameEnds, emailEnds } = this.#textOf(chunk);
+      const { text, nameEnds, emailEnds } = this.#textOf(chunk, users);
       let from = 0;
       for (let hit = text.indexOf(needle); hit !== -1; hit = text.indexOf(needle, from)) {
         const i = userAt(emailEnds, hit);
@@ -55,8 +66,8 @@ export class SearchText {
         const inName = hit >= nameStart && end <= nameEnds[i]!;
         const inEmail = hit > nameEnds[i]! && end <= emailEnds[i]!;
         if (inName || inEmail) {
-          const user = chunk[i]!;
-          if (role === undefined || user.role === role) found.push(user);
+          const seq = chunk[i]!;
+          if (role === undefined || users[seq]!.role === role) found.push(seq);
           from = emailEnds[i]! + 1; // on to the next user: each counts once
         } else {
           from = hit + 1;
@@ -66,12 +77,13 @@ export class SearchText {
     return found;
   }
 
-  #textOf(chunk: readonly User[]): ChunkText {
+  #textOf(chunk: readonly Seq[], users: UserColumn): ChunkText {
     let built = this.#texts.get(chunk);
     if (!built) {
       const parts: string[] = [];
       let length = 0;
-      for (const user of chunk) {
+      for (const seq of chunk) {
+        const user = users[seq]!;
         const name = user.name.toLowerCase();
         const email = user.email.toLowerCase();
         parts.push(name, SEPARATOR, email, SEPARATOR);

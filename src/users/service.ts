@@ -57,6 +57,11 @@ export class UserService {
     return { users, pagination: { total, page, limit, pages: Math.ceil(total / limit) } };
   }
 
+  /** Whether the users it returns may have their JSON kept per object (UserStore.stableObjects). */
+  get stableObjects(): boolean {
+    return this.store.stableObjects !== false;
+  }
+
   async get(id: string): Promise<User> {
     const user = await this.store.get(id);
     if (!user) throw userNotFound(id);
@@ -81,15 +86,28 @@ export class UserService {
 
   /** Full update: existence (404) before validation (422); role resets to the default when omitted. */
   async replace(id: string, body: unknown): Promise<User> {
-    await this.get(id);
-    const fields = this.validator.write(body);
+    const fields = await this.#validFor(id, () => this.validator.write(body));
     return this.#apply(id, { name: fields.name, email: fields.email, role: fields.role ?? DEFAULT_ROLE });
   }
 
   /** Partial update: existence first; only name, email and role present in the body change. */
   async update(id: string, body: unknown): Promise<User> {
-    await this.get(id);
-    return this.#apply(id, this.validator.patch(body));
+    return this.#apply(id, await this.#validFor(id, () => this.validator.patch(body)));
+  }
+
+  /**
+   * The body's fields, or, when it is invalid, 404 if the user does not exist and the validation
+   * error otherwise: existence before validation, as the contract orders them. A valid body goes
+   * straight to the write, which answers 404 itself for a missing user, so a database store makes one
+   * round trip per update instead of a read and then the write.
+   */
+  async #validFor<T>(id: string, validate: () => T): Promise<T> {
+    try {
+      return validate();
+    } catch (error) {
+      await this.get(id);
+      throw error;
+    }
   }
 
   /** The contract's three users at start-up, into a store that holds none yet (one that outlived a restart keeps its own). */

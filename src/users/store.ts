@@ -11,12 +11,16 @@ import type { User, UserFields } from './schema.js';
  * compared case-insensitively. Stores index by it; the stored email keeps what the client sent.
  * Lower-casing alone is not case-insensitive for every script: `STRASSE` and `straße`, `ſam` and
  * `sam`, `ΟΔΟΣ` and `οδοσ` differ after it. Upper- then lower-casing again folds those together
- * (Unicode's full case folding, as far as JavaScript offers it). ASCII needs only the first step,
- * which also keeps the key the same string as an already lower-case email (no copy in memory).
+ * (Unicode's full case folding, as far as JavaScript offers it). ASCII needs only the first step.
+ * An email that is its own key (trimmed and lower-case already, as most are) is returned itself:
+ * `toLowerCase` copies the string even when nothing changes, and the memory store keeps every key,
+ * so the copy would be a second email string per user (about 48 B each at a million users).
  */
 export function emailKey(email: string): string {
-  const lower = email.trim().toLowerCase();
-  return ASCII.test(lower) ? lower : lower.toUpperCase().toLowerCase();
+  const trimmed = email.trim();
+  const lower = trimmed.toLowerCase();
+  const key = lower === trimmed ? trimmed : lower;
+  return ASCII.test(key) ? key : key.toUpperCase().toLowerCase();
 }
 
 // eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
@@ -29,6 +33,12 @@ export type Changes = Partial<UserFields>;
 export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
 
 export interface UserStore {
+  /**
+   * False when every read makes new objects (PostgreSQL): keeping their JSON per object (the reply
+   * routes do, src/http/routes/user-json.ts) would only fill memory. Otherwise an unchanged user is the
+   * same object from read to read, and its JSON is kept.
+   */
+  readonly stableObjects?: boolean;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**

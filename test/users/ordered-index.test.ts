@@ -24,21 +24,30 @@ test('property: insert, remove, at, slice, sliceDown and firstRank agree with a 
   fc.assert(
     fc.property(fc.integer({ min: 2, max: 8 }), fc.array(operation, { maxLength: 300 }), (chunkSize, operations) => {
       const index = new OrderedIndex<Item>(compare, { maxChunk: chunkSize });
+      // The same, finding chunks by a key kept per chunk: keys tie often, so `compare` decides ties.
+      const keyed = new OrderedIndex<Item>(compare, {
+        maxChunk: chunkSize,
+        key: (item) => String(item.key).padStart(2, '0'),
+      });
       const model: Item[] = [];
       let seq = 0;
       for (const operation of operations) {
         if (operation.op === 'insert') {
           const item = { key: operation.key, seq: seq++ };
           index.insert(item);
+          keyed.insert(item);
           model.push(item);
           model.sort(compare);
         } else if (operation.op === 'remove' && model.length > 0) {
           const [item] = model.splice(operation.pick % model.length, 1);
           assert.equal(index.remove(item!), true);
+          assert.equal(keyed.remove(item!), true);
         } else if (operation.op === 'removeAbsent') {
           assert.equal(index.remove({ key: operation.key, seq: -1 }), false);
+          assert.equal(keyed.remove({ key: operation.key, seq: -1 }), false);
         }
         assert.equal(index.size, model.length);
+        assert.deepEqual([...keyed], model);
         // Reads between writes, so stale rank bookkeeping cannot hide behind a later write.
         const rank = seq % (model.length + 1);
         assert.equal(index.at(rank), model[rank]);
@@ -65,6 +74,32 @@ test('property: insert, remove, at, slice, sliceDown and firstRank agree with a 
         );
       }
     }),
+    { numRuns },
+  );
+});
+
+test('property: touch reports the chunk holding the item, and nothing for an absent item', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 2, max: 6 }),
+      fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 1, maxLength: 60 }),
+      fc.nat(),
+      (chunkSize, keys, pick) => {
+        const heard: (readonly Item[])[] = [];
+        const index = new OrderedIndex<Item>(compare, { maxChunk: chunkSize, changed: (chunk) => heard.push(chunk) });
+        const items = keys.map((key, seq) => ({ key, seq }));
+        for (const item of items) index.insert(item);
+        const item = items[pick % items.length]!;
+        heard.length = 0;
+        assert.equal(index.touch(item), true);
+        assert.equal(heard.length, 1);
+        assert.ok(heard[0]!.includes(item));
+        assert.ok(index.chunks().includes(heard[0]!));
+        heard.length = 0;
+        assert.equal(index.touch({ key: item.key, seq: -1 }), false);
+        assert.equal(heard.length, 0);
+      },
+    ),
     { numRuns },
   );
 });
