@@ -3,7 +3,7 @@
  * One registry per Roster instance (not prom-client's global one), so several instances in one
  * process, as in the tests, do not share counters.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { EngineFaults } from './engine-faults.js';
 import type { Storage } from './users/service.js';
 
@@ -20,24 +20,168 @@ export interface ChatMetrics {
   slowConsumerDropped(): void;
 }
 
+/** Upper bounds (seconds) of roster_http_request_duration_seconds. */
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5] as const;
+/** Per series: a count per bucket plus one for above the last bound (+Inf alone). */
+const SLOT_WIDTH = DURATION_BUCKETS.length + 1;
+
+type SeriesLabels = { route: string; method: string; status: string };
+
+/**
+ * The HTTP requests of one route pattern: its series, found by method and status without building or
+ * hashing a label object. Made once per route (app.ts); `observe` runs once per request.
+ */
+export class RouteSeries {
+  /** Per method seen, the slot of each status code (index: the status, -1 for none yet). */
+  readonly #methods: { method: string; slots: Int32Array }[] = [];
+
+  readonly #requests: RequestSeries;
+
+  constructor(
+    readonly route: string,
+    requests: RequestSeries,
+  ) {
+    this.#requests = requests;
+  }
+
+  observe(method: string, status: number, seconds: number): void {
+    let slots: Int32Array | undefined;
+    for (const entry of this.#methods) {
+      if (entry.method === method) {
+        slots = entry.slots;
+        break;
+      }
+    }
+    if (!slots) {
+      slots = new Int32Array(600).fill(-1);
+      this.#methods.push({ method, slots });
+    }
+    // A status outside 100-599 never comes from Node's http; counted all the same, in a slot found the slow way.
+    let slot = status >= 0 && status < 600 ? slots[status]! : -1;
+    if (slot === -1) {
+      slot = this.#requests.slotOf(this.route, method, status);
+      if (status >= 0 && status < 600) slots[status] = slot;
+    }
+    this.#requests.record(slot, seconds);
+  }
+}
+
+/**
+ * roster_http_requests_total and roster_http_request_duration_seconds, kept in plain typed arrays and
+ * handed to prom-client at scrape time. Why not prom-client's own Counter and Histogram children: each
+ * observation there goes through label validation and a hash of the label values, about 1.4 µs per
+ * request for the pair, measured; here it is a few array writes. The exposition is what prom-client
+ * printed for the same observations, series in the order first seen (test/metrics.test.ts compares the
+ * two).
+ */
+class RequestSeries {
+  /** Labels of each slot, in the order first seen. */
+  readonly labels: SeriesLabels[] = [];
+  /** Non-cumulative bucket counts, SLOT_WIDTH per slot; grown by doubling. */
+  buckets = new Float64Array(64 * SLOT_WIDTH);
+  sums: number[] = [];
+  counts: number[] = [];
+  /** For statuses outside 0-599 and any caller without a RouteSeries: slot by key. */
+  readonly #byKey = new Map<string, number>();
+
+  slotOf(route: string, method: string, status: number): number {
+    const key = `${status} ${method} ${route}`;
+    let slot = this.#byKey.get(key);
+    if (slot === undefined) {
+      slot = this.labels.length;
+      this.labels.push({ route, method, status: String(status) });
+      this.sums.push(0);
+      this.counts.push(0);
+      if ((slot + 1) * SLOT_WIDTH > this.buckets.length) {
+        const grown = new Float64Array(this.buckets.length * 2);
+        grown.set(this.buckets);
+        this.buckets = grown;
+      }
+      this.#byKey.set(key, slot);
+    }
+    return slot;
+  }
+
+  record(slot: number, seconds: number): void {
+    let bucket = 0;
+    while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]!) bucket++;
+    this.buckets[slot * SLOT_WIDTH + bucket]!++;
+    this.sums[slot]! += seconds;
+    this.counts[slot]!++;
+  }
+}
+
+/**
+ * The request histogram as prom-client's registry reads a metric: `get()` gives the values a
+ * prom-client Histogram gives (cumulative `_bucket` lines with `le` first, then `+Inf`, `_sum` and
+ * `_count` per series). A collector of our own rather than a Histogram with a `collect()` callback:
+ * prom-client has no public way to set a histogram's buckets from counts kept elsewhere.
+ */
+class RequestDurations {
+  readonly name = 'roster_http_request_duration_seconds';
+  readonly help = 'HTTP request latency by route pattern, method and status';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+
+  constructor(readonly series: RequestSeries) {}
+
+  get() {
+    const { labels, buckets, sums, counts } = this.series;
+    const bucketName = `${this.name}_bucket`;
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+    for (let slot = 0; slot < labels.length; slot++) {
+      if (counts[slot] === 0) continue; // reset since (as prom-client's reset() drops a series)
+      const series = labels[slot]!;
+      let cumulative = 0;
+      for (let bucket = 0; bucket < DURATION_BUCKETS.length; bucket++) {
+        cumulative += buckets[slot * SLOT_WIDTH + bucket]!;
+        values.push({
+          labels: { le: DURATION_BUCKETS[bucket]!, ...series },
+          value: cumulative,
+          metricName: bucketName,
+        });
+      }
+      values.push({ labels: { le: '+Inf', ...series }, value: counts[slot]!, metricName: bucketName });
+      values.push({ labels: { ...series }, value: sums[slot]!, metricName: `${this.name}_sum` });
+      values.push({ labels: { ...series }, value: counts[slot]!, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator });
+  }
+
+  /** Registry.resetMetrics() calls this on every metric. */
+  reset(): void {
+    const { buckets, sums, counts } = this.series;
+    buckets.fill(0);
+    sums.fill(0);
+    counts.fill(0);
+  }
+}
+
 export class Metrics {
   readonly registry = new Registry();
-  readonly httpRequests = new Counter({
-    name: 'roster_http_requests_total',
-    help: 'HTTP requests by route pattern, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly httpDuration = new Histogram({
-    name: 'roster_http_request_duration_seconds',
-    help: 'HTTP request latency by route pattern, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
+  readonly #requests = new RequestSeries();
+  readonly #routes = new Map<string, RouteSeries>();
   readonly chat: ChatMetrics;
 
   constructor(faults?: EngineFaults, storage?: () => Promise<Storage | undefined>) {
+    // Registered first, as before (the exposition lists metrics in registration order). The counter is
+    // prom-client's own, refilled from the arrays at scrape time; the histogram is RequestDurations.
+    const requests = this.#requests;
+    new Counter({
+      name: 'roster_http_requests_total',
+      help: 'HTTP requests by route pattern, method and status',
+      labelNames: ['route', 'method', 'status'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (let slot = 0; slot < requests.labels.length; slot++) {
+          const count = requests.counts[slot]!;
+          if (count > 0) this.inc(requests.labels[slot]!, count);
+        }
+      },
+    });
+    // The registry's types want a prom-client Metric; at run time it reads name, help, type and get().
+    this.registry.registerMetric(new RequestDurations(requests) as unknown as Metric);
     // The standard process and Node.js metrics under their conventional names (process_cpu_seconds_total,
     // nodejs_eventloop_lag_seconds, ...), so stock dashboards work; Roster's own carry the roster_ prefix.
     collectDefaultMetrics({ register: this.registry });
@@ -117,20 +261,19 @@ export class Metrics {
     };
   }
 
-  /** Per label set, the counter's and histogram's children: labels are hashed once, not per request. */
-  readonly #series = new Map<string, { requests: { inc(): void }; duration: { observe(value: number): void } }>();
-
-  /** Records one finished HTTP request. `route` is the route's pattern (`/api/v1/users/:id`), never the raw URL. */
-  observeRequest(route: string, method: string, status: number, seconds: number): void {
-    const key = `${status} ${method} ${route}`;
-    let series = this.#series.get(key);
+  /** The series of one route pattern (`/api/v1/users/:id`, never a raw URL), made once per route. */
+  route(route: string): RouteSeries {
+    let series = this.#routes.get(route);
     if (!series) {
-      const labels = { route, method, status: String(status) };
-      series = { requests: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
-      this.#series.set(key, series);
+      series = new RouteSeries(route, this.#requests);
+      this.#routes.set(route, series);
     }
-    series.requests.inc();
-    series.duration.observe(seconds);
+    return series;
+  }
+
+  /** Records one finished HTTP request; `route(pattern).observe` is the same without the lookup. */
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    this.route(route).observe(method, status, seconds);
   }
 }
 

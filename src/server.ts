@@ -169,7 +169,11 @@ async function assemble(
       logger.info(
         config.database
           ? 'Users are kept in PostgreSQL (DATABASE_URL)'
-          : 'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL',
+          : config.sqlite
+            ? config.sqlite.path === ':memory:'
+              ? 'Users are kept in an in-memory SQLite database and are lost when Roster stops (DATABASE_URL)'
+              : `Users are kept in the SQLite file ${config.sqlite.path} (DATABASE_URL)`
+            : 'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL or SQLite',
       );
       return { port, wsPort: chatAddress.port };
     },

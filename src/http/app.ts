@@ -8,8 +8,11 @@ import Fastify, {
   LogController,
   type FastifyHttpOptions,
   type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyPluginOptions,
   type FastifyReply,
   type FastifyRequest,
+  type onSendHookHandler,
 } from 'fastify';
 import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:tls';
@@ -33,7 +36,7 @@ import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { asyncApiDocument } from './asyncapi.js';
 import { DEFAULT_LIMIT } from '../users/service.js';
 import { CONSOLE_ROOT, registerConsole } from './console.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics, RouteSeries } from '../metrics.js';
 import type { Authenticator } from '../edge/authenticator.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
@@ -63,15 +66,20 @@ declare module 'fastify' {
     /** Every route the app serves (catalog.ts). */
     routeCatalog: RouteCatalog;
   }
+  interface FastifyReply {
+    /** Sets X-Content-Type-Options, X-Request-Id and, while shutting down, Connection: close. */
+    stampHeaders(): FastifyReply;
+  }
 }
 
 /** A client's X-Request-Id is kept when it is short, printable ASCII; otherwise (or without one) a UUID. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
+  const logController = new OneLinePerRequest();
   const options: FastifyHttpOptions<Server> = {
     loggerInstance: deps.logger,
-    logController: new OneLinePerRequest(),
+    logController,
     bodyLimit: config.bodyLimit,
     // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections. With
     // TLS_CERT/TLS_KEY the same port speaks HTTPS, with the same limits.
@@ -132,17 +140,65 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const catalog = new RouteCatalog();
   catalog.track(app);
   app.decorate('routeCatalog', catalog);
+  // Every reply carries X-Content-Type-Options and X-Request-Id, set by `reply.stampHeaders()`. Roster's
+  // user, health, docs and probe routes call it in their reply path, and the error envelope does
+  // (errors.ts); the other routes get it from an onSend hook: of their scope (`scoped` below), or, for a
+  // route a plugin adds at the root (CORS preflights), of their own (onRoute below, before any plugin adds routes). Why not one global
+  // onSend hook, as before: a route with any onSend hook pays for Fastify's onSend runner on every
+  // reply, measurable on get by id (BENCHMARKS.md). Same headers in the same order either way: after
+  // Content-Type, before Content-Length.
+  // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
+  // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
+  // on the last reply lets Node end it as soon as the reply is written.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  const common = Object.entries(COMMON_HEADERS);
+  app.decorateReply('stampHeaders', function (this: FastifyReply) {
+    for (const [name, value] of common) this.header(name, value);
+    this.header('x-request-id', this.request.id);
+    if (closing) this.header('connection', 'close');
+    return this;
+  });
+  const stampOnSend: onSendHookHandler = (_request, reply, payload, done) => {
+    reply.stampHeaders();
+    done(null, payload);
+  };
+  app.addHook('onRoute', function (route) {
+    if (this.hasDecorator(REPLIES_STAMPED)) return;
+    const onSend = [route.onSend ?? []].flat();
+    if (!onSend.includes(stampOnSend)) route.onSend = [stampOnSend, ...onSend];
+  });
+  /**
+   * Registers `plugin` in a scope of its own whose replies are stamped: by its routes themselves
+   * (`selfStamped`), else by an onSend hook of the scope, which runs before those of the plugin.
+   */
+  const scoped = <O extends FastifyPluginOptions>(
+    plugin: FastifyPluginAsync<O>,
+    options: O,
+    how: 'selfStamped' | 'hook',
+  ) =>
+    app.register(async (scope) => {
+      scope.decorate(REPLIES_STAMPED, true);
+      if (how === 'hook') scope.addHook('onSend', stampOnSend);
+      await scope.register(plugin, options);
+    });
+
   // Off by default; each part registers its hooks only when its setting is on (protection.ts).
   await registerProtection(app, config, deps.authenticator, deps.limiter);
-  registerErrorHandling(app, catalog);
+  const noRoute = registerErrorHandling(app, catalog);
   registerJsonBodies(app);
 
-  // RFC 9112: an HTTP/1.1 request without Host is a 400. Node's own check answers with an empty body,
-  // so it is turned off (`requireHostHeader` above) and done here, in the envelope.
+  // One hook for the app's own checks, in this order (two hooks cost a second call per request):
+  // - no route for this method and path: the 404/405 of errors.ts, before anything reads a body;
+  // - RFC 9112: an HTTP/1.1 request without Host is a 400. Node's own check answers with an empty
+  //   body, so it is turned off (`requireHostHeader` above) and done here, in the envelope;
+  // - RFC 9112 3.2.4: the asterisk form (`*` as the target) is for OPTIONS only; the router would
+  //   otherwise serve it as `/`, the console's page.
   // Hooks on every request are written with callbacks, not async: no promise per request.
-  // RFC 9112 3.2.4: the asterisk form (`*` as the target) is for OPTIONS only; the router would
-  // otherwise serve it as `/`, the console's page.
   app.addHook('onRequest', (request, _reply, done) => {
+    if (request.is404) return done(noRoute(request));
     const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
     if (missingHost) return done(new RosterError('ERROR', 'The Host header is required'));
     if (request.raw.url === '*' && request.method !== 'OPTIONS')
@@ -151,32 +207,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   });
   registerGate(app, config, deps.authenticator);
 
-  // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
-  // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
-  // on the last reply lets Node end it as soon as the reply is written.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.headers(COMMON_HEADERS);
-    reply.header('x-request-id', request.id);
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
-
   const { metrics } = deps;
   if (metrics) {
-    // By route pattern, never the raw URL (ids would make every user a new series).
-    app.addHook('onResponse', (request, reply, done) => {
-      metrics.observeRequest(
-        request.routeOptions.url ?? 'unmatched',
-        request.method,
-        reply.statusCode,
-        reply.elapsedTime / 1000,
-      );
-      done();
-    });
+    // By route pattern, never the raw URL (ids would make every user a new series). Recorded when the
+    // reply is finished, by the log controller below, which Fastify calls then for every request
+    // anyway: an onResponse hook would be a second call per request.
+    logController.metrics = metrics;
   }
 
   const documented = {
@@ -192,60 +228,91 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     {
       auth: config.auth.scheme,
       rateLimited: config.rateLimit !== undefined,
-      isProtected: (method, url) => accessOf(method, url) !== 'public',
+      // METRICS_AUTH (with AUTH on) guards /metrics with an admin credential: documented as secured too.
+      isProtected: (method, url) =>
+        accessOf(method, url) !== 'public' ||
+        (url === '/metrics' && config.metricsAuth && deps.authenticator !== undefined),
       isLimited: isRateLimited,
     },
     documented,
   );
-  await app.register(userRoutes, {
-    prefix: API_PREFIX,
-    ...deps.users,
-    strict: config.strictValidation,
-    capped: config.maxUsers > 0,
-  });
+  // In the order of before: the catalog (/api/v1/docs) and the OpenAPI document list routes in it.
+  await scoped(
+    userRoutes,
+    { prefix: API_PREFIX, ...deps.users, strict: config.strictValidation, capped: config.maxUsers > 0 },
+    'selfStamped',
+  );
   if (deps.chatMembers)
-    await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });
-  await app.register(systemRoutes, {
-    prefix: API_PREFIX,
-    catalog,
-    dependencies: deps.dependencies ?? [],
-    storage: () => deps.users.service.storage(),
-    critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
-  });
-  await app.register(openApiRoutes, {
-    config: documented,
-    asyncApi: () =>
-      asyncApiDocument({
-        publicUrl: config.chatPublicUrl,
-        host: config.host,
-        port: deps.chatPort?.() ?? config.wsPort,
-        tls: config.tls !== undefined,
-      }),
-  });
-  await app.register(probeRoutes, { dependencies: deps.dependencies ?? [] });
+    await scoped(
+      chatRoutes,
+      { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize },
+      'hook',
+    );
+  await scoped(
+    systemRoutes,
+    {
+      prefix: API_PREFIX,
+      catalog,
+      dependencies: deps.dependencies ?? [],
+      storage: () => deps.users.service.storage(),
+      critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
+    },
+    'selfStamped',
+  );
+  await scoped(
+    openApiRoutes,
+    {
+      config: documented,
+      asyncApi: () =>
+        asyncApiDocument({
+          publicUrl: config.chatPublicUrl,
+          host: config.host,
+          port: deps.chatPort?.() ?? config.wsPort,
+          tls: config.tls !== undefined,
+        }),
+    },
+    'hook',
+  );
+  await scoped(probeRoutes, { dependencies: deps.dependencies ?? [] }, 'selfStamped');
   if (metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;
-    await app.register(metricsRoute, { metrics, guard });
+    await scoped(metricsRoute, { metrics, guard }, 'hook');
   }
   if (config.console) {
     const chatPort = deps.chatPort ?? (() => config.wsPort);
-    await registerConsole(app, {
+    const consoleOptions = {
       chatPort,
       chatUrl: config.chatPublicUrl,
       root: CONSOLE_ROOT,
       roles: config.roles,
       auth: config.auth.scheme,
-    });
+    };
+    await scoped(async (scope) => registerConsole(scope, consoleOptions), {}, 'hook');
   }
   return app;
 }
 
+const SERIES = Symbol('roster.metricSeries');
+/** A decorator of the scopes whose replies are stamped without a route-level hook (buildApp). */
+const REPLIES_STAMPED = 'repliesStamped';
+
 /** One `info` line per request, written when it completes, instead of Fastify's two. */
 class OneLinePerRequest extends LogController {
+  /** With METRICS on: every finished request is recorded here too. */
+  metrics: Metrics | undefined;
+
   override incomingRequest(): void {}
   override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.metrics) {
+      // The route's series, found once and kept in the route's own config object (one per route; the
+      // not-found handler's stands for every unmatched request).
+      const { config, url } = request.routeOptions;
+      const route = config as { [SERIES]?: RouteSeries };
+      const series = (route[SERIES] ??= this.metrics.route(url ?? 'unmatched'));
+      series.observe(request.method, reply.statusCode, reply.elapsedTime / 1000);
+    }
     // LOG_LEVEL above info (warn, as in production under load): no line, so nothing to build.
     if (!error && !(reply.log as unknown as Logger).isLevelEnabled('info')) return;
     const line = {

@@ -61,29 +61,41 @@ function fromSchemaValidation(error: FastifyError): RosterError {
   return validationFailed([...details].map(([field, message]) => ({ field, message })));
 }
 
-function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
-  // COMMON_HEADERS here too: replies to router errors (frameworkErrors) skip the onSend hooks.
+/**
+ * The error envelope. `stamp`: X-Request-Id (and Connection: close while shutting down) too, by
+ * `reply.stampHeaders()` (app.ts); not on replies to router errors (frameworkErrors), which Fastify
+ * sends outside any route and which never carried it.
+ */
+function sendError(reply: FastifyReply, error: RosterError, stamp = true): FastifyReply {
   reply.headers({ ...COMMON_HEADERS, ...error.headers });
-  return reply.code(error.status).type(JSON_CONTENT_TYPE).send(envelopeOf(error));
+  reply.code(error.status).type(JSON_CONTENT_TYPE);
+  if (stamp) reply.stampHeaders();
+  return reply.send(envelopeOf(error));
 }
 
-export function registerErrorHandling(app: FastifyInstance, catalog: RouteCatalog): void {
+/**
+ * The error handler, and the not-found handler with its 404/405. Returns that 404/405 (`noRoute`): the
+ * app raises it from its first onRequest hook already (app.ts), before Fastify looks at a body for a
+ * route that does not exist (it refuses a QUERY without Content-Type with a 400, for instance).
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  catalog: RouteCatalog,
+): (request: FastifyRequest) => RosterError {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toRosterError(error);
     if (mapped.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendError(reply, mapped);
   });
   // No route for this method and path: a 405 when the path exists with other methods, else a 404.
-  // Answered from onRequest already, before Fastify looks at a body for a route that does not exist
-  // (it refuses a QUERY without Content-Type with a 400, for instance).
   const noRoute = (request: FastifyRequest) => notFoundOrNotAllowed(catalog, request.method, request.url);
-  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? noRoute(request) : undefined));
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => sendError(reply, noRoute(request)));
   // CONNECT never reaches Fastify: Node hands it to the 'connect' event, and without a listener
   // drops the socket without a word.
   app.server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     writeRawError(socket, notFoundOrNotAllowed(catalog, 'CONNECT', request.url ?? ''));
   });
+  return noRoute;
 }
 
 function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string): RosterError {
@@ -97,5 +109,5 @@ function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string
 
 /** Errors the router raises before any route runs (malformed URL, over-long parameter). */
 export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  void sendError(reply, toRosterError(error));
+  void sendError(reply, toRosterError(error), false);
 }

@@ -222,6 +222,26 @@ describe('METRICS_AUTH', () => {
     assert.equal((await request(`${running.api}/health`)).status, 200);
   });
 
+  test('the OpenAPI document says so: /metrics has the security requirement only with METRICS_AUTH', async (t) => {
+    const secured = await startRoster({ AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN}:admin`, METRICS_AUTH: 'true' });
+    t.after(() => secured.stop());
+    const open = await startRoster({ AUTH: 'apikey', API_KEYS: `${API_KEY_ADMIN}:admin` });
+    t.after(() => open.stop());
+    const metricsOf = async (running: typeof secured) => {
+      const doc = (await request(`${running.api}/openapi.json`, { headers: { 'x-api-key': API_KEY_ADMIN } })).body as {
+        paths: Record<string, Record<string, { security?: unknown[]; responses: object }>>;
+      };
+      return doc.paths['/metrics']!;
+    };
+    const guarded = await metricsOf(secured);
+    for (const method of ['get', 'head'])
+      assert.deepEqual(guarded[method]!.security, [{ apiKeyHeader: [] }, { apiKeyQuery: [] }], method);
+    assert.ok('401' in guarded.get!.responses && '403' in guarded.get!.responses);
+    const public_ = await metricsOf(open);
+    assert.deepEqual(public_.get!.security, []);
+    assert.ok(!('401' in public_.get!.responses));
+  });
+
   test('default (false): /metrics is public under AUTH, as documented', async (t) => {
     const running = await startRoster({ AUTH: 'apikey', API_KEYS: API_KEY_ADMIN });
     t.after(() => running.stop());

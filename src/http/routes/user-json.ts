@@ -46,11 +46,11 @@ export function userReplyJson(message: string, user: User, cache = true): string
 }
 
 /** The success envelope of a list reply, as JSON text. */
-export function listReplyJson(message: string, list: UserList): string {
+export function listReplyJson(message: string, list: UserList, cache = true): string {
   const { total, page, limit, pages } = list.pagination;
   let users = '';
   for (let index = 0; index < list.users.length; index++)
-    users += (index === 0 ? '' : ',') + userJson(list.users[index]!);
+    users += (index === 0 ? '' : ',') + userJson(list.users[index]!, cache);
   return (
     `{"status":"success","message":${JSON.stringify(message)},"data":{"users":[${users}],` +
     `"pagination":{"total":${total},"page":${page},"limit":${limit},"pages":${pages}}}}`

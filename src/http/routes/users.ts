@@ -1,4 +1,8 @@
-/** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
+/**
+ * HTTP binding of the user resource: each route turns a request into one service call and wraps the
+ * result. Every reply sets its common headers itself (`reply.stampHeaders()`, app.ts), once the service
+ * has answered: these routes have no onSend hook.
+ */
 import type { FastifyInstance } from 'fastify';
 import { success, successSchema } from '../envelope.js';
 import { errorReplies } from '../openapi.js';
@@ -39,8 +43,10 @@ export async function userRoutes(
       },
     },
     // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
-    async (request, reply) =>
-      reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', await service.list(request.query))),
+    async (request, reply) => {
+      const json = listReplyJson('Users retrieved', await service.list(request.query), service.stableObjects);
+      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(json);
+    },
   );
 
   app.get<WithId>(
@@ -55,8 +61,10 @@ export async function userRoutes(
         response: { 200: one, ...errorReplies(404) },
       },
     },
-    async (request, reply) =>
-      reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', await service.get(request.params.id))),
+    async (request, reply) => {
+      const json = userReplyJson('User retrieved', await service.get(request.params.id), service.stableObjects);
+      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(json);
+    },
   );
 
   app.post(
@@ -71,7 +79,10 @@ export async function userRoutes(
         response: { 201: one, ...errorReplies(409, 413, 415, 422, ...(capped ? ([507] as const) : [])) },
       },
     },
-    async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),
+    async (request, reply) => {
+      const body = success('User created', await service.create(request.body));
+      return reply.code(201).type(JSON_CONTENT_TYPE).stampHeaders().send(body);
+    },
   );
 
   app.put<WithId>(
@@ -87,7 +98,10 @@ export async function userRoutes(
         response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
       },
     },
-    async (request) => success('User updated', await service.replace(request.params.id, request.body)),
+    async (request, reply) => {
+      const body = success('User updated', await service.replace(request.params.id, request.body));
+      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(body);
+    },
   );
 
   app.patch<WithId>(
@@ -103,7 +117,10 @@ export async function userRoutes(
         response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
       },
     },
-    async (request) => success('User updated', await service.update(request.params.id, request.body)),
+    async (request, reply) => {
+      const body = success('User updated', await service.update(request.params.id, request.body));
+      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(body);
+    },
   );
 
   const deleted = { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404) };
@@ -121,7 +138,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       await service.remove(request.params.id);
-      return reply.code(204).send();
+      return reply.code(204).stampHeaders().send();
     },
   );
 }
