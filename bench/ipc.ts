@@ -148,13 +148,25 @@ export interface Memory {
   rss: number;
   /** JavaScript heap in use: the live objects alone. */
   heap: number;
+  /**
+   * How long a forced full collection of the live heap took (ms): the second of two in a row, so it
+   * is the marking of what is live rather than the sweeping of the load's garbage. NaN without --expose-gc.
+   */
+  fullGcMs?: number;
 }
 
 /** The process's memory, after a full garbage collection when node runs with --expose-gc. */
 export function memoryNow(): Memory {
-  (globalThis as { gc?: () => void }).gc?.();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  let fullGcMs = NaN;
+  if (gc) {
+    gc();
+    const started = performance.now();
+    gc();
+    fullGcMs = performance.now() - started;
+  }
   const { rss, heapUsed } = process.memoryUsage();
-  return { rss, heap: heapUsed };
+  return { rss, heap: heapUsed, fullGcMs };
 }
 
 /** A server child's memory before and after it stores the bench's users, and how long storing took. */

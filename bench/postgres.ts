@@ -49,7 +49,40 @@ export async function fillUsers(url: string, count: number): Promise<void> {
       );
     }
     await pool.query('ANALYZE users');
+    // The count triggers updated a row of user_role_counts per user stored, thousands of times per
+    // statement, where no version could be pruned: hundreds of pages for a few rows, which every list
+    // would read. Users created one per transaction, as a deployment creates them, leave no such table.
+    await pool.query('VACUUM FULL ANALYZE user_role_counts');
   } finally {
     await pool.end();
+  }
+}
+
+/** `url` with `application_name` set, which takes precedence over a pool's own: how the bench tells its servers' backends apart. */
+export function withApplicationName(url: string, name: string): string {
+  const named = new URL(url);
+  named.searchParams.set('application_name', name);
+  return named.toString();
+}
+
+/**
+ * The process ids of PostgreSQL's backends that serve the connections named `applicationName`, and of
+ * its background processes (WAL writer, checkpointer, …) which work for every writer; not those of
+ * other clients of the same server (tests running meanwhile). Empty when the server cannot be asked.
+ */
+export async function postgresPids(databaseUrl: string, applicationName: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE application_name = $1 OR backend_type <> 'client backend'`,
+      [applicationName],
+    );
+    return rows.map((row) => row.pid);
+  } catch {
+    return [];
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { pino, type DestinationStream } from 'pino';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createServer, type RosterServer, type ServerParts } from '../../src/server.js';
-import { freshSchema } from './postgres.js';
+import type { TestContext } from 'node:test';
+import { freshSchema, type TestSchema } from './postgres.js';
 
 export interface Running {
   server: RosterServer;
@@ -91,4 +92,23 @@ export async function startRoster(
     await schema?.drop();
     throw error;
   }
+}
+
+/**
+ * Two Roster instances on one fresh PostgreSQL schema, as two processes of one deployment would be
+ * (each its own pool, clock and service); both stopped and the schema dropped when the test ends,
+ * also when the second fails to start.
+ */
+export async function twoInstancesOnFreshSchema(
+  t: TestContext,
+): Promise<{ schema: TestSchema; one: Running; two: Running }> {
+  const schema = await freshSchema();
+  const running: Running[] = [];
+  t.after(async () => {
+    await Promise.allSettled(running.map((roster) => roster.stop()));
+    await schema.drop();
+  });
+  for (let i = 0; i < 2; i++) running.push(await startRoster({ DATABASE_URL: schema.url }));
+  const [one, two] = running as [Running, Running];
+  return { schema, one, two };
 }

@@ -9,22 +9,15 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import pg from 'pg';
-import { request, startRoster } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE } from '../support/postgres.js';
+import { request } from '../helpers.js';
+import { DATABASE_URL, NO_DATABASE } from '../support/postgres.js';
+import { twoInstancesOnFreshSchema } from '../support/roster.js';
 
 test(
   'writes of other users never wait for a transaction holding the small tables and one user',
   { skip: DATABASE_URL ? false : NO_DATABASE, timeout: 60_000 },
   async (t) => {
-    const schema = await freshSchema();
-    const [one, two] = [
-      await startRoster({ DATABASE_URL: schema.url }),
-      await startRoster({ DATABASE_URL: schema.url }),
-    ];
-    t.after(async () => {
-      await Promise.all([one.stop(), two.stop()]);
-      await schema.drop();
-    });
+    const { schema, one, two } = await twoInstancesOnFreshSchema(t);
     const create = async (api: string, name: string) => {
       const response = await request(`${api}/users`, {
         method: 'POST',
