@@ -3,9 +3,9 @@
  * Every answer equals the memory store's (query.ts defines them); strings are stored through
  * postgres-text.ts so that SQL sorts and searches them as JavaScript does.
  *
- * Timestamps come from the database clock, not from the instance; across instances they need not be
- * strictly increasing, and a sequence (`seq`) breaks ties, so creation order, (created_at, seq), is
- * total and stable (migrations/004). No write takes a row that every other write takes too: counts
+ * Timestamps come from the database clock, not from the instance: strictly increasing within an
+ * instance (roster_stamp, migrations/006); across instances they need not be, and a sequence (`seq`)
+ * breaks ties, so creation order, (created_at, seq), is total and stable (migrations/004). No write takes a row that every other write takes too: counts
  * per role are spread over rows a writer finds free (SKIP LOCKED). `insert` and `update` return the
  * stamped record.
  *
@@ -19,6 +19,7 @@
  * user written, advisory locks on email keys, then user rows; a count row is only ever taken when no
  * one holds it.
  */
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { sortedField, type ListParams, type ListResult } from './query.js';
@@ -40,8 +41,11 @@ const FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
 /** A user's columns as `Row`, from `table` (a prefix such as `users.` where a statement joins others). */
 const columns = (table = '') =>
   `${table}id, ${table}name, ${table}email, ${table}role, to_char(${table}created_at, ${FORMAT}) AS created_at, to_char(${table}updated_at, ${FORMAT}) AS updated_at`;
-/** The database's clock, UTC, microseconds: the timestamps of a write. */
-const NOW = `clock_timestamp() AT TIME ZONE 'UTC'`;
+/**
+ * The timestamp of a write: the database's clock, UTC, microseconds, read through roster_stamp
+ * (migrations/006) so that within one instance it strictly increases. `$n` is the instance's key.
+ */
+const stamp = (n: number) => `roster_stamp($${n})`;
 /** Advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
 const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 0))`;
 /** Advisory lock on a user, taken first: while held, no one else changes the user's email key. */
@@ -108,6 +112,8 @@ export class PostgresUserStore implements UserStore {
   readonly stableObjects = false;
   /** By role and stored needle: totals this instance has counted (list). Oldest first. */
   readonly #searchTotals = new Map<string, SearchTotal>();
+  /** This instance's key for roster_stamp (migrations/006): random, so other instances never share it. */
+  readonly #instance = randomBytes(8).readBigInt64BE().toString();
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -225,7 +231,7 @@ export class PostgresUserStore implements UserStore {
   async insert(user: NewUser): Promise<User | 'email_taken'> {
     const email = emailColumns(user.email);
     const { rows } = await this.#query<Pick<Row, 'created_at'>>(
-      `WITH now AS (SELECT ${NOW} AS last)
+      `WITH now AS (SELECT ${stamp(8)} AS last)
        INSERT INTO users (id, name, email, role, created_at, updated_at, name_lower, email_lower, email_key, claims_email)
        SELECT $1, $2, $3, $4, now.last, now.last, $5, $6, $7, true FROM now
        ON CONFLICT (email_key) WHERE claims_email DO NOTHING
@@ -238,11 +244,9 @@ export class PostgresUserStore implements UserStore {
         toStored(user.name.toLowerCase()),
         email.email_lower,
         email.email_key,
+        this.#instance,
       ],
-      // Not a prepared statement: prepared, 20 concurrent creates on one instance got two equal
-      // created_at in 2 of 10 runs of the API test (unnamed: 0 of 10), against the ruling that an
-      // instance's timestamps strictly increase. Why is not yet understood (issue 19's report).
-      false,
+      true,
     );
     if (!rows[0]) return 'email_taken';
     const { id, name, email: sent, role } = user;
@@ -324,7 +328,7 @@ export class PostgresUserStore implements UserStore {
   /** The common update: no email change, no uniqueness check, one statement (the user's row only). */
   async #updateKeepingEmail(id: string, changes: Changes): Promise<User | 'not_found'> {
     const { rows } = await this.#query<Row>(
-      `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = ${NOW}
+      `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = ${stamp(5)}
        WHERE users.id = $1
        RETURNING ${columns('users.')}`,
       [
@@ -332,6 +336,7 @@ export class PostgresUserStore implements UserStore {
         nullable(changes.name, toStored),
         nullable(changes.name, (name) => toStored(name.toLowerCase())),
         nullable(changes.role, toStored),
+        this.#instance,
       ],
       true,
     );
@@ -361,7 +366,7 @@ export class PostgresUserStore implements UserStore {
     try {
       ({ rows } = await client.query<Row>(
         `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role),
-           email = coalesce($5, email), email_lower = coalesce($6, email_lower), email_key = $7, claims_email = $8, updated_at = ${NOW}
+           email = coalesce($5, email), email_lower = coalesce($6, email_lower), email_key = $7, claims_email = $8, updated_at = ${stamp(9)}
          WHERE users.id = $1
          RETURNING ${columns('users.')}`,
         [
@@ -373,6 +378,7 @@ export class PostgresUserStore implements UserStore {
           email?.email_lower ?? null,
           newKey,
           claims,
+          this.#instance,
         ],
       ));
     } catch (error) {
