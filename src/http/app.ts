@@ -8,11 +8,8 @@ import Fastify, {
   LogController,
   type FastifyHttpOptions,
   type FastifyInstance,
-  type FastifyPluginAsync,
-  type FastifyPluginOptions,
   type FastifyReply,
   type FastifyRequest,
-  type onSendHookHandler,
 } from 'fastify';
 import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:tls';
@@ -65,10 +62,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route the app serves (catalog.ts). */
     routeCatalog: RouteCatalog;
-  }
-  interface FastifyReply {
-    /** Sets X-Content-Type-Options, X-Request-Id and, while shutting down, Connection: close. */
-    stampHeaders(): FastifyReply;
   }
 }
 
@@ -140,13 +133,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const catalog = new RouteCatalog();
   catalog.track(app);
   app.decorate('routeCatalog', catalog);
-  // Every reply carries X-Content-Type-Options and X-Request-Id, set by `reply.stampHeaders()`. Roster's
-  // user, health, docs and probe routes call it in their reply path, and the error envelope does
-  // (errors.ts); the other routes get it from an onSend hook: of their scope (`scoped` below), or, for a
-  // route a plugin adds at the root (CORS preflights), of their own (onRoute below, before any plugin adds routes). Why not one global
-  // onSend hook, as before: a route with any onSend hook pays for Fastify's onSend runner on every
-  // reply, measurable on get by id (BENCHMARKS.md). Same headers in the same order either way: after
-  // Content-Type, before Content-Length.
+  // Every reply carries X-Content-Type-Options and X-Request-Id, from one onSend hook. (The previous
+  // stop stamped them per route instead, to spare routes Fastify's onSend runner; BENCHMARKS.md measured
+  // no gain, so the one hook is back.) Error replies set them in the envelope too (errors.ts), since
+  // Fastify sends replies to router errors without running any hook.
   // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
   // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
   // on the last reply lets Node end it as soon as the reply is written.
@@ -154,36 +144,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   app.addHook('preClose', async () => {
     closing = true;
   });
-  const common = Object.entries(COMMON_HEADERS);
-  app.decorateReply('stampHeaders', function (this: FastifyReply) {
-    for (const [name, value] of common) this.header(name, value);
-    this.header('x-request-id', this.request.id);
-    if (closing) this.header('connection', 'close');
-    return this;
-  });
-  const stampOnSend: onSendHookHandler = (_request, reply, payload, done) => {
-    reply.stampHeaders();
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.headers(COMMON_HEADERS);
+    reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
     done(null, payload);
-  };
-  app.addHook('onRoute', function (route) {
-    if (this.hasDecorator(REPLIES_STAMPED)) return;
-    const onSend = [route.onSend ?? []].flat();
-    if (!onSend.includes(stampOnSend)) route.onSend = [stampOnSend, ...onSend];
   });
-  /**
-   * Registers `plugin` in a scope of its own whose replies are stamped: by its routes themselves
-   * (`selfStamped`), else by an onSend hook of the scope, which runs before those of the plugin.
-   */
-  const scoped = <O extends FastifyPluginOptions>(
-    plugin: FastifyPluginAsync<O>,
-    options: O,
-    how: 'selfStamped' | 'hook',
-  ) =>
-    app.register(async (scope) => {
-      scope.decorate(REPLIES_STAMPED, true);
-      if (how === 'hook') scope.addHook('onSend', stampOnSend);
-      await scope.register(plugin, options);
-    });
 
   // Off by default; each part registers its hooks only when its setting is on (protection.ts).
   await registerProtection(app, config, deps.authenticator, deps.limiter);
@@ -236,65 +202,51 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     },
     documented,
   );
-  // In the order of before: the catalog (/api/v1/docs) and the OpenAPI document list routes in it.
-  await scoped(
-    userRoutes,
-    { prefix: API_PREFIX, ...deps.users, strict: config.strictValidation, capped: config.maxUsers > 0 },
-    'selfStamped',
-  );
+  // The catalog (/api/v1/docs) and the OpenAPI document list routes in this order.
+  await app.register(userRoutes, {
+    prefix: API_PREFIX,
+    ...deps.users,
+    strict: config.strictValidation,
+    capped: config.maxUsers > 0,
+  });
   if (deps.chatMembers)
-    await scoped(
-      chatRoutes,
-      { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize },
-      'hook',
-    );
-  await scoped(
-    systemRoutes,
-    {
-      prefix: API_PREFIX,
-      catalog,
-      dependencies: deps.dependencies ?? [],
-      storage: () => deps.users.service.storage(),
-      critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
-    },
-    'selfStamped',
-  );
-  await scoped(
-    openApiRoutes,
-    {
-      config: documented,
-      asyncApi: () =>
-        asyncApiDocument({
-          publicUrl: config.chatPublicUrl,
-          host: config.host,
-          port: deps.chatPort?.() ?? config.wsPort,
-          tls: config.tls !== undefined,
-        }),
-    },
-    'hook',
-  );
-  await scoped(probeRoutes, { dependencies: deps.dependencies ?? [] }, 'selfStamped');
+    await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });
+  await app.register(systemRoutes, {
+    prefix: API_PREFIX,
+    catalog,
+    dependencies: deps.dependencies ?? [],
+    storage: () => deps.users.service.storage(),
+    critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
+  });
+  await app.register(openApiRoutes, {
+    config: documented,
+    asyncApi: () =>
+      asyncApiDocument({
+        publicUrl: config.chatPublicUrl,
+        host: config.host,
+        port: deps.chatPort?.() ?? config.wsPort,
+        tls: config.tls !== undefined,
+      }),
+  });
+  await app.register(probeRoutes, { dependencies: deps.dependencies ?? [] });
   if (metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;
-    await scoped(metricsRoute, { metrics, guard }, 'hook');
+    await app.register(metricsRoute, { metrics, guard });
   }
   if (config.console) {
     const chatPort = deps.chatPort ?? (() => config.wsPort);
-    const consoleOptions = {
+    await registerConsole(app, {
       chatPort,
       chatUrl: config.chatPublicUrl,
       root: CONSOLE_ROOT,
       roles: config.roles,
       auth: config.auth.scheme,
-    };
-    await scoped(async (scope) => registerConsole(scope, consoleOptions), {}, 'hook');
+    });
   }
   return app;
 }
 
 const SERIES = Symbol('roster.metricSeries');
-/** A decorator of the scopes whose replies are stamped without a route-level hook (buildApp). */
-const REPLIES_STAMPED = 'repliesStamped';
 
 /** One `info` line per request, written when it completes, instead of Fastify's two. */
 class OneLinePerRequest extends LogController {

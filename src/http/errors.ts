@@ -61,16 +61,10 @@ function fromSchemaValidation(error: FastifyError): RosterError {
   return validationFailed([...details].map(([field, message]) => ({ field, message })));
 }
 
-/**
- * The error envelope. `stamp`: X-Request-Id (and Connection: close while shutting down) too, by
- * `reply.stampHeaders()` (app.ts); not on replies to router errors (frameworkErrors), which Fastify
- * sends outside any route and which never carried it.
- */
-function sendError(reply: FastifyReply, error: RosterError, stamp = true): FastifyReply {
+function sendError(reply: FastifyReply, error: RosterError): FastifyReply {
+  // COMMON_HEADERS here too: replies to router errors (frameworkErrors) skip the onSend hooks.
   reply.headers({ ...COMMON_HEADERS, ...error.headers });
-  reply.code(error.status).type(JSON_CONTENT_TYPE);
-  if (stamp) reply.stampHeaders();
-  return reply.send(envelopeOf(error));
+  return reply.code(error.status).type(JSON_CONTENT_TYPE).send(envelopeOf(error));
 }
 
 /**
@@ -109,5 +103,5 @@ function notFoundOrNotAllowed(catalog: RouteCatalog, method: string, url: string
 
 /** Errors the router raises before any route runs (malformed URL, over-long parameter). */
 export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  void sendError(reply, toRosterError(error), false);
+  void sendError(reply, toRosterError(error));
 }

@@ -1,6 +1,5 @@
 /** The service's own endpoints: health and the machine-readable description (`/api/v1/docs`). */
-import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
-import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
@@ -58,16 +57,6 @@ const Description = Type.Object(
 
 type Endpoint = Static<typeof Endpoint>;
 
-/**
- * `body`, to be serialised by the route's schema, once the reply carries its headers: Content-Type
- * (what Fastify would set), then the common ones (`reply.stampHeaders()`, app.ts). Health, docs and
- * the probes have no onSend hook.
- */
-function stamped<T>(reply: FastifyReply, body: T): T {
-  reply.type(JSON_CONTENT_TYPE).stampHeaders();
-  return body;
-}
-
 export async function systemRoutes(
   app: FastifyInstance,
   options: {
@@ -95,7 +84,7 @@ export async function systemRoutes(
         },
       },
     },
-    async (_request, reply) => {
+    async () => {
       const { status, checks, down } = healthOf(options.dependencies);
       const critical = down.filter((dependency) => dependency.critical);
       if (critical.length > 0) {
@@ -118,11 +107,10 @@ export async function systemRoutes(
         ...(storage ? { storage } : {}),
         ...(checks ? { checks } : {}),
       };
-      const body = success(
+      return success(
         problems.length === 0 ? 'Service is healthy' : `Service is degraded: ${problems.join(' and ')}`,
         data,
       );
-      return stamped(reply, body);
     },
   );
 
@@ -138,10 +126,10 @@ export async function systemRoutes(
         response: { 200: successSchema(Description, 'ApiDescriptionEnvelope'), ...errorReplies() },
       },
     },
-    async (_request, reply) => {
+    async () => {
       // Built on first use, when every route is registered; routes cannot change after start-up.
       endpoints ??= describe(options.catalog.entries);
-      return stamped(reply, success('API description', { version: API_VERSION, title: API_TITLE, endpoints }));
+      return success('API description', { version: API_VERSION, title: API_TITLE, endpoints });
     },
   );
 }
@@ -204,10 +192,8 @@ export async function probeRoutes(
       },
     },
   });
-  app.get(
-    '/livez',
-    probe('getLiveness', 'Liveness probe', 'Liveness: 200 while the process answers'),
-    async (_request, reply) => stamped(reply, success('Alive', { status: 'alive' })),
+  app.get('/livez', probe('getLiveness', 'Liveness probe', 'Liveness: 200 while the process answers'), async () =>
+    success('Alive', { status: 'alive' }),
   );
   app.get(
     '/readyz',
@@ -216,7 +202,7 @@ export async function probeRoutes(
       'Readiness probe',
       'Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise',
     ),
-    async (_request, reply) => {
+    async () => {
       if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
       const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
       if (critical.length > 0) {
@@ -225,7 +211,7 @@ export async function probeRoutes(
           critical.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
         );
       }
-      return stamped(reply, success('Ready', { status: 'ready' }));
+      return success('Ready', { status: 'ready' });
     },
   );
 }

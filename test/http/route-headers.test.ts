@@ -1,8 +1,8 @@
 /**
- * Every reply carries X-Request-Id and `X-Content-Type-Options: nosniff`. Routes stamp them in their
- * own reply path (app.ts, `reply.stampHeaders()`), or through the onSend hook of their scope, so a
- * route added without either would lose them: this walks every operation the served OpenAPI document
- * lists, with the security headers, CORS, authentication and metrics all on, and checks each reply.
+ * Every reply carries X-Request-Id and `X-Content-Type-Options: nosniff`, from one onSend hook (app.ts)
+ * and, for errors, the envelope (errors.ts). A route whose reply skipped them (sent outside the hooks,
+ * or in a scope that lost them) would show here: this walks every operation the served OpenAPI
+ * document lists, with the security headers, CORS, authentication and metrics all on, and checks each.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

@@ -1,8 +1,4 @@
-/**
- * HTTP binding of the user resource: each route turns a request into one service call and wraps the
- * result. Every reply sets its common headers itself (`reply.stampHeaders()`, app.ts), once the service
- * has answered: these routes have no onSend hook.
- */
+/** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
 import type { FastifyInstance } from 'fastify';
 import { success, successSchema } from '../envelope.js';
 import { errorReplies } from '../openapi.js';
@@ -45,7 +41,7 @@ export async function userRoutes(
     // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
     async (request, reply) => {
       const json = listReplyJson('Users retrieved', await service.list(request.query), service.stableObjects);
-      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(json);
+      return reply.type(JSON_CONTENT_TYPE).send(json);
     },
   );
 
@@ -63,7 +59,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       const json = userReplyJson('User retrieved', await service.get(request.params.id), service.stableObjects);
-      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(json);
+      return reply.type(JSON_CONTENT_TYPE).send(json);
     },
   );
 
@@ -81,7 +77,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       const body = success('User created', await service.create(request.body));
-      return reply.code(201).type(JSON_CONTENT_TYPE).stampHeaders().send(body);
+      return reply.code(201).type(JSON_CONTENT_TYPE).send(body);
     },
   );
 
@@ -100,7 +96,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       const body = success('User updated', await service.replace(request.params.id, request.body));
-      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(body);
+      return reply.type(JSON_CONTENT_TYPE).send(body);
     },
   );
 
@@ -119,7 +115,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       const body = success('User updated', await service.update(request.params.id, request.body));
-      return reply.type(JSON_CONTENT_TYPE).stampHeaders().send(body);
+      return reply.type(JSON_CONTENT_TYPE).send(body);
     },
   );
 
@@ -138,7 +134,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       await service.remove(request.params.id);
-      return reply.code(204).stampHeaders().send();
+      return reply.code(204).send();
     },
   );
 }
