@@ -86,40 +86,32 @@ export class MemoryUserStore implements UserStore {
       maxChunk: this.#chunkSize,
       changed: (chunk) => this.#text.forget(chunk),
     });
-    // One comparison per field, written out: reads of a fixed property name are what the engine makes
-    // fast, and these run a few hundred times per write.
+    // The comparisons run a few hundred times per write. Each closure reads one property name; written
+    // out per field or through `byKey` below measured the same (bench/memstore.ts at 200 000 users,
+    // four runs each: insert 15.3 / 15.9 µs and patch 11.0 / 10.9 µs at best, the noise larger).
     const odd = this.#oddKeys;
     const users = this.#users;
     const ordered = (x: string, y: string, a: Seq, b: Seq): number => (x < y ? -1 : x > y ? 1 : a - b);
     // Each index also gets its key, which it keeps per chunk to find an item's chunk (ordered-index.ts).
     const index = (compare: (a: Seq, b: Seq) => number, key: (seq: Seq) => string): OrderedIndex<Seq> =>
       new OrderedIndex(compare, { maxChunk: options.indexChunkSize ?? FIELD_CHUNK_SIZE, key });
+    /** The index of a field whose keys may be the odd ones (`odd`, see Keys) of users being moved. */
+    const byKey = (field: Exclude<IndexedField, 'id'>) =>
+      index(
+        (a, b) =>
+          odd.size === 0
+            ? ordered(users[a]![field], users[b]![field], a, b)
+            : ordered(keyOf(odd, users, a, field), keyOf(odd, users, b, field), a, b),
+        (seq) => (odd.size === 0 ? users[seq]![field] : keyOf(odd, users, seq, field)),
+      );
     this.#fields = {
       id: index(
         (a, b) => ordered(users[a]!.id, users[b]!.id, a, b),
         (seq) => users[seq]!.id,
       ),
-      name: index(
-        (a, b) =>
-          odd.size === 0
-            ? ordered(users[a]!.name, users[b]!.name, a, b)
-            : ordered(keyOf(odd, users, a, 'name'), keyOf(odd, users, b, 'name'), a, b),
-        (seq) => (odd.size === 0 ? users[seq]!.name : keyOf(odd, users, seq, 'name')),
-      ),
-      email: index(
-        (a, b) =>
-          odd.size === 0
-            ? ordered(users[a]!.email, users[b]!.email, a, b)
-            : ordered(keyOf(odd, users, a, 'email'), keyOf(odd, users, b, 'email'), a, b),
-        (seq) => (odd.size === 0 ? users[seq]!.email : keyOf(odd, users, seq, 'email')),
-      ),
-      updated_at: index(
-        (a, b) =>
-          odd.size === 0
-            ? ordered(users[a]!.updated_at, users[b]!.updated_at, a, b)
-            : ordered(keyOf(odd, users, a, 'updated_at'), keyOf(odd, users, b, 'updated_at'), a, b),
-        (seq) => (odd.size === 0 ? users[seq]!.updated_at : keyOf(odd, users, seq, 'updated_at')),
-      ),
+      name: byKey('name'),
+      email: byKey('email'),
+      updated_at: byKey('updated_at'),
     };
   }
 
