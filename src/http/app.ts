@@ -133,9 +133,9 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const catalog = new RouteCatalog();
   catalog.track(app);
   app.decorate('routeCatalog', catalog);
-  // Every reply carries X-Content-Type-Options and X-Request-Id, from one onSend hook. (The previous
-  // stop stamped them per route instead, to spare routes Fastify's onSend runner; BENCHMARKS.md measured
-  // no gain, so the one hook is back.) Error replies set them in the envelope too (errors.ts), since
+  // Every reply carries X-Content-Type-Options and X-Request-Id, from this one onSend hook. (Setting
+  // them in each route instead, to spare routes Fastify's onSend runner, measured no gain:
+  // BENCHMARKS.md.) The error envelope sets X-Content-Type-Options itself too (errors.ts), since
   // Fastify sends replies to router errors without running any hook.
   // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
   // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
