@@ -1,7 +1,7 @@
 -- Timestamps that strictly increase within each instance (docs/decisions.md), without a lock that
 -- writes hold until commit. Migration 004 stamps writes with clock_timestamp(): two writes of one
--- instance on two pooled connections could read the same microsecond, and did (2 of 40 concurrent
--- creates in one CI run).
+-- instance on two pooled connections could read the same microsecond, and did (two of 20 concurrent
+-- creates, in one CI run).
 --
 -- roster_stamp(instance) reads the clock under a session advisory lock keyed by the instance (a random
 -- 64-bit key each Roster instance draws at start-up) and holds the lock until the clock has moved on

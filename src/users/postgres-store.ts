@@ -5,9 +5,9 @@
  *
  * Timestamps come from the database clock, not from the instance: strictly increasing within an
  * instance (roster_stamp, migrations/006); across instances they need not be, and a sequence (`seq`)
- * breaks ties, so creation order, (created_at, seq), is total and stable (migrations/004). No write takes a row that every other write takes too: counts
- * per role are spread over rows a writer finds free (SKIP LOCKED). `insert` and `update` return the
- * stamped record.
+ * breaks ties, so creation order, (created_at, seq), is total and stable (migrations/004). No write
+ * takes a row that every other write takes too: counts per role are spread over rows a writer finds
+ * free (SKIP LOCKED). `insert` and `update` return the stamped record.
  *
  * Email uniqueness: of the users holding an email key, exactly one "claims" it, and a partial unique
  * index allows one claim per key. Creating a user is one INSERT that needs the claim, so when two
