@@ -75,10 +75,7 @@ export async function userRoutes(
         response: { 201: one, ...errorReplies(409, 413, 415, 422, ...(capped ? ([507] as const) : [])) },
       },
     },
-    async (request, reply) => {
-      const body = success('User created', await service.create(request.body));
-      return reply.code(201).type(JSON_CONTENT_TYPE).send(body);
-    },
+    async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),
   );
 
   app.put<WithId>(
@@ -94,10 +91,7 @@ export async function userRoutes(
         response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
       },
     },
-    async (request, reply) => {
-      const body = success('User updated', await service.replace(request.params.id, request.body));
-      return reply.type(JSON_CONTENT_TYPE).send(body);
-    },
+    async (request) => success('User updated', await service.replace(request.params.id, request.body)),
   );
 
   app.patch<WithId>(
@@ -113,10 +107,7 @@ export async function userRoutes(
         response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
       },
     },
-    async (request, reply) => {
-      const body = success('User updated', await service.update(request.params.id, request.body));
-      return reply.type(JSON_CONTENT_TYPE).send(body);
-    },
+    async (request) => success('User updated', await service.update(request.params.id, request.body)),
   );
 
   const deleted = { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404) };
