@@ -81,7 +81,7 @@ class RequestSeries {
   buckets = new Float64Array(64 * SLOT_WIDTH);
   sums: number[] = [];
   counts: number[] = [];
-  /** For statuses outside 0-599 and any caller without a RouteSeries: slot by key. */
+  /** Slot by key: found here once per route, method and status (always, for a status outside 0-599). */
   readonly #byKey = new Map<string, number>();
 
   slotOf(route: string, method: string, status: number): number {
@@ -269,11 +269,6 @@ export class Metrics {
       this.#routes.set(route, series);
     }
     return series;
-  }
-
-  /** Records one finished HTTP request; `route(pattern).observe` is the same without the lookup. */
-  observeRequest(route: string, method: string, status: number, seconds: number): void {
-    this.route(route).observe(method, status, seconds);
   }
 }
 

@@ -69,10 +69,10 @@ describe('request metrics in plain arrays', () => {
       const method = methods[Math.floor(next() * methods.length)]!;
       const status = statuses[Math.floor(next() * statuses.length)]!;
       const seconds = next() < 0.3 ? durations[Math.floor(next() * durations.length)]! : next() * next() * 0.01;
-      metrics.observeRequest(route, method, status, seconds);
+      metrics.route(route).observe(method, status, seconds);
       expected.observe(route, method, status, seconds);
     }
-    // The same through a route's own series (what the app uses), for one more series.
+    // One more series, observed after the others.
     metrics.route('/api/v1/docs').observe('GET', 200, 0.0003);
     expected.observe('/api/v1/docs', 'GET', 200, 0.0003);
 
@@ -86,7 +86,7 @@ describe('request metrics in plain arrays', () => {
 
   test('list the request metrics first, before the process metrics, as before', async () => {
     const metrics = new Metrics();
-    metrics.observeRequest('/api/v1/health', 'GET', 200, 0.001);
+    metrics.route('/api/v1/health').observe('GET', 200, 0.001);
     const names = [...(await metrics.registry.metrics()).matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(
       (m) => `${m[1]} ${m[2]}`,
     );
@@ -102,8 +102,8 @@ describe('request metrics in plain arrays', () => {
 
   test('a status the slot table does not cover is still counted', async () => {
     const metrics = new Metrics();
-    metrics.observeRequest('/x', 'GET', 999, 0.001);
-    metrics.observeRequest('/x', 'GET', 999, 0.001);
+    metrics.route('/x').observe('GET', 999, 0.001);
+    metrics.route('/x').observe('GET', 999, 0.001);
     assert.match(
       await metrics.registry.metrics(),
       /roster_http_requests_total\{route="\/x",method="GET",status="999"\} 2/,
