@@ -41,14 +41,21 @@ function idParts(id: string): [number, number] | undefined {
 }
 
 /**
- * The query a client adds to the chat URL to opt in: `history` recent messages when it joins, or
- * everything since `since` (the last id it saw) when it reconnects. Empty when it asks for neither.
+ * The chat `url` with the query a client adds to opt in: `history` recent messages when it joins, or
+ * everything since `since` (the last id it saw) when it reconnects. `url` as it is when it asks for
+ * neither.
  */
-export function historyQuery(options: { history?: number | undefined; since?: string | undefined }): string {
-  const parts: string[] = [];
-  if (options.since !== undefined) parts.push(`since=${encodeURIComponent(options.since)}`);
-  else if (options.history !== undefined) parts.push(`history=${Math.max(0, Math.floor(options.history))}`);
-  return parts.join('&');
+export function withHistoryQuery(
+  url: string,
+  options: { history?: number | undefined; since?: string | undefined },
+): string {
+  const query =
+    options.since !== undefined
+      ? `since=${encodeURIComponent(options.since)}`
+      : options.history !== undefined
+        ? `history=${Math.max(0, Math.floor(options.history))}`
+        : '';
+  return query === '' ? url : `${url}${url.includes('?') ? '&' : '?'}${query}`;
 }
 
 /** What a client's text frame asks for. */
@@ -171,8 +178,7 @@ export class ChatPosition {
 
   /** `url` with the query of the next connection. */
   url(url: string): string {
-    const query = historyQuery(this.#lastId === undefined ? { history: this.history } : { since: this.#lastId });
-    return `${url}${url.includes('?') ? '&' : '?'}${query}`;
+    return withHistoryQuery(url, this.#lastId === undefined ? { history: this.history } : { since: this.#lastId });
   }
 
   accept(message: ServerMessage): boolean {

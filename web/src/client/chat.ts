@@ -4,7 +4,7 @@
  * (../chat-codec.ts). It works over any WebSocket with the standard interface: the browser's, Node's
  * global one, or the `ws` package's (which `roster chat` uses for its handshake errors).
  */
-import { decodeServerMessage, encodeClientMessage, historyQuery } from '../chat-codec.js';
+import { decodeServerMessage, encodeClientMessage, withHistoryQuery } from '../chat-codec.js';
 import type { ClientMessage, ServerMessage } from './chat-types.js';
 
 export type * from './chat-types.js';
@@ -22,8 +22,7 @@ const OPEN = 1;
 
 /** The chat URL with the opt-in query: the last `history` messages on joining, or all `since` an id. */
 export function chatUrl(url: string, options: { history?: number; since?: string } = {}): string {
-  const query = historyQuery(options);
-  return query === '' ? url : `${url}${url.includes('?') ? '&' : '?'}${query}`;
+  return withHistoryQuery(url, options);
 }
 
 /** Sends one message; false when the socket is not open. */
