@@ -25,7 +25,7 @@ import type { Clock } from '../clock.js';
 import { createClock } from '../clock.js';
 import { codePointOrderKey, SORTED_FIELDS, sortedField, type ListParams, type ListResult } from './query.js';
 import type { User } from './schema.js';
-import { SearchText, type Seq } from './search-text.js';
+import { SearchText, type Seq, type UserColumn } from './search-text.js';
 import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
 
 /** The fields a sort can name besides `created_at`, which is the creation index itself. */
@@ -421,7 +421,7 @@ interface Order {
   descending?: boolean;
 }
 
-function keyOf(odd: Map<Seq, Keys>, users: readonly (User | undefined)[], seq: Seq, field: KeyedField): string {
+function keyOf(odd: Map<Seq, Keys>, users: UserColumn, seq: Seq, field: KeyedField): string {
   return odd.get(seq)?.[field] ?? users[seq]![field];
 }
 
