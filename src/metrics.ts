@@ -18,6 +18,8 @@ export interface ChatMetrics {
   /** Frames written for one broadcast or reply. */
   messagesOut(count: number): void;
   slowConsumerDropped(): void;
+  /** A handler of a client's request, handshake or frame failed unexpectedly (its connection was closed, 1011). */
+  handlerFailed(): void;
 }
 
 /** Upper bounds (seconds) of roster_http_request_duration_seconds. */
@@ -161,9 +163,18 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #requests = new RequestSeries();
   readonly #routes = new Map<string, RouteSeries>();
-  readonly chat: ChatMetrics;
+  readonly #chat: () => Promise<string>;
 
-  constructor(faults?: EngineFaults, storage?: () => Promise<Storage | undefined>) {
+  /**
+   * `chat`: the chat thread's metrics, in the exposition format, asked for at each scrape (it owns
+   * them: thread.ts); `chatRestarts`: how often that thread was started again.
+   */
+  constructor(
+    faults?: EngineFaults,
+    storage?: () => Promise<Storage | undefined>,
+    chat: () => Promise<string> = async () => '',
+    chatRestarts: () => number = () => 0,
+  ) {
     // Registered first, as before (the exposition lists metrics in registration order). The counter is
     // prom-client's own, refilled from the arrays at scrape time; the histogram is RequestDurations.
     const requests = this.#requests;
@@ -223,42 +234,22 @@ export class Metrics {
         },
       });
     }
-    const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
-    const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });
-    const leaves = new Counter({ name: 'roster_chat_leaves_total', help: 'Connections that left the room', registers });
-    const received = new Counter({
-      name: 'roster_chat_messages_in_total',
-      help: 'Text messages received from clients',
+    this.#chat = chat;
+    new Counter({
+      name: 'roster_chat_thread_restarts_total',
+      help: 'Times the chat thread died and was started again (its connections were lost; clients reconnect)',
       registers,
-    });
-    const sent = new Counter({
-      name: 'roster_chat_messages_out_total',
-      help: 'Messages written to clients (one per recipient)',
-      registers,
-    });
-    const dropped = new Counter({
-      name: 'roster_chat_slow_consumers_dropped_total',
-      help: 'Connections closed for an unsent backlog over WS_MAX_BACKLOG',
-      registers,
-    });
-    const closes = new Counter({
-      name: 'roster_chat_closes_total',
-      help: 'Closed chat connections by close code',
-      labelNames: ['code'] as const,
-      registers,
-    });
-    this.chat = {
-      opened: () => open.inc(),
-      closed: (code) => {
-        open.dec();
-        closes.inc({ code: String(code) });
+      collect() {
+        this.reset();
+        this.inc(chatRestarts());
       },
-      joined: () => joins.inc(),
-      left: () => leaves.inc(),
-      messageIn: () => received.inc(),
-      messagesOut: (count) => sent.inc(count),
-      slowConsumerDropped: () => dropped.inc(),
-    };
+    });
+  }
+
+  /** The exposition: this thread's metrics, then the chat thread's. */
+  async text(): Promise<string> {
+    const [own, chat] = await Promise.all([this.registry.metrics(), this.#chat()]);
+    return chat === '' ? own : `${own}${chat}`;
   }
 
   /** The series of one route pattern (`/api/v1/users/:id`, never a raw URL), made once per route. */
@@ -272,6 +263,53 @@ export class Metrics {
   }
 }
 
+/** The chat door's metrics, registered in `registry` (the chat thread's own: worker.ts). */
+export function chatMetrics(registry: Registry): ChatMetrics {
+  const registers = [registry];
+  const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
+  const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });
+  const leaves = new Counter({ name: 'roster_chat_leaves_total', help: 'Connections that left the room', registers });
+  const received = new Counter({
+    name: 'roster_chat_messages_in_total',
+    help: 'Text messages received from clients',
+    registers,
+  });
+  const sent = new Counter({
+    name: 'roster_chat_messages_out_total',
+    help: 'Messages written to clients (one per recipient)',
+    registers,
+  });
+  const dropped = new Counter({
+    name: 'roster_chat_slow_consumers_dropped_total',
+    help: 'Connections closed for an unsent backlog over WS_MAX_BACKLOG',
+    registers,
+  });
+  const failures = new Counter({
+    name: 'roster_chat_handler_errors_total',
+    help: 'Unexpected errors handling a client (each logged; the connection closed with 1011, the process unharmed)',
+    registers,
+  });
+  const closes = new Counter({
+    name: 'roster_chat_closes_total',
+    help: 'Closed chat connections by close code',
+    labelNames: ['code'] as const,
+    registers,
+  });
+  return {
+    opened: () => open.inc(),
+    closed: (code) => {
+      open.dec();
+      closes.inc({ code: String(code) });
+    },
+    joined: () => joins.inc(),
+    left: () => leaves.inc(),
+    messageIn: () => received.inc(),
+    messagesOut: (count) => sent.inc(count),
+    slowConsumerDropped: () => dropped.inc(),
+    handlerFailed: () => failures.inc(),
+  };
+}
+
 /** Metrics switched off: the same calls, doing nothing. */
 export const NO_CHAT_METRICS: ChatMetrics = {
   opened() {},
@@ -281,4 +319,5 @@ export const NO_CHAT_METRICS: ChatMetrics = {
   messageIn() {},
   messagesOut() {},
   slowConsumerDropped() {},
+  handlerFailed() {},
 };

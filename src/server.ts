@@ -7,25 +7,24 @@ import type { AddressInfo } from 'node:net';
 import { createAuthenticator } from './edge/authenticator.js';
 import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
-import { createChatServer, type ChatServer } from './chat/ws-server.js';
-import { ChatRoom } from './chat/room.js';
-import type { RedisBus, RedisBusOptions } from './chat/redis-bus.js';
+import { ChatThread } from './chat/thread.js';
+import type { RedisBusOptions } from './chat/redis-bus.js';
 import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';
-import { addressOf } from './edge/client-identity.js';
 import { MemoryUserStore } from './users/memory-store.js';
 import { userSchemas } from './users/schema.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
-import { Metrics, NO_CHAT_METRICS } from './metrics.js';
+import { Metrics } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
 import { RateLimiter } from './edge/rate-limiter.js';
 import { databaseFailure, listenFailure } from './startup.js';
 
 export interface RosterServer {
   readonly rest: FastifyInstance;
-  readonly chat: ChatServer;
+  /** The chat door, on its own thread. */
+  readonly chat: ChatThread;
   /** Listens on both ports; returns the ports actually bound (they differ from the config when it says 0). */
   start(): Promise<{ port: number; wsPort: number }>;
   /** Chat connections get 1001, the REST port stops accepting, in-flight requests finish. */
@@ -98,30 +97,27 @@ async function assemble(
   });
   await service.seed();
 
-  const metrics = config.metrics ? new Metrics(faults, () => service.storage()) : undefined;
   let chatPort = config.wsPort;
-  // One authenticator for both doors (and one cache of verified credentials).
+  // The REST thread's authenticator; the chat thread builds its own from the same configuration.
   const authenticator = createAuthenticator(config.auth);
-  // One rate limiter for both doors too: REST requests and chat handshakes (under keys of their own).
+  // One rate limiter for both doors: REST requests and chat handshakes (under keys of their own); the
+  // chat thread asks it by message.
   const limiter = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
-  const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
-  // REDIS_URL: the room is shared with the other instances on the same Redis.
-  const bus: RedisBus | undefined = config.redis
-    ? new (await import('./chat/redis-bus.js')).RedisBus(
-        config.redis.url,
-        logger,
-        { history: config.chat.history, ...parts.chatBus },
+  // The chat door on a thread of its own (chat/worker.ts): the room, its history, and with REDIS_URL
+  // the bus that shares it with the other instances.
+  const chat = new ChatThread({ config, logger, faults, limiter, chatBus: parts.chatBus });
+  const metrics = config.metrics
+    ? new Metrics(
         faults,
+        () => service.storage(),
+        () => chat.metrics(),
+        () => chat.restarts,
       )
     : undefined;
-  if (bus) dependencies.push(bus);
-  const room = new ChatRoom(
-    { deliveryFailed: (member, error) => logger.warn({ err: error, id: member.id }, 'chat delivery failed') },
-    bus,
-    { history: config.chat.history },
-  );
+  const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
+  if (chat.health) dependencies.push(chat.health);
   const chatMembers = async () =>
-    (await room.members()).map((member) => ({
+    (await chat.members()).map((member) => ({
       id: member.id,
       ...(member.name === undefined ? {} : { name: member.name }),
       connected_at: member.since,
@@ -136,25 +132,14 @@ async function assemble(
     dependencies,
     chatMembers,
   });
-  const chat = createChatServer(config.chat, room, logger, metrics?.chat ?? NO_CHAT_METRICS, {
-    tls: config.tls,
-    origins: config.corsOrigins,
-    restPort: () => (rest.server.address() as AddressInfo | null)?.port ?? config.port,
-    authenticator,
-    limiter,
-    messageLimit: config.rateLimit,
-    addressOf: config.trustProxy === false ? undefined : addressOf(config.trustProxy),
-  });
-
   return {
     rest,
     chat,
     async start() {
-      // Before the ports open, so the first members are already heard elsewhere (bounded: see RedisBus).
-      await bus?.start();
       // The chat port first: Fastify announces the REST port as it opens, so once it does both are
       // open, and a busy chat port stops the start before anything said "listening".
-      const chatAddress = await chat.listen(config.wsPort, config.host).catch((error: unknown) => {
+      const chatAddress = await chat.listen(config.wsPort, config.host).catch(async (error: unknown) => {
+        await chat.close(0).catch(() => undefined);
         throw listenFailure('WS_PORT', config.wsPort, config.host, error);
       });
       chatPort = chatAddress.port;
@@ -165,6 +150,7 @@ async function assemble(
         throw listenFailure('PORT', config.port, config.host, error);
       }
       const port = (rest.server.address() as AddressInfo).port;
+      chat.setRestPort(port);
       logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');
       logger.info(
         config.database
@@ -180,8 +166,6 @@ async function assemble(
     async stop() {
       await Promise.all([chat.close(config.shutdownTimeoutMs), closeWithin(rest, config.shutdownTimeoutMs)]);
       await store.close();
-      // After the chat has closed: its members' leaves go out first, then the goodbye.
-      await bus?.close();
     },
   };
 }

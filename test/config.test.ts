@@ -16,7 +16,8 @@ const DEFAULTS: Config = {
   logLevel: 'info',
   logFormat: 'json',
   maxPageSize: 100,
-  maxUsers: automaticMaxUsers(),
+  // The default chat history (500 messages, 16 MiB) is kept in memory: its bytes are not the users'.
+  maxUsers: automaticMaxUsers(undefined, 16 * MIB),
   bodyLimit: MIB,
   roles: ['admin', 'user'],
   strictValidation: false,
@@ -47,6 +48,7 @@ const DEFAULTS: Config = {
     maxConnectionsPerClient: undefined,
     handshakeTimeoutMs: 15_000,
     history: 500,
+    historyBytes: 16 * MIB,
   },
 };
 
@@ -250,8 +252,14 @@ describe('loadConfig valid overrides', () => {
     ['DATABASE_POOL_SIZE', '4', {}],
     ['LOG_FORMAT', 'pretty', { logFormat: 'pretty' }],
     ['LOG_FORMAT', 'JSON', {}],
-    ['REDIS_URL', 'redis://127.0.0.1:6379', { redis: { url: 'redis://127.0.0.1:6379' } }],
-    ['REDIS_URL', 'rediss://cache:6380/2', { redis: { url: 'rediss://cache:6380/2' } }],
+    // The history then lives in Redis: none of the heap is set aside for it.
+    [
+      'REDIS_URL',
+      'redis://127.0.0.1:6379',
+      { redis: { url: 'redis://127.0.0.1:6379' }, maxUsers: automaticMaxUsers() },
+    ],
+    ['REDIS_URL', 'rediss://cache:6380/2', { redis: { url: 'rediss://cache:6380/2' }, maxUsers: automaticMaxUsers() }],
+    ['CHAT_HISTORY_BYTES', '1MiB', { chat: { historyBytes: MIB }, maxUsers: automaticMaxUsers(undefined, MIB) }],
   ];
 
   test('DATABASE_URL=sqlite: with SQLITE_SYNCHRONOUS=FULL', () => {
@@ -329,6 +337,7 @@ describe('loadConfig valid overrides', () => {
         maxConnectionsPerClient: undefined,
         handshakeTimeoutMs: 2000,
         history: 500,
+        historyBytes: 16 * MIB,
       },
     });
   });

@@ -29,6 +29,9 @@ export function refuse(socket: Duplex, code: ErrorCode, message: string, headers
   writeRawError(socket, new RosterError(code, message, headers && { headers }));
 }
 
+/** What a handshake asks of the rate limiter. */
+export type HandshakeLimiter = Pick<RateLimiter, 'spent' | 'refusal'>;
+
 /** What protects the chat door; every part optional and off unless configured (config.ts). */
 export interface ChatProtection {
   /** TLS_CERT / TLS_KEY: the port speaks WSS. */
@@ -42,8 +45,11 @@ export interface ChatProtection {
   restPort?: (() => number) | undefined;
   /** AUTH: the handshake must carry a credential (header, or api_key / access_token in the URL); 401 otherwise. */
   authenticator?: Authenticator | undefined;
-  /** RATE_LIMIT for handshakes, by client key: each method resolves with the 429 to send, or undefined to go on. */
-  limiter?: RateLimiter | undefined;
+  /**
+   * RATE_LIMIT for handshakes, by client key: each method resolves with the 429 to send, or undefined
+   * to go on. The one limiter of both doors, asked across threads (worker.ts).
+   */
+  limiter?: HandshakeLimiter | undefined;
   /** RATE_LIMIT for messages, per client: one MessageBudget shared by all its connections. */
   messageLimit?: RateLimit | undefined;
   /** The client's address, X-Forwarded-For believed as TRUST_PROXY says. */

@@ -7,7 +7,7 @@
  * Ids are `<ms>-<seq>`, as Redis stream ids. In memory the first part is when the process started, so
  * a `since` from an earlier run of the process is older than anything kept: told so, not replayed.
  */
-import { compareIds, isMessageId, type ChatMessage } from './codec.js';
+import { compareIds, encodeServerMessage, isMessageId, type ChatMessage } from './codec.js';
 
 /** What a joining client asked for: the last `history` messages, or everything after `since`. */
 export interface HistoryRequest {
@@ -15,9 +15,15 @@ export interface HistoryRequest {
   since?: string;
 }
 
+/** A kept chat: its id, and the text of its replay frame, built once and shared by every replay. */
 export interface StoredChat {
   readonly id: string;
-  readonly message: ChatMessage;
+  readonly payload: Buffer;
+}
+
+/** A chat as a replay sends it: with its id, marked as history. */
+export function storedChat(id: string, message: ChatMessage): StoredChat {
+  return { id, payload: Buffer.from(encodeServerMessage({ ...message, id, history: true })) };
 }
 
 /** What a client that asked is given after its welcome. */
@@ -61,40 +67,60 @@ export function recover(
   return { entries: count === 0 ? [] : entries.slice(entries.length - count), lastId };
 }
 
-/** One process's history: the last `capacity` chat messages, ids `<start ms>-<n>`. */
+/**
+ * One process's history: the last `capacity` chat messages, and no more of them than fit in `maxBytes`
+ * (CHAT_HISTORY_BYTES, counted on their replay frames), ids `<start ms>-<n>`. A ring: the slot of a
+ * dropped message is overwritten or cleared, so nothing dropped stays reachable.
+ */
 export class MemoryHistory implements ChatHistory {
   readonly #epoch: number;
   #seq = 0;
-  /** The kept messages, oldest first, from index `#head` (older slots are dropped in batches). */
-  #entries: StoredChat[] = [];
-  #head = 0;
+  readonly #ring: (StoredChat | undefined)[];
+  /** The ring index of the oldest kept message, how many are kept, and their bytes. */
+  #start = 0;
+  #count = 0;
+  #bytes = 0;
   #floor: string;
 
   constructor(
     readonly capacity: number,
+    readonly maxBytes = Infinity,
     epoch = Date.now(),
   ) {
     this.#epoch = epoch;
     this.#floor = `${epoch}-0`;
+    this.#ring = new Array<StoredChat | undefined>(capacity).fill(undefined);
+  }
+
+  /** The bytes of the replay frames kept. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Keeps `message` and returns its id. */
   append(message: ChatMessage): string {
     const id = `${this.#epoch}-${++this.#seq}`;
-    this.#entries.push({ id, message });
-    if (this.#entries.length - this.#head > this.capacity) {
-      this.#floor = this.#entries[this.#head]!.id;
-      this.#head++;
-      // Amortised: the array is compacted once half of it is dropped slots.
-      if (this.#head >= this.capacity) {
-        this.#entries = this.#entries.slice(this.#head);
-        this.#head = 0;
-      }
-    }
+    const stored = storedChat(id, message);
+    if (this.#count === this.capacity) this.#dropOldest();
+    this.#ring[(this.#start + this.#count) % this.capacity] = stored;
+    this.#count++;
+    this.#bytes += stored.payload.length;
+    while (this.#bytes > this.maxBytes && this.#count > 0) this.#dropOldest();
     return id;
   }
 
+  #dropOldest(): void {
+    const oldest = this.#ring[this.#start]!;
+    this.#ring[this.#start] = undefined;
+    this.#start = (this.#start + 1) % this.capacity;
+    this.#count--;
+    this.#bytes -= oldest.payload.length;
+    this.#floor = oldest.id;
+  }
+
   read(request: HistoryRequest): Recovery {
-    return recover(this.#entries.slice(this.#head), this.#floor, request, this.capacity);
+    const entries: StoredChat[] = [];
+    for (let i = 0; i < this.#count; i++) entries.push(this.#ring[(this.#start + i) % this.capacity]!);
+    return recover(entries, this.#floor, request, this.capacity);
   }
 }

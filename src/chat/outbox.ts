@@ -57,6 +57,20 @@ export class Outbox {
   }
 
   /**
+   * Writes `payload` as one text frame without copying it (a replay's Buffers are the history's own,
+   * shared by every replay): the header, then the payload itself. Returns what `socket.write` does:
+   * false once the socket's buffer is full, when the writer is to wait for 'drain'.
+   */
+  writeShared(socket: Duplex, payload: Buffer): boolean {
+    this.#cork(socket);
+    const parts = frame(payload, TEXT);
+    let room = true;
+    for (const part of parts) room = socket.write(part);
+    this.#frames++;
+    return room;
+  }
+
+  /**
    * Writes `payloads[from]` onwards as text frames, in one write. A batch handed to many sockets (the
    * room's coalesced notices) is framed once, into one buffer, and each socket gets a view of its part.
    */

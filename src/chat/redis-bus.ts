@@ -24,7 +24,7 @@ import type { Dependency, DependencyState } from '../health.js';
 import { timestamp } from '../clock.js';
 import type { BusRoom, ChatBus, MemberRecord, Presence, SharedHistory, SharedMessage } from './bus.js';
 import { compareIds, isMessageId, serverMessageOf } from './codec.js';
-import type { HistoryRequest, Recovery, StoredChat } from './history.js';
+import { storedChat, type HistoryRequest, type Recovery, type StoredChat } from './history.js';
 
 export interface RedisBusOptions {
   /** How often an instance repeats its member count. */
@@ -38,9 +38,19 @@ export interface RedisBusOptions {
   maxPending: number;
   /** CHAT_HISTORY: chat messages kept in the shared stream; 0: none (chat is published only). */
   history: number;
+  /** CHAT_HISTORY_BYTES: at most this many bytes of messages in the stream. */
+  historyBytes: number;
+  /** Hears each change of `state()`, before it is logged (the chat thread tells the health check). */
+  onState?: (() => void) | undefined;
 }
 
-const BUS_DEFAULTS: RedisBusOptions = { heartbeatMs: 1_000, ttlMs: 4_000, maxPending: 10_000, history: 0 };
+const BUS_DEFAULTS: RedisBusOptions = {
+  heartbeatMs: 1_000,
+  ttlMs: 4_000,
+  maxPending: 10_000,
+  history: 0,
+  historyBytes: 16 * 1024 * 1024,
+};
 
 /** While the bus is up, a silent instance is counted until the reaper has told its leaves, or this many ttlMs. */
 const GRACE = 3;
@@ -54,9 +64,34 @@ const SCRIPTS = {
   rosterPresence: `
     if ARGV[4] == 'j' then redis.call('HSET', ARGV[1], ARGV[5], ARGV[6]) else redis.call('HDEL', ARGV[1], ARGV[5]) end
     return redis.call('PUBLISH', ARGV[2], ARGV[3])`,
-  /** A chat into the capped history, published with its id between ARGV[5] and ARGV[6]. */
+  /**
+   * A chat into the history, published with its id between ARGV[5] and ARGV[6]. The stream is capped
+   * at ARGV[2] entries and at ARGV[8] bytes of messages, whose running total is kept in ARGV[7]
+   * (XADD's MAXLEN counts entries only): the oldest entries go until both hold, the newest always stays.
+   */
   rosterChat: `
-    local id = redis.call('XADD', ARGV[1], 'MAXLEN', ARGV[2], '*', 'm', ARGV[3])
+    local function size(fields)
+      for i = 1, #fields, 2 do if fields[i] == 'm' then return #fields[i + 1] end end
+      return 0
+    end
+    if redis.call('EXISTS', ARGV[7]) == 0 then
+      -- No total yet (a stream from before it was kept, or the total lost): counted once from the stream.
+      local total = 0
+      for _, entry in ipairs(redis.call('XRANGE', ARGV[1], '-', '+')) do total = total + size(entry[2]) end
+      redis.call('SET', ARGV[7], total)
+    end
+    local id = redis.call('XADD', ARGV[1], '*', 'm', ARGV[3])
+    local length = redis.call('XLEN', ARGV[1])
+    local bytes = redis.call('INCRBY', ARGV[7], #ARGV[3])
+    local maxlen, maxbytes = tonumber(ARGV[2]), tonumber(ARGV[8])
+    while length > 1 and (length > maxlen or bytes > maxbytes) do
+      local oldest = redis.call('XRANGE', ARGV[1], '-', '+', 'COUNT', 1)[1]
+      redis.call('XDEL', ARGV[1], oldest[1])
+      length = length - 1
+      bytes = redis.call('DECRBY', ARGV[7], size(oldest[2]))
+    end
+    -- The newest alone: the total is its size, whatever a lost or stale total said.
+    if length == 1 then redis.call('SET', ARGV[7], #ARGV[3]) end
     redis.call('PUBLISH', ARGV[4], ARGV[5] .. id .. ARGV[6])
     return id`,
   /** The heartbeat: alive for ttl more, listed, and the count published. */
@@ -182,6 +217,9 @@ export class RedisBus implements ChatBus, Dependency {
   #answerScheduled = false;
   #closing = false;
   #settleStart: () => void = () => {};
+  /** Replay frames of history entries read, by id (#chatsOf), and their bytes. */
+  readonly #frames = new Map<string, StoredChat>();
+  #frameBytes = 0;
 
   constructor(url: string, logger: Logger, options: Partial<RedisBusOptions> = {}, faults = new EngineFaults()) {
     this.#log = logger.child({ component: 'chat_bus' });
@@ -313,7 +351,16 @@ export class RedisBus implements ChatBus, Dependency {
         const envelope = JSON.stringify({ i: this.#id, n: localCount, m: message });
         const prefix = `${envelope.slice(0, -1)},"s":"`;
         return this.#send({ i: this.#id, n: localCount, m: message }, () =>
-          this.#pub.rosterChat(stream, maxlen, JSON.stringify(message), this.#channel, prefix, '"}'),
+          this.#pub.rosterChat(
+            stream,
+            maxlen,
+            JSON.stringify(message),
+            this.#channel,
+            prefix,
+            '"}',
+            `${stream}-bytes`,
+            this.#options.historyBytes,
+          ),
         );
       },
       read: async (request: HistoryRequest): Promise<Recovery> => {
@@ -329,7 +376,7 @@ export class RedisBus implements ChatBus, Dependency {
         const firstId = first[0]?.[0];
         const lastId = last[0]?.[0];
         if (since === undefined)
-          return { entries: count === 0 ? [] : chatsOf(entries.reverse()).slice(-count), lastId };
+          return { entries: count === 0 ? [] : this.#chatsOf(entries.reverse()).slice(-count), lastId };
         if (
           firstId === undefined ||
           lastId === undefined ||
@@ -338,9 +385,50 @@ export class RedisBus implements ChatBus, Dependency {
         ) {
           return { entries: [], lastId, recovered: false };
         }
-        return { entries: chatsOf(entries), lastId, recovered: true };
+        return { entries: this.#chatsOf(entries), lastId, recovered: true };
       },
     };
+  }
+
+  /**
+   * The chat messages of stream entries (the origin marker and anything else left out), oldest first.
+   * Each one's replay frame is built once and kept (up to CHAT_HISTORY_BYTES, oldest out first), so
+   * replays running at once share their Buffers as in memory; the read itself is transient.
+   */
+  #chatsOf(entries: readonly StreamEntry[]): StoredChat[] {
+    const chats: StoredChat[] = [];
+    for (const [id, fields] of entries) {
+      const cached = this.#frames.get(id);
+      if (cached) {
+        chats.push(cached);
+        continue;
+      }
+      const at = fields.indexOf('m');
+      if (at < 0 || at % 2 !== 0) continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(fields[at + 1]!);
+      } catch {
+        continue;
+      }
+      const message = serverMessageOf(value);
+      if (message?.type !== 'chat') continue;
+      const stored = storedChat(id, {
+        type: 'chat',
+        from: message.from,
+        message: message.message,
+        timestamp: message.timestamp,
+      });
+      chats.push(stored);
+      this.#frames.set(id, stored);
+      this.#frameBytes += stored.payload.length;
+      for (const [oldest, kept] of this.#frames) {
+        if (this.#frameBytes <= this.#options.historyBytes) break;
+        this.#frames.delete(oldest);
+        this.#frameBytes -= kept.payload.length;
+      }
+    }
+    return chats;
   }
 
   state(): DependencyState {
@@ -480,6 +568,7 @@ export class RedisBus implements ChatBus, Dependency {
     const was = this.#reported;
     this.#reported = 'up';
     this.#reason = undefined;
+    this.#options.onState?.();
     if (was === 'down')
       this.#log.info({ lost: this.#lost }, 'chat bus is back: chat reaches the other instances again');
     else this.#log.info({ channel: this.#channel }, 'chat bus connected');
@@ -492,6 +581,7 @@ export class RedisBus implements ChatBus, Dependency {
     this.#reason ??= 'connection to Redis closed';
     if (this.#closing || this.#reported === 'down') return;
     this.#reported = 'down';
+    this.#options.onState?.();
     this.#log.warn(
       { reason: this.#reason },
       'chat bus down: chat reaches this instance’s members only until Redis is back',
@@ -551,28 +641,6 @@ function recordOf(id: string, text: string): MemberRecord | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The chat messages of stream entries (the origin marker and anything else left out), oldest first. */
-function chatsOf(entries: readonly StreamEntry[]): StoredChat[] {
-  const chats: StoredChat[] = [];
-  for (const [id, fields] of entries) {
-    const at = fields.indexOf('m');
-    if (at < 0 || at % 2 !== 0) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(fields[at + 1]!);
-    } catch {
-      continue;
-    }
-    const message = serverMessageOf(value);
-    if (message?.type === 'chat')
-      chats.push({
-        id,
-        message: { type: 'chat', from: message.from, message: message.message, timestamp: message.timestamp },
-      });
-  }
-  return chats;
 }
 
 function isShared(value: unknown): value is SharedMessage {

@@ -14,11 +14,27 @@
  * listener. It gets its replay after its welcome (what the room sends it meanwhile waits, in order,
  * behind the replay), then chat messages carrying their ids, each id once and in increasing order.
  * Everyone else gets exactly the contract's frames: the broadcast loop runs over them alone.
+ *
+ * A replay is the bulk of what a room ever sends one member (CHAT_HISTORY_BYTES, 16 MiB by default),
+ * so it is handled apart: its frames are the history's own Buffers, shared by every replay, written
+ * under the socket's back-pressure (`Member.replay`), so a member that reads slowly, or never, holds
+ * no more than its socket's buffer; at most MAX_REPLAYS histories are read at once (the others wait
+ * their turn); and what a member is sent while its replay is out waits here, up to `maxBacklog`
+ * bytes, past which the member is dropped as a slow consumer.
  */
 import { timestamp } from '../clock.js';
 import { localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
 import { compareIds, encodeServerMessage, parseClientText, type ChatMessage, type ServerMessage } from './codec.js';
 import { MemoryHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
+
+/** Close codes (RFC 6455) the room asks for when it refuses a client's message. */
+export const RefusalCode = { policyViolation: 1008, messageTooBig: 1009 } as const;
+
+/** Why the room will not take a client's message: the connection is to be closed with `code`. */
+export interface Refusal {
+  readonly code: (typeof RefusalCode)[keyof typeof RefusalCode];
+  readonly reason: string;
+}
 
 export interface Member {
   /** The connection's random, unguessable identifier: the `from` of its chat messages. */
@@ -36,7 +52,27 @@ export interface Member {
    * from it once can be shared. Same rules as `deliver`.
    */
   deliverMany(payloads: readonly Buffer[], from: number): void;
+  /**
+   * Writes `payloads` (a replay: the history's shared Buffers, never modified) in order, no faster than
+   * the peer reads them, and calls `done` once all are written. Never called if the member is gone first.
+   */
+  replay(payloads: readonly Buffer[], done: () => void): void;
+  /** The room gives up on this member (too much waiting for it): it is to be closed as a slow consumer. */
+  drop(): void;
 }
+
+/**
+ * Histories read at once for replays. A replay being written holds only its socket's buffer (its
+ * frames are shared), but a Redis history is read afresh for each: this bounds those reads.
+ */
+export const MAX_REPLAYS = 4;
+
+/**
+ * What a chat frame may add to the client's message, beyond WS_MAX_PAYLOAD: the frame's other fields
+ * (type, from, timestamp, id, history). A message whose frame would be larger (control characters that
+ * JSON escapes six times over, say) is refused with 1009, so no frame sent or kept exceeds the bound.
+ */
+export const FRAME_ALLOWANCE = 1024;
 
 /** How long join and leave notices wait to be coalesced, per member in the room: 5 000 members, 100 ms. */
 const NOTICE_WINDOW_MS_PER_MEMBER = 0.02;
@@ -50,6 +86,12 @@ export interface RoomEvents {
 export interface RoomOptions {
   /** CHAT_HISTORY: messages kept for members that ask; 0 (the default here): no history, nobody asks. */
   history?: number;
+  /** CHAT_HISTORY_BYTES: at most this many bytes of them (default: no bound but the count). */
+  historyBytes?: number;
+  /** WS_MAX_PAYLOAD: a chat whose frame would exceed it by more than FRAME_ALLOWANCE is refused (default: none). */
+  maxPayload?: number;
+  /** WS_MAX_BACKLOG: bytes that may wait for a member behind its replay (default: no bound). */
+  maxBacklog?: number;
 }
 
 /** A member that asked for history: the last id it was given, and what waits behind its replay. */
@@ -57,6 +99,10 @@ interface Listener {
   lastId: string | undefined;
   /** Until its replay is out: what the room sent it meanwhile (an id for chat messages that carry one). */
   pending: { payload: Buffer | readonly Buffer[]; from: number; id?: string }[] | undefined;
+  /** The bytes in `pending`. */
+  pendingBytes: number;
+  /** Whether its history is being read, in one of the MAX_REPLAYS places. */
+  replaying: boolean;
 }
 
 export class ChatRoom {
@@ -76,6 +122,11 @@ export class ChatRoom {
   readonly #joinedAt = new Map<Member, number>();
   /** Cancels the scheduled flush of the pending notices. */
   #cancelFlush: (() => void) | undefined;
+  /** Replays under way, and the ones waiting for a place (started in order). */
+  #replays = 0;
+  readonly #waitingReplays: (() => void)[] = [];
+  readonly #maxFrame: number;
+  readonly #maxBacklog: number;
 
   /** `bus`: the other instances of a deployment (bus.ts); none by default. */
   constructor(
@@ -88,9 +139,11 @@ export class ChatRoom {
       localMembers: () => [...this.#records.values()],
       deliver: (message, id, own) => this.#fromElsewhere(message, id, own),
     });
+    this.#maxFrame = (options.maxPayload ?? Infinity) + FRAME_ALLOWANCE;
+    this.#maxBacklog = options.maxBacklog ?? Infinity;
     const capacity = options.history ?? 0;
     if (capacity > 0) {
-      this.#memory = bus.history ? undefined : new MemoryHistory(capacity);
+      this.#memory = bus.history ? undefined : new MemoryHistory(capacity, options.historyBytes);
       this.#history = bus.history ?? this.#memory;
     }
   }
@@ -156,10 +209,36 @@ export class ChatRoom {
     this.bus.publish(notice, this.size, { join: record });
   }
 
-  /** Reads what the member asked for; everything else it is sent waits until the replay is out. */
+  /**
+   * Reads what the member asked for, once one of the MAX_REPLAYS places is free (the place is held
+   * while reading); everything else it is sent waits until the replay is out.
+   */
   #replay(member: Member, request: HistoryRequest): void {
-    const listener: Listener = { lastId: undefined, pending: [] };
+    const listener: Listener = { lastId: undefined, pending: [], pendingBytes: 0, replaying: false };
     this.#listeners.set(member, listener);
+    const start = () => {
+      if (this.#listeners.get(member) !== listener) return this.#nextReplay(); // left while waiting
+      this.#replays++;
+      listener.replaying = true;
+      this.#read(member, listener, request);
+    };
+    if (this.#replays < MAX_REPLAYS) start();
+    else this.#waitingReplays.push(start);
+  }
+
+  /** A read is done: its place goes to the next waiting one. */
+  #endReplay(listener: Listener): void {
+    if (!listener.replaying) return;
+    listener.replaying = false;
+    this.#replays--;
+    this.#nextReplay();
+  }
+
+  #nextReplay(): void {
+    if (this.#replays < MAX_REPLAYS) this.#waitingReplays.shift()?.();
+  }
+
+  #read(member: Member, listener: Listener, request: HistoryRequest): void {
     let read: Recovery | Promise<Recovery>;
     try {
       read = this.#history!.read(request);
@@ -174,8 +253,8 @@ export class ChatRoom {
   }
 
   #replayed(member: Member, listener: Listener, recovery: Recovery): void {
-    if (this.#listeners.get(member) !== listener) return; // left meanwhile
-    const frames = recovery.entries.map((entry) => serialise({ ...entry.message, id: entry.id, history: true }));
+    if (this.#listeners.get(member) !== listener) return this.#endReplay(listener); // left meanwhile
+    const frames = recovery.entries.map((entry) => entry.payload);
     frames.push(
       serialise({
         type: 'history',
@@ -185,10 +264,21 @@ export class ChatRoom {
         timestamp: timestamp(),
       }),
     );
+    listener.lastId = recovery.lastId;
+    this.#endReplay(listener);
+    try {
+      member.replay(frames, () => this.#replayWritten(member, listener));
+    } catch (error) {
+      this.events.deliveryFailed?.(member, error);
+    }
+  }
+
+  /** The replay is out: what waited behind it follows. */
+  #replayWritten(member: Member, listener: Listener): void {
+    if (this.#listeners.get(member) !== listener) return;
     const pending = listener.pending!;
     listener.pending = undefined;
-    listener.lastId = recovery.lastId;
-    this.#deliver(member, frames, 0);
+    listener.pendingBytes = 0;
     for (const item of pending) {
       if (item.id === undefined) this.#deliver(member, item.payload, item.from);
       else this.#deliverStored(member, listener, item.id, item.payload as Buffer);
@@ -197,10 +287,7 @@ export class ChatRoom {
 
   /** A chat with its id, to a member that asked for ids: each id once, in increasing order. */
   #deliverStored(member: Member, listener: Listener, id: string, payload: Buffer): void {
-    if (listener.pending) {
-      listener.pending.push({ payload, from: 0, id });
-      return;
-    }
+    if (listener.pending) return this.#wait(member, listener, { payload, from: 0, id });
     if (listener.lastId !== undefined && !(compareIds(id, listener.lastId) > 0)) return; // replayed already
     listener.lastId = id;
     this.#deliver(member, payload);
@@ -216,6 +303,8 @@ export class ChatRoom {
     if (this.#members.get(member.id) !== member) return false;
     this.#members.delete(member.id);
     this.#plain.delete(member.id);
+    const listener = this.#listeners.get(member);
+    if (listener) this.#endReplay(listener);
     this.#listeners.delete(member);
     this.#records.delete(member.id);
     this.#joinedAt.delete(member);
@@ -247,13 +336,20 @@ export class ChatRoom {
     joinedAt.clear();
   }
 
-  /** A text message from a member, handled as the contract's chat behaviour says. */
-  receive(member: Member, text: string): void {
+  /**
+   * A text message from a member, handled as the contract's chat behaviour says; a Refusal when the
+   * room will not take it (nesting too deep, a frame too large), and nothing is sent.
+   */
+  receive(member: Member, text: string): Refusal | undefined {
     const intent = parseClientText(text);
+    if (intent.kind === 'refuse') return { code: RefusalCode.policyViolation, reason: intent.reason };
     if (intent.kind === 'ping') this.#send(member, { type: 'pong', timestamp: timestamp() });
     else if (intent.kind === 'chat') {
       const chat: ChatMessage = { type: 'chat', from: member.id, message: intent.message, timestamp: timestamp() };
-      const frame = this.#broadcast(chat);
+      const encoded = serialise(chat);
+      if (encoded.length > this.#maxFrame)
+        return { code: RefusalCode.messageTooBig, reason: 'Message too big once encoded for the others' };
+      const frame = this.#broadcast(chat, encoded);
       const shared = this.bus.history;
       if (this.#history === undefined) {
         this.bus.publish(chat, this.size);
@@ -266,6 +362,7 @@ export class ChatRoom {
         this.bus.publish(chat, this.size);
       }
     }
+    return undefined;
   }
 
   /**
@@ -316,10 +413,9 @@ export class ChatRoom {
     this.#deliver(member, serialise(message));
   }
 
-  /** To every member that did not ask for history; returns the frame. */
-  #broadcast(message: ServerMessage): Buffer {
+  /** To every member that did not ask for history; returns the frame (`frame`, when already serialised). */
+  #broadcast(message: ServerMessage, frame = serialise(message)): Buffer {
     this.#flushNotices();
-    const frame = serialise(message);
     for (const member of this.#plain.values()) {
       this.#deliver(member, frame);
     }
@@ -329,17 +425,34 @@ export class ChatRoom {
   /** One message, or `payloads[from]` onwards as one write (coalesced notices). */
   #deliver(member: Member, payload: Buffer | readonly Buffer[], from = 0): void {
     if (this.#listeners.size !== 0) {
-      const pending = this.#listeners.get(member)?.pending;
-      if (pending) {
-        pending.push({ payload, from });
-        return;
-      }
+      const listener = this.#listeners.get(member);
+      if (listener?.pending) return this.#wait(member, listener, { payload, from });
     }
     try {
       if (Buffer.isBuffer(payload)) member.deliver(payload);
       else member.deliverMany(payload as readonly Buffer[], from);
     } catch (error) {
       // Contract rule 5: a failure to deliver to one connection does not stop delivery to the others.
+      this.events.deliveryFailed?.(member, error);
+    }
+  }
+
+  /** Keeps `item` until the member's replay is out; past `maxBacklog` bytes, the member is dropped. */
+  #wait(member: Member, listener: Listener, item: NonNullable<Listener['pending']>[number]): void {
+    if (listener.pendingBytes > this.#maxBacklog) return; // dropped already: nothing more is kept
+    const pending = listener.pending!;
+    const { payload, from } = item;
+    if (Buffer.isBuffer(payload)) listener.pendingBytes += payload.length;
+    else for (let i = from; i < payload.length; i++) listener.pendingBytes += payload[i]!.length;
+    if (listener.pendingBytes <= this.#maxBacklog) {
+      pending.push(item);
+      return;
+    }
+    // Nothing more is kept for it; leave() (when the connection closes) frees its replay's place.
+    pending.length = 0;
+    try {
+      member.drop();
+    } catch (error) {
       this.events.deliveryFailed?.(member, error);
     }
   }

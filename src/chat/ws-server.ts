@@ -6,6 +6,11 @@
  * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown; and,
  * when configured (`ChatProtection`), TLS, the Origin check (403), authentication (401) and rate limits
  * of handshakes (429) and messages (a notice, then 1008), all decided before the upgrade.
+ *
+ * The last line of defence: every handler of what a client sends (a request, a handshake, a frame)
+ * runs guarded. An error nobody expected closes that one connection (1011, or a 500 before the
+ * upgrade), is logged and counted (roster_chat_handler_errors_total); it never ends the process, which
+ * holds everyone else's connections (and, with the memory store, every user).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -25,7 +30,7 @@ import type { Server as TlsServer } from 'node:tls';
 import { NO_CHAT_METRICS, type ChatMetrics } from '../metrics.js';
 import { Outbox } from './outbox.js';
 import { admission, isWebSocketUpgrade, refuse, type ChatProtection } from './handshake.js';
-export type { ChatProtection } from './handshake.js';
+export type { ChatProtection, HandshakeLimiter } from './handshake.js';
 import { MessageBudget } from './message-budget.js';
 import type { ChatRoom, Member } from './room.js';
 import type { HistoryRequest } from './history.js';
@@ -51,6 +56,7 @@ const CloseCode = {
   goingAway: 1001,
   unsupportedData: 1003,
   policyViolation: 1008,
+  internalError: 1011,
   tryAgainLater: 1013,
 } as const;
 
@@ -78,6 +84,9 @@ interface Connection {
   /** Closes the connection (1008) when the credential it joined with expires (a token's exp). */
   expiryTimer?: NodeJS.Timeout;
 }
+
+/** Handshakes beyond WS_MAX_CONNECTIONS that are at least answered (503) rather than dropped on accept. */
+const HANDSHAKE_HEADROOM = 256;
 
 /** setTimeout's longest delay (about 24.8 days); a later expiry is waited for in several steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -111,10 +120,24 @@ export function createChatServer(
     clientTracking: false, // `connections` tracks them
   });
 
+  /** An error no handler expected: logged, counted, and `end` closes what it concerns (only that). */
+  const unexpected = (error: unknown, what: string, end: () => void) => {
+    log.error({ err: error }, `chat ${what} failed unexpectedly`);
+    metrics.handlerFailed();
+    try {
+      end();
+    } catch (endError) {
+      log.error({ err: endError }, 'closing after an unexpected error failed too');
+    }
+  };
   const plainRequest = (request: IncomingMessage) => {
-    // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (docs/decisions.md).
-    const refusal = new RosterError('ERROR', 'This port accepts WebSocket connections only');
-    writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
+    try {
+      // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (docs/decisions.md).
+      const refusal = new RosterError('ERROR', 'This port accepts WebSocket connections only');
+      writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
+    } catch (error) {
+      unexpected(error, 'request', () => request.socket.destroy());
+    }
   };
   const serverOptions = timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs);
   const server: Server = protection.tls
@@ -135,9 +158,10 @@ export function createChatServer(
   const addressOf = protection.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? '');
   const admit = admission(protection, addressOf);
   // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
-  // limit, so that the next ones get their 503 rather than a dropped connection; past that, the kernel
-  // backlog is the only queue.
-  server.maxConnections = 2 * config.maxConnections;
+  // limit, so that the next ones get their 503 rather than a dropped connection: as many again, and
+  // at least HANDSHAKE_HEADROOM however small the limit (a burst arrives before any 503 has closed
+  // its socket); past that, the kernel backlog is the only queue.
+  server.maxConnections = config.maxConnections + Math.max(config.maxConnections, HANDSHAKE_HEADROOM);
   // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
   server.on('clientError', clientErrorHandler);
   // ws:// to the WSS port: a 400 that says so (edge/tls-plain.ts).
@@ -151,6 +175,23 @@ export function createChatServer(
   wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 'ERROR', error.message));
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      upgrade(request, socket, head);
+    } catch (error) {
+      unexpected(error, 'handshake', () => internalError(socket));
+    }
+  });
+
+  /** Before the upgrade: a 500 in the envelope; after it (101 sent), the socket is only destroyed. */
+  function internalError(socket: Duplex): void {
+    if (socket.destroyed) return;
+    if (!handshook.has(socket)) refuse(socket, 'INTERNAL_ERROR', 'An unexpected error occurred');
+    else socket.destroy();
+  }
+  /** Sockets whose upgrade ws has completed. */
+  const handshook = new WeakSet<Duplex>();
+
+  function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', (error) => log.debug({ err: error }, 'socket error during handshake'));
     if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
     if (!isWebSocketUpgrade(request)) return refuse(socket, 'ERROR', 'Not a WebSocket handshake');
@@ -169,24 +210,42 @@ export function createChatServer(
       const key = clientKey(undefined, addressOf(request));
       if (tooMany(key)) return refuseTooMany(socket);
       return wss.handleUpgrade(request, socket, head, (ws) =>
-        accept(ws, socket, key, undefined, historyRequest(request.url)),
+        guardedAccept(ws, socket, key, undefined, historyRequest(request.url)),
       );
     }
-    admit(request).then(
-      (verdict) => {
+    admit(request)
+      .then((verdict) => {
         if (socket.destroyed) return;
         if (verdict instanceof RosterError) return writeRawError(socket, verdict);
         if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
         const key = clientKey(verdict, addressOf(request));
         if (tooMany(key)) return refuseTooMany(socket);
-        wss.handleUpgrade(request, socket, head, (ws) => accept(ws, socket, key, verdict, historyRequest(request.url)));
-      },
-      (error: unknown) => {
-        log.error({ err: error }, 'chat handshake check failed');
-        refuse(socket, 'INTERNAL_ERROR', 'An unexpected error occurred');
-      },
-    );
-  });
+        wss.handleUpgrade(request, socket, head, (ws) =>
+          guardedAccept(ws, socket, key, verdict, historyRequest(request.url)),
+        );
+      })
+      .catch((error: unknown) => unexpected(error, 'handshake', () => internalError(socket)));
+  }
+
+  /** accept(), guarded: the upgrade is done, so a failure closes the new connection with 1011. */
+  function guardedAccept(
+    ws: WebSocket,
+    socket: Duplex,
+    key: string,
+    principal: Principal | undefined,
+    asked: HistoryRequest | undefined,
+  ): void {
+    handshook.add(socket);
+    try {
+      accept(ws, socket, key, principal, asked);
+    } catch (error) {
+      unexpected(error, 'join', () => {
+        const connection = connections.get(ws);
+        if (connection) closeConnection(ws, connection, CloseCode.internalError, 'Internal error');
+        else ws.close(CloseCode.internalError, 'Internal error');
+      });
+    }
+  }
 
   /** WS_MAX_CONNECTIONS_PER_CLIENT: whether the client of `key` has all the connections it may have. */
   function tooMany(key: string): boolean {
@@ -232,8 +291,35 @@ export function createChatServer(
         deliverMany(payloads, from) {
           if (writable()) outbox.writeMany(socket, payloads, from);
         },
+        replay(payloads, done) {
+          // The frames go out as fast as the peer reads them: the socket holds one buffer's worth
+          // (its highWaterMark, plus a frame) and the rest waits for 'drain', shared, not copied.
+          let next = 0;
+          const pump = () => {
+            if (ws.readyState !== WebSocket.OPEN) return; // gone: leave() tells the room
+            while (next < payloads.length) {
+              if (!outbox.writeShared(socket, payloads[next++]!) && next < payloads.length) {
+                socket.once('drain', () => {
+                  try {
+                    pump();
+                  } catch (error) {
+                    fail(error, 'replay');
+                  }
+                });
+                return;
+              }
+            }
+            done();
+          };
+          pump();
+        },
+        drop() {
+          dropSlowConsumer(ws, connection);
+        },
       },
     };
+    const fail = (error: unknown, what: string) =>
+      unexpected(error, what, () => closeConnection(ws, connection, CloseCode.internalError, 'Internal error'));
     connections.set(ws, connection);
     metrics.opened();
     log.debug({ id: connection.member.id, online: connections.size }, 'chat connection opened');
@@ -241,7 +327,7 @@ export function createChatServer(
     ws.on('pong', () => {
       connection.alive = true;
     });
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
+    const received = (data: Buffer, isBinary: boolean) => {
       if (ws.readyState !== WebSocket.OPEN) return; // closing: whatever it still sends is not chat
       if (isBinary)
         return closeConnection(ws, connection, CloseCode.unsupportedData, 'Binary messages are not supported');
@@ -256,7 +342,15 @@ export function createChatServer(
           );
         if (verdict !== 'ok') return;
       }
-      room.receive(connection.member, data.toString('utf8'));
+      const refusal = room.receive(connection.member, data.toString('utf8'));
+      if (refusal) closeConnection(ws, connection, refusal.code, refusal.reason);
+    };
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      try {
+        received(data, isBinary);
+      } catch (error) {
+        fail(error, 'message');
+      }
     });
     // A protocol error (1002, 1007, 1009), for which ws has already sent the matching close frame,
     // or a socket error (reset), after which there is nobody to tell.
@@ -265,6 +359,13 @@ export function createChatServer(
       closeConnection(ws, connection);
     });
     ws.on('close', (code: number) => {
+      try {
+        closed(code);
+      } catch (error) {
+        unexpected(error, 'close', () => {});
+      }
+    });
+    const closed = (code: number) => {
       connections.delete(ws);
       connection.client.open -= 1;
       forgetIfIdle(connection.client, Date.now());
@@ -273,7 +374,7 @@ export function createChatServer(
       metrics.closed(code);
       leave(connection);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
-    });
+    };
 
     room.join(connection.member, asked);
     metrics.joined();

@@ -183,6 +183,8 @@ export interface ChatConfig {
   handshakeTimeoutMs: number;
   /** Chat messages kept for clients that ask (`?history=`, `?since=`); 0: off. `CHAT_HISTORY`, default 500. */
   history: number;
+  /** At most this many bytes of them. `CHAT_HISTORY_BYTES`, default 16 MiB. */
+  historyBytes: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -210,6 +212,11 @@ export function loadConfig(env: Env): Config {
   const sqlite = database?.toLowerCase().startsWith(SQLITE_PREFIX) ?? false;
   const tlsCert = get(S.TLS_CERT);
   const tlsKey = get(S.TLS_KEY);
+  const redisUrl = get(S.REDIS_URL);
+  const history = get(S.CHAT_HISTORY);
+  const historyBytes = get(S.CHAT_HISTORY_BYTES);
+  // Without Redis, this process keeps the chat history itself, next to the users.
+  const memoryHistory = history > 0 && redisUrl === undefined;
   return {
     port: restPort,
     wsPort,
@@ -217,7 +224,7 @@ export function loadConfig(env: Env): Config {
     logLevel: get(S.LOG_LEVEL),
     logFormat: get(S.LOG_FORMAT),
     maxPageSize: get(S.MAX_PAGE_SIZE),
-    maxUsers: maxUsers(get(S.MAX_USERS), database !== undefined),
+    maxUsers: maxUsers(get(S.MAX_USERS), database !== undefined, memoryHistory ? historyBytes : 0),
     bodyLimit: get(S.BODY_LIMIT),
     roles: get(S.ROLES),
     strictValidation: get(S.STRICT_VALIDATION),
@@ -248,7 +255,7 @@ export function loadConfig(env: Env): Config {
     sqlite: ((synchronous) => (sqlite ? { path: sqlitePath(database!), synchronous } : undefined))(
       get(S.SQLITE_SYNCHRONOUS),
     ),
-    redis: ((url) => (url === undefined ? undefined : { url }))(get(S.REDIS_URL)),
+    redis: redisUrl === undefined ? undefined : { url: redisUrl },
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),
       heartbeatMs: get(S.WS_HEARTBEAT_MS),
@@ -259,7 +266,8 @@ export function loadConfig(env: Env): Config {
         auth.scheme !== 'none' || isSet('RATE_LIMIT'),
       ),
       handshakeTimeoutMs: headersTimeoutMs,
-      history: get(S.CHAT_HISTORY),
+      history,
+      historyBytes,
     },
   };
 }

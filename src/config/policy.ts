@@ -111,7 +111,8 @@ export function maxConnectionsPerClient(set: number | undefined, protectionOn: b
 export const WORST_CASE_BYTES_PER_USER = 5120;
 /**
  * The share of the heap users may fill. The rest is for the process itself (about 20 MiB), the chat
- * (some 9 KiB per connection), the reply cache (http/routes/user-json.ts, a 32nd), requests in flight, and the free
+ * (some 9 KiB per connection), the reply cache (http/routes/user-json.ts, a 32nd; with SQLite, its cache of
+ * decoded users takes another 32nd), requests in flight, and the free
  * space a mark-compact needs to make progress.
  */
 export const USERS_HEAP_SHARE = 0.4;
@@ -124,16 +125,19 @@ export const YOUNG_GENERATION_ALLOWANCE = 192 * 1024 * 1024;
 
 /**
  * The default MAX_USERS with users in memory: the worst-case user times the cap stays within 40 % of
- * this Node's heap limit less the young generation (so it follows --max-old-space-size, on every Node
- * version), rounded down to a thousand. On a 4 144 MiB heap (Node 20 on a 24 GiB machine):
+ * this Node's heap limit less the young generation and `reserved` bytes (so it follows
+ * --max-old-space-size, on every Node version), rounded down to a thousand. On a 4 144 MiB heap (Node 20 on a 24 GiB machine):
  * (4 144 - 192) MiB x 0.4 / 5 120 B = 323 000 users.
  */
-export function automaticMaxUsers(heapLimit = getHeapStatistics().heap_size_limit): number {
-  const usable = Math.max(0, heapLimit - YOUNG_GENERATION_ALLOWANCE);
+export function automaticMaxUsers(heapLimit = getHeapStatistics().heap_size_limit, reserved = 0): number {
+  const usable = Math.max(0, heapLimit - YOUNG_GENERATION_ALLOWANCE - reserved);
   return Math.max(1000, Math.floor((usable * USERS_HEAP_SHARE) / WORST_CASE_BYTES_PER_USER / 1000) * 1000);
 }
 
-/** MAX_USERS when unset: with users in memory, automaticMaxUsers(); with DATABASE_URL, no cap (0). */
-export function maxUsers(set: number | undefined, database: boolean): number {
-  return set ?? (database ? 0 : automaticMaxUsers());
+/**
+ * MAX_USERS when unset: with users in memory, automaticMaxUsers() of the heap less `reserved` (the
+ * chat history's byte bound, when this process keeps it); with DATABASE_URL, no cap (0).
+ */
+export function maxUsers(set: number | undefined, database: boolean, reserved = 0): number {
+  return set ?? (database ? 0 : automaticMaxUsers(undefined, reserved));
 }

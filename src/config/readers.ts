@@ -139,8 +139,11 @@ export const host: Parse<string> = (raw, name) => {
   return raw;
 };
 
+/** The longest role name; also the longest `role` a user may hold (src/users/schema.ts). */
+export const ROLE_NAME_MAX_LENGTH = 64;
+
 /** A role's name: the one rule for ROLES and for the roles of API_KEYS and BASIC_USERS entries. */
-export const ROLE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+export const ROLE_NAME = new RegExp(`^[A-Za-z0-9_.-]{1,${ROLE_NAME_MAX_LENGTH}}$`);
 
 /** ROLES: a comma list of role names that includes `admin` and `user` (the seeds' and the default role). */
 export const roles: Parse<readonly string[]> = (raw, name) => {

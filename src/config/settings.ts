@@ -210,6 +210,13 @@ export const CHAT_HISTORY = setting<number>(
   '`500`',
   'Chat messages the room keeps (in Redis with `REDIS_URL`, shared by every instance) for clients that ask, on the handshake URL, for `?history=N` or `?since=<id>`; `0` turns history and recovery off. See [History and recovery](#history-and-recovery-opt-in).',
 );
+export const CHAT_HISTORY_BYTES = setting<number>(
+  'CHAT_HISTORY_BYTES',
+  16 * MIB,
+  bytes(KIB, 1024 * MIB),
+  '`16MiB`',
+  'At most this many bytes of chat messages in that history (counted as they are sent; the oldest go first). In memory, it is taken off the heap that the default `MAX_USERS` is derived from.',
+);
 export const CHAT_PUBLIC_URL = setting<string | undefined>(
   'CHAT_PUBLIC_URL',
   undefined,
@@ -391,6 +398,7 @@ export const SETTINGS: readonly Setting<unknown>[] = [
   METRICS_AUTH,
   CONSOLE,
   CHAT_HISTORY,
+  CHAT_HISTORY_BYTES,
   CHAT_PUBLIC_URL,
   AUTH,
   API_KEYS,

@@ -12,6 +12,7 @@ import { Type } from 'typebox';
 import type { AuthScheme } from '../config/index.js';
 import { API_PREFIX } from './prefix.js';
 import { codesOf, ERROR_CATALOG, type ErrorCode, type ErrorStatus } from '../errors.js';
+import { FIELD_RULES } from '../users/schema.js';
 
 export const API_VERSION = '1.0.0';
 export const API_TITLE = 'Roster User Management and Chat API';
@@ -62,10 +63,7 @@ function errorEnvelope(status: ErrorStatus) {
   );
 }
 
-const VALIDATION_DETAIL = {
-  field: 'email',
-  message: 'must be a string of at most 254 characters shaped like local@domain.tld',
-};
+const VALIDATION_DETAIL = { field: 'email', message: FIELD_RULES.email };
 
 /** Every status the catalog knows, by the error reply it documents. */
 const ERRORS = Object.fromEntries(

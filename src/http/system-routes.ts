@@ -162,7 +162,7 @@ export async function metricsRoute(
         },
       },
     },
-    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+    async (_request, reply) => reply.type(registry.contentType).send(await options.metrics.text()),
   );
 }
 

@@ -9,7 +9,7 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { RosterError } from '../errors.js';
+import { RosterError, validationFailed, type FieldDetail } from '../errors.js';
 import type { EngineFaults } from '../engine-faults.js';
 import { ProbedDependency } from '../health.js';
 
@@ -85,6 +85,27 @@ export function isUnreachable(error: unknown): boolean {
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || SERVER_CODES.test(code))) return true;
   if (error instanceof AggregateError) return error.errors.some(isUnreachable); // e.g. ::1 and 127.0.0.1 both refused
   return DRIVER_MESSAGES.test(error.message);
+}
+
+/**
+ * PostgreSQL refused a value as too large for what holds it (54000, program_limit_exceeded), e.g.
+ * `index row size 3024 exceeds btree version 4 maximum 2704 for index "users_name"`. The request's
+ * data is at fault, not the database, and nothing was stored: 422, not a 500 nor a 503. The field
+ * bounds (users/schema.ts FIELD_MAX_LENGTH) keep the API's values well below any such limit; this is
+ * the answer should one be reached anyway.
+ */
+export function isTooLarge(error: unknown): boolean {
+  return error instanceof Error && (error as { code?: unknown }).code === '54000';
+}
+
+/** The user field an index or column of `users` is about, by its name (migrations/: `users_<field>…`). */
+const FIELD_OF_INDEX = /^users_(name|email|role)(?:_|$)/;
+
+export function valueTooLarge(error: unknown): RosterError {
+  const index = (error as { constraint?: unknown }).constraint;
+  const field = typeof index === 'string' ? FIELD_OF_INDEX.exec(index)?.[1] : undefined;
+  const details: FieldDetail[] = field ? [{ field, message: `${field} is too large to store` }] : [];
+  return validationFailed(details);
 }
 
 export const databaseUnreachable = (): RosterError =>

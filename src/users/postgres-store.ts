@@ -32,7 +32,9 @@ import {
   databaseUnreachable,
   DatabaseHealth,
   isTimeout,
+  isTooLarge,
   isUnreachable,
+  valueTooLarge,
 } from './postgres-connection.js';
 import { migrate } from './postgres-migrations.js';
 import { anywherePattern, fromStored, likePattern, toStored } from './postgres-text.js';
@@ -469,13 +471,17 @@ export class PostgresUserStore implements UserStore {
     }
   }
 
-  /** Outcomes feed the health check; a lost or unreachable database becomes a 503 for this request. */
+  /**
+   * Outcomes feed the health check; a lost or unreachable database becomes a 503 for this request, a
+   * value too large for an index a 422.
+   */
   async #guard<T>(work: () => Promise<T>): Promise<T> {
     try {
       const result = await work();
       this.health.succeeded();
       return result;
     } catch (error) {
+      if (isTooLarge(error)) throw valueTooLarge(error);
       if (isTimeout(error)) throw databaseBusy();
       if (!isUnreachable(error)) throw error;
       this.health.failed(error);

@@ -4,31 +4,55 @@
  * document, so none of them can drift from the others.
  */
 import { Type, type Static, type TSchema } from 'typebox';
+import { ROLE_NAME_MAX_LENGTH } from '../config/readers.js';
+
+/**
+ * The most characters (code points, as JSON Schema's `maxLength` and the `u` patterns below count them)
+ * each field may hold, in every mode and on every write: the create rules' bounds, applied to the whole
+ * string as stored, surrounding white space included (it is stored as sent). The contract's default
+ * PATCH, which otherwise stores what it is sent, is held to them too: without a bound, one request could
+ * store a name as large as BODY_LIMIT, and MAX_USERS, derived from the worst-case user at these sizes
+ * (config/policy.ts), would bound nothing. A role holds at most what a role name may be (ROLES).
+ */
+export const FIELD_MAX_LENGTH = { name: 200, email: 254, role: ROLE_NAME_MAX_LENGTH } as const;
 
 /** What each field must look like, worded once for both the schema descriptions and the error details. */
 export const FIELD_RULES = {
-  name: 'must be a string of 1 to 200 characters (surrounding white space not counted)',
-  email: 'must be a string of at most 254 characters shaped like local@domain.tld',
+  name: `must be a string of at most ${FIELD_MAX_LENGTH.name} characters, not only white space`,
+  email: `must be a string of at most ${FIELD_MAX_LENGTH.email} characters shaped like local@domain.tld`,
   role: (roles: readonly string[]) => `must be one of: ${roles.join(', ')}`,
+  /** The one rule of the contract's default PATCH beyond "a string". */
+  bounded: (field: keyof typeof FIELD_MAX_LENGTH) =>
+    `must be a string of at most ${FIELD_MAX_LENGTH[field]} characters`,
 } as const;
 
 /**
  * The name and email rules as standard JSON Schema patterns (ECMA-262, evaluated with the `u` flag, so
- * `{0,198}` counts code points). The service validates with these very schemas (validation.ts), and the
- * OpenAPI document publishes them, so a client's validator and the service accept the same strings.
- * Surrounding white space is allowed and not counted (the service trims it): JS `\s` is exactly what
- * `String.prototype.trim` removes. Both patterns are linear: the bounded repetition and the labels,
- * which exclude the dot, cannot backtrack catastrophically.
+ * `{0,N}` counts code points), beside `maxLength` (FIELD_MAX_LENGTH), which bounds the whole string.
+ * The service validates with these very schemas (validation.ts), and the OpenAPI document publishes
+ * them, so a client's validator and the service accept the same strings. Surrounding white space is
+ * allowed (`\s` is exactly what `String.prototype.trim` removes) and counts toward the maximum, not
+ * toward the minimum. Both patterns are linear: the bounded repetition and the labels, which exclude
+ * the dot, cannot backtrack catastrophically.
  */
-export const NAME_PATTERN = '^\\s*\\S(?:[\\s\\S]{0,198}\\S)?\\s*$';
-export const EMAIL_PATTERN = '^\\s*(?=\\S{1,254}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.)+[^\\s@.]+\\s*$';
+export const NAME_PATTERN = `^\\s*\\S(?:[\\s\\S]{0,${FIELD_MAX_LENGTH.name - 2}}\\S)?\\s*$`;
+export const EMAIL_PATTERN = `^\\s*(?=\\S{1,${FIELD_MAX_LENGTH.email}}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.)+[^\\s@.]+\\s*$`;
+
+/** Whether `value` has at most `max` code points (what `maxLength` counts), without copying it. */
+export function withinLength(value: string, max: number): boolean {
+  if (value.length <= max) return true; // never more code points than UTF-16 units
+  if (value.length > 2 * max) return false; // never fewer than half
+  let count = 0;
+  for (let at = 0; at < value.length; at += value.codePointAt(at)! > 0xffff ? 2 : 1) if (++count > max) return false;
+  return true;
+}
 
 /** The same rules as predicates (the browser console's form rules are checked against them). */
 const NAME_REGEXP = new RegExp(NAME_PATTERN, 'u');
 const EMAIL_REGEXP = new RegExp(EMAIL_PATTERN, 'u');
 export const FORMATS = {
-  'roster-name': (value: string): boolean => NAME_REGEXP.test(value),
-  'roster-email': (value: string): boolean => EMAIL_REGEXP.test(value),
+  'roster-name': (value: string): boolean => withinLength(value, FIELD_MAX_LENGTH.name) && NAME_REGEXP.test(value),
+  'roster-email': (value: string): boolean => withinLength(value, FIELD_MAX_LENGTH.email) && EMAIL_REGEXP.test(value),
 } as const;
 
 export const User = Type.Object(
@@ -65,6 +89,7 @@ export type UserFields = Pick<User, 'name' | 'email' | 'role'>;
 function nameSchema(required: boolean) {
   return Type.String({
     minLength: 1,
+    maxLength: FIELD_MAX_LENGTH.name,
     pattern: NAME_PATTERN,
     description: `Full name${required ? ' (required)' : ''}; ${FIELD_RULES.name}`,
   });
@@ -73,6 +98,7 @@ function nameSchema(required: boolean) {
 function emailSchema(required: boolean) {
   return Type.String({
     minLength: 3,
+    maxLength: FIELD_MAX_LENGTH.email,
     pattern: EMAIL_PATTERN,
     description: `Email address${required ? ' (required)' : ''}; ${FIELD_RULES.email}`,
   });
@@ -86,10 +112,18 @@ function roleSchema(roles: readonly string[]) {
   });
 }
 
+/** A field of the contract's default PATCH: any string within the field's bound. */
+function bounded(field: keyof typeof FIELD_MAX_LENGTH, what: string) {
+  return Type.String({ maxLength: FIELD_MAX_LENGTH[field], description: `${what}; ${FIELD_RULES.bounded(field)}` });
+}
+
 export interface UserSchemas {
   /** Body of create (POST) and full update (PUT). */
   readonly write: TSchema;
-  /** Body of partial update (PATCH): the contract applies no rules but "a string"; strict mode applies write's. */
+  /**
+   * Body of partial update (PATCH): the contract applies no rules but "a string", and Roster its length
+   * bounds (FIELD_MAX_LENGTH); strict mode applies write's.
+   */
   readonly patch: TSchema;
   readonly roles: readonly string[];
 }
@@ -110,9 +144,9 @@ export function userSchemas(roles: readonly string[], strict: boolean): UserSche
       )
     : Type.Object(
         {
-          name: Type.Optional(Type.String({ description: 'Full name' })),
-          email: Type.Optional(Type.String({ description: 'Email address' })),
-          role: Type.Optional(Type.String({ description: 'Role' })),
+          name: Type.Optional(bounded('name', 'Full name')),
+          email: Type.Optional(bounded('email', 'Email address')),
+          role: Type.Optional(bounded('role', 'Role')),
         },
         { title: 'UserPatch', examples: [{ name: 'Grace Brewster Hopper' }] },
       );

@@ -22,6 +22,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 import { formatMicros } from '../clock.js';
 import type { SqliteConfig } from '../config/index.js';
@@ -31,6 +32,7 @@ import { readMigrations, type Migration } from './postgres-migrations.js';
 import { containsAligned, likePattern, toStored } from './postgres-text.js';
 import { sortedField, type ListParams, type ListResult } from './query.js';
 import type { User } from './schema.js';
+import { userBytes } from './heap-size.js';
 import { fromBlob, toBlob } from './sqlite-text.js';
 import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
 
@@ -73,6 +75,11 @@ interface Row {
 const COLUMNS = 'id, name, email, role, created_at, updated_at';
 /** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
 export const SQLITE_CACHED_USERS = 20_000;
+/**
+ * And the most heap they may take, counted as heap-size.ts does: a 32nd of the heap limit (128 MiB on a
+ * 4 GiB heap, 8 MiB on 256 MiB), so that however large the users' fields, the cache never crowds the heap.
+ */
+export const SQLITE_CACHED_BYTES = Math.floor(getHeapStatistics().heap_size_limit / 32);
 
 /** Refused to open: another process holds the file. */
 export class DatabaseInUse extends Error {
@@ -217,13 +224,16 @@ export class SqliteUserStore implements UserStore {
    * entry is replaced or dropped by every write of its user and is never stale. Reads then fetch only
    * rowids from the indexes (no row, no decoding), and hand out the same object until the user changes,
    * as the memory store does, so the reply cache keeps each user's JSON (http/routes/user-json.ts).
-   * Bounded: when full it starts again empty.
+   * Bounded by count and by bytes (heap-size.ts): when either would be passed it starts again empty.
    */
-  readonly #cache = new Map<number, User>();
+  readonly #cache = new Map<number, { user: User; bytes: number }>();
+  #cachedBytes = 0;
+  readonly #maxCachedBytes: number;
 
-  private constructor(db: Database.Database, lock: SqliteLock | undefined, logger: Logger) {
+  private constructor(db: Database.Database, lock: SqliteLock | undefined, logger: Logger, maxCachedBytes: number) {
     this.#db = db;
     this.#lock = lock;
+    this.#maxCachedBytes = maxCachedBytes;
     this.health = new SqliteHealth(logger, () => this.#probe());
     for (const { role, users } of db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all() as {
       role: Buffer;
@@ -243,9 +253,14 @@ export class SqliteUserStore implements UserStore {
 
   /**
    * Locks the file against other Roster processes (DatabaseInUse if one holds it), opens it, applies
-   * pending migrations, and returns the store.
+   * pending migrations, and returns the store. `cachedBytes` bounds the cache of decoded users
+   * (SQLITE_CACHED_BYTES unless given).
    */
-  static async open(config: SqliteConfig, logger: Logger): Promise<SqliteUserStore> {
+  static async open(
+    config: SqliteConfig,
+    logger: Logger,
+    options: { cachedBytes?: number } = {},
+  ): Promise<SqliteUserStore> {
     const migrations = await readSqliteMigrations();
     const lock = config.path === ':memory:' ? undefined : new SqliteLock(config.path);
     let db: Database.Database | undefined;
@@ -256,7 +271,7 @@ export class SqliteUserStore implements UserStore {
       db.exec(
         'CREATE TABLE IF NOT EXISTS roster_probe (only_row INTEGER PRIMARY KEY CHECK (only_row = 1), at INTEGER NOT NULL)',
       );
-      return new SqliteUserStore(db, lock, logger);
+      return new SqliteUserStore(db, lock, logger, options.cachedBytes ?? SQLITE_CACHED_BYTES);
     } catch (error) {
       db?.close();
       lock?.release();
@@ -407,7 +422,7 @@ export class SqliteUserStore implements UserStore {
       const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as
         { role: Buffer; created_at: number } | undefined;
       if (gone === undefined) return false;
-      this.#cache.delete(gone.created_at);
+      this.#uncache(gone.created_at);
       this.#counted(fromBlob(gone.role), -1);
       return true;
     });
@@ -447,9 +462,15 @@ export class SqliteUserStore implements UserStore {
   async close(): Promise<void> {
     this.health.close();
     this.#cache.clear();
+    this.#cachedBytes = 0;
     // Closing the last connection checkpoints the WAL into the database file and removes it.
     if (this.#db.open) this.#db.close();
     this.#lock?.release();
+  }
+
+  /** The heap the cache of decoded users takes, as heap-size.ts counts it; never more than its bound. */
+  get cachedBytes(): number {
+    return this.#cachedBytes;
   }
 
   /** The database file's connection, for the bench (bulk fill) and the tests. */
@@ -460,15 +481,30 @@ export class SqliteUserStore implements UserStore {
   /** The user stored at `rowid` (which the caller has just read from the file). */
   #userAt(rowid: number): User {
     const known = this.#cache.get(rowid);
-    if (known) return known;
+    if (known) return known.user;
     const row = this.#statement(`SELECT ${COLUMNS} FROM users WHERE created_at = ?`).get(rowid) as Row;
     return this.#cached(rowid, userOf(row));
   }
 
+  /** Keeps `user` as the one of `rowid`, unless it alone would pass the bound; returns it. */
   #cached(rowid: number, user: User): User {
-    if (this.#cache.size >= SQLITE_CACHED_USERS && !this.#cache.has(rowid)) this.#cache.clear();
-    this.#cache.set(rowid, user);
+    this.#uncache(rowid);
+    const bytes = userBytes(user);
+    if (bytes > this.#maxCachedBytes) return user;
+    if (this.#cache.size >= SQLITE_CACHED_USERS || this.#cachedBytes + bytes > this.#maxCachedBytes) {
+      this.#cache.clear();
+      this.#cachedBytes = 0;
+    }
+    this.#cache.set(rowid, { user, bytes });
+    this.#cachedBytes += bytes;
     return user;
+  }
+
+  #uncache(rowid: number): void {
+    const entry = this.#cache.get(rowid);
+    if (entry === undefined) return;
+    this.#cache.delete(rowid);
+    this.#cachedBytes -= entry.bytes;
   }
 
   #count(): number {

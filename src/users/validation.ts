@@ -45,12 +45,16 @@ function check(validate: ValidateFunction, body: unknown, rule: (field: string) 
       throw validationFailed(missing.map((field) => ({ field, message: `${field} is required` })));
     }
     throw validationFailed(
-      WRITABLE.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => ({
-        field,
-        message: errors.some((e) => fieldOf(e) === field && e.keyword === 'type')
-          ? `${field} must be a string`
-          : `${field} ${rule(field)}`,
-      })),
+      WRITABLE.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => {
+        const own = errors.filter((e) => fieldOf(e) === field);
+        // The contract's default PATCH has no rule but the type and the length bound: name only those.
+        const message = own.some((e) => e.keyword === 'type')
+          ? 'must be a string'
+          : own.every((e) => e.keyword === 'maxLength')
+            ? FIELD_RULES.bounded(field)
+            : rule(field);
+        return { field, message: `${field} ${message}` };
+      }),
     );
   }
   // Copy only the writable keys into a fresh object: unknown keys are ignored and never stored, and

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { ChatClient, request, startRoster, type Running } from '../helpers.js';
+import { Redis } from 'ioredis';
 import { compareIds } from '../../src/chat/codec.js';
 import { Listening, texts, type Message } from './history-support.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -26,6 +27,29 @@ async function member(t: TestContext, running: Running, path = ''): Promise<Chat
 }
 
 describe('chat history and the member list across instances (Redis)', { skip: WITHOUT_REDIS }, () => {
+  test('the stream is bounded by CHAT_HISTORY_BYTES as well as by count; its running total matches', async (t) => {
+    const url = roomUrl();
+    const a = await start(t, url, { CHAT_HISTORY_BYTES: '1MiB' });
+    const sender = await member(t, a);
+    for (let i = 0; i < 20; i++) {
+      sender.send(`${i} ${'x'.repeat(100 * 1024)}`);
+      await sender.next((m) => m.type === 'chat' && m.message.startsWith(`${i} `));
+    }
+    const prefix = new URL(url).searchParams.get('keyPrefix')!;
+    const redis = new Redis(process.env.REDIS_URL!);
+    t.after(() => redis.quit());
+    const entries = (await redis.xrange(`${prefix}chat:history`, '-', '+')) as [string, string[]][];
+    const sizes = entries.map(([, fields]) => (fields[0] === 'm' ? Buffer.byteLength(fields[1]!) : 0));
+    const total = sizes.reduce((sum, size) => sum + size, 0);
+    assert.ok(total <= 1024 * 1024, `${total} bytes in the stream`);
+    assert.equal(Number(await redis.get(`${prefix}chat:history-bytes`)), total);
+    const reader = new Listening(`${a.wsUrl}/?history=500`);
+    t.after(() => reader.terminate());
+    const end = await reader.until((m) => m.type === 'history');
+    assert.ok(end.count >= 9 && end.count <= 10, `${end.count} replayed`);
+    assert.equal(reader.chats().at(-1).message.split(' ')[0], '19');
+  });
+
   for (const where of ['the same instance', 'the other instance'] as const) {
     test(
       `a client dropped during a burst of 1 000 on one instance, back with since on ${where}: all 1 000, in order, none twice`,
@@ -104,7 +128,11 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
     const instances = [await start(t, url), await start(t, url), await start(t, url)];
     const stayers: ChatClient[] = [];
     for (let i = 0; i < 6; i++) stayers.push(await member(t, instances[i % 3]!));
-    const sum = () => instances.flatMap((running) => running.server.chat.room.localMembers().map((m) => m.id)).sort();
+    const sum = async () =>
+      (await Promise.all(instances.map((running) => running.server.chat.localMembers())))
+        .flat()
+        .map((m) => m.id)
+        .sort();
     const listed = async (on: Running) => {
       const ids: string[] = [];
       for (let page = 1; ; page++) {
@@ -135,10 +163,10 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
     }
     await churn;
     // Settled: the list on every instance is exactly the members connected, across all three.
-    let expected = sum();
+    let expected = await sum();
     while (expected.length !== 6) {
       await new Promise((resolve) => setImmediate(resolve)); // terminated sockets are counted out on their close event
-      expected = sum();
+      expected = await sum();
     }
     for (const on of instances) {
       let listing = await listed(on);

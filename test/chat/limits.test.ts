@@ -66,7 +66,7 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
     assertErrorEnvelope(response);
     assert.ok(response.elapsedMs < PROMPT_MS, `${response.elapsedMs} ms`);
     assert.equal(response.closedByServer, true);
-    assert.equal(scope.roomSize, 0);
+    assert.equal(await scope.roomSize(), 0);
   });
 
   test('Sec-WebSocket-Version: 8 -> 426 with Sec-WebSocket-Version: 13', async (t) => {
@@ -99,7 +99,7 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
     const response = await rawHttp(scope.port, request);
     assert.equal(response.status, 400);
     assertErrorEnvelope(response);
-    assert.equal(scope.roomSize, 0);
+    assert.equal(await scope.roomSize(), 0);
   });
 
   test('a HEAD request -> 400 with the headers only (HTTP forbids a body on a reply to HEAD)', async (t) => {
@@ -175,7 +175,7 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
     await rawHttp(scope.port, handshakeRequest(scope.port, { headers: { 'Sec-WebSocket-Version': '8' } }).text);
     await barrier(a, [a]);
     assert.deepEqual(a.messages, []);
-    assert.equal(scope.roomSize, 1);
+    assert.equal(await scope.roomSize(), 1);
   });
 });
 
@@ -231,7 +231,7 @@ describe('connection limit under concurrent handshakes (WS_MAX_CONNECTIONS=3)', 
       outcomes.sort((a, b) => (a ?? 0) - (b ?? 0)),
       [101, 101, 101, 503, 503, 503, 503, 503],
     );
-    assert.equal(scope.roomSize, 3);
+    assert.equal(await scope.roomSize(), 3);
   });
 });
 
@@ -255,7 +255,7 @@ describe('heartbeat (WS_HEARTBEAT_MS=100)', () => {
     normal.send({ type: 'ping' });
     await normal.next((m) => m.type === 'pong');
     assert.deepEqual(normal.messages, []);
-    assert.equal(scope.roomSize, 1);
+    assert.equal(await scope.roomSize(), 1);
   });
 
   test('a raw client that answers pings by hand stays connected', async (t) => {
@@ -279,7 +279,7 @@ describe('heartbeat (WS_HEARTBEAT_MS=100)', () => {
       }, 20);
     });
     assert.equal(raw.ended, false);
-    assert.equal(scope.roomSize, 1);
+    assert.equal(await scope.roomSize(), 1);
   });
 });
 
@@ -293,7 +293,7 @@ describe('peers Roster gives up on', { concurrency: true }, () => {
     assert.equal((await raw.closeFrame()).code, 1003);
     await raw.serverClosed(5000);
     assert.ok(Date.now() - started < 5000);
-    assert.equal(scope.roomSize, 0);
+    assert.equal(await scope.roomSize(), 0);
   });
 
   test('slow consumer (WS_MAX_BACKLOG=65536): a reader that stops reading is dropped; the others get every message', async (t) => {
@@ -339,7 +339,7 @@ describe('peers Roster gives up on', { concurrency: true }, () => {
     const leave = await sender.next((m) => m.type === 'user_leave', 6000);
     assert.equal(leave.online_count, 2);
     assert.equal((await reader.next((m) => m.type === 'user_leave')).online_count, 2);
-    assert.equal(scope.roomSize, 2);
+    assert.equal(await scope.roomSize(), 2);
     // Delivery goes on after the drop.
     await sendBatches(5);
 
@@ -355,7 +355,7 @@ describe('peers Roster gives up on', { concurrency: true }, () => {
     assert.ok(code === 1013 || code === 1008, `close code ${code}`);
     await slow.send(Opcode.close, closePayload(code!)).catch(() => {});
     await slow.serverClosed(3000);
-    assert.equal(scope.roomSize, 2);
+    assert.equal(await scope.roomSize(), 2);
   });
 });
 

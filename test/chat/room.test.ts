@@ -10,7 +10,7 @@ import type { Member } from '../../src/chat/room.js';
 import { ChatClient } from '../helpers.js';
 import { handshakeRequest } from './frames.js';
 import { TIMESTAMP, UUID_LIKE } from '../support/formats.js';
-import { barrier, crowd, Scope, tcpOf, within } from './support.js';
+import { barrier, chatInThread, crowd, Scope, tcpOf, within } from './support.js';
 
 async function scoped(t: TestContext, env: Record<string, string> = {}): Promise<Scope> {
   const scope = await Scope.start(env);
@@ -83,7 +83,7 @@ describe('welcome and join notices', () => {
     await barrier(newcomer, [...others, newcomer]);
     for (const client of [...others, newcomer])
       assert.deepEqual(client.messages, [], 'one join notice each, none to the newcomer');
-    assert.equal(scope.roomSize, 4);
+    assert.equal(await scope.roomSize(), 4);
   });
 });
 
@@ -127,7 +127,7 @@ describe('coalesced join and leave notices in a crowd', () => {
       // Everything this member received, in order: the welcome, the joins, then the chat.
       assert.deepEqual(arrivals[i], ['system', ...expected.map((count) => `join ${count}`), 'chat']);
     });
-    assert.equal(scope.roomSize, CROWD + 1);
+    assert.equal(await scope.roomSize(), CROWD + 1);
   });
 
   test('leaves in a crowd: each remaining member hears every leave once, with counts going down', async (t) => {
@@ -168,7 +168,7 @@ describe('leave notices', () => {
     assert.equal((await a.next((m) => m.type === 'user_leave')).online_count, 1);
     await barrier(a, [a]);
     assert.deepEqual(a.messages, []);
-    assert.equal(scope.roomSize, 1);
+    assert.equal(await scope.roomSize(), 1);
   });
 
   test('an abrupt TCP destroy counts the connection out', async (t) => {
@@ -180,7 +180,7 @@ describe('leave notices', () => {
     assert.equal((await a.next((m) => m.type === 'user_leave')).online_count, 1);
     await barrier(a, [a]);
     assert.deepEqual(a.messages, [], 'exactly one user_leave per departure');
-    assert.equal(scope.roomSize, 1);
+    assert.equal(await scope.roomSize(), 1);
   });
 
   test('online_count matches the open connections after 50 connects and disconnects', async (t) => {
@@ -205,12 +205,12 @@ describe('leave notices', () => {
       else seen.leaves++;
       assert.ok(m.online_count >= 1 && m.online_count <= 51, `online_count ${m.online_count} out of range`);
     }
-    assert.equal(scope.roomSize, 1);
+    assert.equal(await scope.roomSize(), 1);
     const last = await scope.client();
     assert.equal((await observer.next((m) => m.type === 'user_join')).online_count, 2);
     await barrier(last, [observer, last]);
     assert.deepEqual(observer.messages, []);
-    assert.equal(scope.roomSize, 2);
+    assert.equal(await scope.roomSize(), 2);
   });
 });
 
@@ -231,8 +231,8 @@ describe('connections that vanish during the handshake', () => {
     );
     // Every handshake has been handled; the room's own bookkeeping may lag the FIN by a tick.
     const deadline = Date.now() + 2000;
-    while (scope.roomSize !== 1) {
-      assert.ok(Date.now() < deadline, `room still holds ${scope.roomSize}`);
+    while ((await scope.roomSize()) !== 1) {
+      assert.ok(Date.now() < deadline, `room still holds ${await scope.roomSize()}`);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     await barrier(observer, [observer]);
@@ -425,8 +425,15 @@ describe('delivery failures', () => {
   });
 
   test('a member whose delivery throws does not stop delivery to the others (room in a real server)', async (t) => {
-    const scope = await scoped(t);
-    const [a] = (await crowd(scope, 1)) as [ChatClient];
+    const chat = await chatInThread(t);
+    const connect = async () => {
+      const client = new ChatClient(chat.wsUrl);
+      client.ws.on('error', () => {});
+      t.after(() => client.ws.terminate());
+      await client.next((m) => m.type === 'system');
+      return client;
+    };
+    const a = await connect();
     // A member that throws on every delivery, placed between real members in the room's order.
     let attempts = 0;
     const broken: Member = {
@@ -439,20 +446,24 @@ describe('delivery failures', () => {
         attempts++;
         throw new Error('socket exploded');
       },
+      replay() {
+        throw new Error('socket exploded');
+      },
+      drop() {},
     };
-    scope.running.server.chat.room.join(broken);
+    chat.room.join(broken);
     assert.equal((await a.next((m) => m.type === 'user_join')).online_count, 2);
-    const b = await scope.client();
-    const c = await scope.client();
+    const b = await connect();
+    const c = await connect();
     await a.next((m) => m.type === 'user_join' && m.online_count === 4);
     b.send({ type: 'chat', message: 'still delivered' });
     await Promise.all([a, b, c].map((x) => x.next((m) => m.message === 'still delivered')));
     // Welcome, the two joins (perhaps coalesced into one delivery), the chat message.
     assert.ok(attempts >= 3, `the broken member was tried (${attempts} attempts)`);
-    scope.running.server.chat.room.leave(broken);
+    chat.room.leave(broken);
     for (const x of [a, b, c]) assert.equal((await x.next((m) => m.type === 'user_leave')).online_count, 3);
     // A broken member that is gone stays gone; a second leave does nothing.
-    scope.running.server.chat.room.leave(broken);
+    chat.room.leave(broken);
     await barrier(a, [a, b, c]);
     for (const x of [a, b, c]) {
       assert.ok(!x.messages.some((m) => m.type === 'user_leave'), 'no second user_leave');

@@ -5,7 +5,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
+import type { TestContext } from 'node:test';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import { WebSocket } from 'ws';
+import { ChatRoom } from '../../src/chat/room.js';
+import { createChatServer } from '../../src/chat/ws-server.js';
+import { loadConfig } from '../../src/config/index.js';
+import { chatMetrics } from '../../src/metrics.js';
 import { ChatClient, startRoster, type Running } from '../helpers.js';
 import { RawClient } from './frames.js';
 
@@ -30,9 +37,9 @@ export class Scope {
     return this.running.wsPort;
   }
 
-  /** Number of members the server's room holds right now (white-box cross-check). */
-  get roomSize(): number {
-    return this.running.server.chat.room.size;
+  /** Number of members the server's room holds right now (white-box cross-check, asked of the chat thread). */
+  roomSize(): Promise<number> {
+    return this.running.server.chat.size();
   }
 
   /** A connected ChatClient (welcome already received and consumed). */
@@ -121,3 +128,29 @@ export function pings(ws: WebSocket, count: number, timeoutMs = 3000): Promise<v
 }
 
 export { within } from '../helpers.js';
+
+/**
+ * The chat door on the test's own thread, for tests that reach inside the room (a member that
+ * throws, a handler that fails): the same ChatRoom and createChatServer the chat thread runs
+ * (src/chat/worker.ts), on a free port, with its metrics. Real sockets all the same.
+ */
+export async function chatInThread(t: TestContext, env: Record<string, string> = {}): Promise<InThreadChat> {
+  const config = loadConfig({ WS_PORT: '0', ...env });
+  const registry = new Registry();
+  const room = new ChatRoom({}, undefined, {
+    history: config.chat.history,
+    historyBytes: config.chat.historyBytes,
+    maxPayload: config.chat.maxPayload,
+    maxBacklog: config.chat.maxBacklog,
+  });
+  const server = createChatServer(config.chat, room, pino({ level: 'silent' }), chatMetrics(registry));
+  const { port } = await server.listen(0, '127.0.0.1');
+  t.after(() => server.close(1000));
+  return { room, wsUrl: `ws://127.0.0.1:${port}`, metrics: () => registry.metrics() };
+}
+
+export interface InThreadChat {
+  room: ChatRoom;
+  wsUrl: string;
+  metrics(): Promise<string>;
+}

@@ -341,7 +341,7 @@ describe('bad frames close the connection with the right code; others are unaffe
       const index = raw.frames.indexOf(frame);
       assert.deepEqual(raw.frames.slice(index + 1), [], 'nothing after the close frame');
       assert.equal((await observer.next((m) => m.type === 'user_leave')).online_count, 1);
-      assert.equal(scope.roomSize, 1);
+      assert.equal(await scope.roomSize(), 1);
     });
   }
 

@@ -81,7 +81,9 @@ describe('roster users', () => {
       const target = await roster(t);
       const cli = new Cli(t, ['users', 'import', '-', '--url', target.api]);
       cli.child.stdin.end(
-        '{"name":"Ok One","email":"ok1@example.com"}\n{"name":"","email":"not-an-email"}\n{"name":"Ok Two","email":"ok2@example.com","role":"nope"}\n',
+        '{"name":"Ok One","email":"ok1@example.com"}\n{"name":"","email":"not-an-email"}\n{"name":"Ok Two","email":"ok2@example.com","role":"nope"}\n' +
+          // A name within its bound once trimmed, padded far past it: the field bound counts what is stored.
+          `${JSON.stringify({ name: `Padded${' '.repeat(100_000)}`, email: 'padded@example.com' })}\n`,
       );
       await cli.exited(20_000);
       assert.equal(cli.exit?.code, 1, cli.describe());
@@ -93,7 +95,11 @@ describe('roster users', () => {
         cli.stderr.text,
         /^roster users import: record 3 \(ok2@example.com\) refused: 422 VALIDATION_ERROR: .*role/m,
       );
-      assert.match(cli.stderr.text, /1 imported, 2 refused \(of 3 records\)\n$/);
+      assert.match(
+        cli.stderr.text,
+        /^roster users import: record 4 \(padded@example.com\) refused: 422 VALIDATION_ERROR: .*name/m,
+      );
+      assert.match(cli.stderr.text, /1 imported, 3 refused \(of 4 records\)\n$/);
     },
   );
 

@@ -157,7 +157,7 @@ test(
       assert.deepEqual(await stored(page), [0, 0, null]);
       assert.equal(await page.locator('#chat-log li').count(), 0, 'the conversation is gone');
       assert.equal(await page.getByLabel('API key').inputValue(), '', 'the key is not left in the form');
-      await eventually(async () => roster!.server.chat.room.size === 0, 'the page to leave the chat');
+      await eventually(async () => (await roster!.server.chat.size()) === 0, 'the page to leave the chat');
 
       assert.deepEqual(errors, []);
       assert.ok(

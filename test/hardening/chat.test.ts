@@ -47,13 +47,13 @@ async function clients(t: TestContext, roster: Hardened, n: number): Promise<Cha
   return list;
 }
 
-const roomSize = (roster: Hardened) => roster.running.server.chat.room.size;
+const roomSize = (roster: Hardened) => roster.running.server.chat.size();
 
 /** Waits until the room holds `expected` members (white-box: the server's own bookkeeping settles). */
 async function roomSettles(roster: Hardened, expected: number, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (roomSize(roster) !== expected) {
-    if (Date.now() > deadline) assert.fail(`the room holds ${roomSize(roster)} members, expected ${expected}`);
+  while ((await roomSize(roster)) !== expected) {
+    if (Date.now() > deadline) assert.fail(`the room holds ${await roomSize(roster)} members, expected ${expected}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -143,7 +143,7 @@ describe('a client that drops the TCP connection mid-frame leaves no member behi
           assert.equal(leave.online_count, 2, name);
         }
         raw.destroy();
-        assert.equal(roomSize(roster), 2, `no leaked member after ${name}`);
+        assert.equal(await roomSize(roster), 2, `no leaked member after ${name}`);
       }
       // Nothing of the cut frames reached the room, and nothing else is pending.
       await barrier(observers[0]!, observers);
@@ -442,7 +442,7 @@ describe('1 000 simultaneous connections', () => {
     // the one process that runs the service and the crowd some seconds.
     await within(Promise.all(opening), 30_000, '1 000 welcomes');
     t.diagnostic(`1 000 welcomes in ${Date.now() - started} ms`);
-    assert.equal(roomSize(roster), 1000);
+    assert.equal(await roomSize(roster), 1000);
     const counts = crowd.map((client) => countIn(client.welcome!)).sort((a, b) => a - b);
     assert.deepEqual(
       counts,

@@ -685,9 +685,9 @@ const SERVER_CODES = new Set([1000, 1002, 1003, 1007, 1009]);
 
 async function roomSettles(expected: number): Promise<void> {
   const deadline = Date.now() + 5000;
-  while (roster.running.server.chat.room.size !== expected) {
+  while ((await roster.running.server.chat.size()) !== expected) {
     if (Date.now() > deadline)
-      assert.fail(`the room holds ${roster.running.server.chat.room.size} members, expected ${expected}`);
+      assert.fail(`the room holds ${await roster.running.server.chat.size()} members, expected ${expected}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }

@@ -280,7 +280,7 @@ describe(
       } finally {
         attack.stop();
       }
-      assert.equal(roster.running.server.chat.room.size, 0, 'no trickler joined the room');
+      assert.equal(await roster.running.server.chat.size(), 0, 'no trickler joined the room');
       await roster.check('after a handshake slowloris');
     });
 

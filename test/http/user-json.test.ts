@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import fastJson from 'fast-json-stringify';
 import { successSchema } from '../../src/http/envelope.js';
-import { listReplyJson, userJson, userReplyJson } from '../../src/http/routes/user-json.js';
+import { getHeapStatistics } from 'node:v8';
+import { JsonCache, listReplyJson, replyCache, userJson, userReplyJson } from '../../src/http/routes/user-json.js';
 import { User, UserList } from '../../src/users/schema.js';
 import { request, startRoster, type Running } from '../helpers.js';
 
@@ -120,5 +121,37 @@ describe('list replies over HTTP after changes', () => {
     const bytes = Buffer.from(await response.arrayBuffer());
     assert.equal(Number(response.headers.get('content-length')), bytes.length);
     assert.equal(JSON.parse(bytes.toString('utf8')).data.users[0].name, 'Zoë Ünïcode 😀');
+  });
+});
+
+describe('the reply cache', () => {
+  test('is bounded in bytes, a 32nd of the heap limit', () => {
+    assert.equal(replyCache.maxBytes, Math.floor(getHeapStatistics().heap_size_limit / 32));
+    assert.ok(replyCache.bytes <= replyCache.maxBytes);
+  });
+
+  test('stays within its bound in bytes whatever the users hold, and serves each user as it is', () => {
+    const bound = 256 * 1024;
+    const cache = new JsonCache(bound);
+    const serialize = fastJson(User);
+    const users: User[] = Array.from({ length: 80 }, (_, i) => ({
+      id: String(i),
+      name: '\u00e9'.repeat(1000 * (1 + (i % 13))),
+      email: `u${i}@example.com`,
+      role: 'user',
+      created_at: '2026-01-01T00:00:00.000000',
+      updated_at: '2026-01-01T00:00:00.000000',
+    }));
+    for (const round of [1, 2]) {
+      for (const one of users) {
+        assert.equal(cache.json(one), serialize(one));
+        assert.ok(cache.bytes > 0);
+        assert.ok(cache.bytes <= bound, `${cache.bytes} B cached in round ${round}`);
+      }
+    }
+    // A user whose JSON alone passes the bound is serialised, never kept.
+    const huge = { ...users[0]!, name: 'h'.repeat(bound) };
+    assert.equal(cache.json(huge), serialize(huge));
+    assert.ok(cache.bytes <= bound);
   });
 });

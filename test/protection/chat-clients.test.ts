@@ -28,7 +28,7 @@ describe('WS_MAX_CONNECTIONS_PER_CLIENT', () => {
     }
     const refused = await as(API_KEY_READER);
     assertRefused(refused, 429, 'TOO_MANY_CONNECTIONS');
-    assert.equal(running.server.chat.room.size, 32);
+    assert.equal(await running.server.chat.size(), 32);
 
     // The admin, from the same address, is another client.
     const admin = await as(API_KEY_ADMIN);
@@ -65,7 +65,7 @@ describe('WS_MAX_CONNECTIONS_PER_CLIENT', () => {
     const other = await from('203.0.113.6');
     outcomes.push(other);
     assert.equal(other.status, 101);
-    assert.equal(running.server.chat.room.size, 4);
+    assert.equal(await running.server.chat.size(), 4);
   });
 
   test("set without any protection, it applies per address; unset, there is no such limit (the contract's behaviour)", async (t) => {

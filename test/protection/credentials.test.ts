@@ -51,7 +51,7 @@ describe('AUTH=jwt: claims are type-checked', () => {
       const response = await request(`${running.api}/users`, { headers: bearer(jwt) });
       assertRefused(response, 401, 'UNAUTHORIZED', /^Bearer realm="roster", error="invalid_token"/);
       assertRefused(await handshake(`${running.wsUrl}/?access_token=${jwt}`), 401, 'UNAUTHORIZED', /^Bearer/, 'chat');
-      assert.equal(running.server.chat.room.size, 0);
+      assert.equal(await running.server.chat.size(), 0);
     });
   }
 
@@ -164,7 +164,7 @@ describe('chat sessions end with their credential', () => {
       3000,
       'the leave',
     );
-    assert.equal(running.server.chat.room.size, 1);
+    assert.equal(await running.server.chat.size(), 1);
     lasting.ws!.terminate();
   });
 

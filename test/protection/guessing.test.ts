@@ -111,7 +111,7 @@ describe('RATE_LIMIT with AUTH=basic: no password guessing past the limit (chat 
     assertRefused(wrong, 429, 'RATE_LIMITED');
     assertRefused(right, 429, 'RATE_LIMITED', undefined, 'the right password while over the limit');
     assert.equal(right.text, wrong.text);
-    assert.equal(running.server.chat.room.size, 0);
+    assert.equal(await running.server.chat.size(), 0);
 
     const other = await as('lovelace-1815', '203.0.113.8');
     assert.equal(other.status, 101, 'another client');

@@ -28,7 +28,7 @@ describe('chat Origin check under AUTH without CORS_ORIGINS', () => {
       assertRefused(refused, 403, 'FORBIDDEN', undefined, `Origin ${origin}`);
       assert.match(refused.text, /origin/i);
     }
-    assert.equal(running.server.chat.room.size, 0, 'nobody joined');
+    assert.equal(await running.server.chat.size(), 0, 'nobody joined');
 
     for (const origin of [
       running.origin,

@@ -105,7 +105,7 @@ describe('RATE_LIMIT on the chat port', () => {
     assertRefused(refused, 429, 'RATE_LIMITED');
     assert.match(String(refused.headers['retry-after']), /^[1-9]$/);
     assert.equal(refused.headers['ratelimit-limit'], '3');
-    assert.equal(running.server.chat.room.size, 3);
+    assert.equal(await running.server.chat.size(), 3);
     // The chat's count is its own: the REST port still serves this client.
     assert.equal((await request(`${running.api}/users`)).status, 200);
     await sleep(Number(refused.headers['retry-after']) * 1000 + 50);

@@ -135,7 +135,7 @@ describe('CORS_ORIGINS', () => {
     const running = await startRoster({ CORS_ORIGINS: ALLOWED });
     t.after(() => running.stop());
     assertRefused(await handshake(running.wsUrl, { origin: FOREIGN }), 403, 'FORBIDDEN');
-    assert.equal(running.server.chat.room.size, 0);
+    assert.equal(await running.server.chat.size(), 0);
     const listed = await handshake(running.wsUrl, { origin: ALLOWED });
     assert.equal(listed.status, 101);
     const tool = await handshake(running.wsUrl);

@@ -1,5 +1,6 @@
 /** The user endpoints of the contract, black-box over real HTTP against a real server. */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { request, startRoster, type Running } from '../helpers.js';
 import { TIMESTAMP } from '../support/formats.js';
@@ -11,6 +12,11 @@ before(async () => {
   roster = await startRoster();
 });
 after(() => roster.stop());
+
+/** A field that with its JSON still fits the default BODY_LIMIT (1 MiB). */
+const HUGE = 2 ** 20 - 1024;
+/** Text that does not compress (an index of PostgreSQL stores short values as they are, longer ones compressed). */
+const randomText = (length: number) => randomBytes(length).toString('base64url').slice(0, length);
 
 let sequence = 0;
 /** A fresh, unique email for each created user. */
@@ -174,10 +180,23 @@ describe('POST /api/v1/users', () => {
     assertValidationError(await create({ name: true, email: 5 }), ['name', 'email']);
   });
 
-  test('length bounds count characters after trimming', async () => {
-    await createUser({ name: `  ${'x'.repeat(200)}  ` });
+  test('length bounds count every character stored, surrounding white space included, as code points', async () => {
+    await createUser({ name: ` ${'x'.repeat(198)} ` });
     await createUser({ name: '😀'.repeat(200) });
     assertValidationError(await create({ name: '😀'.repeat(201), email: email() }), ['name']);
+    // White space is not counted toward the minimum (a name is not blank), but it is stored, so it counts
+    // toward the maximum: padding cannot store more than the bound.
+    assertValidationError(await create({ name: `  ${'x'.repeat(200)}  `, email: email() }), ['name']);
+    assertValidationError(await create({ name: 'Fine', email: ` ${'a'.repeat(242)}@example.com` }), ['email']);
+    await createUser({ email: `${'a'.repeat(242)}@example.com` });
+  });
+
+  test('a field padded with white space to nearly BODY_LIMIT: 422 naming it, nothing stored', async () => {
+    const before = (await request(`${roster.api}/users?limit=1`)).body.data.pagination.total;
+    const response = await create({ name: `Ada${' '.repeat(HUGE / 2)}`, email: `${' '.repeat(HUGE / 4)}${email()}` });
+    assertValidationError(response, ['name', 'email']);
+    assert.match(response.body.error.details[0].message, /^name must be a string of at most 200 characters/);
+    assert.equal((await request(`${roster.api}/users?limit=1`)).body.data.pagination.total, before);
   });
 
   test('duplicate email: 409 EMAIL_EXISTS, also across letter case and surrounding spaces', async () => {
@@ -278,6 +297,13 @@ describe('PUT /api/v1/users/:id', () => {
     assert.deepEqual((await request(user(existing.id))).body.data, existing);
   });
 
+  test('a field past its bound (a 1 MiB name, a 3 000-character email): 422 naming it, record unchanged', async () => {
+    const existing = await createUser();
+    const body = { name: `  ${'x'.repeat(HUGE - 4096)}  `, email: `${'e'.repeat(2990)}@example.com` };
+    assertValidationError(await request(user(existing.id), { method: 'PUT', body }), ['name', 'email']);
+    assert.deepEqual((await request(user(existing.id))).body.data, existing);
+  });
+
   test('no email uniqueness check by default', async () => {
     const first = await createUser();
     const second = await createUser();
@@ -321,6 +347,51 @@ describe('PATCH /api/v1/users/:id', () => {
     assert.equal(body.data.email, 'not-an-email');
     assert.equal(body.data.role, 'superuser');
     assert.equal(body.data.name, '');
+  });
+
+  test('any string is stored up to the create bounds: 200, 254 and 64 characters, white space included', async () => {
+    const existing = await createUser();
+    const body = { name: ` ${'😀'.repeat(198)} `, email: ' '.repeat(254), role: 'r'.repeat(64) };
+    const { status, body: reply } = await request(user(existing.id), { method: 'PATCH', body });
+    assert.equal(status, 200, JSON.stringify(reply));
+    assert.deepEqual([reply.data.name, reply.data.email, reply.data.role], [body.name, body.email, body.role]);
+  });
+
+  test('a field past its bound: 422 naming each, with the bound; nothing stored', async () => {
+    const existing = await createUser();
+    const response = await request(user(existing.id), {
+      method: 'PATCH',
+      body: { name: 'x'.repeat(201), email: '😀'.repeat(255), role: 'r'.repeat(65) },
+    });
+    assertValidationError(response, ['name', 'email', 'role']);
+    assert.deepEqual(
+      response.body.error.details.map((detail: { message: string }) => detail.message),
+      [
+        'name must be a string of at most 200 characters',
+        'email must be a string of at most 254 characters',
+        'role must be a string of at most 64 characters',
+      ],
+    );
+    assert.deepEqual((await request(user(existing.id))).body.data, existing);
+  });
+
+  test('a 1 MiB name, or a 3 000-character name or email, is refused with 422, never stored (nor a 500)', async () => {
+    const existing = await createUser();
+    for (const body of [
+      { name: 'n'.repeat(HUGE) },
+      { name: randomText(3000) },
+      { email: `${randomText(2990)}@example.com` },
+      { role: 'r'.repeat(HUGE) },
+    ]) {
+      const response = await request(user(existing.id), { method: 'PATCH', body });
+      assertValidationError(response, Object.keys(body));
+    }
+    assert.deepEqual((await request(user(existing.id))).body.data, existing);
+    // Existence still comes first.
+    assert.equal(
+      (await request(user('no-such-user'), { method: 'PATCH', body: { name: 'n'.repeat(HUGE) } })).status,
+      404,
+    );
   });
 
   test('a non-string field: 422 naming it', async () => {

@@ -5,6 +5,9 @@
  * a small heap filled with worst-case users: it refuses creates long before the heap runs out.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config/index.js';
 import { request, RosterProcess, startRoster } from '../helpers.js';
@@ -107,7 +110,11 @@ describe('MAX_USERS', () => {
           automaticMaxUsers(heap) === 1000,
       );
     }
-    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers());
+    // Less the chat history's byte bound when this process keeps it; all of it without history or with Redis.
+    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers(undefined, 16 * MIB));
+    assert.ok(automaticMaxUsers(4144 * MIB, 1024 * MIB) < automaticMaxUsers(4144 * MIB));
+    assert.equal(loadConfig({ CHAT_HISTORY: '0' }).maxUsers, automaticMaxUsers());
+    assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).maxUsers, automaticMaxUsers());
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://127.0.0.1/x' }).maxUsers, 0);
     assert.equal(loadConfig({ MAX_USERS: '1000' }).maxUsers, 1000);
     assert.throws(() => loadConfig({ MAX_USERS: '-1' }), /MAX_USERS/);
@@ -141,4 +148,62 @@ describe('MAX_USERS', () => {
       );
     },
   );
+
+  // Updates do not count against MAX_USERS, so the fields they store must be bounded: without that,
+  // 234 PATCHes of a 1 MiB name to as many users ended this very process ("Reached heap limit"), with
+  // users in memory as with SQLite (its cache of decoded users).
+  for (const store of ['memory', 'sqlite'] as const) {
+    test(
+      `a real process with a small heap (${store}): 300 PATCHes of a 1 MiB name to 300 users are refused, and it stays up`,
+      { timeout: 180_000 },
+      async (t) => {
+        const folder = mkdtempSync(join(tmpdir(), 'roster-capacity-'));
+        t.after(() => rmSync(folder, { recursive: true, force: true }));
+        const roster = new RosterProcess(
+          t,
+          {
+            PORT: '0',
+            WS_PORT: '0',
+            LOG_LEVEL: 'info',
+            CONSOLE: 'false',
+            ...(store === 'sqlite' ? { DATABASE_URL: `sqlite:${join(folder, 'users.db')}` } : {}),
+          },
+          { nodeArgs: ['--max-old-space-size=256'] },
+        );
+        const { port } = await roster.listening();
+        const origin = `http://127.0.0.1:${port}`;
+        const api = `${origin}/api/v1`;
+        const ids: string[] = [];
+        for (let i = 0; i < 300; i++) {
+          const created = await request(`${api}/users`, {
+            method: 'POST',
+            body: { name: `Person ${i}`, email: `person${i}@example.com` },
+          });
+          assert.equal(created.status, 201, created.text);
+          ids.push(created.body.data.id);
+        }
+        // Each name as large as the default BODY_LIMIT lets through, and different, as a client would send.
+        const huge = (i: number) => `${i} ${'n'.repeat(2 ** 20 - 1024)}`;
+        const statuses = new Map<number, number>();
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: 4 }, async () => {
+            while (next < ids.length) {
+              const i = next++;
+              const { status } = await request(`${api}/users/${ids[i]}`, { method: 'PATCH', body: { name: huge(i) } });
+              statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            }
+          }),
+        );
+        assert.deepEqual([...statuses], [[422, 300]]);
+        assert.equal((await request(`${origin}/livez`)).status, 200);
+        assert.equal(roster.child.exitCode, null, 'the process exited');
+        const page = await request(`${api}/users?limit=100&search=Person`);
+        assert.equal(page.body.data.pagination.total, 300);
+        assert.ok(page.body.data.users.every((user: { name: string }) => user.name.startsWith('Person ')));
+        const { code } = await roster.stop('SIGTERM', 10_000);
+        assert.equal(code, 0);
+      },
+    );
+  }
 });

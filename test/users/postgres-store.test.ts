@@ -3,11 +3,12 @@
  * migrations, races between instances (pools) for one email, and Unicode compared with the memory store.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
 import { createClock } from '../../src/clock.js';
+import { RosterError } from '../../src/errors.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { migrate, readMigrations } from '../../src/users/postgres-migrations.js';
 import { PostgresUserStore } from '../../src/users/postgres-store.js';
@@ -369,6 +370,52 @@ if (!DATABASE_URL) {
           users.map((u) => u.id),
           [ids[1]],
         );
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
+  describe('a value too large for an index (SQLSTATE 54000, program_limit_exceeded)', () => {
+    /** Text that does not compress, so that PostgreSQL's index takes it at its full size. */
+    const incompressible = (length: number) => randomBytes(length).toString('base64url').slice(0, length);
+
+    /** The store's error for `write`: a 422 VALIDATION_ERROR naming `field`, nothing stored, the database still up. */
+    async function refusedAs(store: PostgresUserStore, field: string, write: () => Promise<unknown>) {
+      const error = await write().then(
+        () => assert.fail('PostgreSQL took an index row past its maximum'),
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof RosterError, String(error));
+      assert.equal(error.code, 'VALIDATION_ERROR');
+      assert.equal(error.status, 422);
+      assert.deepEqual(error.details, [{ field, message: `${field} is too large to store` }]);
+      assert.deepEqual(store.health.state(), { up: true });
+    }
+
+    test('is a 422 naming the field, on create and on either kind of update; nothing is stored', async () => {
+      const store = await emptyStore();
+      try {
+        await refusedAs(store, 'name', () =>
+          store.insert({ id: randomUUID(), name: incompressible(3000), email: 'big@example.com', role: 'user' }),
+        );
+        await refusedAs(store, 'email', () =>
+          store.insert({ id: randomUUID(), name: 'Big', email: `${incompressible(3000)}@example.com`, role: 'user' }),
+        );
+        assert.equal(await store.count(), 0);
+        const kept = await store.insert({ id: randomUUID(), name: 'Kept', email: 'kept@example.com', role: 'user' });
+        assert.ok(typeof kept === 'object');
+        // The update that keeps the email (one statement) and the one that changes it (a transaction).
+        await refusedAs(store, 'name', () =>
+          store.update(kept.id, { name: incompressible(3000) }, { uniqueEmail: false }),
+        );
+        await refusedAs(store, 'email', () =>
+          store.update(kept.id, { email: `${incompressible(3000)}@example.com` }, { uniqueEmail: false }),
+        );
+        await refusedAs(store, 'role', () =>
+          store.update(kept.id, { role: incompressible(3000) }, { uniqueEmail: true }),
+        );
+        assert.deepEqual(await store.get(kept.id), kept);
       } finally {
         await store.close();
       }

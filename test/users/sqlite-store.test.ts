@@ -61,6 +61,55 @@ describe('SQLite text', () => {
   });
 });
 
+describe('the cache of decoded users', () => {
+  test('stays within its bound in bytes, whatever the users hold, and still answers every read', async () => {
+    const bound = 256 * 1024;
+    const store = await SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent, {
+      cachedBytes: bound,
+    });
+    try {
+      assert.equal(store.cachedBytes, 0);
+      // Users of 8 000 to 40 000 characters (a store takes what it is given): a count bound alone
+      // would keep 20 000 of them, some 1.6 GB.
+      const ids: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        const name = `${String(i).padStart(3, '0')} ${'😀'.repeat(4000 + 2000 * (i % 9))}`;
+        const created = await store.insert({ id: randomUUID(), name, email: `u${i}@example.com`, role: 'user' });
+        assert.ok(typeof created === 'object');
+        ids.push(created.id);
+        assert.ok(store.cachedBytes > 0);
+        assert.ok(store.cachedBytes <= bound, `${store.cachedBytes} B cached after insert ${i}`);
+      }
+      for (const [i, id] of ids.entries()) {
+        const updated = await store.update(id, { email: `v${i}@example.com` }, { uniqueEmail: false });
+        assert.ok(typeof updated === 'object' && updated.email === `v${i}@example.com`);
+        assert.ok(store.cachedBytes <= bound, `${store.cachedBytes} B cached after update ${i}`);
+      }
+      const page = await store.list({ sort: 'name', descending: false, offset: 0, limit: 60 });
+      assert.equal(page.users.length, 60);
+      assert.deepEqual(
+        page.users.map((user) => user.email),
+        ids.map((_, i) => `v${i}@example.com`),
+      );
+      assert.ok(store.cachedBytes <= bound, `${store.cachedBytes} B cached after a list`);
+      // One user larger than the whole bound is served, never kept.
+      const huge = await store.insert({
+        id: randomUUID(),
+        name: 'h'.repeat(bound),
+        email: 'h@example.com',
+        role: 'user',
+      });
+      assert.ok(typeof huge === 'object');
+      assert.equal((await store.get(huge.id))?.name, 'h'.repeat(bound));
+      assert.ok(store.cachedBytes <= bound, `${store.cachedBytes} B cached after a huge user`);
+      for (const id of ids) assert.equal(await store.remove(id), true);
+      assert.ok(store.cachedBytes <= bound);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('SqliteUserStore on a file', () => {
   test('users, strings of every kind and the clock outlive closing and opening again', async () => {
     const path = fileOf();

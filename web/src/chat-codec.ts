@@ -58,8 +58,16 @@ export function withHistoryQuery(
   return query === '' ? url : `${url}${url.includes('?') ? '&' : '?'}${query}`;
 }
 
-/** What a client's text frame asks for. */
-export type ClientIntent = { kind: 'ping' } | { kind: 'chat'; message: string } | { kind: 'ignore' };
+/**
+ * How deep a non-string `message` may nest (`[[…]]`, `{"a":{…}}`) to be sent on as its JSON text.
+ * JSON.parse takes any depth, but writing the value back out recurses once per level: a 10 KB frame of
+ * 5 000 brackets would overflow the stack. Real messages are strings; 32 levels is plenty for the rest.
+ */
+export const MAX_MESSAGE_DEPTH = 32;
+
+/** What a client's text frame asks for; `refuse`: a frame the room will not take (the connection is closed, 1008). */
+export type ClientIntent =
+  { kind: 'ping' } | { kind: 'chat'; message: string } | { kind: 'ignore' } | { kind: 'refuse'; reason: string };
 
 export function parseClientText(text: string): ClientIntent {
   let value: unknown;
@@ -74,7 +82,12 @@ export function parseClientText(text: string): ClientIntent {
       ? (value as { type?: unknown }).type
       : undefined;
   if (type === 'ping') return { kind: 'ping' };
-  if (type === 'chat') return { kind: 'chat', message: messageText((value as { message?: unknown }).message) };
+  if (type === 'chat') {
+    const message = (value as { message?: unknown }).message;
+    if (nestedDeeperThan(message, MAX_MESSAGE_DEPTH))
+      return { kind: 'refuse', reason: `Chat message nested deeper than ${MAX_MESSAGE_DEPTH} levels` };
+    return { kind: 'chat', message: messageText(message) };
+  }
   // Valid JSON of any other type (or none): no reply, no broadcast (contract rule 3).
   return { kind: 'ignore' };
 }
@@ -87,6 +100,17 @@ export function parseClientText(text: string): ClientIntent {
 function messageText(message: unknown): string {
   if (message === undefined || message === null) return '';
   return typeof message === 'string' ? message : JSON.stringify(message);
+}
+
+/** Whether `value` nests objects or arrays more than `limit` deep; an explicit stack, since recursion is the danger. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 1 }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (typeof item.value !== 'object' || item.value === null) continue;
+    if (item.depth > limit) return true;
+    for (const child of Object.values(item.value)) stack.push({ value: child, depth: item.depth + 1 });
+  }
+  return false;
 }
 
 /** A server message as it travels: one JSON text. */

@@ -1,8 +1,9 @@
 /**
  * The API's create rules for a user's fields, checked in the form before anything is sent, in words
- * for people. They are the rules of src/users/schema.ts (FORMATS): the name 1 to 200 characters after
- * trimming (counted as code points), the email at most 254 characters shaped like local@domain.tld,
- * the role one of the configured roles. test/console/users.test.ts checks that the API agrees.
+ * for people. They are the rules of src/users/schema.ts (FORMATS): the name at most 200 characters and
+ * not only white space, the email at most 254 characters shaped like local@domain.tld (both counted as
+ * code points, surrounding white space included, as it is stored), the role one of the configured roles.
+ * test/console/users.test.ts checks that the API agrees.
  */
 export interface UserInput {
   name: string;
@@ -22,11 +23,11 @@ export function fieldProblem(field: UserField, value: string, roles: readonly st
   switch (field) {
     case 'name':
       if (trimmed === '') return 'Name is required';
-      if ([...trimmed].length > NAME_MAX) return `Name must be at most ${NAME_MAX} characters`;
+      if ([...value].length > NAME_MAX) return `Name must be at most ${NAME_MAX} characters`;
       return null;
     case 'email':
       if (trimmed === '') return 'Email is required';
-      if (trimmed.length > EMAIL_MAX) return `Email must be at most ${EMAIL_MAX} characters`;
+      if ([...value].length > EMAIL_MAX) return `Email must be at most ${EMAIL_MAX} characters`;
       if (!EMAIL_SHAPE.test(trimmed)) return 'Enter an email address like name@example.com';
       return null;
     case 'role':

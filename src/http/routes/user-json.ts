@@ -10,6 +10,7 @@
  */
 import fastJson from 'fast-json-stringify';
 import { getHeapStatistics } from 'node:v8';
+import { stringBytes, userBytes } from '../../users/heap-size.js';
 import { User, type UserList } from '../../users/schema.js';
 
 const serializeUser = fastJson(User);
@@ -17,27 +18,46 @@ const serializeUser = fastJson(User);
 /**
  * Users whose JSON is kept. When full it starts again empty: a bound on memory however many users are
  * paged through (a million users' JSON would be a few hundred MB), and the pages asked for most (the
- * first ones of each order) are back in it after one request. The bound is in characters, a 32nd of
- * the heap at two bytes each (about 130 MB on a 4 GiB heap: some 50 000 users of 200 B of ASCII JSON),
- * so that with MAX_USERS' half of the heap it never crowds a small heap, whatever the users hold.
+ * first ones of each order) are back in it after one request. The bound is in bytes, counted as
+ * heap-size.ts does (two per character), and for each entry both its JSON and the user it is kept for,
+ * which the cache alone may be keeping alive (an updated user's former object): a 32nd of the heap,
+ * about 128 MiB on a 4 GiB heap (some 100 000 users of 200 B of ASCII JSON), so that with MAX_USERS'
+ * share of the heap it never crowds a small heap, whatever the users hold. A user whose entry alone
+ * would pass the bound is serialised every time instead.
  */
-const MAX_CACHED_CHARS = Math.floor(getHeapStatistics().heap_size_limit / 32 / 2);
-const cached = new Map<User, string>();
-let cachedChars = 0;
+export class JsonCache {
+  readonly #entries = new Map<User, string>();
+  #bytes = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** What the entries take, as counted against `maxBytes`. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  json(user: User): string {
+    let json = this.#entries.get(user);
+    if (json === undefined) {
+      json = serializeUser(user);
+      const bytes = stringBytes(json) + userBytes(user);
+      if (bytes > this.maxBytes) return json;
+      if (this.#bytes + bytes > this.maxBytes) {
+        this.#entries.clear();
+        this.#bytes = 0;
+      }
+      this.#entries.set(user, json);
+      this.#bytes += bytes;
+    }
+    return json;
+  }
+}
+
+/** The one cache of the replies. */
+export const replyCache = new JsonCache(Math.floor(getHeapStatistics().heap_size_limit / 32));
 
 export function userJson(user: User, cache = true): string {
-  if (!cache) return serializeUser(user);
-  let json = cached.get(user);
-  if (json === undefined) {
-    json = serializeUser(user);
-    if (cachedChars + json.length > MAX_CACHED_CHARS) {
-      cached.clear();
-      cachedChars = 0;
-    }
-    cached.set(user, json);
-    cachedChars += json.length;
-  }
-  return json;
+  return cache ? replyCache.json(user) : serializeUser(user);
 }
 
 /** The success envelope of one user, as JSON text. */

@@ -419,7 +419,7 @@ export interface components {
     };
     /** UserInput */
     UserInput: {
-      /** @description Full name (required); must be a string of 1 to 200 characters (surrounding white space not counted) */
+      /** @description Full name (required); must be a string of at most 200 characters, not only white space */
       name: string;
       /** @description Email address (required); must be a string of at most 254 characters shaped like local@domain.tld */
       email: string;
@@ -439,11 +439,11 @@ export interface components {
     };
     /** UserPatch */
     UserPatch: {
-      /** @description Full name */
+      /** @description Full name; must be a string of at most 200 characters */
       name?: string;
-      /** @description Email address */
+      /** @description Email address; must be a string of at most 254 characters */
       email?: string;
-      /** @description Role */
+      /** @description Role; must be a string of at most 64 characters */
       role?: string;
     };
     /** ChatMember */

@@ -1,0 +1,244 @@
+/**
+ * The chat door as the REST thread sees it: a worker thread (worker.ts) that owns everything of the
+ * chat, started, asked and stopped by message (thread-protocol.ts). This side answers the worker's
+ * rate-limit checks from the one limiter, writes its log lines into the process's log stream, counts
+ * its engine faults, and mirrors its bus's health for the health check.
+ *
+ * A chat thread that dies (an uncaught error, out of memory in its heap) is a fault, not the end:
+ * its connections are gone with it (clients see 1006 and reconnect; with Redis the other instances
+ * reap its members and tell their leaves), so it is logged, counted
+ * (roster_chat_thread_restarts_total) and started again on the same port, at once the first time and
+ * then after a back-off that doubles up to 30 s while it keeps dying. The REST door, and with the
+ * memory store every user, carries on untouched.
+ */
+import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { Config } from '../config/index.js';
+import type { EngineFaults } from '../engine-faults.js';
+import type { RateLimiter } from '../edge/rate-limiter.js';
+import type { Dependency, DependencyState } from '../health.js';
+import type { MemberRecord } from './bus.js';
+import type { RedisBusOptions } from './redis-bus.js';
+import type { ChatThreadData, FromChat, Questions, ToChat } from './thread-protocol.js';
+
+const WORKER = new URL('./worker.js', import.meta.url);
+/** The longest wait before starting a chat thread again, and how long one must live to be trusted again. */
+const MAX_RESTART_DELAY_MS = 30_000;
+const HEALTHY_AFTER_MS = 60_000;
+/** How long past the shutdown deadline the thread may take to report closed before it is terminated. */
+const CLOSE_GRACE_MS = 2_000;
+
+export interface ChatThreadOptions {
+  config: Config;
+  logger: Logger;
+  faults: EngineFaults;
+  /** The one rate limiter of both doors (RATE_LIMIT), asked by the chat thread per handshake. */
+  limiter?: RateLimiter | undefined;
+  /** Tuning of the Redis bus, for tests. */
+  chatBus?: Partial<RedisBusOptions> | undefined;
+}
+
+export class ChatThread {
+  readonly #options: ChatThreadOptions;
+  readonly #log: Logger;
+  readonly #destination: DestinationStream;
+  #worker!: Worker;
+  #startedAt = 0;
+  #closing = false;
+  #restarts = 0;
+  #failuresInARow = 0;
+  #restartTimer: NodeJS.Timeout | undefined;
+  /** Where it listens, once it does: a restart listens there again. */
+  #bound: { port: number; host: string } | undefined;
+  #restPort: number | undefined;
+  #busState: DependencyState = { up: false, reason: 'connecting' };
+  #nextQuestion = 0;
+  readonly #questions = new Map<number, { resolve: (value: never) => void; fallback: unknown }>();
+  /** Waiters of the thread's next `listening`/`listenFailed`, `closed`, or its exit. */
+  #onMessage = new Set<(message: FromChat | { type: 'exit'; code: number }) => void>();
+  /** The chat bus in the health check (REDIS_URL): its state as the chat thread last told it. */
+  readonly health: Dependency | undefined;
+
+  constructor(options: ChatThreadOptions) {
+    this.#options = options;
+    this.#log = options.logger.child({ component: 'chat' });
+    // The chat thread's lines join the process's one log stream, as they are.
+    this.#destination = (options.logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
+    this.health = options.config.redis ? { name: 'chat_bus', critical: false, state: () => this.#busState } : undefined;
+    this.#spawn();
+  }
+
+  /** The thread now serving the chat (a test may end it, to see it come back). */
+  get worker(): Worker {
+    return this.#worker;
+  }
+
+  /** Times the thread died and was started again. */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  #spawn(): void {
+    const data: ChatThreadData = { config: this.#options.config, chatBus: this.#options.chatBus };
+    const worker = new Worker(WORKER, { workerData: data });
+    this.#worker = worker;
+    this.#startedAt = Date.now();
+    worker.on('message', (message: FromChat) => {
+      try {
+        this.#received(message);
+      } catch (error) {
+        // Whatever the chat thread says, the REST thread (and the users it holds) carries on.
+        this.#log.error({ err: error, type: message.type }, 'a message of the chat thread could not be handled');
+      }
+    });
+    worker.on('error', (error) => this.#log.error({ err: error }, 'the chat thread failed'));
+    worker.on('exit', (code) => {
+      if (worker !== this.#worker) return;
+      for (const wake of this.#onMessage) wake({ type: 'exit', code });
+      for (const question of this.#questions.values()) question.resolve(question.fallback as never);
+      this.#questions.clear();
+      if (!this.#closing) this.#died(code);
+    });
+    if (this.#restPort !== undefined) this.#send({ type: 'restPort', port: this.#restPort });
+  }
+
+  #died(code: number): void {
+    this.#restarts++;
+    this.#busState = { up: false, reason: 'chat thread restarting' };
+    this.#failuresInARow = Date.now() - this.#startedAt > HEALTHY_AFTER_MS ? 1 : this.#failuresInARow + 1;
+    const delay = Math.min(MAX_RESTART_DELAY_MS, this.#failuresInARow === 1 ? 0 : 250 * 2 ** this.#failuresInARow);
+    this.#log.error(
+      { exitCode: code, restartInMs: delay },
+      'the chat thread died; its connections are lost, starting it again',
+    );
+    this.#restartTimer = setTimeout(() => {
+      if (this.#closing) return;
+      this.#spawn();
+      const bound = this.#bound;
+      if (bound)
+        this.listen(bound.port, bound.host).catch((error: unknown) =>
+          this.#log.error({ err: error }, 'the restarted chat thread could not listen'),
+        );
+    }, delay);
+    this.#restartTimer.unref();
+  }
+
+  #send(message: ToChat): void {
+    this.#worker.postMessage(message);
+  }
+
+  #received(message: FromChat): void {
+    switch (message.type) {
+      case 'log':
+        this.#destination.write(message.line);
+        return;
+      case 'fault':
+        // Logged by the chat thread; counted here, where the metric is.
+        this.#options.faults.report(message.engine, undefined, { log: false });
+        return;
+      case 'bus':
+        this.#busState = message.state;
+        return;
+      case 'answer': {
+        const question = this.#questions.get(message.id);
+        this.#questions.delete(message.id);
+        question?.resolve(message.value as never);
+        return;
+      }
+      case 'limit':
+        return void this.#limit(message.id, message.check, message.key);
+      default:
+        for (const wake of this.#onMessage) wake(message);
+    }
+  }
+
+  async #limit(id: number, check: 'spent' | 'refusal', key: string): Promise<void> {
+    const worker = this.#worker;
+    let refusal;
+    try {
+      refusal = await this.#options.limiter?.[check](key);
+    } catch (error) {
+      this.#log.error({ err: error }, 'a chat rate-limit check failed');
+    }
+    if (worker !== this.#worker) return;
+    const shape = refusal && { code: refusal.code, message: refusal.message, headers: refusal.headers };
+    this.#send({ type: 'limited', id, refusal: shape });
+  }
+
+  /** The next of the thread's messages that `pick` returns a value for (its exit counts as one). */
+  #next<T>(pick: (message: FromChat | { type: 'exit'; code: number }) => T | undefined): Promise<T> {
+    return new Promise((resolve) => {
+      const wake = (message: FromChat | { type: 'exit'; code: number }) => {
+        const value = pick(message);
+        if (value === undefined) return;
+        this.#onMessage.delete(wake);
+        resolve(value);
+      };
+      this.#onMessage.add(wake);
+    });
+  }
+
+  /** Opens the chat port; rejects as `server.listen` would (an error with its `code`). */
+  async listen(port: number, host: string): Promise<AddressInfo> {
+    const outcome = this.#next((message) =>
+      message.type === 'listening' || message.type === 'listenFailed' || message.type === 'exit' ? message : undefined,
+    );
+    this.#send({ type: 'listen', port, host });
+    const result = await outcome;
+    if (result.type === 'listening') {
+      this.#bound = { port: result.port, host };
+      return { port: result.port, address: host, family: host.includes(':') ? 'IPv6' : 'IPv4' };
+    }
+    if (result.type === 'exit') throw new Error(`the chat thread exited (${result.code}) before listening`);
+    throw Object.assign(new Error(result.message), { code: result.code });
+  }
+
+  /** The REST port once bound: the chat's origin check with AUTH on compares against it. */
+  setRestPort(port: number): void {
+    this.#restPort = port;
+    this.#send({ type: 'restPort', port });
+  }
+
+  /** Every connection gets 1001, the bus says goodbye, the thread ends; terminated if it takes too long. */
+  async close(timeoutMs: number): Promise<void> {
+    this.#closing = true;
+    clearTimeout(this.#restartTimer);
+    const worker = this.#worker;
+    const done = this.#next((message) => (message.type === 'closed' || message.type === 'exit' ? true : undefined));
+    this.#send({ type: 'close', timeoutMs });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs + CLOSE_GRACE_MS)));
+    await Promise.race([done, late]);
+    clearTimeout(timer);
+    await worker.terminate();
+  }
+
+  #ask<Q extends keyof Questions>(question: Q, fallback: Questions[Q]): Promise<Questions[Q]> {
+    return new Promise((resolve) => {
+      const id = ++this.#nextQuestion;
+      this.#questions.set(id, { resolve: resolve as (value: never) => void, fallback });
+      this.#send({ type: 'ask', id, question });
+    });
+  }
+
+  /** The members of the whole room (every instance's, with a bus that shares them). */
+  members(): Promise<MemberRecord[]> {
+    return this.#ask('members', []);
+  }
+
+  /** This instance's members, in the order they joined. */
+  localMembers(): Promise<MemberRecord[]> {
+    return this.#ask('localMembers', []);
+  }
+
+  /** How many members this instance holds. */
+  async size(): Promise<number> {
+    return (await this.localMembers()).length;
+  }
+
+  /** The chat thread's metrics, in the exposition format. */
+  metrics(): Promise<string> {
+    return this.#ask('metrics', '');
+  }
+}

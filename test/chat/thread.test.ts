@@ -1,0 +1,138 @@
+/**
+ * The chat door on its own thread (src/chat/thread.ts, worker.ts): the chat answers while the REST
+ * thread is busy with real work for over a second, and a chat thread that dies is started again on
+ * the same port, counted, while the REST door carries on.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import { WebSocket } from 'ws';
+import { SqliteUserStore } from '../../src/users/sqlite-store.js';
+import { ChatClient, closeOf, request, RosterProcess, startRoster } from '../helpers.js';
+
+/** Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. */
+const USERS = 300_000;
+/** The heavy requests sent at once: the REST thread works through them one after another. */
+const HEAVY = 12;
+
+async function metric(origin: string, name: string): Promise<number> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.slice(name.length + 1));
+}
+
+describe('the chat on its own thread', () => {
+  test(
+    `the chat answers pings within 100 ms while the REST thread spends over a second on searches of ${USERS / 1000}k SQLite users`,
+    { timeout: 180_000 },
+    async (t) => {
+      const folder = mkdtempSync(join(tmpdir(), 'roster-busy-'));
+      t.after(() => rmSync(folder, { recursive: true, force: true }));
+      const path = join(folder, 'roster.db');
+      // Filled through the store's own bulk path, then served by a real Roster process.
+      const store = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, pino({ level: 'silent' }));
+      await store.seed(
+        Array.from({ length: USERS }, (_, i) => ({
+          id: randomUUID(),
+          name: `User ${i} Sennett`,
+          email: `user${i}@example${i % 97}.com`,
+          role: i % 3 === 0 ? 'admin' : 'user',
+        })),
+      );
+      await store.close();
+      const roster = new RosterProcess(t, {
+        PORT: '0',
+        WS_PORT: '0',
+        LOG_LEVEL: 'info',
+        DATABASE_URL: `sqlite:${path}`,
+      });
+      const { port, wsPort } = await roster.listening();
+      const origin = `http://127.0.0.1:${port}`;
+      const ws = new WebSocket(`ws://127.0.0.1:${wsPort}`);
+      ws.on('error', () => {});
+      await once(ws, 'open');
+
+      // A search that matches every user, sorted by name descending, its last pages: no index helps.
+      const heavy = `${origin}/api/v1/users?search=e&sort=name&order=desc&limit=100&page=${USERS / 100 - 1}`;
+      const rtts: number[] = [];
+      let sentAt = 0;
+      ws.on('message', (data) => {
+        if (JSON.parse(String(data)).type === 'pong') rtts.push(performance.now() - sentAt);
+      });
+      let pinging = true;
+      const pinger = (async () => {
+        while (pinging) {
+          sentAt = performance.now();
+          const before = rtts.length;
+          ws.send('{"type":"ping"}');
+          while (rtts.length === before && performance.now() - sentAt < 2000)
+            await new Promise((resolve) => setTimeout(resolve, 1));
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = performance.now();
+      const durations = await Promise.all(
+        Array.from({ length: HEAVY }, async () => {
+          const response = await fetch(heavy);
+          assert.equal(response.status, 200);
+          const body = (await response.json()) as { data: { pagination: { total: number } } };
+          assert.equal(body.data.pagination.total, USERS);
+          return performance.now() - started;
+        }),
+      );
+      pinging = false;
+      await pinger;
+      const busy = Math.max(...durations);
+      const worst = Math.max(...rtts);
+      t.diagnostic(
+        `REST busy ${busy.toFixed(0)} ms (${HEAVY} searches); ${rtts.length} pings, RTT max ${worst.toFixed(1)} ms`,
+      );
+      assert.ok(busy > 1000, `the REST thread was busy for ${busy.toFixed(0)} ms, not over a second`);
+      assert.ok(rtts.length >= 10, `${rtts.length} pongs while REST was busy`);
+      assert.ok(worst < 100, `a pong took ${worst.toFixed(1)} ms`);
+      ws.close();
+    },
+  );
+
+  test('a chat thread that dies: its connections drop, it is started again on the same port, counted; REST carries on', async (t) => {
+    const running = await startRoster({ LOG_LEVEL: 'silent' });
+    t.after(() => running.stop());
+    const created = await request(`${running.api}/users`, {
+      method: 'POST',
+      body: { name: 'Kept', email: 'kept@example.com' },
+    });
+    assert.equal(created.status, 201);
+    const before = await ChatClient.connect(running.wsUrl);
+    const dropped = closeOf(before.ws);
+    await running.server.chat.worker.terminate();
+    assert.equal((await dropped).code, 1006, 'the connection went with the thread');
+    // REST meanwhile: untouched, the users with it.
+    assert.equal((await request(`${running.api}/users/${created.body.data.id}`)).status, 200);
+    // Back on the same port.
+    let after: ChatClient | undefined;
+    const deadline = Date.now() + 10_000;
+    while (!after) {
+      const client = new ChatClient(running.wsUrl);
+      client.ws.on('error', () => {});
+      try {
+        await client.next((m) => m.type === 'system', 1000);
+        after = client;
+      } catch {
+        client.ws.terminate();
+        assert.ok(Date.now() < deadline, 'the chat came back within 10 s');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    after.send({ type: 'chat', message: 'back' });
+    assert.equal((await after.next((m) => m.type === 'chat')).message, 'back');
+    assert.equal(await metric(running.origin, 'roster_chat_thread_restarts_total'), 1);
+    assert.equal(await running.server.chat.size(), 1);
+    await after.close();
+  });
+});
