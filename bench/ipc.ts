@@ -47,7 +47,7 @@ export class BenchChild {
   constructor(
     readonly name: string,
     script: URL,
-    cpu: number,
+    cpu: number | string,
     nodeArgs: readonly string[] = [],
   ) {
     const command = [process.execPath, ...nodeArgs, fileURLToPath(script)];

@@ -8,7 +8,10 @@
  *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
- *   npm run bench -- --only chat   one section (rest, chat, connections); prints only, never writes
+ *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost); prints
+ *                                  only, never writes
+ *   BENCH_BEFORE=<folder> ...      chat-under-load and thread-cost also measure the build in <folder> (an
+ *                                  earlier commit, built there): before and after in one run
  */
 import { execFileSync } from 'node:child_process';
 import { relative, resolve } from 'node:path';
@@ -16,6 +19,8 @@ import { parseArgs } from 'node:util';
 import { benchPids, killAllChildren, LOAD_CPU, pinned, SERVER_CPU } from './ipc.js';
 import { machine, percent, writeGeneratedSection } from './report.js';
 import { chatSection } from './sections/chat.js';
+import { chatUnderLoadSection } from './sections/chat-under-load.js';
+import { threadCostSection } from './sections/thread-cost.js';
 import { connectionsSection } from './sections/connections.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
@@ -26,6 +31,8 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['rest', restSection],
   ['chat', chatSection],
   ['connections', connectionsSection],
+  ['chat-under-load', chatUnderLoadSection],
+  ['thread-cost', threadCostSection],
 ];
 
 function commandLine(args: readonly string[]): string {
