@@ -164,55 +164,63 @@ const oddJson: fc.Arbitrary<{ text: string; depth: number }> = fc.letrec<{
 })).value;
 
 describe('the chat codec, fuzzed through a real socket', () => {
-  test('odd JSON in `message`: sent on as its JSON text, or refused (1008) past the depth bound; never a crash', { timeout: 120_000 }, async (t) => {
-    const { ws, origin } = await roster(t);
-    let client: WebSocket | undefined;
-    let inbox: string[] = [];
-    let wake: (() => void) | undefined;
-    const connectClient = async () => {
-      client = await open(ws);
-      inbox = [];
-      client.on('message', (data) => {
-        inbox.push(String(data));
-        wake?.();
-      });
-    };
-    const nextChat = async (): Promise<unknown> => {
-      for (;;) {
-        const at = inbox.findIndex((text) => JSON.parse(text).type === 'chat');
-        if (at >= 0) return JSON.parse(inbox.splice(at, 1)[0]!).message;
-        await new Promise<void>((resolve) => (wake = resolve));
-      }
-    };
-    await connectClient();
-    let refused = 0;
-    let sentOn = 0;
-    await fc.assert(
-      fc.asyncProperty(oddJson, async ({ text, depth }) => {
-        const frame = `{"type":"chat","message":${text}}`;
-        if (depth > MAX_MESSAGE_DEPTH) {
-          const closed = closeOf(client!);
-          client!.send(frame);
-          // A chat sent on instead of the close fails here, rather than leave the test waiting.
-          const outcome = await Promise.race([closed, nextChat().then((message) => ({ code: 0, message }))]);
-          assert.equal(outcome.code, 1008, `a message nested ${depth} deep: ${JSON.stringify(outcome).slice(0, 200)}`);
-          refused++;
-          await connectClient();
-          return;
+  test(
+    'odd JSON in `message`: sent on as its JSON text, or refused (1008) past the depth bound; never a crash',
+    { timeout: 120_000 },
+    async (t) => {
+      const { ws, origin } = await roster(t);
+      let client: WebSocket | undefined;
+      let inbox: string[] = [];
+      let wake: (() => void) | undefined;
+      const connectClient = async () => {
+        client = await open(ws);
+        inbox = [];
+        client.on('message', (data) => {
+          inbox.push(String(data));
+          wake?.();
+        });
+      };
+      const nextChat = async (): Promise<unknown> => {
+        for (;;) {
+          const at = inbox.findIndex((text) => JSON.parse(text).type === 'chat');
+          if (at >= 0) return JSON.parse(inbox.splice(at, 1)[0]!).message;
+          await new Promise<void>((resolve) => (wake = resolve));
         }
-        client!.send(frame);
-        const message = await nextChat();
-        const value: unknown = JSON.parse(text);
-        assert.equal(message, value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value));
-        sentOn++;
-      }),
-      { numRuns: Number(process.env.FUZZ_RUNS ?? 150) },
-    );
-    client!.close();
-    assert.ok(refused > 0 && sentOn > 0, `both outcomes seen (${refused} refused, ${sentOn} sent on)`);
-    assert.equal((await fetch(`${origin}/livez`)).status, 200);
-    assert.equal(await metric(origin, 'roster_chat_handler_errors_total'), 0, 'no unexpected error on the way');
-  });
+      };
+      await connectClient();
+      let refused = 0;
+      let sentOn = 0;
+      await fc.assert(
+        fc.asyncProperty(oddJson, async ({ text, depth }) => {
+          const frame = `{"type":"chat","message":${text}}`;
+          if (depth > MAX_MESSAGE_DEPTH) {
+            const closed = closeOf(client!);
+            client!.send(frame);
+            // A chat sent on instead of the close fails here, rather than leave the test waiting.
+            const outcome = await Promise.race([closed, nextChat().then((message) => ({ code: 0, message }))]);
+            assert.equal(
+              outcome.code,
+              1008,
+              `a message nested ${depth} deep: ${JSON.stringify(outcome).slice(0, 200)}`,
+            );
+            refused++;
+            await connectClient();
+            return;
+          }
+          client!.send(frame);
+          const message = await nextChat();
+          const value: unknown = JSON.parse(text);
+          assert.equal(message, value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value));
+          sentOn++;
+        }),
+        { numRuns: Number(process.env.FUZZ_RUNS ?? 150) },
+      );
+      client!.close();
+      assert.ok(refused > 0 && sentOn > 0, `both outcomes seen (${refused} refused, ${sentOn} sent on)`);
+      assert.equal((await fetch(`${origin}/livez`)).status, 200);
+      assert.equal(await metric(origin, 'roster_chat_handler_errors_total'), 0, 'no unexpected error on the way');
+    },
+  );
 });
 
 describe('the last line of defence', () => {
