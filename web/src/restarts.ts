@@ -6,6 +6,13 @@
 import { health } from './api.js';
 import { formatDateTime, parseServiceTime } from './dom.js';
 
+/**
+ * A failed ask is made again this often, this many times: Roster opens its chat port before its REST
+ * port, so a chat that reconnects at once may ask before health can answer.
+ */
+const RETRY_MS = 1000;
+const RETRIES = 30;
+
 export class RestartWatch {
   #instance: string | null = null;
   #checking: Promise<void> | null = null;
@@ -13,7 +20,7 @@ export class RestartWatch {
   /** `restarted` is called with a sentence for people when the instance differs from the one seen before. */
   constructor(private readonly restarted: (text: string) => void) {}
 
-  /** Asks health which run answers now; a failed ask changes nothing (the next one tries again). */
+  /** Asks health which run answers now; a failed ask changes nothing, and is made again a little later. */
   check(): Promise<void> {
     this.#checking ??= this.#check().finally(() => {
       this.#checking = null;
@@ -23,10 +30,14 @@ export class RestartWatch {
 
   async #check(): Promise<void> {
     let run;
-    try {
-      run = await health();
-    } catch {
-      return;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        run = await health();
+        break;
+      } catch {
+        if (attempt === RETRIES) return;
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      }
     }
     if (typeof run?.instance !== 'string') return;
     const before = this.#instance;
