@@ -4,6 +4,7 @@
  * process, as in the tests, do not share counters.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import type { RefusalReason } from './edge/connection-guard.js';
 import type { EngineFaults } from './engine-faults.js';
 import type { Storage } from './users/service.js';
 
@@ -20,6 +21,19 @@ export interface ChatMetrics {
   slowConsumerDropped(): void;
   /** A handler of a client's request, handshake or frame failed unexpectedly (its connection was closed, 1011). */
   handlerFailed(): void;
+  /** The connection guard ended a TCP connection before its handshake (edge/connection-guard.ts). */
+  connectionRefused(reason: RefusalReason): void;
+}
+
+/** A counter of the connections a port's guard ended, by reason; one per port, each in its thread's registry. */
+function refusedConnections(registry: Registry, port: 'http' | 'chat'): (reason: RefusalReason) => void {
+  const counter = new Counter({
+    name: `roster_${port}_connections_refused_total`,
+    help: `TCP connections to the ${port === 'http' ? 'REST' : 'chat'} port ended before a request: over MAX_CONNECTIONS_PER_ADDRESS (per_address) or silent past FIRST_BYTE_TIMEOUT_MS (first_byte)`,
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  return (reason) => counter.inc({ reason });
 }
 
 /** Upper bounds (seconds) of roster_http_request_duration_seconds. */
@@ -164,6 +178,8 @@ export class Metrics {
   readonly #requests = new RequestSeries();
   readonly #routes = new Map<string, RouteSeries>();
   readonly #chat: () => Promise<string>;
+  /** The REST port's connection guard ended a connection (edge/connection-guard.ts). */
+  readonly connectionRefused: (reason: RefusalReason) => void;
 
   /**
    * `chat`: the chat thread's metrics, in the exposition format, asked for at each scrape (it owns
@@ -234,6 +250,7 @@ export class Metrics {
         },
       });
     }
+    this.connectionRefused = refusedConnections(this.registry, 'http');
     this.#chat = chat;
     new Counter({
       name: 'roster_chat_thread_restarts_total',
@@ -307,6 +324,7 @@ export function chatMetrics(registry: Registry): ChatMetrics {
     messagesOut: (count) => sent.inc(count),
     slowConsumerDropped: () => dropped.inc(),
     handlerFailed: () => failures.inc(),
+    connectionRefused: refusedConnections(registry, 'chat'),
   };
 }
 
@@ -320,4 +338,5 @@ export const NO_CHAT_METRICS: ChatMetrics = {
   messagesOut() {},
   slowConsumerDropped() {},
   handlerFailed() {},
+  connectionRefused() {},
 };

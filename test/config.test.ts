@@ -26,6 +26,7 @@ const DEFAULTS: Config = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 72_000,
   maxConnections: 10_000,
+  connections: { perAddress: 256, firstByteMs: 5000 },
   metrics: true,
   metricsAuth: false,
   console: true,
@@ -47,12 +48,18 @@ const DEFAULTS: Config = {
     maxConnections: 10_000,
     maxConnectionsPerClient: undefined,
     handshakeTimeoutMs: 15_000,
+    connections: { perAddress: 256, firstByteMs: 5000 },
     history: 500,
     historyBytes: 16 * MIB,
   },
 };
 
 type Patch = Partial<Omit<Config, 'chat'>> & { chat?: Partial<ChatConfig> };
+
+/** The connection guard's limits as both ports get them. */
+function guard(perAddress: number, firstByteMs: number | undefined): Patch {
+  return { connections: { perAddress, firstByteMs }, chat: { connections: { perAddress, firstByteMs } } };
+}
 
 /** The defaults with `patch` applied: what loadConfig must return when only one variable is set. */
 function expected(patch: Patch): Config {
@@ -83,6 +90,8 @@ describe('loadConfig defaults', () => {
     'REQUEST_TIMEOUT_MS',
     'KEEP_ALIVE_TIMEOUT_MS',
     'MAX_CONNECTIONS',
+    'MAX_CONNECTIONS_PER_ADDRESS',
+    'FIRST_BYTE_TIMEOUT_MS',
     'METRICS',
     'METRICS_AUTH',
     'CONSOLE',
@@ -187,15 +196,39 @@ describe('loadConfig valid overrides', () => {
     ['WS_MAX_BACKLOG', '64KiB', { chat: { maxBacklog: 64 * KIB } }],
     ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1 } }],
     ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50 } }],
+    [
+      'HEADERS_TIMEOUT_MS',
+      '2000',
+      {
+        headersTimeoutMs: 2000,
+        connections: { perAddress: 256, firstByteMs: undefined },
+        chat: { handshakeTimeoutMs: 2000, connections: { perAddress: 256, firstByteMs: undefined } },
+      },
+    ],
     // Set, it applies even without AUTH or RATE_LIMIT (unset, it is off then: see below).
     ['WS_MAX_CONNECTIONS_PER_CLIENT', '1', { chat: { maxConnectionsPerClient: 1 } }],
     ['WS_MAX_CONNECTIONS_PER_CLIENT', '100', { chat: { maxConnectionsPerClient: 100 } }],
-    ['HEADERS_TIMEOUT_MS', '5000', { headersTimeoutMs: 5000, chat: { handshakeTimeoutMs: 5000 } }],
+    [
+      'HEADERS_TIMEOUT_MS',
+      '5000',
+      {
+        headersTimeoutMs: 5000,
+        connections: { perAddress: 256, firstByteMs: undefined },
+        chat: { handshakeTimeoutMs: 5000, connections: { perAddress: 256, firstByteMs: undefined } },
+      },
+    ],
     ['HEADERS_TIMEOUT_MS', '30000', { headersTimeoutMs: 30_000, chat: { handshakeTimeoutMs: 30_000 } }],
     ['REQUEST_TIMEOUT_MS', '60000', { requestTimeoutMs: 60_000 }],
     ['REQUEST_TIMEOUT_MS', '15000', { requestTimeoutMs: 15_000 }],
     ['KEEP_ALIVE_TIMEOUT_MS', '5000', { keepAliveTimeoutMs: 5000 }],
     ['MAX_CONNECTIONS', '100', { maxConnections: 100 }],
+    // One pair of settings for both ports: the REST port's guard and the chat's.
+    ['MAX_CONNECTIONS_PER_ADDRESS', '0', guard(0, 5000)],
+    ['MAX_CONNECTIONS_PER_ADDRESS', '8', guard(8, 5000)],
+    ['FIRST_BYTE_TIMEOUT_MS', '1000', guard(256, 1000)],
+    // Not shorter than HEADERS_TIMEOUT_MS (15 s by default), it adds nothing: that deadline ends silent sockets.
+    ['FIRST_BYTE_TIMEOUT_MS', '60000', guard(256, undefined)],
+    ['FIRST_BYTE_TIMEOUT_MS', '15000', guard(256, undefined)],
     ['METRICS', 'false', { metrics: false }],
     ['CONSOLE', 'off', { console: false }],
     ['CHAT_PUBLIC_URL', 'wss://chat.example.com/room', { chatPublicUrl: 'wss://chat.example.com/room' }],
@@ -314,6 +347,7 @@ describe('loadConfig valid overrides', () => {
       requestTimeoutMs: 4000,
       keepAliveTimeoutMs: 1000,
       maxConnections: 50,
+      connections: { perAddress: 256, firstByteMs: undefined },
       metrics: true,
       metricsAuth: false,
       console: true,
@@ -336,6 +370,7 @@ describe('loadConfig valid overrides', () => {
         maxConnections: 3,
         maxConnectionsPerClient: undefined,
         handshakeTimeoutMs: 2000,
+        connections: { perAddress: 256, firstByteMs: undefined },
         history: 500,
         historyBytes: 16 * MIB,
       },
@@ -349,6 +384,10 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['HEADERS_TIMEOUT_MS', '40000'],
     ['HEADERS_TIMEOUT_MS', '50'],
     ['HEADERS_TIMEOUT_MS', '1s'],
+    ['FIRST_BYTE_TIMEOUT_MS', '50'],
+    ['FIRST_BYTE_TIMEOUT_MS', '5s'],
+    ['MAX_CONNECTIONS_PER_ADDRESS', '-1'],
+    ['MAX_CONNECTIONS_PER_ADDRESS', 'many'],
     ['REQUEST_TIMEOUT_MS', '0'],
     ['KEEP_ALIVE_TIMEOUT_MS', '-1'],
     ['MAX_CONNECTIONS', '0'],
@@ -455,6 +494,19 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
     assert.equal(loadConfig({}).chat.maxConnectionsPerClient, undefined);
     assert.equal(loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET }).chat.maxConnectionsPerClient, 32);
     assert.equal(loadConfig({ RATE_LIMIT: '10/second' }).chat.maxConnectionsPerClient, 32);
+    // Under a small global cap, the default is a quarter of it (at least 1): one client cannot take every slot.
+    for (const [global, perClient] of [
+      ['10', 2],
+      ['100', 25],
+      ['128', 32],
+      ['3', 1],
+      ['1', 1],
+    ] as const)
+      assert.equal(
+        loadConfig({ RATE_LIMIT: '10/second', WS_MAX_CONNECTIONS: global }).chat.maxConnectionsPerClient,
+        perClient,
+        `WS_MAX_CONNECTIONS=${global}`,
+      );
     assert.equal(
       loadConfig({ AUTH: 'jwt', JWT_SECRET: SECRET, WS_MAX_CONNECTIONS_PER_CLIENT: '4' }).chat.maxConnectionsPerClient,
       4,

@@ -32,8 +32,9 @@ answerParent<RosterCommand>(async (command) => {
   });
   // With users already stored, createServer adds no seed users. The tests' in-process start, at warn;
   // MAX_USERS=0: the bench fills a million users of modest size, past the worst-case default cap.
+  // MAX_CONNECTIONS_PER_ADDRESS=0: every bench client comes from 127.0.0.1, standing in for many.
   const { port, wsPort } = await startRoster(
-    { LOG_LEVEL: 'warn', MAX_USERS: '0', ...command.env },
+    { LOG_LEVEL: 'warn', MAX_USERS: '0', MAX_CONNECTIONS_PER_ADDRESS: '0', ...command.env },
     store ? { store } : {},
   );
   const result: RosterStarted = { port, wsPort, ...fill };

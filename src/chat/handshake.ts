@@ -54,13 +54,15 @@ export interface ChatProtection {
   messageLimit?: RateLimit | undefined;
   /** The client's address, X-Forwarded-For believed as TRUST_PROXY says. */
   addressOf?: ((request: IncomingMessage) => string) | undefined;
+  /** TRUST_PROXY's proxies among TCP peers: exempt from MAX_CONNECTIONS_PER_ADDRESS (edge/connection-guard.ts). */
+  trustedPeer?: ((address: string) => boolean) | undefined;
 }
 
 /**
  * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403); 429
- * while the address has no handshake left, before any credential is looked at (a right password must
- * not be told from a wrong one by the reply); credentials, recorded, a password counted against the
- * address before it is hashed; the rate limit (429) per principal or address; then the credentials' 401.
+ * while the address has no handshake left (under AUTH, nor REST budget left either), before any
+ * credential is looked at (a right password must not be told from a wrong one by the reply);
+ * credentials, recorded, a password counted against the address's REST budget before it is hashed; the rate limit (429) per principal or address; then the credentials' 401.
  */
 export function admission(
   protection: ChatProtection,
@@ -69,6 +71,9 @@ export function admission(
   const { origins, authenticator, limiter } = protection;
   // Handshakes are counted apart from the REST port's requests: keys of their own in the one limiter.
   const handshakeKey = (principal: Principal | undefined, address: string) => `chat:${clientKey(principal, address)}`;
+  // But a password guess costs from one budget on both doors, the REST port's for the address
+  // (http/protection.ts): RATE_LIMIT=3/minute allows three guesses, not three on each port.
+  const guessKey = (address: string) => clientKey(undefined, address);
   return async (request) => {
     const origin = request.headers.origin;
     const own =
@@ -78,14 +83,17 @@ export function admission(
     if (!originAllowed(origins, origin, own))
       return new RosterError('FORBIDDEN', 'This origin may not connect to the chat');
     const address = addressOf(request);
-    const spent = limiter ? await limiter.spent(handshakeKey(undefined, address)) : undefined;
+    const spent = limiter
+      ? ((await limiter.spent(handshakeKey(undefined, address))) ??
+        (authenticator ? await limiter.spent(guessKey(address)) : undefined))
+      : undefined;
     if (spent) return spent;
     let principal: Principal | undefined;
     let failure: unknown;
     let charged = false;
     if (authenticator) {
       const charge = async () => {
-        const limited = await limiter?.refusal(handshakeKey(undefined, address));
+        const limited = await limiter?.refusal(guessKey(address));
         if (limited) throw limited;
         charged = limiter !== undefined;
       };

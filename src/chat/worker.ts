@@ -13,7 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createAuthenticator } from '../edge/authenticator.js';
-import { addressOf } from '../edge/client-identity.js';
+import { addressOf, trustedPeer } from '../edge/client-identity.js';
 import { EngineFaults } from '../engine-faults.js';
 import { RosterError } from '../errors.js';
 import { chatMetrics, NO_CHAT_METRICS } from '../metrics.js';
@@ -103,6 +103,7 @@ const chat = createChatServer(config.chat, room, logger, metrics, {
   limiter,
   messageLimit: config.rateLimit,
   addressOf: config.trustProxy === false ? undefined : addressOf(config.trustProxy),
+  trustedPeer: trustedPeer(config.trustProxy),
 });
 
 const answers: { [Q in keyof Questions]: () => Promise<Questions[Q]> } = {

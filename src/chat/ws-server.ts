@@ -22,6 +22,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Principal } from '../edge/authenticator.js';
 import type { ChatConfig } from '../config/index.js';
 import { clientKey } from '../edge/client-identity.js';
+import { guardConnections } from '../edge/connection-guard.js';
 import { RosterError } from '../errors.js';
 import { clientErrorHandler } from '../edge/client-errors.js';
 import { timeouts, writeRawError } from '../edge/raw-reply.js';
@@ -162,6 +163,12 @@ export function createChatServer(
   // at least HANDSHAKE_HEADROOM however small the limit (a burst arrives before any 503 has closed
   // its socket); past that, the kernel backlog is the only queue.
   server.maxConnections = config.maxConnections + Math.max(config.maxConnections, HANDSHAKE_HEADROOM);
+  // One address holds only its share of those, nor any silently for long (edge/connection-guard.ts).
+  guardConnections(server, {
+    ...config.connections,
+    exempt: protection.trustedPeer ?? (() => false),
+    onRefused: (reason) => metrics.connectionRefused(reason),
+  });
   // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
   server.on('clientError', clientErrorHandler);
   // ws:// to the WSS port: a 400 that says so (edge/tls-plain.ts).

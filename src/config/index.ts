@@ -73,6 +73,13 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** Open TCP connections on the REST port at most; more are dropped on accept. `MAX_CONNECTIONS`, default 10000. */
   maxConnections: number;
+  /**
+   * What a connection may cost before it has said anything, on both ports (edge/connection-guard.ts):
+   * open connections per peer address (`MAX_CONNECTIONS_PER_ADDRESS`, default 256; 0: no cap; trusted
+   * proxies exempt) and how long a socket may stay silent (`FIRST_BYTE_TIMEOUT_MS`, default 5 s;
+   * undefined when not shorter than `HEADERS_TIMEOUT_MS`, whose deadline then ends silent sockets too).
+   */
+  connections: { perAddress: number; firstByteMs: number | undefined };
   /** Prometheus metrics at `GET /metrics` on the REST port. `METRICS`, default true. */
   metrics: boolean;
   /**
@@ -175,12 +182,14 @@ export interface ChatConfig {
   /**
    * Open connections of one client at most (its principal when authenticated, else its address); the
    * next handshake of that client is refused with HTTP 429 TOO_MANY_CONNECTIONS.
-   * `WS_MAX_CONNECTIONS_PER_CLIENT`; default DEFAULT_MAX_CONNECTIONS_PER_CLIENT when AUTH or RATE_LIMIT
-   * is on, else undefined (no such limit, as without protection).
+   * `WS_MAX_CONNECTIONS_PER_CLIENT`; default DEFAULT_MAX_CONNECTIONS_PER_CLIENT (at most a quarter of
+   * `maxConnections`) when AUTH or RATE_LIMIT is on, else undefined (no such limit, as without protection).
    */
   maxConnectionsPerClient: number | undefined;
   /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
   handshakeTimeoutMs: number;
+  /** The connection guard's limits, the REST port's (Config.connections): one pair of settings for both ports. */
+  connections: { perAddress: number; firstByteMs: number | undefined };
   /** Chat messages kept for clients that ask (`?history=`, `?since=`); 0: off. `CHAT_HISTORY`, default 500. */
   history: number;
   /** At most this many bytes of them. `CHAT_HISTORY_BYTES`, default 16 MiB. */
@@ -204,6 +213,11 @@ export function loadConfig(env: Env): Config {
   const headersTimeoutMs = get(S.HEADERS_TIMEOUT_MS);
   const requestTimeoutMs = get(S.REQUEST_TIMEOUT_MS);
   checkTimeouts(headersTimeoutMs, requestTimeoutMs);
+  const connections = {
+    perAddress: get(S.MAX_CONNECTIONS_PER_ADDRESS),
+    // Not shorter than the headers' deadline, it adds nothing: Node's own ends such a socket (408).
+    firstByteMs: ((ms) => (ms < headersTimeoutMs ? ms : undefined))(get(S.FIRST_BYTE_TIMEOUT_MS)),
+  };
   const wsPort = get(S.WS_PORT);
   checkPorts(restPort, wsPort);
   const auth = authOf(get, isSet);
@@ -233,6 +247,7 @@ export function loadConfig(env: Env): Config {
     requestTimeoutMs,
     keepAliveTimeoutMs: get(S.KEEP_ALIVE_TIMEOUT_MS),
     maxConnections: get(S.MAX_CONNECTIONS),
+    connections,
     metrics: get(S.METRICS),
     metricsAuth: get(S.METRICS_AUTH),
     console: get(S.CONSOLE),
@@ -264,8 +279,10 @@ export function loadConfig(env: Env): Config {
       maxConnectionsPerClient: maxConnectionsPerClient(
         get(S.WS_MAX_CONNECTIONS_PER_CLIENT),
         auth.scheme !== 'none' || isSet('RATE_LIMIT'),
+        get(S.WS_MAX_CONNECTIONS),
       ),
       handshakeTimeoutMs: headersTimeoutMs,
+      connections,
       history,
       historyBytes,
     },

@@ -97,9 +97,18 @@ export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 32;
 /**
  * Set, it applies in any case. Unset, it applies only with protection on (AUTH or RATE_LIMIT): without
  * it, Roster behaves as the contract says, and one address may well be a proxy or a NAT for many people.
+ * The default is also at most a quarter of WS_MAX_CONNECTIONS (at least 1), so that under a small
+ * global cap one client cannot take every slot.
  */
-export function maxConnectionsPerClient(set: number | undefined, protectionOn: boolean): number | undefined {
-  return set ?? (protectionOn ? DEFAULT_MAX_CONNECTIONS_PER_CLIENT : undefined);
+export function maxConnectionsPerClient(
+  set: number | undefined,
+  protectionOn: boolean,
+  maxConnections: number,
+): number | undefined {
+  if (set !== undefined) return set;
+  return protectionOn
+    ? Math.min(DEFAULT_MAX_CONNECTIONS_PER_CLIENT, Math.max(1, Math.floor(maxConnections / 4)))
+    : undefined;
 }
 
 /**

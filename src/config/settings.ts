@@ -151,7 +151,7 @@ export const WS_MAX_CONNECTIONS_PER_CLIENT = setting<number | undefined>(
   'WS_MAX_CONNECTIONS_PER_CLIENT',
   undefined,
   integer(1, 1_000_000),
-  '`32` with `AUTH` or `RATE_LIMIT` on, else unset (off)',
+  '`32` (at most a quarter of `WS_MAX_CONNECTIONS`) with `AUTH` or `RATE_LIMIT` on, else unset (off)',
   'Open chat connections of one client (its principal when authenticated, else its address); further handshakes of that client get HTTP 429 `TOO_MANY_CONNECTIONS`. Set, it applies even without `AUTH` and `RATE_LIMIT`.',
 );
 export const HEADERS_TIMEOUT_MS = setting<number>(
@@ -181,6 +181,20 @@ export const MAX_CONNECTIONS = setting<number>(
   integer(1, 1_000_000),
   '`10000`',
   'Open TCP connections on the REST port at most; further connections are dropped on accept.',
+);
+export const MAX_CONNECTIONS_PER_ADDRESS = setting<number>(
+  'MAX_CONNECTIONS_PER_ADDRESS',
+  256,
+  integer(0, 1_000_000),
+  '`256`',
+  'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Trusted proxies (`TRUST_PROXY`) are exempt; `0`: no cap.',
+);
+export const FIRST_BYTE_TIMEOUT_MS = setting<number>(
+  'FIRST_BYTE_TIMEOUT_MS',
+  5_000,
+  integer(100, 600_000),
+  '`5000`',
+  'A connection on either port that has sent no byte within this is closed, without a reply. Not shorter than `HEADERS_TIMEOUT_MS`, it adds nothing (that deadline applies, with its 408).',
 );
 export const METRICS = setting<boolean>(
   'METRICS',
@@ -394,6 +408,8 @@ export const SETTINGS: readonly Setting<unknown>[] = [
   REQUEST_TIMEOUT_MS,
   KEEP_ALIVE_TIMEOUT_MS,
   MAX_CONNECTIONS,
+  MAX_CONNECTIONS_PER_ADDRESS,
+  FIRST_BYTE_TIMEOUT_MS,
   METRICS,
   METRICS_AUTH,
   CONSOLE,

@@ -17,8 +17,14 @@ import { BoundedWork } from './bounded-work.js';
 import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';
 
 export interface Principal {
-  /** Who: the Basic user name, `api-key-<n>` (n-th entry of API_KEYS), or a token's `name` claim, else its `sub`. */
+  /** Who, as shown: the Basic user name, `api-key-<n>` (n-th entry of API_KEYS), or a token's `name` claim, else its `sub`. */
   name: string;
+  /**
+   * Who, as counted: what limits are keyed by (edge/client-identity.ts). The Basic user name, or
+   * `api-key-<n>`, or a token's issuer and `sub`: never the `name` claim, which is a display name that
+   * two users may share, and that OAuth2 providers often let their users edit.
+   */
+  id: string;
   /** `admin` may write users; any other role may read. */
   role: string;
   scheme: Exclude<AuthScheme, 'none'>;
@@ -145,7 +151,12 @@ function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
   // Digests have one length whatever the key's, so timingSafeEqual applies and leaks no length.
   const entries = keys.map((entry, index) => ({
     digest: sha256(entry.key),
-    principal: { name: `api-key-${index + 1}`, role: entry.role, scheme: 'apikey' as const },
+    principal: {
+      name: `api-key-${index + 1}`,
+      id: `api-key-${index + 1}`,
+      role: entry.role,
+      scheme: 'apikey' as const,
+    },
   }));
   return {
     scheme: 'apikey',
@@ -173,7 +184,7 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
       user.name,
       {
         hash: parsePasswordHash(user.hash)!,
-        principal: { name: user.name, role: user.role, scheme: 'basic' as const },
+        principal: { name: user.name, id: user.name, role: user.role, scheme: 'basic' as const },
       },
     ]),
   );
@@ -281,8 +292,10 @@ function tokenAuthenticator(
         const name = typeof payload.name === 'string' ? payload.name : payload.sub;
         const role = typeof payload.role === 'string' ? payload.role : 'user';
         const expiresAt = payload.exp! * 1000;
+        // The issuer (when the token names one) and the subject: unique together, by OIDC's definition.
+        const id = JSON.stringify([typeof payload.iss === 'string' ? payload.iss : '', payload.sub]);
         return {
-          principal: { name, role, scheme, expiresAt },
+          principal: { name, id, role, scheme, expiresAt },
           expiresAt: Math.min(Date.now() + CACHE_TTL_MS, expiresAt),
         };
       });

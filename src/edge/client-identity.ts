@@ -7,14 +7,29 @@ import proxyAddr from '@fastify/proxy-addr';
 import type { IncomingMessage } from 'node:http';
 import type { Principal } from './authenticator.js';
 
-/** The rate-limit key of a client: its principal when authenticated, else its address (TRUST_PROXY decides which). */
+/**
+ * The rate-limit key of a client: its principal when authenticated (by its id, never its display
+ * name), else its address (TRUST_PROXY decides which).
+ */
 export function clientKey(principal: Principal | null | undefined, address: string): string {
-  return principal ? `principal:${principal.scheme}:${principal.name}` : `address:${address}`;
+  return principal ? `principal:${principal.scheme}:${principal.id}` : `address:${address}`;
 }
 
 /** TRUST_PROXY as a hop count: the nearest `hops` addresses of X-Forwarded-For are proxies. */
 export function hopsTrusted(hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops;
+}
+
+/**
+ * Whether a peer (the TCP connection's own address) is a trusted proxy under TRUST_PROXY: with `true`
+ * or a hop count every peer is; with a list, the peers it names.
+ */
+export function trustedPeer(trust: boolean | number | readonly string[]): (address: string) => boolean {
+  if (trust === false) return () => false;
+  if (typeof trust === 'number') return () => trust > 0;
+  if (trust === true) return () => true;
+  const trusted = proxyAddr.compile([...trust]);
+  return (address) => trusted(address, 0);
 }
 
 /** The client address of a handshake as Fastify computes request.ip for the same TRUST_PROXY. */

@@ -23,7 +23,8 @@ import { chatRoutes, type ChatRoutesOptions } from './routes/chat.js';
 import { RouteCatalog } from './catalog.js';
 import { frameworkErrors, registerErrorHandling } from './errors.js';
 import { clientErrorHandler } from '../edge/client-errors.js';
-import { hopsTrusted } from '../edge/client-identity.js';
+import { hopsTrusted, trustedPeer } from '../edge/client-identity.js';
+import { guardConnections } from '../edge/connection-guard.js';
 import { registerJsonBodies } from './json-body.js';
 import { COMMON_HEADERS, timeouts } from '../edge/raw-reply.js';
 import { RosterError } from '../errors.js';
@@ -118,6 +119,12 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const app = Fastify(options as FastifyHttpOptions<Server>) as unknown as FastifyInstance;
   // Past this, Node drops new connections on accept: each costs memory even before it sends a byte.
   app.server.maxConnections = config.maxConnections;
+  // And one address may hold only its share of them, nor any silently for long (edge/connection-guard.ts).
+  guardConnections(app.server, {
+    ...config.connections,
+    exempt: trustedPeer(config.trustProxy),
+    onRefused: deps.metrics?.connectionRefused,
+  });
   // http:// to the HTTPS port: a 400 that says so, rather than a dropped connection.
   if (config.tls) answerPlainHttp(app.server as unknown as TlsServer);
   // Checked below, in the envelope. Node reads this property on every request; @types/node lacks it.

@@ -6,10 +6,15 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
 import type { Principal } from '../../src/edge/authenticator.js';
-import { addressOf, clientKey, hopsTrusted } from '../../src/edge/client-identity.js';
+import { addressOf, clientKey, hopsTrusted, trustedPeer } from '../../src/edge/client-identity.js';
 
-const principal = (name: string, scheme: Principal['scheme']): Principal =>
-  ({ name, role: 'user', scheme }) as Principal;
+/** A principal whose id is `id` and whose display name is `name` (the id unless given). */
+const principal = (id: string, scheme: Principal['scheme'], name = id): Principal => ({
+  id,
+  name,
+  role: 'user',
+  scheme,
+});
 
 describe('clientKey', () => {
   const cases: [name: string, who: Principal | null | undefined, address: string, expected: string][] = [
@@ -17,7 +22,12 @@ describe('clientKey', () => {
     ['a null principal: the address', null, '::1', 'address:::1'],
     ['an API key', principal('api-key-1', 'apikey'), '203.0.113.7', 'principal:apikey:api-key-1'],
     ['a Basic user', principal('ada', 'basic'), '203.0.113.7', 'principal:basic:ada'],
-    ['a token', principal('ada', 'jwt'), '198.51.100.1', 'principal:jwt:ada'],
+    [
+      'a token',
+      principal('["https://idp.example/","u-1"]', 'jwt', 'Ada'),
+      '198.51.100.1',
+      'principal:jwt:["https://idp.example/","u-1"]',
+    ],
   ];
   for (const [name, who, address, expected] of cases) {
     test(`${name}: ${expected}`, () => assert.equal(clientKey(who, address), expected));
@@ -32,6 +42,35 @@ describe('clientKey', () => {
     ];
     assert.equal(new Set(keys).size, keys.length);
   });
+
+  test('the key is the id, never the display name: two tokens named alike count apart, one renamed counts alike', () => {
+    assert.notEqual(
+      clientKey(principal('["","attacker"]', 'jwt', 'Victim'), 'x'),
+      clientKey(principal('["","victim"]', 'jwt', 'Victim'), 'x'),
+    );
+    assert.equal(
+      clientKey(principal('["","victim"]', 'jwt', 'Old'), 'x'),
+      clientKey(principal('["","victim"]', 'jwt', 'New'), 'x'),
+    );
+  });
+});
+
+describe('trustedPeer: which TCP peers are proxies (exempt from MAX_CONNECTIONS_PER_ADDRESS)', () => {
+  const cases: [trust: boolean | number | string[], peer: string, expected: boolean][] = [
+    [false, '127.0.0.1', false],
+    [true, '203.0.113.7', true],
+    [0, '127.0.0.1', false],
+    [1, '203.0.113.7', true],
+    [['127.0.0.1'], '127.0.0.1', true],
+    [['127.0.0.1'], '127.0.0.2', false],
+    [['10.0.0.0/8'], '10.1.2.3', true],
+    [['10.0.0.0/8'], '::ffff:10.1.2.3', true],
+    [['10.0.0.0/8'], '11.0.0.1', false],
+  ];
+  for (const [trust, peer, expected] of cases) {
+    test(`TRUST_PROXY=${JSON.stringify(trust)}: ${peer} is ${expected ? '' : 'not '}trusted`, () =>
+      assert.equal(trustedPeer(trust)(peer), expected));
+  }
 });
 
 describe('hopsTrusted', () => {

@@ -148,7 +148,9 @@ export interface Hardened {
 }
 
 export async function startHardened(env: Record<string, string> = {}): Promise<Hardened> {
-  const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env });
+  // The attacks come from many sockets of one address, standing in for many clients: the per-address
+  // cap (test/protection/connections.test.ts) would stop them before what they test.
+  const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', MAX_CONNECTIONS_PER_ADDRESS: '0', ...env });
   const baseline = await plantUsers(running);
   return {
     running,

@@ -1,0 +1,62 @@
+/**
+ * What a TCP connection may cost before it has said anything, the same on both ports. A socket that
+ * has sent no complete request is seen by neither RATE_LIMIT nor AUTH, so without this one address
+ * could hold every slot of MAX_CONNECTIONS (or of the chat port) with sockets that send a few bytes
+ * or none, each for up to HEADERS_TIMEOUT_MS.
+ *
+ * - At most `perAddress` open connections per peer address, counted on `connection` and refused at
+ *   once (the socket is destroyed before Node's HTTP parser reads a byte of it). Trusted proxies
+ *   (TRUST_PROXY) are exempt: they carry many clients, whose limits apply after the headers.
+ * - A socket that has sent no byte within `firstByteMs` is closed: an idle connect is the cheapest
+ *   way to hold a slot, and the headers' own deadline is longer.
+ *
+ * Written here because neither Node nor Fastify nor ws offers either: Node's `maxConnections` is one
+ * global cap, and its `headersTimeout` starts the same clock for a silent socket as for a slow one.
+ */
+import type { Server, Socket } from 'node:net';
+
+export interface ConnectionGuardOptions {
+  /** Open connections one address may hold; 0: no cap. */
+  perAddress: number;
+  /** A socket that has sent no byte in this long is closed; undefined: no such deadline. */
+  firstByteMs: number | undefined;
+  /** Peers the per-address cap does not count: trusted proxies. */
+  exempt: (address: string) => boolean;
+  /** Told of every connection the guard ends: over the per-address cap, or silent past its deadline. */
+  onRefused?: (reason: RefusalReason) => void;
+}
+
+export type RefusalReason = 'per_address' | 'first_byte';
+
+/** Counts connections per address on `server` and ends those past the cap or silent too long. */
+export function guardConnections(server: Server, options: ConnectionGuardOptions): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress;
+    if (address === undefined) return; // already gone
+    if (options.perAddress > 0 && !options.exempt(address)) {
+      const count = open.get(address) ?? 0;
+      if (count >= options.perAddress) {
+        options.onRefused?.('per_address');
+        socket.destroy();
+        return;
+      }
+      open.set(address, count + 1);
+      socket.once('close', () => {
+        const left = (open.get(address) ?? 1) - 1;
+        if (left > 0) open.set(address, left);
+        else open.delete(address);
+      });
+    }
+    if (options.firstByteMs === undefined) return;
+    // bytesRead counts at the handle, so it is right even when Node's HTTP parser (or TLS) consumes
+    // the socket's data without 'data' events.
+    const silent = setTimeout(() => {
+      if (socket.bytesRead > 0 || socket.destroyed) return;
+      options.onRefused?.('first_byte');
+      socket.destroy();
+    }, options.firstByteMs);
+    silent.unref();
+    socket.once('close', () => clearTimeout(silent));
+  });
+}
