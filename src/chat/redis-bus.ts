@@ -114,7 +114,9 @@ const SCRIPTS = {
     return redis.call('PUBLISH', ARGV[5], ARGV[6])`,
   /**
    * The reaper: every listed instance but the caller whose alive key is gone has each member's leave
-   * published on its behalf (\`r\`), in join order, its count stepping down; then its goodbye.
+   * published on its behalf (\`r\`), in join order, its count stepping down; then its goodbye. A record
+   * cjson cannot read (it refuses lone surrogates, which JSON.stringify writes as escapes) is reaped all
+   * the same, first: one bad record must not stop the script on every run.
    */
   rosterReap: `
     local reaped = 0
@@ -123,7 +125,11 @@ const SCRIPTS = {
         local hash = ARGV[4] .. 'members:' .. id
         local all = redis.call('HGETALL', hash)
         local list = {}
-        for i = 1, #all, 2 do table.insert(list, { all[i], cjson.decode(all[i + 1]).seq }) end
+        for i = 1, #all, 2 do
+          local ok, record = pcall(cjson.decode, all[i + 1])
+          local seq = ok and type(record) == 'table' and tonumber(record.seq) or 0
+          table.insert(list, { all[i], seq })
+        end
         table.sort(list, function(a, b) return a[2] < b[2] end)
         local remaining = #list
         for _ = 1, #list do

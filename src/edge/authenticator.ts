@@ -289,6 +289,10 @@ function tokenAuthenticator(
         if (typeof payload.sub !== 'string' || payload.sub === '') throw invalid('The token has no valid sub claim');
         if (payload.name !== undefined && (typeof payload.name !== 'string' || payload.name === ''))
           throw invalid('The token has a name claim that is not a non-empty string');
+        // A lone surrogate has no UTF-8 form: such a name would travel into chat frames and Redis
+        // records that other programs (Redis' cjson, the reaper) refuse to read.
+        if (![payload.sub, payload.name, payload.iss].every((claim) => typeof claim !== 'string' || wellFormed(claim)))
+          throw invalid('The token has a claim that is not well-formed Unicode');
         const name = typeof payload.name === 'string' ? payload.name : payload.sub;
         const role = typeof payload.role === 'string' ? payload.role : 'user';
         const expiresAt = payload.exp! * 1000;
@@ -301,6 +305,11 @@ function tokenAuthenticator(
       });
     },
   };
+}
+
+/** Whether `text` is well-formed UTF-16 (no lone surrogate): String#isWellFormed, ES2024, not in this lib. */
+function wellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 /** A `typ` header as compared: lower case, without the `application/` prefix RFC 7515 4.1.9 allows to omit. */

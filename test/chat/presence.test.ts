@@ -8,9 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ChatClient, request } from '../helpers.js';
+import { Redis } from 'ioredis';
+import { ChatClient, request, startRoster } from '../helpers.js';
 import { Instance, type Message } from '../instances.js';
-import { roomUrl, WITHOUT_REDIS } from './redis-support.js';
+import { REDIS_URL, roomUrl, WITHOUT_REDIS } from './redis-support.js';
 
 const ROUNDS = Number(process.env.CHAT_KILL_ROUNDS ?? 1);
 /** Members on the instance that is killed. */
@@ -19,7 +20,7 @@ const N = 5;
 const CHURN = 6;
 
 /** The member list's total on `instance` (GET /api/v1/chat/members). */
-async function listed(instance: Instance): Promise<number> {
+async function listed(instance: { api: string }): Promise<number> {
   const reply = await request(`${instance.api}/chat/members`);
   assert.equal(reply.status, 200);
   return reply.body.data.pagination.total as number;
@@ -113,4 +114,42 @@ describe('presence across processes', { skip: WITHOUT_REDIS }, () => {
       [3, 2, 1],
     );
   });
+});
+
+describe('the reaper and a record Redis cannot read', { skip: WITHOUT_REDIS }, () => {
+  test(
+    'a dead instance whose member record holds a lone surrogate is reaped all the same',
+    { timeout: 30_000 },
+    async (t) => {
+      const url = roomUrl();
+      const running = await startRoster({ REDIS_URL: url });
+      const redis = new Redis(REDIS_URL!);
+      t.after(async () => {
+        await running.stop();
+        redis.disconnect();
+      });
+      // An instance killed with a member whose name JSON.stringify wrote as an escaped lone surrogate
+      // (cjson refuses `\ud800`), beside a member whose record is fine; its alive key long expired.
+      const keys = `${new URL(url).searchParams.get('keyPrefix')}chat:`;
+      const since = new Date().toISOString();
+      await redis.hset(
+        `${keys}members:ghost`,
+        'member-ok',
+        JSON.stringify({ seq: 1, since, name: 'Fine' }),
+        'member-bad',
+        JSON.stringify({ seq: 2, since, name: '\ud800' }),
+      );
+      await redis.sadd(`${keys}instances`, 'ghost');
+      const client = await ChatClient.connect(running.wsUrl);
+      t.after(() => client.close());
+      assert.equal(await listed(running), 3, 'the two members of the ghost are listed until reaped');
+      // The bus reaps on every heartbeat (1 s): within a few, the ghost's members are gone, bad one too.
+      const deadline = Date.now() + 10_000;
+      while ((await listed(running)) !== 1 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(await listed(running), 1, 'only the member actually connected is listed');
+      assert.equal(await redis.exists(`${keys}members:ghost`), 0, 'the members of the ghost are gone from Redis');
+      assert.equal(await redis.sismember(`${keys}instances`, 'ghost'), 0, 'and the ghost from the instances');
+    },
+  );
 });

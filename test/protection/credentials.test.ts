@@ -44,6 +44,11 @@ describe('AUTH=jwt: claims are type-checked', () => {
     ['name', ''],
     ['name', null],
     ['name', true],
+    // Not well-formed Unicode (a lone surrogate): Redis' cjson and the presence reaper refuse such names.
+    ['name', '\ud800'],
+    ['name', 'Eve \udfff'],
+    ['sub', 'eve\ud800'],
+    ['iss', '\udc00'],
   ];
   for (const [claim, value] of wrong) {
     test(`${claim}: ${JSON.stringify(value)} is refused with 401 invalid_token, on REST and on the chat handshake`, async () => {
