@@ -605,6 +605,9 @@ describe('loadConfig: protection settings (AUTH and its credentials, TLS, CORS)'
     ['HSTS_MAX_AGE', { HSTS_MAX_AGE: '-1' }],
     ['HSTS_INCLUDE_SUBDOMAINS', { HSTS_INCLUDE_SUBDOMAINS: 'sometimes' }],
     ['METRICS_AUTH', { METRICS_AUTH: 'sometimes' }],
+    // It needs AUTH: with none there is no admin credential, and /metrics would stay public unsaid.
+    ['METRICS_AUTH', { METRICS_AUTH: 'true' }],
+    ['METRICS_AUTH', { METRICS_AUTH: 'true', AUTH: 'none' }],
   ];
   for (const [variable, env] of bad) {
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {

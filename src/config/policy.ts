@@ -75,6 +75,15 @@ export function authConfig(
 }
 
 /** `*` is refused when authentication is on: any web page could then drive the API with a credential it holds; list the origins instead. */
+/**
+ * METRICS_AUTH guards /metrics with an admin credential, which only exists under AUTH: asked for with
+ * AUTH=none it would silently leave /metrics public, so it is refused like other contradictions.
+ */
+export function checkMetricsAuth(metricsAuth: boolean, scheme: AuthScheme): void {
+  if (metricsAuth && scheme === 'none')
+    throw new ConfigError('METRICS_AUTH', 'needs AUTH (with AUTH=none there is no admin credential to ask for)');
+}
+
 export function checkCorsOrigins(origins: readonly string[] | undefined, scheme: AuthScheme): void {
   if (origins?.includes('*') && scheme !== 'none')
     throw new ConfigError('CORS_ORIGINS', `must list origins, not "*", when AUTH is ${scheme}`);

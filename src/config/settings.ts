@@ -208,7 +208,7 @@ export const METRICS_AUTH = setting<boolean>(
   false,
   boolean,
   '`false`',
-  'With `AUTH` on, `true` makes `/metrics` need an admin credential; `false` leaves it public (see [Protection](#protection-opt-in)).',
+  'With `AUTH` on, `true` makes `/metrics` need an admin credential; `false` leaves it public (see [Protection](#protection-opt-in)). `true` with `AUTH=none` is refused at start (exit 2).',
 );
 export const CONSOLE = setting<boolean>(
   'CONSOLE',
