@@ -12,7 +12,9 @@ export const USERS_USAGE = `Usage: roster users export [--format json|csv] [opti
        roster users import FILE [--format json|csv] [options]
 
 export  writes every user (oldest first) to stdout: a JSON array (the default) or CSV with a header
-        row id,name,email,role,created_at,updated_at.
+        row id,name,email,role,created_at,updated_at. A CSV cell that begins with = + - @, a tab or
+        a CR (after any apostrophes) gets an apostrophe in front, so spreadsheets do not run it as
+        a formula; import takes that apostrophe off again.
 import  creates a user for each record of FILE ('-' for stdin): a JSON array of objects, JSON lines,
         or CSV with a header row (the format is told from --format, else the file name, else its
         first character). name, email and role are sent; ids and timestamps are the server's own.
@@ -241,9 +243,22 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   return 0;
 }
 
+/**
+ * A cell a spreadsheet would run as a formula (OWASP's CSV injection: it begins with = + - @, a tab or
+ * a CR), behind any apostrophes: written with one more apostrophe in front, so that a spreadsheet shows
+ * it as text. Import takes exactly that apostrophe off again (csvRecords), so a round trip is exact.
+ */
+const FORMULA_LIKE = /^'*[=+\-@\t\r]/;
+
 function csvCell(value: unknown): string {
-  const text = value === undefined || value === null ? '' : String(value);
+  const raw = value === undefined || value === null ? '' : String(value);
+  const text = FORMULA_LIKE.test(raw) ? `'${raw}` : raw;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** The cell as written before csvCell neutralised it: one apostrophe off a formula-like cell. */
+function csvValue(cell: string): string {
+  return cell.startsWith("'") && FORMULA_LIKE.test(cell) ? cell.slice(1) : cell;
 }
 
 async function importUsers(
@@ -357,7 +372,7 @@ async function* csvRecords(chunks: AsyncIterable<string>): AsyncGenerator<UserRe
       header = cells.map((name) => name.trim().toLowerCase());
       return undefined;
     }
-    return Object.fromEntries(header.map((name, index) => [name, cells[index] ?? '']));
+    return Object.fromEntries(header.map((name, index) => [name, csvValue(cells[index] ?? '')]));
   };
   for await (const chunk of chunks) {
     for (const c of chunk) {

@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { request, startRoster, type Running } from '../helpers.js';
 import { Cli, freePort, TEST_MS, type Json } from './support.js';
@@ -43,6 +46,49 @@ describe('roster users', () => {
     assert.equal(cli.stdout.text, `roster ${pkg.version}\n`, cli.describe());
     assert.equal(cli.exit?.code, 0);
   });
+
+  test(
+    'CSV: a formula-like cell is written as text (an apostrophe in front), and imported back as it was',
+    { timeout: TEST_MS },
+    async (t) => {
+      const names = [
+        '=HYPERLINK("https://evil.example","x")',
+        '+1',
+        '-2',
+        '@SUM(A1)',
+        '\tTab',
+        "'=already",
+        "'plain",
+        'plain',
+      ];
+      const source = await roster(t);
+      for (const [index, name] of names.entries())
+        assert.equal(
+          (await request(`${source.api}/users`, { method: 'POST', body: { name, email: `f${index}@example.com` } }))
+            .status,
+          201,
+        );
+      const exported = await run(t, ['users', 'export', '--format', 'csv', '--url', source.api]);
+      assert.equal(exported.exit?.code, 0, exported.describe());
+      const cells = exported.stdout.text
+        .split('\r\n')
+        .slice(4, -1) // the header and the three seed users; the last line is empty
+        .map((line) => /^[^,]*,("(?:[^"]|"")*"|[^,]*),/.exec(line)![1]!.replace(/^"|"$/g, '').replace(/""/g, '"'));
+      assert.deepEqual(cells, [...names.slice(0, 6).map((name) => `'${name}`), "'plain", 'plain']);
+      for (const cell of cells) assert.doesNotMatch(cell, /^[=+\-@\t\r]/, 'no cell a spreadsheet would run');
+
+      const file = join(tempDir(t), 'users.csv');
+      writeFileSync(file, exported.stdout.text);
+      const target = await roster(t);
+      const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
+      assert.equal(imported.exit?.code, 1, imported.describe()); // the three seed users exist there already
+      const list = await request(`${target.api}/users?sort=created_at&order=asc&limit=100`);
+      assert.deepEqual(
+        (list.body.data.users as Json[]).slice(3).map((user) => user.name),
+        names,
+      );
+    },
+  );
 
   for (const format of ['json', 'csv'] as const) {
     test(
@@ -117,5 +163,30 @@ describe('roster users', () => {
       `roster users export: cannot reach the API at http://127.0.0.1:${port}/api/v1: ECONNREFUSED\n`,
     );
     assert.equal(cli.stdout.text, '', 'nothing written');
+  });
+
+  test('a redirect to another origin is not followed with the credential', { timeout: TEST_MS }, async (t) => {
+    // The "API" answers 302 to another port; that one records what reaches it.
+    const seen: (string | undefined)[] = [];
+    const elsewhere = createServer((request, response) => {
+      seen.push(request.headers['x-api-key'] as string | undefined);
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    const redirecting = createServer((request, response) => {
+      const { port } = elsewhere.address() as AddressInfo;
+      response.writeHead(302, { location: `http://127.0.0.1:${port}${request.url}` }).end();
+    });
+    for (const server of [elsewhere, redirecting]) {
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      t.after(() => server.close());
+    }
+    const { port } = redirecting.address() as AddressInfo;
+    const cli = await run(t, ['users', 'export', '--url', `http://127.0.0.1:${port}/api/v1`], {
+      ROSTER_API_KEY: 'secret-key-0123456789',
+    });
+    assert.equal(cli.exit?.code, 1, cli.describe());
+    assert.match(cli.stderr.text, /redirect/, cli.describe());
+    assert.deepEqual(seen, [], 'nothing, and no key, reached the other origin');
   });
 });

@@ -5,6 +5,9 @@
  * shared `ErrorEnvelope`; the chat is joined, spoken to and pinged through the same module.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
   connectChat,
@@ -187,5 +190,31 @@ describe('the client generated from the OpenAPI document, against a live Roster'
       chat.close();
     }
     refused(await client.listChatMembers({ limit: 0 }), 422, 'VALIDATION_ERROR');
+  });
+});
+
+describe('the client and redirects', () => {
+  test('with headers (a credential), a redirect is refused and nothing reaches its target; without, it is followed', async (t) => {
+    const seen: (string | undefined)[] = [];
+    const elsewhere = createServer((request, response) => {
+      seen.push(request.headers['x-api-key'] as string | undefined);
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"error"}');
+    });
+    const redirecting = createServer((request, response) => {
+      const { port } = elsewhere.address() as AddressInfo;
+      response.writeHead(302, { location: `http://127.0.0.1:${port}${request.url}` }).end();
+    });
+    for (const server of [elsewhere, redirecting]) {
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      t.after(() => server.close());
+    }
+    const url = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+    const keyed = createRosterClient({ url, headers: { 'x-api-key': 'secret-key-0123456789' } });
+    await assert.rejects(keyed.getUser('u-1'), /fetch failed|redirect/);
+    assert.deepEqual(seen, [], 'the key went nowhere else');
+    const anonymous = createRosterClient({ url });
+    assert.equal((await anonymous.getUser('u-1')).response.status, 404, 'followed');
+    assert.deepEqual(seen, [undefined]);
   });
 });

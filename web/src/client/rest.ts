@@ -60,6 +60,9 @@ export function createRosterClient(options: RosterClientOptions) {
   const http = createClient<paths>({
     baseUrl: rootOf(options.url),
     ...(options.headers ? { headers: options.headers } : {}),
+    // Headers given are the client's credential: never sent on to where a redirect points (fetch keeps
+    // custom headers such as X-API-Key across origins; it drops only Authorization). Roster redirects nowhere.
+    ...(options.headers && Object.keys(options.headers).length > 0 ? { redirect: 'error' as const } : {}),
     // Looked up on each request, so a fetch replaced after the client was made is the one used.
     fetch: options.fetch ?? ((request: Request) => globalThis.fetch(request)),
   });
