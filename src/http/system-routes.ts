@@ -27,7 +27,8 @@ const HealthData = Type.Object(
       Type.Object(
         { users: Type.Integer(), capacity: Type.Integer() },
         {
-          description: 'Only under a MAX_USERS cap: users stored and the cap; from 90 % of it the status is `degraded`',
+          description:
+            'Only under a MAX_USERS cap, and not under AUTH (health is public): users stored and the cap; from 90 % of it the status is `degraded`',
         },
       ),
     ),
@@ -63,6 +64,8 @@ export async function systemRoutes(
     catalog: RouteCatalog;
     dependencies: readonly Dependency[];
     storage: () => Promise<Storage | undefined>;
+    /** Whether `storage` and the numbers of a nearly full store appear (not under AUTH: health is public). */
+    countsShown: boolean;
     /** A dependency whose loss makes health answer 503 (PostgreSQL). */
     critical: boolean;
   },
@@ -98,13 +101,13 @@ export async function systemRoutes(
       const problems = down.map((d) => `${d.name} down`);
       if (nearFull)
         problems.push(
-          `user store ${storage.users >= storage.capacity ? 'full' : 'nearly full'} (${storage.users} of ${storage.capacity} users)`,
+          `user store ${storage.users >= storage.capacity ? 'full' : 'nearly full'}${options.countsShown ? ` (${storage.users} of ${storage.capacity} users)` : ''}`,
         );
       const data = {
         status: problems.length === 0 ? status : ('degraded' as const),
         timestamp: timestamp(),
         ...run,
-        ...(storage ? { storage } : {}),
+        ...(storage && options.countsShown ? { storage } : {}),
         ...(checks ? { checks } : {}),
       };
       return success(

@@ -95,6 +95,26 @@ describe('MAX_USERS', () => {
     assert.equal((await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(1001) })).status, 507);
   });
 
+  test('under AUTH, the public health reply shows no counts, even to a credential; the status still tells', async (t) => {
+    const KEY = 'k3y-0123456789abcdef';
+    const roster = await startRoster({ MAX_USERS: '4', AUTH: 'apikey', API_KEYS: `${KEY}:admin` });
+    t.after(() => roster.stop());
+    const headers = { 'x-api-key': KEY };
+    assert.equal(
+      (await request(`${roster.api}/users`, { method: 'POST', body: worstCaseUser(1), headers })).status,
+      201,
+    );
+    for (const asked of [{}, headers]) {
+      const health = await request(`${roster.api}/health`, { headers: asked });
+      assert.equal(health.status, 200);
+      assert.equal(health.body.data.status, 'degraded');
+      assert.equal(health.body.data.storage, undefined, 'no users count on the public health reply');
+      assert.equal(health.body.message, 'Service is degraded: user store full', 'nor in its message');
+    }
+    // The count is a reader's to see, through the API.
+    assert.equal((await request(`${roster.api}/users`, { headers })).body.data.pagination.total, 4);
+  });
+
   test('MAX_USERS=0 is no cap, and no storage entry in health', async (t) => {
     const roster = await startRoster({ MAX_USERS: '0' });
     t.after(() => roster.stop());

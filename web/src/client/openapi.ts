@@ -488,7 +488,7 @@ export interface components {
       instance: string;
       /** @description When this run of the service started, UTC, ISO 8601 without offset, microseconds */
       started_at: string;
-      /** @description Only under a MAX_USERS cap: users stored and the cap; from 90 % of it the status is `degraded` */
+      /** @description Only under a MAX_USERS cap, and not under AUTH (health is public): users stored and the cap; from 90 % of it the status is `degraded` */
       storage?: {
         users: number;
         capacity: number;
