@@ -7,6 +7,7 @@
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/index.js';
+import { createPrivateFile } from '../users/private-file.js';
 
 export const BACKUP_USAGE = `Usage: roster backup <file>
 
@@ -55,6 +56,8 @@ export async function backupCommand(
   try {
     // Not the service's lock: a reader beside it. Read-write so that it can join the WAL.
     source = new Database(sqlite.path, { fileMustExist: true, timeout: 5_000 });
+    // Personal data: the copy is its owner's only, as the database is (users/private-file.ts).
+    createPrivateFile(partial);
     // After the first step, the rest in one step: the snapshot is then taken in one read transaction.
     const { totalPages } = await source.backup(partial, {
       progress: ({ remainingPages }) => Math.max(remainingPages, 100),

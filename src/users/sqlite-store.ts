@@ -21,6 +21,7 @@
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
+import { createPrivateFile } from './private-file.js';
 import { dirname, resolve } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
@@ -102,6 +103,8 @@ class SqliteLock {
 
   constructor(databasePath: string) {
     const path = `${databasePath}.lock`;
+    mkdirSync(dirname(resolve(databasePath)), { recursive: true });
+    createPrivateFile(path);
     this.#db = new Database(path, { timeout: 0 });
     try {
       this.#db.pragma('locking_mode = EXCLUSIVE');
@@ -128,7 +131,10 @@ class SqliteLock {
  */
 function connect(config: SqliteConfig): Database.Database {
   const memory = config.path === ':memory:';
-  if (!memory) mkdirSync(dirname(resolve(config.path)), { recursive: true });
+  if (!memory) {
+    mkdirSync(dirname(resolve(config.path)), { recursive: true });
+    createPrivateFile(config.path); // and so its -wal and -shm (private-file.ts)
+  }
   // A short busy timeout: the only other connection is a backup reading, which never holds the write
   // lock; waiting would block the event loop.
   const db = new Database(config.path, { timeout: 100 });

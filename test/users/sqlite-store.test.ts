@@ -4,10 +4,11 @@
  * a reopen, migrations, and the lock against a second opener.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { pino } from 'pino';
@@ -22,6 +23,7 @@ import {
   SqliteUserStore,
 } from '../../src/users/sqlite-store.js';
 import { userStoreContract } from './store-contract.js';
+import { ROSTER } from '../cli/support.js';
 
 const silent = pino({ level: 'silent' });
 const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
@@ -209,5 +211,43 @@ describe('SqliteUserStore on a file', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('SQLite files hold personal data: their owner’s only', () => {
+  const modeOf = (file: string) => statSync(file).mode & 0o777;
+
+  test('a new database, its -wal, -shm and .lock files, and a backup are created 0600, whatever the umask allows', async () => {
+    const path = join(mkdtempSync(join(folder, 'modes-')), 'nested', 'roster.db');
+    const umask = process.umask(0o022); // the usual umask, which lets SQLite's own default (0644) through
+    try {
+      const store = await SqliteUserStore.open({ path, synchronous: 'FULL' }, silent);
+      try {
+        await store.insert({ id: randomUUID(), name: 'Ada', email: 'ada@example.com', role: 'user' });
+        for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}.lock`])
+          assert.equal(modeOf(file).toString(8), '600', file);
+        const backup = join(dirname(path), 'backup.db');
+        const cli = spawnSync(process.execPath, [ROSTER, 'backup', backup], {
+          env: { ...process.env, DATABASE_URL: `sqlite:${path}` },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        assert.equal(cli.status, 0, `${cli.stdout}${cli.stderr}`);
+        assert.equal(modeOf(backup).toString(8), '600', 'the backup');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      process.umask(umask);
+    }
+  });
+
+  test('an existing database keeps the mode its operator gave it', async () => {
+    const path = fileOf();
+    writeFileSync(path, '');
+    chmodSync(path, 0o640);
+    const store = await SqliteUserStore.open({ path, synchronous: 'FULL' }, silent);
+    await store.close();
+    assert.equal(modeOf(path).toString(8), '640');
   });
 });
