@@ -41,7 +41,7 @@ function reference() {
 function requestBlocks(text: string): string {
   return text
     .split('\n\n')
-    .filter((block) => /^# HELP roster_http_/.test(block))
+    .filter((block) => /^# HELP roster_http_request/.test(block))
     .map((block) => block.trimEnd()) // the last block of a registry ends with its newline
     .join('\n\n');
 }
