@@ -56,20 +56,48 @@ export interface ConsoleSettings {
 export const CONSOLE_IMPORT_MAP = '{ "imports": { "openapi-fetch": "./console/vendor/openapi-fetch/index.mjs" } }';
 
 /**
- * The page's own resources only (`'self'`, and the import map above by its hash), and WebSocket connections to any host, since the chat
- * runs on another port (another origin) or behind a proxy's address. No inline scripts or styles;
- * no framing, so the delete buttons cannot be clickjacked.
+ * The page's own resources only (`'self'`, and the import map above by its hash), and WebSocket
+ * connections to the chat's own origin only (`chat`, from chatSources: another port, or a proxy's
+ * address), so that a script that got into the page could not send what it reads anywhere else. No
+ * inline scripts or styles; no framing, so the delete buttons cannot be clickjacked.
  */
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  `script-src 'self' 'sha256-${createHash('sha256').update(CONSOLE_IMPORT_MAP).digest('base64')}'`,
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self' ws: wss:",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function consoleCsp(chat: readonly string[]): string {
+  return [
+    "default-src 'none'",
+    `script-src 'self' 'sha256-${createHash('sha256').update(CONSOLE_IMPORT_MAP).digest('base64')}'`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    ['connect-src', "'self'", ...chat].join(' '),
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** A host (name, IPv4, or bracketed IPv6) with an optional port: nothing that could end a CSP source. */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?$/;
+
+/**
+ * Where the page's chat connects, as CSP sources: what web/src/config.ts chatAddress computes, seen from
+ * the server. CHAT_PUBLIC_URL when set (an absolute URL: its origin, http(s) as ws(s); a path: the
+ * page's own host and port); else the page's host name on the chat port. Both ws and wss where the
+ * scheme depends on how the page was reached (a proxy may end TLS). A Host header that is not a host
+ * gets no chat source at all: the page then cannot chat, and nothing foreign enters the policy.
+ */
+export function chatSources(
+  chatUrl: string | null,
+  chatPort: number,
+  page: { host: string; hostname: string },
+): string[] {
+  if (chatUrl !== null && !chatUrl.startsWith('/')) {
+    const url = new URL(chatUrl);
+    const scheme = url.protocol === 'http:' || url.protocol === 'ws:' ? 'ws:' : 'wss:';
+    return [`${scheme}//${url.host}`];
+  }
+  const host = chatUrl !== null ? page.host : `${page.hostname}:${chatPort}`;
+  if (!HOST.test(host)) return [];
+  return [`ws://${host}`, `wss://${host}`];
+}
 
 // Routes of the console are left out of the OpenAPI document (@fastify/swagger reads `hide`).
 const HIDDEN = { hide: true } as FastifySchema & { hide: boolean };
@@ -89,8 +117,8 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
 
   // Encapsulated: the `sendFile` decorator and the headers below stay inside the console's routes.
   await app.register(async (scope) => {
-    scope.addHook('onSend', (_request, reply, payload, done) => {
-      setConsoleHeaders(reply);
+    scope.addHook('onSend', (request, reply, payload, done) => {
+      setConsoleHeaders(reply, consoleCsp(chatSources(chatUrl, chatPort(), request)));
       done(null, payload);
     });
 
@@ -118,8 +146,8 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
   });
 }
 
-function setConsoleHeaders(reply: FastifyReply): void {
-  reply.header('content-security-policy', CONSOLE_CSP);
+function setConsoleHeaders(reply: FastifyReply, csp: string): void {
+  reply.header('content-security-policy', csp);
   reply.header('referrer-policy', 'no-referrer');
   reply.header('x-frame-options', 'DENY');
 }

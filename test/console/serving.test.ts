@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../../src/config/index.js';
-import { CONSOLE_CSP, CONSOLE_IMPORT_MAP } from '../../src/http/console.js';
+import { get as httpGet, type IncomingMessage } from 'node:http';
+import { consoleCsp, CONSOLE_IMPORT_MAP } from '../../src/http/console.js';
+import { startRoster } from '../helpers.js';
 import { request } from '../helpers.js';
 import { startConsoleRoster, WEB_ROOT, type ConsoleRoster } from './support.js';
 
@@ -21,7 +23,12 @@ describe('console serving', () => {
     const response = await fetch(`${roster.origin}/`);
     assert.equal(response.status, 200);
     assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
-    assert.equal(response.headers.get('content-security-policy'), CONSOLE_CSP);
+    // The chat's own origin, the page's host on the chat port, and no other WebSocket (a bare ws: would
+    // let a script in the page send anything anywhere).
+    const chat = `127.0.0.1:${roster.wsPort}`;
+    assert.equal(response.headers.get('content-security-policy'), consoleCsp([`ws://${chat}`, `wss://${chat}`]));
+    assert.match(response.headers.get('content-security-policy')!, /connect-src 'self' ws:\/\/127\.0\.0\.1:\d+ wss:/);
+    assert.doesNotMatch(response.headers.get('content-security-policy')!, / wss?:(;| )/);
     assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(response.headers.get('cache-control'), 'no-cache');
     const html = await response.text();
@@ -37,6 +44,36 @@ describe('console serving', () => {
     assert.doesNotMatch(html, /https?:\/\//, 'no external resources: the console works offline');
     const head = await fetch(`${roster.origin}/`, { method: 'HEAD' });
     assert.equal(head.status, 200);
+  });
+
+  test('the CSP names the chat as the page will reach it: CHAT_PUBLIC_URL, or the host asked for; a Host that is not one adds nothing', async (t) => {
+    // node:http, not fetch, which will not send a Host header of the caller's.
+    const csp = async (origin: string, host?: string) => {
+      const response = await new Promise<IncomingMessage>((resolve, reject) =>
+        httpGet(`${origin}/`, host ? { headers: { host } } : {}, resolve).on('error', reject),
+      );
+      response.resume();
+      return /connect-src ([^;]*)/.exec(String(response.headers['content-security-policy'] ?? ''))?.[1];
+    };
+    assert.equal(
+      await csp(roster.origin, 'roster.example:8080'),
+      `'self' ws://roster.example:${roster.wsPort} wss://roster.example:${roster.wsPort}`,
+    );
+    assert.equal(
+      await csp(roster.origin, '[::1]:8080'),
+      `'self' ws://[::1]:${roster.wsPort} wss://[::1]:${roster.wsPort}`,
+    );
+    assert.equal(await csp(roster.origin, 'evil.example;script-src *'), "'self'", 'nothing of a forged Host');
+    const behindProxy: [chatUrl: string, expected: (restPort: number) => string][] = [
+      ['wss://chat.example.com/ws', () => "'self' wss://chat.example.com"],
+      ['http://chat.example.com:8080/', () => "'self' ws://chat.example.com:8080"],
+      ['/chat', (port) => `'self' ws://127.0.0.1:${port} wss://127.0.0.1:${port}`],
+    ];
+    for (const [chatUrl, expected] of behindProxy) {
+      const behind = await startRoster({ CHAT_PUBLIC_URL: chatUrl });
+      t.after(() => behind.stop());
+      assert.equal(await csp(behind.origin), expected(behind.port), chatUrl);
+    }
   });
 
   test('assets are served under /console/ with their types', async () => {

@@ -9,7 +9,7 @@ import { request as httpsRequest } from 'node:https';
 import { describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { WebSocket } from 'ws';
-import { CONSOLE_CSP } from '../../src/http/console.js';
+import { chatSources, consoleCsp } from '../../src/http/console.js';
 import { captureLog, request, startRoster, within } from '../helpers.js';
 import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake, SECRET, token, makeCertificate } from './support.js';
 
@@ -163,8 +163,8 @@ describe('SECURITY_HEADERS', () => {
     await page.arrayBuffer();
     assert.equal(
       page.headers.get('content-security-policy'),
-      CONSOLE_CSP,
-      'the console keeps its own CSP (connect-src ws: wss:)',
+      consoleCsp(chatSources(null, running.wsPort, { host: `127.0.0.1:${running.port}`, hostname: '127.0.0.1' })),
+      'the console keeps its own CSP (connect-src: its chat only)',
     );
     const reference = await fetch(`${running.api}/reference/static/index.html`);
     const html = await reference.text();
