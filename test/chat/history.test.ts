@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { compareIds } from '../../src/chat/codec.js';
 import { historyRequest } from '../../src/chat/ws-server.js';
-import { request } from '../helpers.js';
+import { ChatClient, request, startRoster } from '../helpers.js';
+import { SECRET, token } from '../protection/support.js';
 import { Opcode, textMessage } from './frames.js';
 import { Listening, texts, type Message } from './history-support.js';
 import { barrier, Scope } from './support.js';
@@ -234,5 +235,40 @@ describe('chat history and recovery, one instance', () => {
     assert.equal(listed.status, 200);
     assert.equal(listed.body.data.pagination.total, 1);
     assert.equal(typeof listed.body.data.members[0].name, 'string');
+  });
+
+  // docs/decisions.md, "Who may see who is in the chat": the list tells a reader no more than joining
+  // the room would (names in join notices, ids in chat frames), and the two together, which is the
+  // point of an authenticated chat: who said what. Anonymous callers get 401; without AUTH there are
+  // no names to tell.
+  test('the member list maps a chat frame’s from to the name its join notice told, for readers only', async (t) => {
+    const running = await startRoster({ AUTH: 'jwt', JWT_SECRET: SECRET });
+    t.after(() => running.stop());
+    const ada = await ChatClient.connect(`${running.wsUrl}/?access_token=${await token({ sub: 'a', name: 'Ada' })}`);
+    t.after(() => ada.close());
+    const bob = await ChatClient.connect(`${running.wsUrl}/?access_token=${await token({ sub: 'b', name: 'Bob' })}`);
+    t.after(() => bob.close());
+    const joined = await ada.next((m) => m.type === 'user_join');
+    bob.send({ type: 'chat', message: 'hello' });
+    const said = await ada.next((m) => m.type === 'chat');
+    assert.equal((await request(`${running.api}/chat/members`)).status, 401, 'not to anonymous callers');
+    const reader = { authorization: `Bearer ${await token({ sub: 'r', name: 'Reader', role: 'user' })}` };
+    const members = (await request(`${running.api}/chat/members`, { headers: reader })).body.data.members as {
+      id: string;
+      name?: string;
+    }[];
+    assert.deepEqual(
+      members.map((member) => member.name),
+      ['Ada', 'Bob'],
+    );
+    assert.equal(members.find((member) => member.id === said.from)?.name, joined.name, 'Bob said it, as his join told');
+
+    const open = await startRoster();
+    t.after(() => open.stop());
+    const someone = await ChatClient.connect(open.wsUrl);
+    t.after(() => someone.close());
+    const anonymous = (await request(`${open.api}/chat/members`)).body.data.members as Record<string, unknown>[];
+    assert.equal(anonymous.length, 1);
+    assert.equal('name' in anonymous[0]!, false, 'without AUTH, no names');
   });
 });
