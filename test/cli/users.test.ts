@@ -7,12 +7,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { request, startRoster, type Running } from '../helpers.js';
 import { Cli, freePort, TEST_MS, type Json } from './support.js';
+import { redirectingApi } from '../support/redirect.js';
 
 async function roster(t: TestContext, env: Record<string, string> = {}): Promise<Running> {
   const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env });
@@ -166,23 +164,8 @@ describe('roster users', () => {
   });
 
   test('a redirect to another origin is not followed with the credential', { timeout: TEST_MS }, async (t) => {
-    // The "API" answers 302 to another port; that one records what reaches it.
-    const seen: (string | undefined)[] = [];
-    const elsewhere = createServer((request, response) => {
-      seen.push(request.headers['x-api-key'] as string | undefined);
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-    const redirecting = createServer((request, response) => {
-      const { port } = elsewhere.address() as AddressInfo;
-      response.writeHead(302, { location: `http://127.0.0.1:${port}${request.url}` }).end();
-    });
-    for (const server of [elsewhere, redirecting]) {
-      server.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-      t.after(() => server.close());
-    }
-    const { port } = redirecting.address() as AddressInfo;
-    const cli = await run(t, ['users', 'export', '--url', `http://127.0.0.1:${port}/api/v1`], {
+    const { url, seen } = await redirectingApi(t);
+    const cli = await run(t, ['users', 'export', '--url', `${url}/api/v1`], {
       ROSTER_API_KEY: 'secret-key-0123456789',
     });
     assert.equal(cli.exit?.code, 1, cli.describe());

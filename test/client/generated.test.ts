@@ -5,9 +5,6 @@
  * shared `ErrorEnvelope`; the chat is joined, spoken to and pinged through the same module.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
   connectChat,
@@ -20,6 +17,7 @@ import {
   type UserList,
 } from '../../web/src/client/index.js';
 import { startRoster, within, type Running } from '../helpers.js';
+import { redirectingApi } from '../support/redirect.js';
 
 const WAIT_MS = 10_000;
 
@@ -195,21 +193,7 @@ describe('the client generated from the OpenAPI document, against a live Roster'
 
 describe('the client and redirects', () => {
   test('with headers (a credential), a redirect is refused and nothing reaches its target; without, it is followed', async (t) => {
-    const seen: (string | undefined)[] = [];
-    const elsewhere = createServer((request, response) => {
-      seen.push(request.headers['x-api-key'] as string | undefined);
-      response.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"error"}');
-    });
-    const redirecting = createServer((request, response) => {
-      const { port } = elsewhere.address() as AddressInfo;
-      response.writeHead(302, { location: `http://127.0.0.1:${port}${request.url}` }).end();
-    });
-    for (const server of [elsewhere, redirecting]) {
-      server.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-      t.after(() => server.close());
-    }
-    const url = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+    const { url, seen } = await redirectingApi(t);
     const keyed = createRosterClient({ url, headers: { 'x-api-key': 'secret-key-0123456789' } });
     await assert.rejects(keyed.getUser('u-1'), /fetch failed|redirect/);
     assert.deepEqual(seen, [], 'the key went nowhere else');

@@ -189,15 +189,20 @@ describe('limits are keyed by who a client is, not by its display name', () => {
 });
 
 describe('a password guess costs from one budget on both doors', () => {
-  const CHEAP = { N: 2 ** 10, r: 8, p: 1 };
-
-  test('RATE_LIMIT=3/minute: three wrong passwords on the REST port, and the chat handshake gets 429 before any check', async (t) => {
+  /** AUTH=basic with one user (a cheap hash: the order of checks is tested, not scrypt), RATE_LIMIT=3/minute. */
+  const basicRoster = async (t: TestContext) => {
+    const CHEAP = { N: 2 ** 10, r: 8, p: 1 };
     const running = await startRoster({
       AUTH: 'basic',
       BASIC_USERS: `ada:${await hashPassword('lovelace-1815', CHEAP)}:admin`,
       RATE_LIMIT: '3/minute',
     });
     t.after(() => running.stop());
+    return running;
+  };
+
+  test('RATE_LIMIT=3/minute: three wrong passwords on the REST port, and the chat handshake gets 429 before any check', async (t) => {
+    const running = await basicRoster(t);
     for (let i = 0; i < 3; i++)
       assertRefused(
         await request(`${running.api}/users`, { headers: { authorization: basic('ada', `guess-${i}`) } }),
@@ -210,12 +215,7 @@ describe('a password guess costs from one budget on both doors', () => {
   });
 
   test('and the other way round: guesses at the chat door spend the REST budget', async (t) => {
-    const running = await startRoster({
-      AUTH: 'basic',
-      BASIC_USERS: `ada:${await hashPassword('lovelace-1815', CHEAP)}:admin`,
-      RATE_LIMIT: '3/minute',
-    });
-    t.after(() => running.stop());
+    const running = await basicRoster(t);
     for (let i = 0; i < 3; i++) {
       const refused = await handshake(running.wsUrl, { headers: { authorization: basic('ada', `guess-${i}`) } });
       assert.equal(refused.status, 401);
