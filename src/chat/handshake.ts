@@ -62,7 +62,8 @@ export interface ChatProtection {
  * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403); 429
  * while the address has no handshake left (under AUTH, nor REST budget left either), before any
  * credential is looked at (a right password must not be told from a wrong one by the reply);
- * credentials, recorded, a password counted against the address's REST budget before it is hashed; the rate limit (429) per principal or address; then the credentials' 401.
+ * credentials, recorded, a password counted against the address's REST budget before it is hashed;
+ * the rate limit (429) per principal or address; then the credentials' 401.
  */
 export function admission(
   protection: ChatProtection,
