@@ -60,9 +60,12 @@ const NETWORK_CODES = new Set([
  * (57P01–57P03), too many connections (53300).
  */
 const SERVER_CODES = /^(08...|57P0[123]|53300)$/;
-/** node-postgres reports its own timeouts and lost connections by message only. */
-const DRIVER_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection ended|Cannot use a pool after calling end/i;
+/**
+ * node-postgres reports its own timeouts and lost connections by message only. A connect that timed
+ * out says "Connection terminated due to connection timeout"; "timeout exceeded when trying to connect"
+ * is something else (isPoolExhausted).
+ */
+const DRIVER_MESSAGES = /Connection terminated|not queryable|Connection ended|Cannot use a pool after calling end/i;
 
 /**
  * A statement that ran out of time: cancelled by statement_timeout (57014), or given up by the client
@@ -73,6 +76,21 @@ export function isTimeout(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   return (error as { code?: unknown }).code === '57014' || /Query read timeout/i.test(error.message);
 }
+
+/**
+ * pg-pool's words for a request that waited past connectionTimeoutMillis for a free connection: every
+ * connection of the pool was in use (a burst, say, of writes to one row, which take turns). The
+ * database answers; this instance is busy. 503 with Retry-After for that request, and health stays as
+ * it is: marking the database down would send a load balancer's traffic away for a burst.
+ */
+export function isPoolExhausted(error: unknown): boolean {
+  return error instanceof Error && /^timeout exceeded when trying to connect$/i.test(error.message);
+}
+
+export const poolBusy = (): RosterError =>
+  new RosterError('SERVICE_UNAVAILABLE', 'Every database connection is in use; try again shortly', {
+    headers: { 'retry-after': '1' },
+  });
 
 export const databaseBusy = (): RosterError =>
   new RosterError('SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', {

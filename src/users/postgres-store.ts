@@ -32,6 +32,8 @@ import {
   databaseUnreachable,
   DatabaseHealth,
   isTimeout,
+  isPoolExhausted,
+  poolBusy,
   isTooLarge,
   isUnreachable,
   valueTooLarge,
@@ -483,6 +485,7 @@ export class PostgresUserStore implements UserStore {
     } catch (error) {
       if (isTooLarge(error)) throw valueTooLarge(error);
       if (isTimeout(error)) throw databaseBusy();
+      if (isPoolExhausted(error)) throw poolBusy();
       if (!isUnreachable(error)) throw error;
       this.health.failed(error);
       throw databaseUnreachable();

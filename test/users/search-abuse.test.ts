@@ -97,4 +97,37 @@ describe('a statement that runs out of time on PostgreSQL', { skip: DATABASE_URL
     const health = await request(`${roster.api}/health`);
     assert.equal(health.status, 200, health.text);
   });
+
+  test(
+    'a request that waits past its bound for a free connection (all in use) is 503 busy, and health stays up',
+    { timeout: 30_000 },
+    async (t) => {
+      const schema = await freshSchema();
+      const roster = await startRoster({ DATABASE_URL: schema.url, DATABASE_POOL_SIZE: '1' });
+      t.after(async () => {
+        await roster.stop();
+        await schema.drop();
+      });
+      const holder = new pg.Client({ connectionString: schema.url });
+      await holder.connect();
+      t.after(() => holder.end());
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+      // The first list holds the pool's one connection, waiting on the lock; the second waits for that
+      // connection, and gives up after 2 s: the database answered all along.
+      const first = request(`${roster.api}/users`);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const second = await request(`${roster.api}/users?limit=1`);
+        assert.equal(second.status, 503, second.text);
+        assert.equal(second.body.error.message, 'Every database connection is in use; try again shortly');
+        assert.equal(second.headers.get('retry-after'), '1');
+        const health = await request(`${roster.api}/health`);
+        assert.equal(health.status, 200, `a busy pool is not a database down: ${health.text}`);
+      } finally {
+        await holder.query('ROLLBACK'); // whatever happened: the first request, and the stop, wait on it
+      }
+      assert.equal((await first).status, 200, 'the first is served once the lock is gone');
+    },
+  );
 });
