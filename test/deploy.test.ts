@@ -8,7 +8,9 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -129,5 +131,32 @@ describe('container image', () => {
       nginx,
       /location \/chat \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*proxy_set_header Connection \$connection_upgrade;/,
     );
+    // Roster exempts its trusted proxy from MAX_CONNECTIONS_PER_ADDRESS: the proxy holds clients to theirs.
+    assert.match(compose, /TRUST_PROXY: "1"/);
+    assert.match(nginx, /^limit_conn_zone \$binary_remote_addr zone=roster_per_client:\d+m;$/m);
+    assert.match(nginx, /^ {2}limit_conn roster_per_client \d+;$/m);
+  });
+
+  const nginxMissing = spawnSync('nginx', ['-v']).error
+    ? 'nginx is not installed: its configuration is not checked'
+    : false;
+  test('deploy/nginx.conf is a configuration nginx accepts (nginx -t)', { skip: nginxMissing }, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-nginx-'));
+    try {
+      // The instances' names resolve only inside compose; here, addresses stand for them.
+      const site = readFileSync(new URL('deploy/nginx.conf', `file://${ROOT}`), 'utf8')
+        .replaceAll('roster-1', '127.0.0.1')
+        .replaceAll('roster-2', '127.0.0.2');
+      writeFileSync(join(dir, 'site.conf'), site);
+      writeFileSync(
+        join(dir, 'nginx.conf'),
+        `pid ${dir}/nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n  access_log off;\n  include ${dir}/site.conf;\n}\n`,
+      );
+      const checked = spawnSync('nginx', ['-t', '-p', dir, '-c', join(dir, 'nginx.conf')], { encoding: 'utf8' });
+      assert.equal(checked.status, 0, checked.stderr);
+      assert.match(checked.stderr, /test is successful/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
