@@ -168,13 +168,14 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   // - RFC 9112: an HTTP/1.1 request without Host is a 400. Node's own check answers with an empty
   //   body, so it is turned off (`requireHostHeader` above) and done here, in the envelope;
   // - RFC 9112 3.2.4: the asterisk form (`*` as the target) is for OPTIONS only; the router would
-  //   otherwise serve it as `/`, the console's page.
+  //   otherwise serve it as `/`, the console's page. Node's parser takes `*?x=1` too: any target that
+  //   starts with `*` counts.
   // Hooks on every request are written with callbacks, not async: no promise per request.
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.is404) return done(noRoute(request));
     const missingHost = request.raw.httpVersion === '1.1' && request.headers.host === undefined;
     if (missingHost) return done(new RosterError('ERROR', 'The Host header is required'));
-    if (request.raw.url === '*' && request.method !== 'OPTIONS')
+    if (request.raw.url?.startsWith('*') && request.method !== 'OPTIONS')
       return done(new RosterError('ERROR', 'The request target * is for OPTIONS only'));
     done();
   });
