@@ -1,4 +1,6 @@
 /** Entry point: read the configuration, start Roster, stop it cleanly on SIGINT or SIGTERM. */
+// First: an unsupported Node is refused before any native module loads.
+import './node-version.js';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from './config/index.js';
 import { createLogger } from './logging.js';

@@ -5,6 +5,8 @@
  * `node dist/src/main.js` does; `chat` is the terminal chat client. A new subcommand (`hash-password`,
  * `migrate`, …) is one more entry in the table.
  */
+// First: an unsupported Node is refused before any native module loads.
+import '../node-version.js';
 import { CHAT_USAGE, chatCommand } from './chat.js';
 import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
 import { createRequire } from 'node:module';
