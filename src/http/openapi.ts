@@ -184,7 +184,12 @@ export async function registerOpenApi(
           `${API_PREFIX}/asyncapi.json. ` +
           'Every reply is JSON: successes in {status:"success", message, data}, errors in {status:"error", error:{code, message, details?}}. ' +
           `Request bodies are JSON of at most ${config.bodyLimit} bytes (BODY_LIMIT; 413 beyond). ` +
-          "Every reply carries X-Request-Id. A path asked with a method it does not serve answers 405 METHOD_NOT_ALLOWED with Allow (documented as each path's OPTIONS).",
+          'Every reply carries X-Request-Id. ' +
+          // HTTP plumbing, said once here rather than as operations of every path (which reached every
+          // generated client as optionsUsers, listUsersHead, …): what a client calls is GET, POST,
+          // PUT, PATCH and DELETE.
+          'HEAD is served wherever GET is, with the same status and headers and no body. ' +
+          `A path asked with a method it does not serve (OPTIONS included) answers 405 METHOD_NOT_ALLOWED with an Allow header naming the methods it serves${config.cors ? '; an OPTIONS preflight from one of CORS_ORIGINS gets 204 with the CORS headers instead' : ''}.`,
         contact: { name: 'Roster maintainers', url: 'https://github.com/roster/roster' },
         license: { name: 'MIT', identifier: 'MIT' },
       },
@@ -223,7 +228,6 @@ const HEADERS: Record<string, Json> = {
       "The request's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new UUID; also in the log line (reqId)",
     schema: { type: 'string' },
   },
-  Allow: { description: 'The methods this path serves', schema: { type: 'string' }, example: 'GET, HEAD, POST' },
   WWWAuthenticate: { description: 'The authentication scheme to use', schema: { type: 'string' } },
   RetryAfter: { description: 'Seconds until the client may try again', schema: { type: 'integer', minimum: 0 } },
   RateLimitLimit: { description: 'Requests allowed per window (RATE_LIMIT)', schema: { type: 'integer', minimum: 1 } },
@@ -237,25 +241,9 @@ const RATE_HEADERS = {
   'RateLimit-Reset': header('RateLimitReset'),
 };
 
-/** The OPTIONS operation of each path: its operationId. */
-const PATH_NAMES: Record<string, string> = {
-  [`${API_PREFIX}/users`]: 'Users',
-  [`${API_PREFIX}/users/{id}`]: 'User',
-  [`${API_PREFIX}/health`]: 'Health',
-  [`${API_PREFIX}/docs`]: 'Docs',
-  [`${API_PREFIX}/openapi.json`]: 'OpenApi',
-  [`${API_PREFIX}/asyncapi.json`]: 'AsyncApi',
-  '/metrics': 'Metrics',
-  '/livez': 'Liveness',
-  '/readyz': 'Readiness',
-};
-
-const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
-
 /**
  * Turns what @fastify/swagger generated from the route schemas into the published document: titled
- * schemas become `$ref`'d components, every reply names its headers, HEAD and OPTIONS (405 with Allow)
- * are described, and `page`/`limit` are described as the integers they are (the route validates them
+ * schemas become `$ref`'d components, every reply names its headers, and `page`/`limit` are described as the integers they are (the route validates them
  * as digit strings, see ListQuery, so that `1e309` stays a 422).
  */
 function finishDocument(
@@ -313,61 +301,6 @@ function finishDocument(
         }
       }
     }
-    // HEAD: served for every GET, with the GET's headers and no body.
-    const get = item.get;
-    if (get) {
-      const head = clone(get);
-      head.operationId = `${String(get.operationId)}Head`;
-      head.summary = `${String(get.summary)} (headers only)`;
-      head.description = `As GET ${path}, without the body`;
-      for (const response of Object.values(head.responses as Record<string, Json>)) delete response.content;
-      item.head = head;
-    }
-    // Any other method on a known path: 405 with Allow. OPTIONS is where that is written down (and,
-    // with CORS_ORIGINS, the preflight's 204).
-    const allowed = Object.keys(item)
-      .map((method) => method.toUpperCase())
-      .sort()
-      .join(', ');
-    const name = PATH_NAMES[path] ?? path.replace(/\W+/g, '_');
-    const pathParameters = Object.values(item).flatMap((operation) =>
-      ((operation.parameters as Json[] | undefined) ?? []).filter((p) => p.in === 'path'),
-    );
-    item.options = {
-      tags: get?.tags ?? ['service'],
-      ...(pathParameters.length > 0
-        ? { parameters: clone([...new Map(pathParameters.map((p) => [p.name, p])).values()]) }
-        : {}),
-      operationId: `options${name}`,
-      summary: 'Methods this path serves',
-      description:
-        `Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: ${allowed}` +
-        (config.cors ? '; a CORS preflight from one of CORS_ORIGINS gets 204 with the CORS headers instead.' : '.'),
-      responses: {
-        ...(config.cors
-          ? {
-              204: {
-                description: 'A CORS preflight from an allowed origin',
-                headers: { 'X-Request-Id': header('XRequestId') },
-              },
-            }
-          : {}),
-        405: {
-          description: `METHOD_NOT_ALLOWED: ${ERROR_CATALOG.METHOD_NOT_ALLOWED.meaning}`,
-          headers: { 'X-Request-Id': header('XRequestId'), Allow: { ...header('Allow') } },
-          content: {
-            'application/json': {
-              schema: { $ref: '#/components/schemas/ErrorEnvelope' },
-              example: {
-                status: 'error',
-                error: { code: 'METHOD_NOT_ALLOWED', message: `OPTIONS is not supported on this path; use ${allowed}` },
-              },
-            },
-          },
-        },
-      },
-      security: [],
-    };
   }
   // No requirement where none applies (public operations, or AUTH=none): said, not left unsaid.
   for (const item of Object.values(paths)) for (const operation of Object.values(item)) operation.security ??= [];

@@ -22,16 +22,8 @@ export interface paths {
      */
     post: operations['createUser'];
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD, POST.
-     */
-    options: operations['optionsUsers'];
-    /**
-     * List users (headers only)
-     * @description As GET /api/v1/users, without the body
-     */
-    head: operations['listUsersHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -58,16 +50,8 @@ export interface paths {
      * @description Delete a user
      */
     delete: operations['deleteUser'];
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: DELETE, GET, HEAD, PATCH, PUT.
-     */
-    options: operations['optionsUser'];
-    /**
-     * Get a user (headers only)
-     * @description As GET /api/v1/users/{id}, without the body
-     */
-    head: operations['getUserHead'];
+    options?: never;
+    head?: never;
     /**
      * Update some fields of a user
      * @description Update some fields of a user
@@ -90,16 +74,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['options_api_v1_chat_members'];
-    /**
-     * List who is in the chat room (headers only)
-     * @description As GET /api/v1/chat/members, without the body
-     */
-    head: operations['listChatMembersHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -118,16 +94,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsHealth'];
-    /**
-     * Health of the service (headers only)
-     * @description As GET /api/v1/health, without the body
-     */
-    head: operations['getHealthHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -146,16 +114,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsDocs'];
-    /**
-     * List the API endpoints (headers only)
-     * @description As GET /api/v1/docs, without the body
-     */
-    head: operations['getDocsHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -174,16 +134,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsOpenApi'];
-    /**
-     * The OpenAPI document (headers only)
-     * @description As GET /api/v1/openapi.json, without the body
-     */
-    head: operations['getOpenApiHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -202,16 +154,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsAsyncApi'];
-    /**
-     * The AsyncAPI document of the chat (headers only)
-     * @description As GET /api/v1/asyncapi.json, without the body
-     */
-    head: operations['getAsyncApiHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -230,16 +174,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsLiveness'];
-    /**
-     * Liveness probe (headers only)
-     * @description As GET /livez, without the body
-     */
-    head: operations['getLivenessHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -258,16 +194,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsReadiness'];
-    /**
-     * Readiness probe (headers only)
-     * @description As GET /readyz, without the body
-     */
-    head: operations['getReadinessHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -286,16 +214,8 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
-    /**
-     * Methods this path serves
-     * @description Any method this path does not serve, OPTIONS included, answers 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD.
-     */
-    options: operations['optionsMetrics'];
-    /**
-     * Prometheus metrics (headers only)
-     * @description As GET /metrics, without the body
-     */
-    head: operations['getMetricsHead'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -551,11 +471,6 @@ export interface components {
   headers: {
     /** @description The request's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new UUID; also in the log line (reqId) */
     XRequestId: string;
-    /**
-     * @description The methods this path serves
-     * @example GET, HEAD, POST
-     */
-    Allow: string;
   };
   pathItems: never;
 }
@@ -808,93 +723,6 @@ export interface operations {
            */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
-      };
-    };
-  };
-  optionsUsers: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD, POST"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  listUsersHead: {
-    parameters: {
-      query?: {
-        /** @description Page number, 1-based (default 1); a positive whole number */
-        page?: number;
-        /** @description Page size; larger values are clamped to MAX_PAGE_SIZE (100) */
-        limit?: number;
-        /** @description Keep users whose role equals this exactly */
-        role?: string;
-        /** @description Keep users whose name or email contains this, case-insensitive; at most 256 characters */
-        search?: string;
-        /** @description Field to sort by (default created_at) */
-        sort?: string;
-        /** @description "desc" (default) sorts descending, anything else ascending */
-        order?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
-      422: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
       };
     };
   };
@@ -1159,86 +987,6 @@ export interface operations {
       };
     };
   };
-  optionsUser: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @description The user id */
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use DELETE, GET, HEAD, PATCH, PUT"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getUserHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @description The user id */
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description NOT_FOUND: No route at this path. USER_NOT_FOUND: No user with this id */
-      404: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
   updateUser: {
     parameters: {
       query?: never;
@@ -1473,93 +1221,6 @@ export interface operations {
       };
     };
   };
-  options_api_v1_chat_members: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  listChatMembersHead: {
-    parameters: {
-      query?: {
-        /** @description Page number, 1-based (default 1); a positive whole number */
-        page?: number;
-        /** @description Page size; larger values are clamped to MAX_PAGE_SIZE (100) */
-        limit?: number;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
-      422: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description SERVICE_UNAVAILABLE: An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed */
-      503: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
   getHealth: {
     parameters: {
       query?: never;
@@ -1607,72 +1268,6 @@ export interface operations {
            */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
-      };
-    };
-  };
-  optionsHealth: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getHealthHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
       };
     };
   };
@@ -1726,72 +1321,6 @@ export interface operations {
       };
     };
   };
-  optionsDocs: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getDocsHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
   getOpenApi: {
     parameters: {
       query?: never;
@@ -1842,72 +1371,6 @@ export interface operations {
       };
     };
   };
-  optionsOpenApi: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getOpenApiHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The OpenAPI 3.1 document */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
   getAsyncApi: {
     parameters: {
       query?: never;
@@ -1955,72 +1418,6 @@ export interface operations {
            */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
-      };
-    };
-  };
-  optionsAsyncApi: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getAsyncApiHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The AsyncAPI 3.0 document */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
       };
     };
   };
@@ -2093,80 +1490,6 @@ export interface operations {
       };
     };
   };
-  optionsLiveness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getLivenessHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description SERVICE_UNAVAILABLE: An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed */
-      503: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
   getReadiness: {
     parameters: {
       query?: never;
@@ -2236,80 +1559,6 @@ export interface operations {
       };
     };
   };
-  optionsReadiness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getReadinessHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description SERVICE_UNAVAILABLE: An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed */
-      503: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
   getMetrics: {
     parameters: {
       query?: never;
@@ -2357,72 +1606,6 @@ export interface operations {
            */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
-      };
-    };
-  };
-  optionsMetrics: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description METHOD_NOT_ALLOWED: The path exists but not with this method; Allow lists the methods */
-      405: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          Allow: components['headers']['Allow'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "METHOD_NOT_ALLOWED",
-           *         "message": "OPTIONS is not supported on this path; use GET, HEAD"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  getMetricsHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Prometheus text exposition format */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content?: never;
       };
     };
   };
