@@ -381,3 +381,61 @@ test(
     });
   },
 );
+
+/** The lines an element's text is laid out on, read from each character's box (its top edge). */
+const LINES_OF = `(element) => {
+  const lines = [];
+  let top;
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.data.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const rect = range.getClientRects()[0];
+      if (!rect) continue;
+      if (top === undefined || rect.top > top + 2) lines.push('');
+      top = rect.top;
+      lines[lines.length - 1] += node.data[i];
+    }
+  }
+  return lines;
+}`;
+
+test(
+  'at 390 px an email wraps before an @ or a dot, never inside a word; its text is unchanged',
+  { skip: noChromium, timeout: 30_000 },
+  async () => {
+    await withConsole(async (roster, browser) => {
+      const email = 'katherine.coleman.goble.johnson@flight-research.langley.example.com';
+      const created = await request(`${roster.api}/users`, { method: 'POST', body: { name: 'Katherine', email } });
+      assert.equal(created.status, 201);
+      const { page, errors } = await openConsole(browser, roster.origin, { width: 390, height: 844 });
+      const cell = page.locator(`#users-body .cell-email .clip[title="${email}"]`);
+      await cell.waitFor({ timeout: 10_000 });
+      assert.equal(await cell.textContent(), email, 'copy and screen readers get the address whole');
+      const lines = (await page.evaluate(
+        `(${LINES_OF})(document.querySelector(${JSON.stringify(`#users-body .cell-email .clip[title="${email}"]`)}))`,
+      )) as string[];
+      assert.ok(lines.length > 1, `the address wraps at 390 px: ${JSON.stringify(lines)}`);
+      assert.equal(lines.join(''), email);
+      for (const line of lines.slice(1))
+        assert.match(line, /^[.@]/, `a break before @ or a dot: ${JSON.stringify(lines)}`);
+
+      await page
+        .locator(`#users-body tr:has([data-user-id="${created.body.data.id}"])`)
+        .screenshot({ path: artifactPath('email-wrap-390.png'), timeout: 10_000 });
+
+      // The delete dialog names the user the same way.
+      await page
+        .locator(`#users-body button[data-action="delete"][data-user-id="${created.body.data.id}"]`)
+        .click({ timeout: 10_000 });
+      const text = page.locator('#delete-dialog-text');
+      assert.match(
+        (await text.textContent()) ?? '',
+        new RegExp(`\\(${email.replace(/\./g, '\\.')}\\) will be removed`),
+      );
+      assert.deepEqual(errors, []);
+    });
+  },
+);

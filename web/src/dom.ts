@@ -37,6 +37,20 @@ export function append(parent: Node, ...children: Child[]): void {
   }
 }
 
+/**
+ * An e-mail address that wraps where a reader expects: before each `@` and `.` (a <wbr> there), so a
+ * narrow column shows "first.last@example" / ".com", not "example.co" / "m". Within a part longer than
+ * the line, the cell's overflow-wrap still breaks it. The text, copied or read aloud, is unchanged.
+ */
+export function breakableEmail(email: string): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  email.split(/(?=[.@])/).forEach((part, index) => {
+    if (index > 0) fragment.appendChild(document.createElement('wbr'));
+    fragment.appendChild(document.createTextNode(part));
+  });
+  return fragment;
+}
+
 /** A span only screen readers announce (extra context for a short visible label). */
 export function hiddenText(text: string): HTMLSpanElement {
   return h('span', { class: 'visually-hidden' }, text);

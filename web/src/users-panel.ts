@@ -16,7 +16,7 @@ import {
   type UserFields,
   type UserPage,
 } from './api.js';
-import { byId, h, hiddenText, timeElement } from './dom.js';
+import { breakableEmail, byId, h, hiddenText, timeElement } from './dom.js';
 import { problems, type UserField } from './user-rules.js';
 import { DEFAULT_QUERY, readView, writeView } from './view-url.js';
 
@@ -348,7 +348,7 @@ export class UsersPanel {
       h(
         'td',
         { class: 'cell-email', 'data-label': 'Email' },
-        h('span', { class: 'clip', title: user.email }, user.email),
+        h('span', { class: 'clip', title: user.email }, breakableEmail(user.email)),
       ),
       h(
         'td',
@@ -583,7 +583,9 @@ export class UsersPanel {
     this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
     this.#deleteText.replaceChildren(
       h('strong', {}, user.name),
-      ` (${user.email}) will be removed. This cannot be undone.`,
+      ' (',
+      breakableEmail(user.email),
+      ') will be removed. This cannot be undone.',
     );
     this.#deleteError.hidden = true;
     this.#deleteConfirm.disabled = false;
