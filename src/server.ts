@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { createAuthenticator } from './edge/authenticator.js';
 import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
@@ -164,10 +165,21 @@ async function assemble(
       return { port, wsPort: chatAddress.port };
     },
     async stop() {
-      await Promise.all([chat.close(config.shutdownTimeoutMs), closeWithin(rest, config.shutdownTimeoutMs)]);
+      // The REST port stops accepting before the chat thread says goodbye (1001): a client that turns
+      // to REST on hearing 1001 must find the door shut. Fastify closes its listener a few ticks into
+      // close() (after its preClose hooks), and the chat thread, on its own CPU, would win that race.
+      const restClosed = closeWithin(rest, config.shutdownTimeoutMs);
+      restClosed.catch(() => undefined); // awaited below; not unhandled while the listener closes
+      await listenerClosed(rest);
+      await Promise.all([chat.close(config.shutdownTimeoutMs), restClosed]);
       await store.close();
     },
   };
+}
+
+/** Resolves once `app` no longer accepts connections (its close() has begun), or after 1 000 turns. */
+async function listenerClosed(app: FastifyInstance): Promise<void> {
+  for (let turn = 0; app.server.listening && turn < 1000; turn++) await nextTurn();
 }
 
 /** Fastify's close waits for in-flight requests; past the deadline, remaining connections are cut. */
