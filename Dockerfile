@@ -3,8 +3,14 @@
 # slim image with the production dependencies only, as the unprivileged `node` user.
 #
 #   docker build -t roster .
-#   docker run --rm -p 5000:5000 -p 8765:8765 roster
+#   docker run --rm -p 127.0.0.1:5000:5000 -p 127.0.0.1:8765:8765 roster
 #
+# Users in memory by default, as anywhere. To keep them in SQLite, on a volume at /data (made here and
+# owned by `node`, so a fresh named volume is writable by the process):
+#
+#   docker run --rm -p 127.0.0.1:5000:5000 -v roster-data:/data -e DATABASE_URL=sqlite:/data/roster.db roster
+#
+# With podman, build with `--format docker`: the OCI format has no HEALTHCHECK, and podman drops it.
 # Settings are environment variables (README, Settings). HOST is 0.0.0.0 here: inside a container the
 # ports must be reachable from outside it. The health check asks /readyz (200 when the user store is
 # reachable and the instance is not shutting down); with TLS_CERT set, point it at https instead.
@@ -35,6 +41,10 @@ COPY --from=production-dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY migrations ./migrations
+# The SQLite folder: created owned by `node`, so a named volume mounted here starts writable (Docker
+# copies the folder's owner into a new volume). /app stays root's: the code is not writable at run time.
+RUN mkdir /data && chown node:node /data
+VOLUME /data
 USER node
 EXPOSE 5000 8765
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \

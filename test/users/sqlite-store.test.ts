@@ -180,6 +180,22 @@ describe('SqliteUserStore on a file', () => {
     await second.close();
   });
 
+  test('a database in folders that do not exist yet: the store and roster migrate make them', async () => {
+    const base = mkdtempSync(join(folder, 'folders-'));
+    const opened = join(base, 'a', 'b', 'roster.db');
+    const store = await SqliteUserStore.open({ path: opened, synchronous: 'FULL' }, silent);
+    await store.close();
+    assert.ok(statSync(opened).isFile(), 'the store made its folders, then the lock and the file');
+    const migrated = join(base, 'c', 'd', 'roster.db');
+    const cli = spawnSync(process.execPath, [ROSTER, 'migrate'], {
+      env: { ...process.env, DATABASE_URL: `sqlite:${migrated}` },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(cli.status, 0, `${cli.stdout}${cli.stderr}`);
+    assert.ok(statSync(migrated).isFile(), 'roster migrate made them too');
+  });
+
   test('migrations are applied once and recorded', async () => {
     const path = fileOf();
     const versions = (await readSqliteMigrations()).map((migration) => migration.version);
