@@ -243,8 +243,9 @@ const RATE_HEADERS = {
 
 /**
  * Turns what @fastify/swagger generated from the route schemas into the published document: titled
- * schemas become `$ref`'d components, every reply names its headers, and `page`/`limit` are described as the integers they are (the route validates them
- * as digit strings, see ListQuery, so that `1e309` stays a 422).
+ * schemas become `$ref`'d components, every reply names its headers, and `page`/`limit` are described
+ * as the integers they are (the route validates them as digit strings, see ListQuery, so that `1e309`
+ * stays a 422).
  */
 function finishDocument(
   doc: OpenApiDocument,
