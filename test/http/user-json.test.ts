@@ -7,12 +7,18 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import fastJson from 'fast-json-stringify';
 import { successSchema } from '../../src/http/envelope.js';
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { JsonCache, listReplyJson, replyCache, userJson, userReplyJson } from '../../src/http/routes/user-json.js';
 import { User, UserList } from '../../src/users/schema.js';
 import { request, startRoster, type Running } from '../helpers.js';
 
 const viaSchema = fastJson(successSchema(UserList));
+
+// A full garbage collection on demand, for the tests of what the cache keeps alive.
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+
 const oneViaSchema = fastJson(successSchema(User));
 
 // Any text at all in the string fields: quotes, backslashes, control characters, lone surrogates, astral.
@@ -153,5 +159,45 @@ describe('the reply cache', () => {
     const huge = { ...users[0]!, name: 'h'.repeat(bound) };
     assert.equal(cache.json(huge), serialize(huge));
     assert.ok(cache.bytes <= bound);
+  });
+  test('keeps no former version of a user: its JSON goes when the store lets go of it', async () => {
+    const cache = new JsonCache(64 * 1024 * 1024);
+    let former: User | undefined = {
+      id: 'f',
+      name: 'Former',
+      email: 'former@example.com',
+      role: 'user',
+      created_at: 't',
+      updated_at: 't',
+    };
+    const watched = new WeakRef(former);
+    assert.match(cache.json(former), /"name":"Former"/);
+    const current = { ...former, name: 'Current' };
+    former = undefined; // the store swaps in the new object and drops the old one
+    assert.match(cache.json(current), /"name":"Current"/);
+    // WeakRef targets stay alive until the end of the task that made them.
+    await new Promise((done) => setImmediate(done));
+    collect();
+    assert.equal(watched.deref(), undefined, 'the cache kept a former version of the user alive');
+  });
+
+  test('holds no more heap than it counts against its bound', () => {
+    const count = 20_000;
+    const users: User[] = Array.from({ length: count }, (_, i) => ({
+      id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      name: `Grace Hopper ${i}`,
+      email: `grace.${i}@example.com`,
+      role: 'user',
+      created_at: '2026-11-25T08:02:46.475163Z',
+      updated_at: '2026-11-25T08:02:46.475163Z',
+    }));
+    const cache = new JsonCache(1024 * 1024 * 1024);
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    for (const one of users) cache.json(one);
+    collect();
+    const held = process.memoryUsage().heapUsed - before;
+    assert.equal(users.length, count); // the users themselves stay alive, outside what is measured
+    assert.ok(held <= cache.bytes, `the cache holds ${held} B of heap but counts ${cache.bytes} B`);
   });
 });

@@ -10,23 +10,29 @@
  */
 import fastJson from 'fast-json-stringify';
 import { getHeapStatistics } from 'node:v8';
-import { stringBytes, userBytes } from '../../users/heap-size.js';
+import { stringBytes } from '../../users/heap-size.js';
 import { User, type UserList } from '../../users/schema.js';
 
 const serializeUser = fastJson(User);
 
 /**
- * Users whose JSON is kept. When full it starts again empty: a bound on memory however many users are
- * paged through (a million users' JSON would be a few hundred MB), and the pages asked for most (the
- * first ones of each order) are back in it after one request. The bound is in bytes, counted as
- * heap-size.ts does (two per character), and for each entry both its JSON and the user it is kept for,
- * which the cache alone may be keeping alive (an updated user's former object): a 32nd of the heap,
- * about 128 MiB on a 4 GiB heap (some 100 000 users of 200 B of ASCII JSON), so that with MAX_USERS'
- * share of the heap it never crowds a small heap, whatever the users hold. A user whose entry alone
+ * Users whose JSON is kept, each entry for as long as its user object lives and the cache is not full.
+ *
+ * Weakly: the store drops a user's object when the user changes or is removed, and its JSON then goes
+ * with it. A strong map kept every former version until it filled: under a 30-minute soak of updates
+ * (BENCHMARKS.md, "Soak") the heap grew by some 300 B a request, about 100 MiB, all of it old users and
+ * their JSON that no reply could ever show again.
+ *
+ * When full it starts again empty: a bound on memory however many users are paged through (a million
+ * users' JSON would be a few hundred MB), and the pages asked for most (the first ones of each order)
+ * are back in it after one request. The bound is in bytes, counted as heap-size.ts does (two per
+ * character, whatever the text) with the entry's slot: a 32nd of the heap, about 128 MiB on a 4 GiB heap
+ * (some 250 000 users of 200 B of ASCII JSON). Entries of users already gone still count until the
+ * cache starts again, so the count never falls short of what the entries hold. A user whose entry alone
  * would pass the bound is serialised every time instead.
  */
 export class JsonCache {
-  readonly #entries = new Map<User, string>();
+  #entries = new WeakMap<User, string>();
   #bytes = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -39,11 +45,11 @@ export class JsonCache {
   json(user: User): string {
     let json = this.#entries.get(user);
     if (json === undefined) {
-      json = serializeUser(user);
-      const bytes = stringBytes(json) + userBytes(user);
+      json = flattened(serializeUser(user));
+      const bytes = stringBytes(json) + ENTRY_BYTES;
       if (bytes > this.maxBytes) return json;
       if (this.#bytes + bytes > this.maxBytes) {
-        this.#entries.clear();
+        this.#entries = new WeakMap();
         this.#bytes = 0;
       }
       this.#entries.set(user, json);
@@ -51,6 +57,22 @@ export class JsonCache {
     }
     return json;
   }
+}
+
+/** A weak map's slot for one entry (key, value, and the table's slack), rounded up. */
+const ENTRY_BYTES = 48;
+
+/**
+ * The same text as one flat string. The serializer builds its text piece by piece, and V8 keeps such a
+ * string as a tree of its pieces until something reads it: 907 B of heap for a user of 206 characters,
+ * against 263 B flat (measured with 100 000 users held in a map, Node 24). Reading a character
+ * makes V8 flatten the tree in place. By hand: a package for it would be this same one-line trick, and a
+ * copy through a Buffer would cost two copies of the text for the same result. The check is a real one
+ * (the JSON of an object starts with `{`), so that no compiler can drop the read as unused.
+ */
+function flattened(json: string): string {
+  if (json.charCodeAt(0) !== 0x7b) throw new Error('a user serialised to something other than an object');
+  return json;
 }
 
 /** The one cache of the replies. */
