@@ -8,10 +8,16 @@
  *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
- *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost); prints
- *                                  only, never writes
+ *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, soak);
+ *                                  prints only, never writes
  *   BENCH_BEFORE=<folder> ...      chat-under-load and thread-cost also measure the build in <folder> (an
  *                                  earlier commit, built there): before and after in one run
+ *   npm run bench -- --only soak   the soak (never run otherwise: it is long): does RSS settle over a long
+ *                                  run under mixed REST, hostile requests and chat churn? Settings:
+ *                                  BENCH_SOAK_SECONDS (default 1800) and BENCH_SOAK_NODES, server variants
+ *                                  run at the same time, `label=/path/to/node[ flags]` comma-separated
+ *                                  (default: the node running the bench), e.g.
+ *                                  BENCH_SOAK_NODES='node22=/opt/n22/bin/node,node24-semi8=/opt/n24/bin/node --max-semi-space-size=8'
  */
 import { execFileSync } from 'node:child_process';
 import { relative, resolve } from 'node:path';
@@ -24,15 +30,20 @@ import { threadCostSection } from './sections/thread-cost.js';
 import { connectionsSection } from './sections/connections.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
+import { soakSection } from './sections/soak.js';
 import { otherLoadMeter } from './stats.js';
 
-/** The sections, in the order they run and are reported. */
-const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<SectionReport>])[] = [
+/**
+ * The sections, in the order they run and are reported. `asked`: run only when named with --only (too
+ * long for every run).
+ */
+const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<SectionReport>, asked?: 'asked'])[] = [
   ['rest', restSection],
   ['chat', chatSection],
   ['connections', connectionsSection],
   ['chat-under-load', chatUnderLoadSection],
   ['thread-cost', threadCostSection],
+  ['soak', soakSection, 'asked'],
 ];
 
 function commandLine(args: readonly string[]): string {
@@ -97,8 +108,8 @@ async function main(): Promise<void> {
   console.log(`${head}\n`);
 
   const reports: SectionReport[] = [];
-  for (const [name, section] of SECTIONS) {
-    if (only !== undefined && name !== only) continue;
+  for (const [name, section, asked] of SECTIONS) {
+    if (only === undefined ? asked !== undefined : name !== only) continue;
     const report = await section(plan);
     console.log(`${report.markdown}\n`);
     reports.push(report);
