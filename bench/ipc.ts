@@ -187,5 +187,8 @@ export async function measureFill(store: () => void | Promise<void>): Promise<Fi
   return { empty, filled: memoryNow(), fillSeconds };
 }
 
-/** Node flags of server children: `memoryNow` may collect garbage first. */
-export const SERVER_NODE_ARGS = ['--expose-gc'];
+/**
+ * Node flags of server children: `memoryNow` may collect garbage first. BENCH_SERVER_FLAGS adds more
+ * (space-separated), e.g. `--max-semi-space-size=16`, to measure a V8 setting on the servers alone.
+ */
+export const SERVER_NODE_ARGS = ['--expose-gc', ...(process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean)];

@@ -18,6 +18,8 @@
  *                                  run at the same time, `label=/path/to/node[ flags]` comma-separated
  *                                  (default: the node running the bench), e.g.
  *                                  BENCH_SOAK_NODES='node22=/opt/n22/bin/node,node24-semi8=/opt/n24/bin/node --max-semi-space-size=8'
+ *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
+ *                                  (not the baselines' load generators): a V8 setting measured alone
  */
 import { execFileSync } from 'node:child_process';
 import { relative, resolve } from 'node:path';
