@@ -60,7 +60,7 @@ export interface ChatProtection {
 
 /**
  * The protection of a handshake, in the REST port's order (http/protection.ts): Origin (403); 429
- * while the address has no handshake left (under AUTH, nor REST budget left either), before any
+ * while the address has nothing left of its budget (the one its REST requests spend too), before any
  * credential is looked at (a right password must not be told from a wrong one by the reply);
  * credentials, recorded, a password counted against the address's REST budget before it is hashed;
  * the rate limit (429) per principal or address; then the credentials' 401.
@@ -70,11 +70,10 @@ export function admission(
   addressOf: (request: IncomingMessage) => string,
 ): (request: IncomingMessage) => Promise<Principal | undefined | RosterError> {
   const { origins, authenticator, limiter } = protection;
-  // Handshakes are counted apart from the REST port's requests: keys of their own in the one limiter.
-  const handshakeKey = (principal: Principal | undefined, address: string) => `chat:${clientKey(principal, address)}`;
-  // But a password guess costs from one budget on both doors, the REST port's for the address
-  // (http/protection.ts): RATE_LIMIT=3/minute allows three guesses, not three on each port.
-  const guessKey = (address: string) => clientKey(undefined, address);
+  // One budget per client on both doors: a handshake costs what a REST request of the same client costs
+  // (http/protection.ts keys its requests the same way), and so does a password guess, counted against
+  // the address: RATE_LIMIT=3/minute allows three in all, not three on each port.
+  const addressKey = (address: string) => clientKey(undefined, address);
   return async (request) => {
     const origin = request.headers.origin;
     const own =
@@ -84,17 +83,14 @@ export function admission(
     if (!originAllowed(origins, origin, own))
       return new RosterError('FORBIDDEN', 'This origin may not connect to the chat');
     const address = addressOf(request);
-    const spent = limiter
-      ? ((await limiter.spent(handshakeKey(undefined, address))) ??
-        (authenticator ? await limiter.spent(guessKey(address)) : undefined))
-      : undefined;
+    const spent = limiter ? await limiter.spent(addressKey(address)) : undefined;
     if (spent) return spent;
     let principal: Principal | undefined;
     let failure: unknown;
     let charged = false;
     if (authenticator) {
       const charge = async () => {
-        const limited = await limiter?.refusal(guessKey(address));
+        const limited = await limiter?.refusal(addressKey(address));
         if (limited) throw limited;
         charged = limiter !== undefined;
       };
@@ -109,7 +105,7 @@ export function admission(
     }
     // A refused password was counted before its hashing (charge); anything else is counted now.
     const counted = charged && !principal;
-    const limited = limiter && !counted ? await limiter.refusal(handshakeKey(principal, address)) : undefined;
+    const limited = limiter && !counted ? await limiter.refusal(clientKey(principal, address)) : undefined;
     if (limited) return limited;
     if (failure !== undefined) {
       if (failure instanceof RosterError) return failure;

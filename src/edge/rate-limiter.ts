@@ -1,8 +1,8 @@
 /**
  * RATE_LIMIT, one limiter for both doors: REST requests (http/protection.ts) and chat handshakes
  * (chat/handshake.ts) count against it by a client key (client-identity.ts), with nothing of either
- * door's request objects. Fixed windows per key, kept in memory by rate-limiter-flexible; the chat's
- * handshakes are counted under keys of their own, so the two doors' budgets stay apart.
+ * door's request objects. Fixed windows per key, kept in memory by rate-limiter-flexible. Both doors
+ * use the same keys, so a client's REST requests and chat handshakes spend one budget.
  */
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimit } from '../config/index.js';

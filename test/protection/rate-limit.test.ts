@@ -106,12 +106,25 @@ describe('RATE_LIMIT on the chat port', () => {
     assert.match(String(refused.headers['retry-after']), /^[1-9]$/);
     assert.equal(refused.headers['ratelimit-limit'], '3');
     assert.equal(await running.server.chat.size(), 3);
-    // The chat's count is its own: the REST port still serves this client.
-    assert.equal((await request(`${running.api}/users`)).status, 200);
+    // One budget for the client on both doors: its REST requests are refused too until the window ends.
+    const rest = await request(`${running.api}/users`);
+    assert.deepEqual([rest.status, rest.body.error.code], [429, 'RATE_LIMITED']);
     await sleep(Number(refused.headers['retry-after']) * 1000 + 50);
     const again = await handshake(running.wsUrl);
     assert.equal(again.status, 101);
     for (const ws of [...open, again.ws!]) ws.terminate();
+  });
+
+  test("handshakes and REST requests of one client spend one budget: REST first, then the handshake's 429", async (t) => {
+    const running = await startRoster({ RATE_LIMIT: '3/minute', TRUST_PROXY: '127.0.0.1' });
+    t.after(() => running.stop());
+    const client = { 'x-forwarded-for': '198.51.100.7' };
+    for (let i = 0; i < 3; i++) assert.equal((await request(`${running.api}/users`, { headers: client })).status, 200);
+    assertRefused(await handshake(running.wsUrl, { headers: client }), 429, 'RATE_LIMITED');
+    // Another client still has its whole budget.
+    const other = await handshake(running.wsUrl, { headers: { 'x-forwarded-for': '198.51.100.8' } });
+    assert.equal(other.status, 101);
+    other.ws!.terminate();
   });
 
   test('messages: over the limit dropped with one system notice to the sender only; sustained abuse closes with 1008', async (t) => {
