@@ -13,28 +13,32 @@ export interface Dependency {
    * (take this instance out of the balancer); any other only marks the instance `degraded`.
    */
   readonly critical: boolean;
+  /** Left out of `checks` while up: a part of Roster itself (the chat thread) rather than an engine. */
+  readonly quietWhileUp?: boolean;
   state(): DependencyState;
 }
 
 export interface HealthReport {
   status: 'healthy' | 'degraded';
-  /** Present only when Roster has dependencies: each one's name and `up` or `down`. */
+  /** Present only when Roster has engines, or a part of its own is down: each one's name and `up` or `down`. */
   checks?: Record<string, 'up' | 'down'>;
   /** The dependencies that are down, with why; critical ones first. */
   down: { name: string; critical: boolean; reason: string }[];
 }
 
 export function healthOf(dependencies: readonly Dependency[]): HealthReport {
-  if (dependencies.length === 0) return { status: 'healthy', down: [] };
   const checks: Record<string, 'up' | 'down'> = {};
   const down: HealthReport['down'] = [];
+  let listed = false;
   for (const dependency of dependencies) {
     const state = dependency.state();
+    if (state.up && dependency.quietWhileUp) continue;
+    listed = true;
     checks[dependency.name] = state.up ? 'up' : 'down';
     if (!state.up) down.push({ name: dependency.name, critical: dependency.critical, reason: state.reason });
   }
   down.sort((a, b) => Number(b.critical) - Number(a.critical));
-  return { status: down.length === 0 ? 'healthy' : 'degraded', checks, down };
+  return { status: down.length === 0 ? 'healthy' : 'degraded', ...(listed ? { checks } : {}), down };
 }
 
 /** What a ProbedDependency needs to know of its engine. */

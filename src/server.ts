@@ -117,6 +117,7 @@ async function assemble(
     : undefined;
   const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
   if (chat.health) dependencies.push(chat.health);
+  dependencies.push(chat.door);
   const chatMembers = async () =>
     (await chat.members()).map((member) => ({
       id: member.id,

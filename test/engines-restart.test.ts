@@ -11,7 +11,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { request, type JsonResponse } from './helpers.js';
+import { request, until, type JsonResponse } from './helpers.js';
 import { Instance } from './instances.js';
 import { roomUrl } from './chat/redis-support.js';
 import { DATABASE_URL, freshSchema } from './support/postgres.js';
@@ -42,14 +42,6 @@ function assertAcceptable(response: JsonResponse, what: string): void {
     `${what}: ${response.status} ${response.text}`,
   );
   assert.equal(response.body?.status, 'error', `${what}: ${response.text}`);
-}
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    assert.ok(Date.now() < deadline, `${what} within ${ms} ms`);
-    await delay(200);
-  }
 }
 
 const pgReady = () => {

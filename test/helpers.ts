@@ -11,7 +11,7 @@ import { CHAT_MESSAGES, SERVER_MESSAGE_BY_TYPE } from '../web/src/chat-messages.
 
 export { startRoster, usePostgresStore, useSqliteStore, type Running } from './support/roster.js';
 export { RosterProcess, type Exit, type LogLine } from './support/roster-process.js';
-export { within } from './support/wait.js';
+export { until, within } from './support/wait.js';
 
 export interface JsonResponse {
   status: number;

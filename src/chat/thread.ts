@@ -59,6 +59,9 @@ export class ChatThread {
   #onMessage = new Set<(message: FromChat | { type: 'exit'; code: number }) => void>();
   /** The chat bus in the health check (REDIS_URL): its state as the chat thread last told it. */
   readonly health: Dependency | undefined;
+  /** Whether the chat thread serves its port: `chat` in the health check, shown only while it does not. */
+  #doorState: DependencyState = { up: false, reason: 'chat thread starting' };
+  readonly door: Dependency = { name: 'chat', critical: false, quietWhileUp: true, state: () => this.#doorState };
 
   constructor(options: ChatThreadOptions) {
     this.#options = options;
@@ -106,6 +109,7 @@ export class ChatThread {
   #died(code: number): void {
     this.#restarts++;
     this.#busState = { up: false, reason: 'chat thread restarting' };
+    this.#doorState = { up: false, reason: 'chat thread restarting' };
     this.#failuresInARow = Date.now() - this.#startedAt > HEALTHY_AFTER_MS ? 1 : this.#failuresInARow + 1;
     const delay = Math.min(MAX_RESTART_DELAY_MS, this.#failuresInARow === 1 ? 0 : 250 * 2 ** this.#failuresInARow);
     this.#log.error(
@@ -117,9 +121,10 @@ export class ChatThread {
       this.#spawn();
       const bound = this.#bound;
       if (bound)
-        this.listen(bound.port, bound.host).catch((error: unknown) =>
-          this.#log.error({ err: error }, 'the restarted chat thread could not listen'),
-        );
+        this.listen(bound.port, bound.host).catch((error: unknown) => {
+          this.#doorState = { up: false, reason: `chat port not listening (${errorCode(error)})` };
+          this.#log.error({ err: error }, 'the restarted chat thread could not listen');
+        });
     }, delay);
     this.#restartTimer.unref();
   }
@@ -188,6 +193,7 @@ export class ChatThread {
     const result = await outcome;
     if (result.type === 'listening') {
       this.#bound = { port: result.port, host };
+      this.#doorState = { up: true };
       return { port: result.port, address: host, family: host.includes(':') ? 'IPv6' : 'IPv4' };
     }
     if (result.type === 'exit') throw new Error(`the chat thread exited (${result.code}) before listening`);
@@ -241,4 +247,10 @@ export class ChatThread {
   metrics(): Promise<string> {
     return this.#ask('metrics', '');
   }
+}
+
+/** An error's code (EADDRINUSE, say) for the health reply, which names no hosts. */
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : 'error';
 }

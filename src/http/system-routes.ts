@@ -34,7 +34,8 @@ const HealthData = Type.Object(
     ),
     checks: Type.Optional(
       Type.Record(Type.String(), Type.Union([Type.Literal('up'), Type.Literal('down')]), {
-        description: 'Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down`',
+        description:
+          'Only when Roster runs on engines (DATABASE_URL, REDIS_URL), or while its chat thread does not serve (`chat`): each one, `up` or `down`',
       }),
     ),
   },

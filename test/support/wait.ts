@@ -8,3 +8,17 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Asks `check` every `everyMs` until it holds; fails (naming `what`) after `ms`. */
+export async function until(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  ms = 30_000,
+  everyMs = 200,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}

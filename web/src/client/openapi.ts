@@ -413,7 +413,7 @@ export interface components {
         users: number;
         capacity: number;
       };
-      /** @description Only when Roster runs on engines (DATABASE_URL, REDIS_URL): each one, `up` or `down` */
+      /** @description Only when Roster runs on engines (DATABASE_URL, REDIS_URL), or while its chat thread does not serve (`chat`): each one, `up` or `down` */
       checks?: {
         [key: string]: 'up' | 'down';
       };
