@@ -15,6 +15,8 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import fc from 'fast-check';
@@ -320,6 +322,31 @@ describe('chat history within its bounds', () => {
     history.append(chat('z'.repeat(2000)));
     assert.equal(history.read({ history: 100 }).entries.length, 0);
     assert.equal(history.bytes, 0);
+  });
+
+  test('a message the memory history dropped is released: its frame goes at the next collection', async () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const history = new MemoryHistory(5, 400, 1_700_000_000_000);
+    const chat = (message: string) => ({ type: 'chat' as const, from: 'f', message, timestamp: 't' });
+    // In a function of its own, so that no variable of this test holds the first message.
+    const watch = () => {
+      history.append(chat('first'));
+      const first = history.read({ history: 5 }).entries[0]!;
+      return { entry: new WeakRef(first), frame: new WeakRef(first.payload) };
+    };
+    const { entry, frame } = watch();
+    // Dropped by bytes, so its slot of the ring is not written again: it must be cleared.
+    history.append(chat('y'.repeat(300)));
+    // WeakRef targets stay alive until the end of the task that last read them.
+    await new Promise((resolve) => setImmediate(resolve));
+    collect();
+    assert.equal(entry.deref(), undefined, 'the dropped entry is still reachable');
+    assert.equal(frame.deref(), undefined, 'the dropped frame is still reachable');
+    assert.deepEqual(
+      history.read({ history: 5 }).entries.map((e) => JSON.parse(e.payload.toString()).message),
+      ['y'.repeat(300)],
+    );
   });
 
   test(
