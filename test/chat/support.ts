@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { WebSocket } from 'ws';
 import { ChatRoom } from '../../src/chat/room.js';
+import type { ChatProtection } from '../../src/chat/handshake.js';
 import { createChatServer } from '../../src/chat/ws-server.js';
 import { loadConfig } from '../../src/config/index.js';
 import { chatMetrics } from '../../src/metrics.js';
@@ -134,7 +135,11 @@ export { within } from '../helpers.js';
  * throws, a handler that fails): the same ChatRoom and createChatServer the chat thread runs
  * (src/chat/worker.ts), on a free port, with its metrics. Real sockets all the same.
  */
-export async function chatInThread(t: TestContext, env: Record<string, string> = {}): Promise<InThreadChat> {
+export async function chatInThread(
+  t: TestContext,
+  env: Record<string, string> = {},
+  protection: ChatProtection = {},
+): Promise<InThreadChat> {
   const config = loadConfig({ WS_PORT: '0', ...env });
   const registry = new Registry();
   const room = new ChatRoom({}, undefined, {
@@ -143,14 +148,15 @@ export async function chatInThread(t: TestContext, env: Record<string, string> =
     maxPayload: config.chat.maxPayload,
     maxBacklog: config.chat.maxBacklog,
   });
-  const server = createChatServer(config.chat, room, pino({ level: 'silent' }), chatMetrics(registry));
+  const server = createChatServer(config.chat, room, pino({ level: 'silent' }), chatMetrics(registry), protection);
   const { port } = await server.listen(0, '127.0.0.1');
   t.after(() => server.close(1000));
-  return { room, wsUrl: `ws://127.0.0.1:${port}`, metrics: () => registry.metrics() };
+  return { room, port, wsUrl: `ws://127.0.0.1:${port}`, metrics: () => registry.metrics() };
 }
 
 export interface InThreadChat {
   room: ChatRoom;
+  port: number;
   wsUrl: string;
   metrics(): Promise<string>;
 }

@@ -25,10 +25,16 @@ import { MAX_MESSAGE_DEPTH } from '../../src/chat/codec.js';
 import { MAX_REPLAYS } from '../../src/chat/room.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { MemoryHistory } from '../../src/chat/history.js';
-import { ChatClient, closeOf, request, RosterProcess, startRoster } from '../helpers.js';
-import { handshakeRequest } from '../chat/frames.js';
+import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../helpers.js';
+import { handshakeRequest, rawHttp } from '../chat/frames.js';
 import { Listening } from '../chat/history-support.js';
-import { chatInThread } from '../chat/support.js';
+import { chatInThread, type InThreadChat } from '../chat/support.js';
+
+/** roster_chat_handler_errors_total of an in-thread chat door. */
+async function handlerErrors(chat: InThreadChat): Promise<number> {
+  const line = (await chat.metrics()).split('\n').find((l) => l.startsWith('roster_chat_handler_errors_total '));
+  return Number(line?.split(' ')[1] ?? 0);
+}
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -258,6 +264,55 @@ describe('the last line of defence', () => {
     assert.equal((await closeOf(late)).code, 1011);
     room.join = join;
     assert.equal(await count(), 2);
+    await bystander.close();
+  });
+
+  test('a handshake whose checks throw: 500 in the envelope before the upgrade, counted; the next one is served', async (t) => {
+    let broken = true;
+    const chat = await chatInThread(
+      t,
+      {},
+      {
+        limiter: {
+          spent: async () => {
+            if (broken) throw new TypeError('the limiter broke');
+            return undefined;
+          },
+          refusal: async () => undefined,
+        },
+      },
+    );
+    const refused = await rawHttp(chat.port, handshakeRequest(chat.port).text);
+    assert.equal(refused.status, 500);
+    assert.equal(JSON.parse(refused.body).error.code, 'INTERNAL_ERROR');
+    assert.equal(await handlerErrors(chat), 1);
+    broken = false;
+    const client = await ChatClient.connect(chat.wsUrl);
+    client.send({ type: 'chat', message: 'in' });
+    assert.equal((await client.next((m) => m.type === 'chat')).message, 'in');
+    await client.close();
+  });
+
+  test('a close handler that throws: counted, and the room carries on for the others', async (t) => {
+    const chat = await chatInThread(t);
+    const room = chat.room;
+    const leave = room.leave.bind(room);
+    let breakNext = true;
+    room.leave = (member) => {
+      if (breakNext) {
+        breakNext = false;
+        throw new TypeError('leave broke');
+      }
+      return leave(member);
+    };
+    const bystander = await ChatClient.connect(chat.wsUrl);
+    const leaving = await ChatClient.connect(chat.wsUrl);
+    await leaving.close();
+    await until('the error counted', async () => (await handlerErrors(chat)) === 1, 5_000, 20);
+    bystander.send({ type: 'chat', message: 'still here' });
+    assert.equal((await bystander.next((m) => m.type === 'chat')).message, 'still here');
+    const next = await ChatClient.connect(chat.wsUrl);
+    await next.close();
     await bystander.close();
   });
 
