@@ -20,7 +20,7 @@ const serializeUser = fastJson(User);
  *
  * Weakly: the store drops a user's object when the user changes or is removed, and its JSON then goes
  * with it. A strong map kept every former version until it filled: under a 30-minute soak of updates
- * (BENCHMARKS.md, "Soak") the heap grew by some 300 B a request, about 100 MiB, all of it old users and
+ * (BENCHMARKS.md, "Memory over a long run") the heap grew by some 300 B a request, about 100 MiB, all of it old users and
  * their JSON that no reply could ever show again.
  *
  * When full it starts again empty: a bound on memory however many users are paged through (a million
