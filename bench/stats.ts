@@ -105,12 +105,15 @@ function ownCpuSeconds(): number {
   return (user + system) / 1e6;
 }
 
-/** Busy and total time of one CPU so far, in ticks, from /proc/stat; undefined where it is not available. */
-function coreTicks(cpu: number): { busy: number; total: number } | undefined {
+/**
+ * Busy and total time so far, in ticks, from /proc/stat: of one CPU, or of all of them together when
+ * `cpu` is undefined; undefined where it is not available.
+ */
+function coreTicks(cpu: number | undefined): { busy: number; total: number } | undefined {
   try {
     const line = readFileSync('/proc/stat', 'utf8')
       .split('\n')
-      .find((row) => row.startsWith(`cpu${cpu} `));
+      .find((row) => row.startsWith(`cpu${cpu ?? ''} `));
     if (!line) return undefined;
     // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
     const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line
@@ -123,6 +126,12 @@ function coreTicks(cpu: number): { busy: number; total: number } | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds the whole machine has been busy so far, all CPUs together; NaN without /proc. */
+export function machineCpuSeconds(): number {
+  const ticks = coreTicks(undefined);
+  return ticks === undefined ? NaN : ticks.busy / CLOCK_TICKS_PER_SECOND;
 }
 
 export interface CpuShare {

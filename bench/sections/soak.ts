@@ -21,7 +21,7 @@ import { resolve } from 'node:path';
 import { BenchChild, benchPids, LOAD_CPU, pinned, SERVER_CPU } from '../ipc.js';
 import type { SoakCommand, SoakCounts, SoakLoad } from '../load/soak.js';
 import { integer, percent, table, targetLines, type Target } from '../report.js';
-import { processCpuSeconds } from '../stats.js';
+import { machineCpuSeconds, processCpuSeconds } from '../stats.js';
 import { benchScript, errorText, progress, sleep, type SectionReport } from './common.js';
 
 /** A server to soak: a node binary and its flags, under a label of its own, and the build it runs. */
@@ -80,8 +80,6 @@ const MAIN = resolve('dist/src/main.js');
 /** As in ipc.ts: servers are pinned to SERVER_CPU, load generators to LOAD_CPU, when taskset is there. */
 const TASKSET = '/usr/bin/taskset';
 const MIB = 1024 * 1024;
-/** Linux's USER_HZ, as in stats.ts. */
-const CLOCK_TICKS_PER_SECOND = 100;
 
 /**
  * BENCH_SOAK_NODES: `label=/path/to/node[ flags]`, comma-separated; by default the node running this.
@@ -146,21 +144,6 @@ async function scrape(port: number): Promise<string> {
   const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
   if (!response.ok) throw new Error(`GET /metrics: ${response.status}`);
   return response.text();
-}
-
-/** CPU seconds (user + system) the whole machine has spent so far, all CPUs (/proc/stat); NaN without /proc. */
-function machineCpuSeconds(): number {
-  try {
-    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = readFileSync('/proc/stat', 'utf8')
-      .split('\n', 1)[0]!
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return NaN;
-  }
 }
 
 /**

@@ -241,16 +241,12 @@ describe('the last line of defence', () => {
       if (text === 'explode') throw new RangeError('Maximum call stack size exceeded');
       return receive(member, text);
     };
-    const count = async () => {
-      const line = (await chat.metrics()).split('\n').find((l) => l.startsWith('roster_chat_handler_errors_total '));
-      return Number(line?.split(' ')[1] ?? 0);
-    };
     const bystander = await ChatClient.connect(chat.wsUrl);
     const victim = await ChatClient.connect(chat.wsUrl);
     const closed = closeOf(victim.ws);
     victim.send('explode');
     assert.equal((await closed).code, 1011);
-    assert.equal(await count(), 1);
+    assert.equal(await handlerErrors(chat), 1);
     bystander.send({ type: 'chat', message: 'after' });
     assert.equal((await bystander.next((m) => m.type === 'chat')).message, 'after');
 
@@ -263,7 +259,7 @@ describe('the last line of defence', () => {
     late.on('error', () => {});
     assert.equal((await closeOf(late)).code, 1011);
     room.join = join;
-    assert.equal(await count(), 2);
+    assert.equal(await handlerErrors(chat), 2);
     await bystander.close();
   });
 
