@@ -1,11 +1,13 @@
 /**
  * Configuration: the environment, read once, validated, turned into a typed object.
  *
- * Nothing else in Roster reads `process.env`; `main.ts` calls `loadConfig(process.env)` and passes the
- * result down. Every setting is declared once in settings.ts (variable, default, reader and bounds,
- * README text); readers.ts holds the generic readers, policy.ts the rules between settings, files.ts
- * the files they name. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as
- * one line before exiting with status 2.
+ * Nothing else in the server reads `process.env`; `main.ts` calls `loadConfig(process.env)` and passes
+ * the result down (the `roster` command's own client settings are client-settings.ts's). Every setting
+ * is declared once in settings.ts (variable, default, reader and bounds, README text), so the comments
+ * below say what each field is and name its variable, never its default; readers.ts holds the generic
+ * readers, policy.ts the rules between settings and the defaults that depend on others, files.ts the
+ * files they name. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as one
+ * line before exiting with status 2.
  */
 import {
   checkTimeouts,
@@ -16,10 +18,11 @@ import {
   checkTls,
   maxConnectionsPerClient,
   maxUsers,
+  type AuthConfig,
 } from './policy.js';
 import { loadTls } from './files.js';
 import { SQLITE_PREFIX, sqlitePath } from './readers.js';
-import type { Setting } from './settings.js';
+import type { AuthScheme, LogLevel, Setting } from './settings.js';
 import * as S from './settings.js';
 
 export { ConfigError } from './readers.js';
@@ -28,100 +31,100 @@ export {
   DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
   USERS_HEAP_SHARE,
   WORST_CASE_BYTES_PER_USER,
+  type AuthConfig,
 } from './policy.js';
 export { TLS_MODERN_CIPHERS } from './files.js';
 export { JWT_SECRET_MIN_BYTES } from './credentials.js';
-export { SETTINGS, type Setting } from './settings.js';
-
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export { SETTINGS, type AuthScheme, type LogLevel, type Setting } from './settings.js';
 
 export interface Config {
-  /** REST port. `PORT`, default 5000. 0 asks the OS for a free port (tests use this). */
+  /** REST port, `PORT`; 0 asks the OS for a free port (tests use this). */
   port: number;
-  /** Chat (WebSocket) port. `WS_PORT`, default 8765. 0 asks the OS for a free port. */
+  /** Chat (WebSocket) port, `WS_PORT`; 0 asks the OS for a free port. */
   wsPort: number;
-  /** Interface both ports bind to. `HOST`, default 127.0.0.1: listening on every interface must be asked for. */
+  /** Interface both ports bind to, `HOST`. */
   host: string;
-  /** pino level. `LOG_LEVEL`, default `info` (one line per request); `warn` is quiet. */
+  /** pino level, `LOG_LEVEL`. */
   logLevel: LogLevel;
-  /** `LOG_FORMAT`: `json` (default, one JSON object a line) or `pretty` (for people: pino-pretty when installed, else plain text). */
+  /** `LOG_FORMAT`: `json` (one JSON object a line) or `pretty` (for people: pino-pretty when installed, else plain text). */
   logFormat: 'json' | 'pretty';
-  /** Largest page size; larger `limit` values are clamped to it. `MAX_PAGE_SIZE`, default 100. */
+  /** Largest page size, `MAX_PAGE_SIZE`; larger `limit` values are clamped to it. */
   maxPageSize: number;
   /**
-   * Users stored at most; past it creates get 507 `INSUFFICIENT_STORAGE`, while reads, updates and
-   * deletes go on. `MAX_USERS`; 0 means no cap. Default: with users in memory, `automaticMaxUsers()`,
-   * a share of the V8 heap that the worst-case user can never outgrow; with DATABASE_URL, no cap.
+   * Users stored at most, `MAX_USERS`; 0 means no cap. Past it creates get 507 `INSUFFICIENT_STORAGE`,
+   * while reads, updates and deletes go on. Unset, policy.ts's maxUsers() derives it from the heap (users
+   * in memory) or lifts it (a database).
    */
   maxUsers: number;
-  /** Largest accepted request body in bytes. `BODY_LIMIT`, default 1 MiB. Accepts `65536`, `64KiB`, `1MiB`. */
+  /** Largest accepted request body in bytes, `BODY_LIMIT` (`65536`, `64KiB`, `1MiB`). */
   bodyLimit: number;
-  /** Allowed values of a user's `role`. `ROLES`, default `admin,user`; must include both (seeds and default). */
+  /** Allowed values of a user's `role`, `ROLES`; always includes `admin` and `user` (the seeds' roles, and the role of a user created without one). */
   roles: readonly string[];
-  /** Strict validation of PATCH and email uniqueness on PUT/PATCH. `STRICT_VALIDATION`, default false. */
+  /** Strict validation of PATCH and email uniqueness on PUT/PATCH, `STRICT_VALIDATION`. */
   strictValidation: boolean;
   chat: ChatConfig;
-  /** How long shutdown waits for in-flight requests and chat close handshakes. `SHUTDOWN_TIMEOUT_MS`, default 10 s. */
+  /** How long shutdown waits for in-flight requests and chat close handshakes, `SHUTDOWN_TIMEOUT_MS`. */
   shutdownTimeoutMs: number;
   /**
-   * Request headers (REST) and the handshake (chat) must arrive within this; slower clients get 408.
-   * `HEADERS_TIMEOUT_MS`, default 15 s (Node's own is 60 s; trickled headers are a cheap attack).
+   * Request headers (REST) and the handshake (chat) must arrive within this, `HEADERS_TIMEOUT_MS`;
+   * slower clients get 408. Shorter than Node's own: trickled headers are a cheap attack.
    */
   headersTimeoutMs: number;
-  /** The whole request, headers and body, must arrive within this. `REQUEST_TIMEOUT_MS`, default 30 s. */
+  /** The whole request, headers and body, must arrive within this, `REQUEST_TIMEOUT_MS`. */
   requestTimeoutMs: number;
-  /** An idle kept-alive REST connection is closed after this. `KEEP_ALIVE_TIMEOUT_MS`, default 72 s. */
+  /** An idle kept-alive REST connection is closed after this, `KEEP_ALIVE_TIMEOUT_MS`. */
   keepAliveTimeoutMs: number;
-  /** Open TCP connections on the REST port at most; more are dropped on accept. `MAX_CONNECTIONS`, default 10000. */
+  /** Open TCP connections on the REST port at most, `MAX_CONNECTIONS`; more are dropped on accept. */
   maxConnections: number;
   /**
    * What a connection may cost before it has said anything, on both ports (edge/connection-guard.ts):
-   * open connections per peer address (`MAX_CONNECTIONS_PER_ADDRESS`, default 256; 0: no cap; trusted
-   * proxies exempt) and how long a socket may stay silent (`FIRST_BYTE_TIMEOUT_MS`, default 5 s;
-   * undefined when not shorter than `HEADERS_TIMEOUT_MS`, whose deadline then ends silent sockets too).
+   * open connections per peer address (`MAX_CONNECTIONS_PER_ADDRESS`; 0: no cap; trusted proxies exempt)
+   * and how long a socket may stay silent (`FIRST_BYTE_TIMEOUT_MS`; undefined when not shorter than
+   * `HEADERS_TIMEOUT_MS`, whose deadline then ends silent sockets too).
    */
   connections: { perAddress: number; firstByteMs: number | undefined };
-  /** Prometheus metrics at `GET /metrics` on the REST port. `METRICS`, default true. */
+  /** Prometheus metrics at `GET /metrics` on the REST port, `METRICS`. */
   metrics: boolean;
   /**
-   * With AUTH on, `/metrics` needs an admin credential like a write. `METRICS_AUTH`, default false: the
-   * metrics carry no user data, and most scrapers are set up without credentials.
+   * With AUTH on, `/metrics` needs an admin credential like a write, `METRICS_AUTH`. Off unless asked
+   * for: the metrics carry no user data, and most scrapers are set up without credentials.
    */
   metricsAuth: boolean;
-  /** The browser console at `/` on the REST port. `CONSOLE`, default true. */
+  /** The browser console at `/` on the REST port, `CONSOLE`. */
   console: boolean;
   /**
    * The chat address the browser console connects to, when it is not the page's host with WS_PORT
-   * (behind a proxy, say). `CHAT_PUBLIC_URL`, default unset; a ws://, wss://, http:// or https:// URL, or
-   * a path on the page's host such as `/chat`.
+   * (behind a proxy, say), `CHAT_PUBLIC_URL`: a ws://, wss://, http:// or https:// URL, or a path on the
+   * page's host such as `/chat`.
    */
   chatPublicUrl: string | undefined;
-  /** Authentication of the REST API and the chat handshake (`AUTH` and its credentials); scheme `none` by default. */
+  /** Authentication of the REST API and the chat handshake: `AUTH` and its scheme's credentials. */
   auth: AuthConfig;
   /**
-   * Requests per client and window on the REST port (health excepted), chat handshakes and chat messages.
-   * `RATE_LIMIT`, e.g. `100/minute`; default unset (no rate limiting).
+   * Requests per client and window on the REST port (health excepted), chat handshakes and chat
+   * messages, `RATE_LIMIT` (e.g. `100/minute`); undefined: no rate limiting.
    */
   rateLimit: RateLimit | undefined;
   /**
-   * Whether X-Forwarded-For is believed, passed to Fastify's `trustProxy` (and used for chat handshakes).
-   * `TRUST_PROXY`: `false` (default), `true`, a hop count, or a comma list of addresses/CIDRs.
+   * Whether X-Forwarded-For is believed, passed to Fastify's `trustProxy` (and used for chat handshakes),
+   * `TRUST_PROXY`: `false`, `true`, a hop count, or a comma list of addresses/CIDRs.
    */
   trustProxy: boolean | number | readonly string[];
   /**
-   * Certificate and key (PEM, read at start-up) for HTTPS and WSS on the same ports. `TLS_CERT` / `TLS_KEY`,
-   * default unset. `ciphers`: the OpenSSL cipher list, `TLS_CIPHERS`, default TLS_MODERN_CIPHERS.
+   * Certificate and key (PEM, read at start-up) for HTTPS and WSS on the same ports, `TLS_CERT` and
+   * `TLS_KEY`; undefined: no TLS. `ciphers`: the OpenSSL cipher list, `TLS_CIPHERS`, else files.ts's
+   * TLS_MODERN_CIPHERS.
    */
   tls: { cert: Buffer; key: Buffer; ciphers: string } | undefined;
   /**
-   * Strict-Transport-Security, sent over TLS with SECURITY_HEADERS. `HSTS_MAX_AGE` in seconds, default
-   * one year (0 tells browsers to forget it); `HSTS_INCLUDE_SUBDOMAINS`, default false (Roster cannot
-   * know whether every sibling host speaks HTTPS).
+   * Strict-Transport-Security, sent over TLS with SECURITY_HEADERS: `HSTS_MAX_AGE` in seconds (0 tells
+   * browsers to forget it) and `HSTS_INCLUDE_SUBDOMAINS` (off unless asked for: Roster cannot know
+   * whether every sibling host speaks HTTPS).
    */
   hsts: { maxAge: number; includeSubDomains: boolean };
-  /** Origins allowed cross-origin REST calls and chat handshakes. `CORS_ORIGINS`, default unset (no CORS, no Origin check). */
+  /** Origins allowed cross-origin REST calls and chat handshakes, `CORS_ORIGINS`; undefined: no CORS, no Origin check. */
   corsOrigins: readonly string[] | undefined;
-  /** Security headers (@fastify/helmet) on every REST reply. `SECURITY_HEADERS`, default false (replies unchanged). */
+  /** Security headers (@fastify/helmet) on every REST reply, `SECURITY_HEADERS`. */
   securityHeaders: boolean;
   /**
    * PostgreSQL holds the users instead of memory. `DATABASE_URL` (a postgres:// or postgresql:// URL),
@@ -134,7 +137,7 @@ export interface Config {
    * (default) or `FULL`: see the README, "Keeping users on disk".
    */
   sqlite: SqliteConfig | undefined;
-  /** Redis carries the chat between instances. `REDIS_URL` (redis:// or rediss://), default unset: one process, one room. */
+  /** Redis carries the chat between instances, `REDIS_URL` (redis:// or rediss://); undefined: one process, one room. */
   redis: { url: string } | undefined;
 }
 
@@ -145,23 +148,6 @@ export interface SqliteConfig {
   synchronous: 'NORMAL' | 'FULL';
 }
 
-export type AuthScheme = 'none' | 'apikey' | 'basic' | 'jwt' | 'oauth2';
-
-export interface AuthConfig {
-  scheme: AuthScheme;
-  /** `API_KEYS`: `key[:role]`, comma-separated; role `user` unless given (least privilege). */
-  apiKeys: readonly { key: string; role: string }[];
-  /** `BASIC_USERS`: `name:hash[:role]`, comma-separated; hashes from `roster hash-password`; role `user` unless given. */
-  basicUsers: readonly { name: string; hash: string; role: string }[];
-  /** `JWT_SECRET`: the HS256 key, at least 32 bytes. */
-  jwtSecret: string | undefined;
-  /**
-   * `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`; `OAUTH2_ACCEPT_JWT_TYP` (default false): also
-   * accept tokens whose `typ` is `JWT` or absent, not only RFC 9068's `at+jwt`.
-   */
-  oauth2: { jwksUrl: string; issuer: string; audience: string; acceptJwtTyp: boolean } | undefined;
-}
-
 export interface RateLimit {
   /** Requests (or messages) allowed per window. */
   max: number;
@@ -170,30 +156,30 @@ export interface RateLimit {
 
 export interface ChatConfig {
   /**
-   * Largest chat message in bytes; a larger one closes the connection with 1009. `WS_MAX_PAYLOAD`,
-   * default 256 KiB. Never below 64 KiB, so messages that need the 64-bit length form always work.
+   * Largest chat message in bytes, `WS_MAX_PAYLOAD`; a larger one closes the connection with 1009. Never
+   * below 64 KiB, so messages that need the 64-bit length form always work.
    */
   maxPayload: number;
-  /** Interval of the server's protocol ping; a peer that missed the previous one is terminated. `WS_HEARTBEAT_MS`, default 30 s. */
+  /** Interval of the server's protocol ping, `WS_HEARTBEAT_MS`; a peer that missed the previous one is terminated. */
   heartbeatMs: number;
-  /** Unsent bytes a connection may hold before it is closed as a slow consumer (1013). `WS_MAX_BACKLOG`, default 1 MiB. */
+  /** Unsent bytes a connection may hold before it is closed as a slow consumer (1013), `WS_MAX_BACKLOG`. */
   maxBacklog: number;
-  /** Open connections at most; the next handshake is refused with HTTP 503. `WS_MAX_CONNECTIONS`, default 10000. */
+  /** Open connections at most, `WS_MAX_CONNECTIONS`; the next handshake is refused with HTTP 503. */
   maxConnections: number;
   /**
-   * Open connections of one client at most (its principal when authenticated, else its address); the
-   * next handshake of that client is refused with HTTP 429 TOO_MANY_CONNECTIONS.
-   * `WS_MAX_CONNECTIONS_PER_CLIENT`; default DEFAULT_MAX_CONNECTIONS_PER_CLIENT (at most a quarter of
-   * `maxConnections`) when AUTH or RATE_LIMIT is on, else undefined (no such limit, as without protection).
+   * Open connections of one client at most (its principal when authenticated, else its address),
+   * `WS_MAX_CONNECTIONS_PER_CLIENT`; the next handshake of that client is refused with HTTP 429
+   * TOO_MANY_CONNECTIONS. Unset, policy.ts's maxConnectionsPerClient() decides: a cap with AUTH or
+   * RATE_LIMIT on, else undefined (no such limit, as without protection).
    */
   maxConnectionsPerClient: number | undefined;
   /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
   handshakeTimeoutMs: number;
   /** The connection guard's limits, the REST port's (Config.connections): one pair of settings for both ports. */
   connections: { perAddress: number; firstByteMs: number | undefined };
-  /** Chat messages kept for clients that ask (`?history=`, `?since=`); 0: off. `CHAT_HISTORY`, default 500. */
+  /** Chat messages kept for clients that ask (`?history=`, `?since=`), `CHAT_HISTORY`; 0: off. */
   history: number;
-  /** At most this many bytes of them. `CHAT_HISTORY_BYTES`, default 16 MiB. */
+  /** At most this many bytes of them, `CHAT_HISTORY_BYTES`. */
   historyBytes: number;
 }
 
@@ -230,7 +216,9 @@ export function loadConfig(env: Env): Config {
   const redisUrl = get(S.REDIS_URL);
   const history = get(S.CHAT_HISTORY);
   const historyBytes = get(S.CHAT_HISTORY_BYTES);
-  // Without Redis, this process keeps the chat history itself, next to the users.
+  // Without Redis the chat thread keeps the history in memory, on its own heap. Its byte bound still
+  // comes off the users' share of this thread's heap: the users' cap is the one bound Roster derives
+  // from the heap, and both heaps draw on the one machine's memory.
   const memoryHistory = history > 0 && redisUrl === undefined;
   return {
     port: restPort,

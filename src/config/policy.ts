@@ -3,8 +3,8 @@
  * the variable at fault; readers.ts and settings.ts know nothing of these.
  */
 import { getHeapStatistics } from 'node:v8';
-import type { AuthConfig, AuthScheme } from './index.js';
 import { ConfigError } from './readers.js';
+import type { AuthScheme } from './settings.js';
 
 /** Node refuses a headers timeout longer than the request timeout, which contains it. */
 export function checkTimeouts(headersTimeoutMs: number, requestTimeoutMs: number): void {
@@ -19,6 +19,22 @@ export function checkTimeouts(headersTimeoutMs: number, requestTimeoutMs: number
 export function checkPorts(restPort: number, wsPort: number): void {
   if (restPort !== 0 && wsPort === restPort)
     throw new ConfigError('WS_PORT', `must differ from PORT (both are ${restPort})`);
+}
+
+/** What authenticates requests and handshakes: the scheme, and the credentials of that scheme only. */
+export interface AuthConfig {
+  scheme: AuthScheme;
+  /** `API_KEYS`: `key[:role]` entries. */
+  apiKeys: readonly { key: string; role: string }[];
+  /** `BASIC_USERS`: `name:hash[:role]` entries; hashes from `roster hash-password`. */
+  basicUsers: readonly { name: string; hash: string; role: string }[];
+  /** `JWT_SECRET`: the HS256 key. */
+  jwtSecret: string | undefined;
+  /**
+   * `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`; `acceptJwtTyp` (`OAUTH2_ACCEPT_JWT_TYP`): also
+   * accept tokens whose `typ` is `JWT` or absent, not only RFC 9068's `at+jwt`.
+   */
+  oauth2: { jwksUrl: string; issuer: string; audience: string; acceptJwtTyp: boolean } | undefined;
 }
 
 /** The credential settings of each AUTH scheme. */
@@ -74,7 +90,6 @@ export function authConfig(
   };
 }
 
-/** `*` is refused when authentication is on: any web page could then drive the API with a credential it holds; list the origins instead. */
 /**
  * METRICS_AUTH guards /metrics with an admin credential, which only exists under AUTH: asked for with
  * AUTH=none it would silently leave /metrics public, so it is refused like other contradictions.
@@ -84,6 +99,7 @@ export function checkMetricsAuth(metricsAuth: boolean, scheme: AuthScheme): void
     throw new ConfigError('METRICS_AUTH', 'needs AUTH (with AUTH=none there is no admin credential to ask for)');
 }
 
+/** `*` is refused when authentication is on: any web page could then drive the API with a credential it holds; list the origins instead. */
 export function checkCorsOrigins(origins: readonly string[] | undefined, scheme: AuthScheme): void {
   if (origins?.includes('*') && scheme !== 'none')
     throw new ConfigError('CORS_ORIGINS', `must list origins, not "*", when AUTH is ${scheme}`);

@@ -5,7 +5,6 @@
  * list, row for row. Settings whose default depends on others (MAX_USERS, WS_MAX_CONNECTIONS_PER_CLIENT)
  * or that belong to one AUTH scheme are undefined here and decided by policy.ts.
  */
-import type { AuthScheme, LogLevel } from './index.js';
 import { apiKeys, basicUsers, jwtSecret } from './credentials.js';
 import {
   boolean,
@@ -45,8 +44,15 @@ function setting<T>(name: string, fallback: T, parse: Parse<T>, shown: string, h
   return { name, fallback, parse, shown, help };
 }
 
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-export const AUTH_SCHEMES: readonly AuthScheme[] = ['none', 'apikey', 'basic', 'jwt', 'oauth2'];
+/** pino's levels, the values of LOG_LEVEL. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+/**
+ * The values of AUTH. The types live here, with the lists they are derived from, rather than beside
+ * Config: settings.ts and policy.ts both need them, and index.ts imports both.
+ */
+export const AUTH_SCHEMES = ['none', 'apikey', 'basic', 'jwt', 'oauth2'] as const;
+export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 
 export const PORT = setting<number>('PORT', 5000, port, '`5000`', 'REST port (`0` picks a free port).');
 export const WS_PORT = setting<number>(
