@@ -11,6 +11,7 @@ import { clearLine, createInterface, cursorTo, type Interface } from 'node:readl
 import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
 import { ChatPosition } from '../chat/codec.js';
+import { clientChatUrl } from '../config/client-settings.js';
 import { readMessage, sendMessage } from '../../web/src/client/chat.js';
 import {
   commandOf,
@@ -85,13 +86,6 @@ export interface ChatIo {
   signals: EventEmitter;
 }
 
-/** The chat URL when none is given: a client setting, so read here and not in the server's config. */
-function defaultChatUrl(env: NodeJS.ProcessEnv): string {
-  const url = env.WS_URL?.trim();
-  if (url) return url;
-  return `ws://127.0.0.1:${env.WS_PORT?.trim() || '8765'}`;
-}
-
 export type ChatArgs = { kind: 'help' } | { kind: 'run'; options: ChatOptions } | { kind: 'error'; message: string };
 
 function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
@@ -113,7 +107,12 @@ function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
   if (parsed.values.help) return { kind: 'help' };
   if (parsed.positionals.length > 1)
     return { kind: 'error', message: `one URL at most (got ${parsed.positionals.join(' ')})` };
-  let url = parsed.positionals[0] ?? defaultChatUrl(env);
+  let url;
+  try {
+    url = parsed.positionals[0] ?? clientChatUrl(env);
+  } catch (error) {
+    return { kind: 'error', message: (error as Error).message }; // a ConfigError naming WS_URL or WS_PORT
+  }
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) url = `ws://${url}`;
   const history = parsed.values.history;
   if (history !== undefined && !/^\d{1,6}$/.test(history))

@@ -7,6 +7,7 @@ import { SignJWT } from 'jose';
 import { parseArgs } from 'node:util';
 import { hashPassword } from '../edge/password.js';
 import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
+import { JWT_SECRET, rawValue } from '../config/settings.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 
@@ -87,7 +88,8 @@ export async function tokenCommand(
   }
   if (values.help) return print(io, TOKEN_USAGE);
   if (!values.sub) return usageError(io, 'token', '--sub is required');
-  const secret = values.secret ?? env.JWT_SECRET;
+  // Trimmed as the server reads it, so the token verifies against the secret it holds.
+  const secret = values.secret ?? rawValue(env, JWT_SECRET.name);
   if (!secret || Buffer.byteLength(secret) < JWT_SECRET_MIN_BYTES)
     return usageError(io, 'token', `needs --secret or JWT_SECRET of at least ${JWT_SECRET_MIN_BYTES} bytes`);
   const expiresIn = values['expires-in'] ?? '1h';

@@ -6,6 +6,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { clientApiUrl, read, ROSTER_API_KEY, ROSTER_BASIC, ROSTER_TOKEN } from '../config/client-settings.js';
 import { createRosterClient, type CallOptions, type RosterClient, type UserInput } from '../../web/src/client/index.js';
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
@@ -78,19 +79,21 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
   if (values.format !== undefined && values.format !== 'json' && values.format !== 'csv')
     return { error: `--format must be json or csv (got ${values.format})` };
 
-  const base = (values.url ?? env.API_URL?.trim() ?? `http://127.0.0.1:${env.PORT?.trim() || '5000'}/api/v1`).replace(
-    /\/+$/,
-    '',
-  );
+  let base: string;
+  try {
+    base = (values.url ?? clientApiUrl(env)).replace(/\/+$/, '');
+  } catch (error) {
+    return { error: (error as Error).message }; // a ConfigError naming API_URL or PORT
+  }
   try {
     new URL(base);
   } catch {
     return { error: `--url must be an http(s) URL such as http://127.0.0.1:5000/api/v1 (got ${base})` };
   }
   const headers: Record<string, string> = { accept: 'application/json' };
-  const apiKey = values['api-key'] ?? env.ROSTER_API_KEY;
-  const token = values.token ?? env.ROSTER_TOKEN;
-  const basic = values.basic ?? env.ROSTER_BASIC;
+  const apiKey = values['api-key'] ?? read(env, ROSTER_API_KEY);
+  const token = values.token ?? read(env, ROSTER_TOKEN);
+  const basic = values.basic ?? read(env, ROSTER_BASIC);
   if (apiKey) headers['x-api-key'] = apiKey;
   if (token) headers.authorization = `Bearer ${token}`;
   if (basic) headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;

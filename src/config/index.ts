@@ -22,7 +22,7 @@ import {
 } from './policy.js';
 import { loadTls } from './files.js';
 import { SQLITE_PREFIX, sqlitePath } from './readers.js';
-import type { AuthScheme, LogLevel, Setting } from './settings.js';
+import { rawValue, read, type AuthScheme, type Env, type LogLevel, type Setting } from './settings.js';
 import * as S from './settings.js';
 
 export { ConfigError } from './readers.js';
@@ -183,18 +183,9 @@ export interface ChatConfig {
   historyBytes: number;
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 export function loadConfig(env: Env): Config {
-  const raw = (name: string): string | undefined => {
-    const value = env[name];
-    return value === undefined || value.trim() === '' ? undefined : value.trim();
-  };
-  const get = <T>(setting: Setting<T>): T => {
-    const value = raw(setting.name);
-    return value === undefined ? setting.fallback : setting.parse(value, setting.name);
-  };
-  const isSet = (name: string) => raw(name) !== undefined;
+  const get = <T>(setting: Setting<T>): T => read(env, setting);
+  const isSet = (name: string) => rawValue(env, name) !== undefined;
 
   const restPort = get(S.PORT);
   const headersTimeoutMs = get(S.HEADERS_TIMEOUT_MS);

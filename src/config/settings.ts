@@ -44,6 +44,20 @@ function setting<T>(name: string, fallback: T, parse: Parse<T>, shown: string, h
   return { name, fallback, parse, shown, help };
 }
 
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** A variable's text, trimmed; set but empty counts as unset. */
+export function rawValue(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/** A setting's value in `env`: its reader's, or its default when unset; a bad value throws ConfigError. */
+export function read<T>(env: Env, setting: Setting<T>): T {
+  const value = rawValue(env, setting.name);
+  return value === undefined ? setting.fallback : setting.parse(value, setting.name);
+}
+
 /** pino's levels, the values of LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
