@@ -1,5 +1,5 @@
 /**
- * In-process figures of the memory store alone (issue 19), without HTTP: µs per insert and per patch,
+ * In-process figures of the memory store alone, without HTTP: µs per insert and per patch,
  * live heap per user after a full GC, the time of a forced full GC, and search time, at one size.
  *
  *   node --expose-gc dist/bench/memstore.js 1000000

@@ -20,7 +20,7 @@ import {
   type ServerName,
 } from './common.js';
 
-/** The storm target (issue 4): this many clients, all in with every notice, within so many seconds. */
+/** The storm target: this many clients, all in with every notice, within so many seconds. */
 const STORM_CLIENTS = 5_000;
 const STORM_SECONDS = 30;
 /** The idle target: RSS per connection under this. */

@@ -91,7 +91,7 @@ const POSTGRES_MAX_USERS = 100_000;
 const PAIR_USERS = 1_000;
 /** The scenarios run on two instances as well as on one. */
 const PAIR_KEYS: readonly ScenarioKey[] = ['get', 'create'];
-/** The scenarios the PostgreSQL baseline answers (issue 19), each right after Roster on PostgreSQL. */
+/** The scenarios the PostgreSQL baseline answers, each right after Roster on PostgreSQL. */
 const PG_BASELINE_KEYS: readonly ScenarioKey[] = ['get', 'list', 'role', 'search', 'sorted', 'create', 'patch'];
 /** Roster on PostgreSQL against the PostgreSQL baseline, per scenario; search at 100 000 users, req/s. */
 const PG_BASELINE_RATIO = 0.8;
@@ -124,7 +124,7 @@ const SQLITE_SYNCS = ['FULL', 'NORMAL'] as const;
 type SqliteServerName = `Roster (SQLite ${(typeof SQLITE_SYNCS)[number]})`;
 /** The scenarios run on the SQLite store: all (the one-connection search aside), writes last. */
 const SQLITE_KEYS: readonly ScenarioKey[] = ['health', 'get', 'list', 'role', 'search', 'sorted', 'create', 'patch'];
-/** SQLite's reads against Roster's memory store, writes against its PostgreSQL store (issue 17). */
+/** SQLite's reads against Roster's memory store, writes against its PostgreSQL store. */
 const SQLITE_READ_KEYS: readonly ScenarioKey[] = ['get', 'list', 'role', 'search', 'sorted'];
 const SQLITE_READ_RATIO = 0.5;
 const SQLITE_WRITE_RATIO = 2;
@@ -630,7 +630,7 @@ async function measurePair(
 const AUTH_USERS = 1_000;
 /** Get by id with authentication on, at least this share of the unauthenticated figure. */
 const AUTH_RATIO = 0.8;
-/** Issue 19: Roster's health and get by id against the bare Fastify app (servers/fastify-floor.ts). */
+/** A REST target: Roster's health and get by id against the bare Fastify app (servers/fastify-floor.ts). */
 const FLOOR_RATIO = 0.95;
 
 /**
@@ -765,14 +765,14 @@ async function runRest(
 /** The search target: p50 with one connection under this many milliseconds at this many users. */
 const SEARCH_P50_USERS = 100_000;
 const SEARCH_P50_MS = 5;
-/** Issue 19: search p50 with one connection at most this at a million users too. */
+/** A REST target: search p50 with one connection at most this at a million users too. */
 const SEARCH_MILLION_P50_MS = 5;
-/** Issue 19: search with the plan's connections at 100 000 users, at least this many req/s. */
+/** A REST target: search with the plan's connections at 100 000 users, at least this many req/s. */
 const SEARCH_LOADED_USERS = 100_000;
 const SEARCH_LOADED_RPS = 3_000;
-/** Issue 19: get by id at a million users, at least this share of its own figure at 1 000. */
+/** A REST target: get by id at a million users, at least this share of its own figure at 1 000. */
 const GET_MILLION_RATIO = 0.9;
-/** Issue 19: Roster's RSS with a million users, after every read scenario, under this. */
+/** A REST target: Roster's RSS with a million users, after every read scenario, under this. */
 const MILLION_RSS_MIB = 450;
 
 /** Bytes per user are shown from this many users on. */
@@ -1133,7 +1133,7 @@ function restReport(plan: Plan, findings: RestFindings): SectionReport {
 /**
  * The subsection of Roster on PostgreSQL: each scenario against the PostgreSQL baseline and Roster on
  * its memory store in the same run, CPU per request of Node and of PostgreSQL, two instances against
- * one, and the targets of issue 19.
+ * one, and the REST targets that concern it (BENCHMARKS.md's list).
  */
 function postgresReport(
   plan: Plan,
@@ -1239,7 +1239,7 @@ function postgresReport(
 
 /**
  * The subsection of Roster on SQLite: each scenario against Roster on its memory store (reads) and on
- * PostgreSQL (writes) in the same run, with the issue's targets.
+ * PostgreSQL (writes) in the same run, with the SQLite section's targets (BENCHMARKS.md).
  */
 function sqliteReport(
   plan: Plan,

@@ -1,5 +1,5 @@
 /**
- * Benchmark child: the PostgreSQL baseline (issue 19). A minimal `node:http` server over `pg`, on the
+ * Benchmark child: the PostgreSQL baseline. A minimal `node:http` server over `pg`, on the
  * same schema and users as Roster on PostgreSQL (it reads and writes Roster's tables in the run's
  * schema, which Roster has migrated and filled). One handler per bench scenario, each one plain
  * parameterised statement, named so that every pooled connection prepares it once: what an
