@@ -3,7 +3,8 @@
  * what the README's settings table says of it (the default as shown, and the help). config/index.ts
  * reads them and policy.ts applies the rules between them; a test holds the README's table to this
  * list, row for row. Settings whose default depends on others (MAX_USERS, WS_MAX_CONNECTIONS_PER_CLIENT)
- * or that belong to one AUTH scheme are undefined here and decided by policy.ts.
+ * or that belong to one AUTH scheme are undefined here and decided by policy.ts. The `roster` command's
+ * own settings, as a client of a running Roster, are declared the same way in client-settings.ts.
  */
 import { apiKeys, basicUsers, jwtSecret } from './credentials.js';
 import {
