@@ -6,6 +6,7 @@
  * comments name their variables without restating a default.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import {
@@ -241,6 +242,19 @@ test("the client's addresses default to a Roster on this machine with the server
     (e) => e instanceof ConfigError && e.variable === 'API_URL',
   );
   assert.equal(ROSTER_API_KEY.parse(' k ', ROSTER_API_KEY.name), ' k ');
+});
+
+test('roster chat and roster users read them through the table: a bad one is a usage error naming it', () => {
+  const roster = new URL('dist/src/cli/roster.js', ROOT).pathname;
+  for (const [args, env, variable] of [
+    [['users', 'export'], { PORT: 'abc' }, 'PORT'],
+    [['users', 'export'], { API_URL: 'ftp://roster.example' }, 'API_URL'],
+    [['chat'], { WS_PORT: '70000' }, 'WS_PORT'],
+  ] as const) {
+    const run = spawnSync(process.execPath, [roster, ...args], { env: { ...env }, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(run.status, 2, `${args.join(' ')} with ${JSON.stringify(env)}: ${run.stderr}`);
+    assert.match(run.stderr, new RegExp(`^roster ${args[0]}: ${variable} must `), run.stderr);
+  }
 });
 
 test('the help of every command that reads a client setting names it', () => {
