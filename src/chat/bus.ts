@@ -3,7 +3,7 @@
  * delivers to its own members first and then publishes, so local chat never waits on the bus; the bus
  * hands in what the other instances' members did, and knows how many members they have, and who.
  */
-import type { ServerMessage } from './codec.js';
+import type { ServerMessage } from '../protocol/chat-codec.js';
 import type { ChatHistory } from './history.js';
 
 /** The messages the instances of one room tell each other: what every member everywhere receives. */

@@ -7,7 +7,7 @@
  * Ids are `<ms>-<seq>`, as Redis stream ids. In memory the first part is when the process started, so
  * a `since` from an earlier run of the process is older than anything kept: told so, not replayed.
  */
-import { compareIds, encodeServerMessage, isMessageId, type ChatMessage } from './codec.js';
+import { compareIds, encodeServerMessage, isMessageId, type ChatMessage } from '../protocol/chat-codec.js';
 
 /** What a joining client asked for: the last `history` messages, or everything after `since`. */
 export interface HistoryRequest {

@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import type { Dependency, DependencyState } from '../health.js';
 import { timestamp } from '../clock.js';
 import type { BusRoom, ChatBus, MemberRecord, Presence, SharedHistory, SharedMessage } from './bus.js';
-import { compareIds, isMessageId, serverMessageOf } from './codec.js';
+import { compareIds, isMessageId, serverMessageOf } from '../protocol/chat-codec.js';
 import { storedChat, type HistoryRequest, type Recovery, type StoredChat } from './history.js';
 
 export interface RedisBusOptions {

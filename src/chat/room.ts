@@ -24,7 +24,13 @@
  */
 import { timestamp } from '../clock.js';
 import { localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
-import { compareIds, encodeServerMessage, parseClientText, type ChatMessage, type ServerMessage } from './codec.js';
+import {
+  compareIds,
+  encodeServerMessage,
+  parseClientText,
+  type ChatMessage,
+  type ServerMessage,
+} from '../protocol/chat-codec.js';
 import { MemoryHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
 
 /** Close codes (RFC 6455) the room asks for when it refuses a client's message. */

@@ -3,11 +3,11 @@
  * to any server) and formatted as one line each, and the bookkeeping that tells the client's own chats
  * apart from everyone else's. Everything here is pure or self-contained, so it is tested as units.
  */
-import type { ServerMessage } from '../chat/codec.js';
-import { shortId } from '../../web/src/sender-id.js';
+import type { ServerMessage } from '../protocol/chat-codec.js';
+import { shortId } from '../protocol/sender-id.js';
 
 /** Server messages are read with the chat's one codec (chat/codec.ts): shown raw when it does not know them. */
-export { decodeServerMessage as parseServerMessage } from '../chat/codec.js';
+export { decodeServerMessage as parseServerMessage } from '../protocol/chat-codec.js';
 
 export interface FormatOptions {
   /** The chat is one this client sent: it is marked `(you)`. */

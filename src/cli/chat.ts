@@ -10,8 +10,8 @@ import { performance } from 'node:perf_hooks';
 import { clearLine, createInterface, cursorTo, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
-import { ChatPosition } from '../chat/codec.js';
-import { readMessage, sendMessage } from '../../web/src/client/chat.js';
+import { ChatPosition } from '../protocol/chat-codec.js';
+import { readMessage, sendMessage } from '../protocol/client/chat.js';
 import {
   commandOf,
   describeClose,

@@ -3,12 +3,19 @@
  * application ping every 30 s, treats a ping left unanswered until the next one as a dead connection,
  * and reconnects with exponential backoff and jitter whenever the socket closes.
  */
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import { ChatPosition } from './chat-codec.js';
-import { onMessage, sendMessage, type ClientMessage, type ServerMessage } from './client/chat.js';
+import {
+  backoffDelay,
+  ChatPosition,
+  DEFAULT_BACKOFF,
+  onMessage,
+  sendMessage,
+  type BackoffOptions,
+  type ClientMessage,
+  type ServerMessage,
+} from '@roster/protocol';
 
 /** Messages the service sends, as the typed client reads them (the chat's one codec). */
-export type { ServerMessage } from './client/chat.js';
+export type { ServerMessage } from '@roster/protocol';
 
 export type ConnectionState =
   /** Opening a socket; `attempt` is 0 for the first try after start or after a successful session. */

@@ -4,7 +4,7 @@
  */
 import { ChatConnection, type ConnectionState, type ServerMessage } from './chat-connection.js';
 import { byId, formatTime, h, hiddenText, timeElement } from './dom.js';
-import { shortId } from './sender-id.js';
+import { shortId } from '@roster/protocol';
 
 /** Entries kept in the log; older ones are dropped so a long session does not grow without bound. */
 const MAX_ENTRIES = 500;
