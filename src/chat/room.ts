@@ -23,7 +23,7 @@
  * bytes, past which the member is dropped as a slow consumer.
  */
 import { timestamp } from '../clock.js';
-import { localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
+import { leaveNotice, localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
 import {
   compareIds,
   encodeServerMessage,
@@ -314,12 +314,7 @@ export class ChatRoom {
     this.#listeners.delete(member);
     this.#records.delete(member.id);
     this.#joinedAt.delete(member);
-    const notice: SharedMessage = {
-      type: 'user_leave',
-      message: 'A user left the chat',
-      online_count: this.#online(),
-      timestamp: timestamp(),
-    };
+    const notice = leaveNotice(this.#online(), timestamp());
     this.#notice(notice);
     this.bus.publish(notice, this.size, { leave: member.id });
     return true;
