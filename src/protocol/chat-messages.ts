@@ -203,11 +203,8 @@ export const ROOM_MESSAGE_TYPES: ReadonlySet<string> = new Set(
 );
 
 /** The server message keys by their `type` on the wire. */
-export const SERVER_MESSAGE_BY_TYPE: Readonly<Record<string, ChatMessageKey>> = {
-  system: 'system',
-  user_join: 'userJoin',
-  user_leave: 'userLeave',
-  chat: 'chatOut',
-  pong: 'pong',
-  history: 'history',
-};
+export const SERVER_MESSAGE_BY_TYPE: Readonly<Record<string, ChatMessageKey>> = Object.fromEntries(
+  (Object.keys(CHAT_MESSAGES) as ChatMessageKey[])
+    .filter((key) => CHAT_MESSAGES[key].sender === 'server')
+    .map((key) => [CHAT_MESSAGES[key].name, key]),
+);
