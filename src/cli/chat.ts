@@ -35,7 +35,8 @@ Other /words are not sent (start a line with // to send one beginning with /); n
 or white-space-only lines.
 With piped input, every line is sent as a chat (blank lines are skipped; /quit and /ping still
 work); at the end of the input the client waits up to 2 s for its own messages to come back (and
-its pings to be answered), then leaves. An application ping keeps the connection alive every 30 s.
+its pings to be answered), then leaves. An application ping keeps the connection alive every 30 s;
+one still unanswered 30 s later counts as a lost connection (1006).
 
 Options:
   --json          print every message from the server exactly as received, one JSON object a

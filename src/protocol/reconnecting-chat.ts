@@ -79,7 +79,6 @@ export interface SessionOptions {
 
 /** A socket's close that Roster did not see: the keep-alive ping went unanswered (RFC 6455's 1006). */
 const SILENT = 1006;
-const OPEN = 1;
 
 type Timer = ReturnType<typeof setTimeout>;
 
@@ -111,10 +110,6 @@ export class ReconnectingChat {
   ) {
     this.#options = { pingIntervalMs: 30_000, backoff: DEFAULT_BACKOFF, history: 0, retryFirst: true, ...options };
     this.#position = this.#options.history > 0 ? new ChatPosition(this.#options.history) : undefined;
-  }
-
-  get isOpen(): boolean {
-    return this.#socket?.readyState === OPEN && this.#pingTimer !== undefined;
   }
 
   /** (Re)starts the session: a first connection, recent history again. */
