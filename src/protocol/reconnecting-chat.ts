@@ -92,9 +92,7 @@ export class ReconnectingChat {
   #pings: { sentAt: number; asked: boolean }[] = [];
   #keepAlive: { sentAt: number; asked: boolean } | undefined;
   #stopped = true;
-  /** An open connection of this session was lost: the next open is a reconnection. */
-  #lost = false;
-  /** A connection of this session has opened. */
+  /** A connection of this session has opened: the next one to open is a reconnection. */
   #everOpen = false;
   /** Counts start() calls: a connect still resolving its URL from before a stop and start gives up. */
   #generation = 0;
@@ -117,7 +115,6 @@ export class ReconnectingChat {
     this.stop();
     this.#stopped = false;
     this.#attempt = 0;
-    this.#lost = false;
     this.#everOpen = false;
     this.#position?.reset();
     this.#generation += 1;
@@ -216,11 +213,12 @@ export class ReconnectingChat {
   }
 
   #opened(): void {
+    const reconnected = this.#everOpen;
     this.#everOpen = true;
     this.#pings = [];
     this.#keepAlive = undefined;
     this.#pingTimer = setInterval(() => this.#beat(), this.#options.pingIntervalMs);
-    this.events.state?.({ kind: 'open', reconnected: this.#lost });
+    this.events.state?.({ kind: 'open', reconnected });
   }
 
   /** The keep-alive: dead when the last one is still unanswered, else another ping. */
@@ -256,7 +254,6 @@ export class ReconnectingChat {
     this.#stopHeartbeat();
     if (this.#stopped) return;
     if (!wasOpen) return this.#failed();
-    this.#lost = true;
     this.events.dropped?.(code, reason);
     if (!this.#stopped) this.#scheduleRetry(true); // unless stopped by whoever heard of the drop
   }
