@@ -29,7 +29,8 @@ process.on('SIGTERM', () => stop(0));
 run(['web/build.mjs']).on('exit', (code) => {
   if (code !== 0) stop(code ?? 1);
 });
-run([tsc, '-p', 'web/tsconfig.json', '--watch', '--preserveWatchOutput']);
+// -b: the console's compilation and the protocol's it references (web/tsconfig.protocol.json).
+run([tsc, '-b', 'web/tsconfig.json', '--watch', '--preserveWatchOutput']);
 
 // The server's compiler: the service starts after its first pass ("Found N errors. Watching…").
 const compiler = run([tsc, '-p', 'tsconfig.json', '--watch', '--preserveWatchOutput'], {

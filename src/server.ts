@@ -9,7 +9,7 @@ import { createAuthenticator } from './edge/authenticator.js';
 import type { Logger } from 'pino';
 import type { Dependency } from './health.js';
 import { ChatThread } from './chat/thread.js';
-import type { RedisBusOptions } from './chat/redis-bus.js';
+import type { RedisBusOptions } from './chat/redis/bus.js';
 import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';

@@ -7,7 +7,7 @@ import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { WebSocket } from 'ws';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { CHAT_MESSAGES, SERVER_MESSAGE_BY_TYPE } from '../web/src/chat-messages.js';
+import { CHAT_MESSAGES, SERVER_MESSAGE_BY_TYPE } from '../src/protocol/chat-messages.js';
 
 export { startRoster, usePostgresStore, useSqliteStore, type Running } from './support/roster.js';
 export { RosterProcess, type Exit, type LogLine } from './support/roster-process.js';

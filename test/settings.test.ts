@@ -196,7 +196,7 @@ test('every default the README and the CLI help state beside a variable is the d
     'README.md CHAT_HISTORY',
     'README.md SQLITE_SYNCHRONOUS',
     'README.md HSTS_MAX_AGE',
-    'src/cli/chat.ts WS_PORT',
+    'src/cli/chat-refusal.ts WS_PORT',
     'src/cli/roster.ts PORT',
     'src/cli/users.ts PORT',
   ])

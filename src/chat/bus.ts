@@ -3,11 +3,20 @@
  * delivers to its own members first and then publishes, so local chat never waits on the bus; the bus
  * hands in what the other instances' members did, and knows how many members they have, and who.
  */
-import type { ServerMessage } from './codec.js';
+import type { ServerMessage } from '../protocol/chat-codec.js';
+import type { RoomMessageType } from '../protocol/chat-messages.js';
 import type { ChatHistory } from './history.js';
 
-/** The messages the instances of one room tell each other: what every member everywhere receives. */
-export type SharedMessage = Extract<ServerMessage, { type: 'chat' | 'user_join' | 'user_leave' }>;
+/**
+ * The messages the instances of one room tell each other: what every member everywhere receives, the
+ * messages whose audience is the room (src/protocol/chat-messages.ts).
+ */
+export type SharedMessage = Extract<ServerMessage, { type: RoomMessageType }>;
+
+/** The notice of a leave, by the room or by the Redis reaper on behalf of an instance that is gone. */
+export function leaveNotice(onlineCount: number, at: string): SharedMessage {
+  return { type: 'user_leave', message: 'A user left the chat', online_count: onlineCount, timestamp: at };
+}
 
 /** One member of the room as the member list shows it (GET /api/v1/chat/members). */
 export interface MemberRecord {

@@ -2,12 +2,12 @@
  * The room's memory of chat messages, for clients that ask for it (`?history=N`, `?since=<id>` on the
  * handshake URL): nothing of it reaches a client that does not ask. One process keeps the last
  * CHAT_HISTORY messages here, in memory; with REDIS_URL the Redis bus keeps them in a capped stream
- * instead (redis-bus.ts), so that every instance serves the same history with the same ids.
+ * instead (redis/history.ts), so that every instance serves the same history with the same ids.
  *
  * Ids are `<ms>-<seq>`, as Redis stream ids. In memory the first part is when the process started, so
  * a `since` from an earlier run of the process is older than anything kept: told so, not replayed.
  */
-import { compareIds, encodeServerMessage, isMessageId, type ChatMessage } from './codec.js';
+import { compareIds, encodeServerMessage, isMessageId, type ChatMessage } from '../protocol/chat-codec.js';
 
 /** What a joining client asked for: the last `history` messages, or everything after `since`. */
 export interface HistoryRequest {

@@ -23,8 +23,14 @@
  * bytes, past which the member is dropped as a slow consumer.
  */
 import { timestamp } from '../clock.js';
-import { localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
-import { compareIds, encodeServerMessage, parseClientText, type ChatMessage, type ServerMessage } from './codec.js';
+import { leaveNotice, localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
+import {
+  compareIds,
+  encodeServerMessage,
+  parseClientText,
+  type ChatMessage,
+  type ServerMessage,
+} from '../protocol/chat-codec.js';
 import { MemoryHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
 
 /** Close codes (RFC 6455) the room asks for when it refuses a client's message. */
@@ -308,12 +314,7 @@ export class ChatRoom {
     this.#listeners.delete(member);
     this.#records.delete(member.id);
     this.#joinedAt.delete(member);
-    const notice: SharedMessage = {
-      type: 'user_leave',
-      message: 'A user left the chat',
-      online_count: this.#online(),
-      timestamp: timestamp(),
-    };
+    const notice = leaveNotice(this.#online(), timestamp());
     this.#notice(notice);
     this.bus.publish(notice, this.size, { leave: member.id });
     return true;

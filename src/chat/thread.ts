@@ -19,7 +19,7 @@ import type { EngineFaults } from '../engine-faults.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency, DependencyState } from '../health.js';
 import type { MemberRecord } from './bus.js';
-import type { RedisBusOptions } from './redis-bus.js';
+import type { RedisBusOptions } from './redis/bus.js';
 import type { ChatThreadData, FromChat, Questions, ToChat } from './thread-protocol.js';
 
 const WORKER = new URL('./worker.js', import.meta.url);

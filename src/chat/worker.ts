@@ -17,7 +17,7 @@ import { addressOf, trustedPeer } from '../edge/client-identity.js';
 import { EngineFaults } from '../engine-faults.js';
 import { RosterError } from '../errors.js';
 import { chatMetrics, NO_CHAT_METRICS } from '../metrics.js';
-import type { RedisBus } from './redis-bus.js';
+import type { RedisBus } from './redis/bus.js';
 import { ChatRoom } from './room.js';
 import type { ChatThreadData, ErrorShape, FromChat, Questions, ToChat } from './thread-protocol.js';
 import { createChatServer, type HandshakeLimiter } from './ws-server.js';
@@ -37,7 +37,7 @@ class ToldFaults extends EngineFaults {
 }
 
 const bus: RedisBus | undefined = config.redis
-  ? new (await import('./redis-bus.js')).RedisBus(
+  ? new (await import('./redis/bus.js')).RedisBus(
       config.redis.url,
       logger,
       {

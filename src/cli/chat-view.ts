@@ -3,11 +3,11 @@
  * to any server) and formatted as one line each, and the bookkeeping that tells the client's own chats
  * apart from everyone else's. Everything here is pure or self-contained, so it is tested as units.
  */
-import type { ServerMessage } from '../chat/codec.js';
-import { shortId } from '../../web/src/sender-id.js';
+import type { ServerMessage } from '../protocol/chat-codec.js';
+import { shortId } from '../protocol/sender-id.js';
 
-/** Server messages are read with the chat's one codec (chat/codec.ts): shown raw when it does not know them. */
-export { decodeServerMessage as parseServerMessage } from '../chat/codec.js';
+/** Server messages are read with the chat's one codec (protocol/chat-codec.ts): shown raw when it does not know them. */
+export { decodeServerMessage as parseServerMessage } from '../protocol/chat-codec.js';
 
 export interface FormatOptions {
   /** The chat is one this client sent: it is marked `(you)`. */
@@ -84,7 +84,7 @@ export function formatClock(timestamp: string, timeZone?: string): string {
   return `${part('hour')}:${part('minute')}:${part('second')}`;
 }
 
-/** A sender's id as shown, by the rule the browser console uses too (web/src/sender-id.ts). */
+/** A sender's id as shown, by the rule the browser console uses too (protocol/sender-id.ts). */
 export { shortId };
 
 /** What each close code means, in words (RFC 6455 section 7.4.1, and Roster's own use of them). */
@@ -127,16 +127,6 @@ export function worthReconnecting(code: number): boolean {
   return (
     code === 1001 || code === 1005 || code === 1006 || code === 1011 || code === 1012 || code === 1013 || code === 1014
   );
-}
-
-/**
- * The delay before reconnection attempt `attempt` (0 for the first after a drop): the browser
- * console's backoff (web/src/backoff.ts), 0.5 s doubling up to 10 s, less up to half of it at random
- * so that many clients of a restarted server do not all come back in the same instant.
- */
-export function reconnectDelay(attempt: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(10_000, 500 * 2 ** Math.min(Math.max(attempt, 0), 30));
-  return Math.round(ceiling * (1 - 0.5 * random()));
 }
 
 /**

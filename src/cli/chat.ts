@@ -5,14 +5,12 @@
  * drive it in-process as well as through a real process.
  */
 import type { EventEmitter } from 'node:events';
-import type { IncomingMessage } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { clearLine, createInterface, cursorTo, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { WebSocket, type RawData } from 'ws';
-import { ChatPosition } from '../chat/codec.js';
+import { WebSocket } from 'ws';
 import { clientChatUrl } from '../config/client-settings.js';
-import { readMessage, sendMessage } from '../../web/src/client/chat.js';
+import type { ServerMessage } from '../protocol/chat-codec.js';
+import { ReconnectingChat, type PongTiming, type SessionState } from '../protocol/reconnecting-chat.js';
 import {
   commandOf,
   describeClose,
@@ -21,9 +19,9 @@ import {
   formatUnknown,
   OwnChats,
   printable,
-  reconnectDelay,
   worthReconnecting,
 } from './chat-view.js';
+import { refusalOf } from './chat-refusal.js';
 
 export const CHAT_USAGE = `Usage: roster chat [URL] [--json] [--no-reconnect] [--history N]
 
@@ -38,7 +36,8 @@ Other /words are not sent (start a line with // to send one beginning with /); n
 or white-space-only lines.
 With piped input, every line is sent as a chat (blank lines are skipped; /quit and /ping still
 work); at the end of the input the client waits up to 2 s for its own messages to come back (and
-its pings to be answered), then leaves. An application ping keeps the connection alive every 30 s.
+its pings to be answered), then leaves. An application ping keeps the connection alive every 30 s;
+one still unanswered 30 s later counts as a lost connection (1006).
 
 Options:
   --json          print every message from the server exactly as received, one JSON object a
@@ -164,9 +163,6 @@ type Signal = keyof typeof SIGNAL_NUMBERS;
  */
 type State = 'connecting' | 'open' | 'reconnecting' | 'leaving' | 'closing' | 'done';
 
-/** Chat refusals of a handshake that carry the error envelope: anything else answering is not a chat port. */
-const CHAT_REFUSALS = new Set([400, 401, 403, 408, 426, 429, 503]);
-
 class ChatSession {
   readonly #options: Required<Omit<ChatOptions, 'timeZone'>> & { timeZone?: string };
   readonly #io: ChatIo;
@@ -174,18 +170,14 @@ class ChatSession {
   /** Prompt and line editing: a person at a terminal, and not --json. */
   readonly #prompting: boolean;
   readonly #own = new OwnChats();
-  /** Application pings awaiting their pong, oldest first (the server answers in order). */
-  #pings: { sentAt: number; shown: boolean }[] = [];
   #state: State = 'connecting';
+  /** The connection, its keep-alive, backoff and place in the history: the console's session too. */
+  readonly #chat: ReconnectingChat;
+  /** The current socket, to cut it off when the session ends without a close handshake. */
   #ws: WebSocket | undefined;
   #rl: Interface | undefined;
   #outputBroken = false;
   #timers: NodeJS.Timeout[] = [];
-  /** Failed reconnection attempts since the connection was lost. */
-  #attempt = 0;
-  #reconnectTimer: NodeJS.Timeout | undefined;
-  /** --history: where this session is in the room's history, across reconnections. */
-  readonly #position: ChatPosition | undefined;
   readonly #onSignal = (signal: Signal): void => this.#interrupt(signal);
 
   constructor(options: ChatOptions, io: ChatIo, resolve: (code: number) => void) {
@@ -197,10 +189,36 @@ class ChatSession {
       history: 0,
       ...options,
     };
-    this.#position = this.#options.history > 0 ? new ChatPosition(this.#options.history) : undefined;
     this.#io = io;
     this.#resolve = resolve;
     this.#prompting = io.interactive && !options.json;
+    this.#chat = new ReconnectingChat(
+      {
+        url: () => this.#options.url,
+        connect: (url) => this.#connect(url),
+        pingIntervalMs: this.#options.pingIntervalMs,
+        // --history: the last N on the first connection, what was missed since on the next ones.
+        history: this.#options.history,
+        // A first connection that fails ends the session: the person learns why at once.
+        retryFirst: false,
+      },
+      {
+        state: (state) => this.#stateChanged(state),
+        message: (message, text, pong) => this.#received(message, text, pong),
+        unknown: (data) => this.#unknown(data),
+        error: (message) => this.#diagnose(`connection error: ${message}`),
+        dropped: (code, reason) => this.#dropped(code, reason),
+        ended: (end) => {
+          if (end.kind === 'unusable') {
+            this.#diagnose(`invalid URL ${JSON.stringify(this.#options.url)}: ${end.cause}`);
+            this.#finish(2);
+          } else {
+            this.#diagnose(`could not connect to ${this.#options.url}: ${end.cause}`);
+            this.#finish(1);
+          }
+        },
+      },
+    );
   }
 
   start(): void {
@@ -210,91 +228,46 @@ class ChatSession {
       this.#outputBroken = true;
       this.#leave(false);
     });
-    this.#connect();
-  }
-
-  /** Opens a connection; its events are heard only while it is the session's current one. */
-  #connect(): void {
-    let ws: WebSocket;
-    try {
-      // With --history: the last N on the first connection, what was missed since on the next ones.
-      ws = new WebSocket(this.#position ? this.#position.url(this.#options.url) : this.#options.url, {
-        handshakeTimeout: 10_000,
-      });
-    } catch (error) {
-      this.#diagnose(`invalid URL ${JSON.stringify(this.#options.url)}: ${(error as Error).message}`);
-      this.#finish(2);
-      return;
-    }
-    this.#ws = ws;
-    const current = () => this.#ws === ws && this.#state !== 'done';
-    ws.on('open', () => {
-      if (current()) this.#opened();
-    });
-    ws.on('message', (data, isBinary) => {
-      if (current()) this.#received(data, isBinary);
-    });
-    ws.on('unexpected-response', (_request, response) => {
-      if (!current()) return;
-      void this.#refused(response).catch(() => this.#failed('the handshake was refused'));
-    });
-    ws.on('error', (error) => {
-      if (!current()) return;
-      if (this.#state === 'connecting' || this.#state === 'reconnecting') this.#failed(error.message);
-      else this.#diagnose(`connection error: ${error.message}`); // 'close' follows
-    });
-    ws.on('close', (code, reason) => {
-      if (current()) this.#closed(code, reason.toString());
-    });
-  }
-
-  /** A connection attempt failed: the first one ends the session; one while reconnecting is retried. */
-  #failed(cause: string): void {
-    if (this.#state === 'reconnecting') return this.#scheduleReconnect();
-    if (this.#state !== 'connecting') return;
-    this.#diagnose(`could not connect to ${this.#options.url}: ${cause}`);
-    this.#finish(1);
+    this.#chat.start();
   }
 
   /**
-   * An HTTP answer instead of the upgrade: a refusal of the chat port (401, 429, 503, … in the error
-   * envelope), shown with its message; or another HTTP server, most likely Roster's REST port, whose
-   * console settings say where the chat is.
+   * A socket of the `ws` package, which says more than a browser's: an HTTP answer instead of the
+   * upgrade is read (refusalOf) to tell the person why.
    */
-  async #refused(response: IncomingMessage): Promise<void> {
-    const status = response.statusCode ?? 0;
-    const body = await readSome(response, 4096);
-    let cause: string;
-    if (CHAT_REFUSALS.has(status)) {
-      const envelope = parseEnvelope(body);
-      cause = `HTTP ${status}${envelope ? ` ${envelope}` : ''}`;
-    } else {
-      const chat = await chatAddressFrom(this.#options.url);
-      cause =
-        `an HTTP server answered ${status} instead of a chat: this looks like the REST port (PORT); ` +
-        `the chat listens on its own port, WS_PORT (8765 by default)${chat ? `: roster chat ${chat}` : ''}`;
-    }
-    if (this.#ws?.readyState !== WebSocket.CLOSED) this.#ws?.terminate();
-    this.#failed(cause);
+  #connect(url: string): WebSocket {
+    const ws = new WebSocket(url, { handshakeTimeout: 10_000 });
+    this.#ws = ws;
+    ws.on('unexpected-response', (_request, response) => {
+      void refusalOf(response, this.#options.url).then(
+        (cause) => this.#ws === ws && this.#chat.abandon(cause),
+        () => this.#ws === ws && this.#chat.abandon('the handshake was refused'),
+      );
+    });
+    return ws;
   }
 
-  #opened(): void {
-    if (this.#state === 'reconnecting') {
+  #stateChanged(state: SessionState): void {
+    if (state.kind === 'waiting') {
+      // Only after an open connection was lost: a first one that fails ends the session.
+      this.#notice(
+        `* reconnecting in ${(state.delayMs / 1000).toFixed(1)} s (attempt ${state.attempt + 1}; Ctrl-C to leave)`,
+      );
+    } else if (state.kind === 'open') this.#opened(state.reconnected);
+  }
+
+  #opened(reconnected: boolean): void {
+    if (reconnected) {
+      if (this.#state !== 'reconnecting') return;
       this.#state = 'open';
-      this.#attempt = 0;
       // A new connection is a new member with a new id: learn it again from the next echo (the old
       // ids stay this client's, for what a replay brings back).
       this.#own.reset();
-      this.#pings = [];
       this.#notice(`* reconnected to ${this.#options.url}`);
       return;
     }
     if (this.#state !== 'connecting') return;
     this.#state = 'open';
-    const keepAlive = setInterval(() => this.#ping(false), this.#options.pingIntervalMs);
-    keepAlive.unref();
-    this.#timers.push(keepAlive);
-
     const rl = createInterface({
       input: this.#io.input,
       output: this.#prompting ? this.#io.output : undefined,
@@ -317,8 +290,9 @@ class ChatSession {
     const command = commandOf(line);
     if (command === '/quit') return this.#leave(true);
     if (this.#prompting) this.#rl?.prompt(); // a fresh prompt; what the line brings is drawn above it
-    if (command === '/ping') this.#ping(true);
-    else if (command === '/help') this.#show(COMMANDS_HELP);
+    if (command === '/ping') {
+      if (!this.#chat.ping()) this.#notice('* not connected (reconnecting)');
+    } else if (command === '/help') this.#show(COMMANDS_HELP);
     else if (command !== undefined)
       this.#notice(
         `* unknown command ${printable(command)}; ${COMMANDS_HELP.slice(2)} (start a line with // to send one beginning with /)`,
@@ -329,36 +303,16 @@ class ChatSession {
     else {
       const text = line.trimStart().startsWith('//') ? line.replace('//', '/') : line;
       this.#own.sent(text);
-      if (this.#ws) sendMessage(this.#ws, { type: 'chat', message: text });
+      this.#chat.send({ type: 'chat', message: text });
     }
   }
 
-  #ping(shown: boolean): void {
-    if (this.#ws?.readyState !== WebSocket.OPEN) {
-      if (shown) this.#notice('* not connected (reconnecting)');
-      return;
-    }
-    this.#pings.push({ sentAt: performance.now(), shown });
-    sendMessage(this.#ws, { type: 'ping' });
-  }
-
-  #received(data: RawData, isBinary: boolean): void {
+  #received(message: ServerMessage, text: string, pong: PongTiming | undefined): void {
     if (this.#state === 'done') return;
-    if (isBinary) {
-      this.#diagnose('ignored a binary message from the server');
-      return;
-    }
-    const text = rawText(data);
-    const message = readMessage(text);
-    // Nothing twice across reconnections (the server sends no repeat; the client checks anyway).
-    if (message && this.#position && !this.#position.accept(message)) return;
     if (this.#options.json) this.#write(`${text}\n`);
-
     let line: string | undefined;
-    if (message === undefined) line = formatUnknown(text);
-    else if (message.type === 'pong') {
-      const ping = this.#pings.shift();
-      if (ping?.shown) line = formatPong(performance.now() - ping.sentAt);
+    if (message.type === 'pong') {
+      if (pong?.asked) line = formatPong(pong.roundTripMs);
     } else {
       const mine =
         message.type === 'chat' &&
@@ -366,14 +320,21 @@ class ChatSession {
       line = formatServerMessage(message, { mine, timeZone: this.#options.timeZone });
     }
     // With --json the raw line above is the output; only the answer to /ping is worth a notice.
-    if (line !== undefined && (!this.#options.json || message?.type === 'pong')) this.#show(line);
-
+    if (line !== undefined && (!this.#options.json || message.type === 'pong')) this.#show(line);
     if (this.#state === 'leaving' && this.#drained()) this.#close();
+  }
+
+  /** A frame that is none of the protocol's messages: shown raw (text), or noted (binary). */
+  #unknown(data: unknown): void {
+    if (this.#state === 'done') return;
+    if (typeof data !== 'string') return this.#diagnose('ignored a binary message from the server');
+    if (this.#options.json) this.#write(`${data}\n`);
+    else this.#show(formatUnknown(data));
   }
 
   /** Everything this client sent that the server answers (chats, pings) has been answered. */
   #drained(): boolean {
-    return this.#own.pending === 0 && this.#pings.length === 0;
+    return this.#own.pending === 0 && this.#chat.unanswered === 0;
   }
 
   /**
@@ -394,7 +355,7 @@ class ChatSession {
   #close(): void {
     if (this.#state !== 'leaving') return;
     this.#state = 'closing';
-    this.#ws?.close(1000);
+    this.#chat.stop(1000, undefined, () => this.#finish(0));
     this.#timers.push(setTimeout(() => this.#finish(0), this.#options.closeTimeoutMs));
   }
 
@@ -412,42 +373,25 @@ class ChatSession {
     }
   }
 
-  #closed(code: number, reason: string): void {
-    if (this.#state === 'done' || this.#state === 'connecting') return; // a failed connection is reported by 'error'
-    if (this.#state === 'reconnecting') return this.#scheduleReconnect(); // an attempt that failed
-    if (this.#state === 'closing') return this.#finish(0);
-    const lost =
+  /** An open connection was lost: reconnect (the session's backoff follows), or end with its code. */
+  #dropped(code: number, reason: string): void {
+    this.#diagnose(
       code === 1006
         ? `the connection dropped: ${describeClose(code)}`
-        : `the server closed the connection: ${describeClose(code, reason)}`;
+        : `the server closed the connection: ${describeClose(code, reason)}`,
+    );
     if (this.#options.reconnect && this.#state === 'open' && worthReconnecting(code)) {
-      this.#diagnose(lost);
       this.#state = 'reconnecting';
-      this.#attempt = 0;
-      this.#pings = [];
-      this.#scheduleReconnect();
       return;
     }
-    this.#diagnose(lost);
     this.#finish(code === 1000 || code === 1001 ? 0 : 1);
-  }
-
-  /** The next reconnection attempt, after the console's backoff; each wait is announced. */
-  #scheduleReconnect(): void {
-    if (this.#state !== 'reconnecting' || this.#reconnectTimer) return;
-    const delay = reconnectDelay(this.#attempt++);
-    this.#notice(`* reconnecting in ${(delay / 1000).toFixed(1)} s (attempt ${this.#attempt}; Ctrl-C to leave)`);
-    this.#reconnectTimer = setTimeout(() => {
-      this.#reconnectTimer = undefined;
-      if (this.#state === 'reconnecting') this.#connect();
-    }, delay);
   }
 
   #finish(code: number): void {
     if (this.#state === 'done') return;
     this.#state = 'done';
     for (const timer of this.#timers) clearTimeout(timer);
-    clearTimeout(this.#reconnectTimer);
+    this.#chat.stop();
     for (const signal of Object.keys(SIGNAL_NUMBERS) as Signal[]) this.#io.signals.off(signal, this.#onSignal);
     this.#rl?.close();
     if (this.#ws && this.#ws.readyState !== WebSocket.CLOSED) this.#ws.terminate();
@@ -488,64 +432,4 @@ class ChatSession {
   #write(text: string): void {
     if (!this.#outputBroken) this.#io.output.write(text);
   }
-}
-
-/** Up to `limit` bytes of a response body (the rest is not waited for), as text. */
-async function readSome(response: IncomingMessage, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const timer = setTimeout(() => response.destroy(), 2_000);
-  try {
-    for await (const chunk of response as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= limit) break;
-    }
-  } catch {
-    // cut off: what arrived is enough
-  } finally {
-    clearTimeout(timer);
-    response.destroy();
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
-}
-
-/** `CODE: message` of an error envelope, or undefined. */
-function parseEnvelope(body: string): string | undefined {
-  try {
-    const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } }).error;
-    if (typeof error?.code === 'string' && typeof error.message === 'string')
-      return printable(`${error.code}: ${error.message}`);
-  } catch {
-    // not JSON
-  }
-  return undefined;
-}
-
-/**
- * When `url` points at Roster's REST port, the chat URL its console would use (from
- * /console/config.json); undefined when that cannot be told within 2 s.
- */
-async function chatAddressFrom(url: string): Promise<string | undefined> {
-  try {
-    const rest = new URL(url);
-    const secure = rest.protocol === 'wss:' || rest.protocol === 'https:';
-    rest.protocol = secure ? 'https:' : 'http:';
-    rest.pathname = '/console/config.json';
-    rest.search = '';
-    const response = await fetch(rest, { signal: AbortSignal.timeout(2_000) });
-    const settings = (await response.json()) as { chatPort?: unknown; chatUrl?: unknown };
-    if (typeof settings.chatUrl === 'string' && /^wss?:\/\//.test(settings.chatUrl)) return settings.chatUrl;
-    if (typeof settings.chatPort !== 'number') return undefined;
-    return `${secure ? 'wss' : 'ws'}://${rest.hostname.includes(':') ? `[${rest.hostname}]` : rest.hostname}:${settings.chatPort}`;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A text frame's payload as a string (`ws` hands over a Buffer, or its fragments). */
-function rawText(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
 }

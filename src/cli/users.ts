@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { clientApiUrl, read, ROSTER_API_KEY, ROSTER_BASIC, ROSTER_TOKEN } from '../config/client-settings.js';
-import { createRosterClient, type CallOptions, type RosterClient, type UserInput } from '../../web/src/client/index.js';
+import { createRosterClient, type CallOptions, type RosterClient, type UserInput } from '../protocol/client/index.js';
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]

@@ -1,10 +1,10 @@
 /**
  * The chat as an AsyncAPI 3.0 document, served at /api/v1/asyncapi.json: the channel (the room, any
  * path of the chat port), its WebSocket binding, and every message with its JSON Schema and an example
- * (web/src/chat-messages.ts, the schemas the chat tests check every frame against). Operations are
+ * (src/protocol/chat-messages.ts, the schemas the chat tests check every frame against). Operations are
  * the service's view: it sends the server messages and receives the client's.
  */
-import { CHAT_MESSAGES, type ChatMessageKey } from '../../web/src/chat-messages.js';
+import { CHAT_MESSAGES, type ChatMessageKey } from '../protocol/chat-messages.js';
 import { API_VERSION } from './openapi.js';
 
 export interface ChatAddress {

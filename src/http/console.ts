@@ -50,10 +50,13 @@ export interface ConsoleSettings {
 
 /**
  * The page's import map, as web/index.html writes it inline (test/console/serving.test.ts holds the two
- * together): the typed client (web/src/client) imports openapi-fetch by its package name, and the
- * browser loads that module from the copy web/build.mjs puts next to the console's own.
+ * together). The console imports the protocol it shares with the server and the CLI by a bare name,
+ * `@roster/protocol`, which points at its browser compilation (web/tsconfig.protocol.json writes
+ * dist/web/protocol); the typed client there imports openapi-fetch by its package name, loaded from
+ * the copy web/build.mjs puts next to the console's own modules. No bundler: the browser resolves both.
  */
-export const CONSOLE_IMPORT_MAP = '{ "imports": { "openapi-fetch": "./console/vendor/openapi-fetch/index.mjs" } }';
+export const CONSOLE_IMPORT_MAP =
+  '{ "imports": { "@roster/protocol": "./console/protocol/index.js", "openapi-fetch": "./console/vendor/openapi-fetch/index.mjs" } }';
 
 /**
  * The page's own resources only (`'self'`, and the import map above by its hash), and WebSocket

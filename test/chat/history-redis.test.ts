@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { ChatClient, request, startRoster, type Running } from '../helpers.js';
 import { Redis } from 'ioredis';
-import { compareIds } from '../../src/chat/codec.js';
+import { compareIds } from '../../src/protocol/chat-codec.js';
 import { Listening, texts, type Message } from './history-support.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { LogWatch, redisTarget, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compareIds } from '../../src/chat/codec.js';
+import { compareIds } from '../../src/protocol/chat-codec.js';
 import { historyRequest } from '../../src/chat/ws-server.js';
 import { ChatClient, request, startRoster } from '../helpers.js';
 import { SECRET, token } from '../protection/support.js';

@@ -1,10 +1,10 @@
 /**
- * The Redis chat bus's wire format (chat/redis-bus.ts): an envelope is published as its JSON, and
+ * The Redis chat bus's wire format (chat/redis/channel.ts): an envelope is published as its JSON, and
  * `decode` reads back exactly what an instance publishes while ignoring anything else on the channel.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { decode, type Envelope } from '../../src/chat/redis-bus.js';
+import { decode, type Envelope } from '../../src/chat/redis/channel.js';
 
 const AT = '2026-11-22T10:15:30.123456';
 

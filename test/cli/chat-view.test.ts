@@ -14,10 +14,10 @@ import {
   OwnChats,
   parseServerMessage,
   printable,
-  reconnectDelay,
   shortId,
   worthReconnecting,
 } from '../../src/cli/chat-view.js';
+import { backoffDelay, DEFAULT_BACKOFF } from '../../src/protocol/backoff.js';
 
 const TS = '2026-11-22T10:15:30.123456';
 const ID = '3f2a9c1b-0d4e-4f5a-8b6c-7d8e9f0a1b2c';
@@ -217,7 +217,9 @@ describe('close codes, reconnection, commands', () => {
       assert.equal(worthReconnecting(code), false, String(code));
   });
 
-  test("reconnectDelay: the console's backoff, 0.5 s doubling to 10 s, up to half of it jitter", () => {
+  // The terminal client reconnects through the protocol's session (ReconnectingChat), with its default.
+  test("the reconnection delays: the console's backoff, 0.5 s doubling to 10 s, up to half of it jitter", () => {
+    const reconnectDelay = (attempt: number, random: () => number) => backoffDelay(attempt, DEFAULT_BACKOFF, random);
     assert.deepEqual(
       [0, 1, 2, 5, 20].map((attempt) => reconnectDelay(attempt, () => 0)),
       [500, 1000, 2000, 10_000, 10_000],

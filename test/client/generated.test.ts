@@ -1,5 +1,5 @@
 /**
- * The typed client (web/src/client), generated from the OpenAPI and AsyncAPI documents, against a live
+ * The typed client (src/protocol/client), generated from the OpenAPI and AsyncAPI documents, against a live
  * Roster over real sockets: every operation of the OpenAPI document is a method named by its
  * operationId, and each is called here with its success and, where it has one, an error reply in the
  * shared `ErrorEnvelope`; the chat is joined, spoken to and pinged through the same module.
@@ -15,7 +15,7 @@ import {
   type ServerMessage,
   type User,
   type UserList,
-} from '../../web/src/client/index.js';
+} from '../../src/protocol/client/index.js';
 import { startRoster, within, type Running } from '../helpers.js';
 import { redirectingApi } from '../support/redirect.js';
 

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { CHAT_TYPES, generateClientTypes, OPENAPI_TYPES } from '../../scripts/client-types.js';
-import { CHAT_MESSAGES } from '../../web/src/chat-messages.js';
+import { CHAT_MESSAGES } from '../../src/protocol/chat-messages.js';
 
-test('web/src/client/openapi.ts and chat-types.ts are what the served documents generate', async () => {
+test('src/protocol/client/openapi.ts and chat-types.ts are what the served documents generate', async () => {
   const generated = await generateClientTypes();
   const advice = 'the documents changed: run `npm run client:types` and commit the result';
   assert.equal(readFileSync(OPENAPI_TYPES, 'utf8'), generated.openapi, `openapi.ts: ${advice}`);

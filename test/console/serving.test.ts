@@ -193,7 +193,7 @@ describe('console modules', () => {
 
   test('reconnection delays double from 0.5 s up to 10 s, with jitter', async () => {
     // The page's own module, as compiled for the browser (it has no DOM dependencies).
-    const { backoffDelay, DEFAULT_BACKOFF } = (await import(pathToFileURL(`${WEB_ROOT}backoff.js`).href)) as {
+    const { backoffDelay, DEFAULT_BACKOFF } = (await import(pathToFileURL(`${WEB_ROOT}protocol/backoff.js`).href)) as {
       backoffDelay(attempt: number, options?: object, random?: () => number): number;
       DEFAULT_BACKOFF: object;
     };

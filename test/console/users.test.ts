@@ -45,7 +45,7 @@ test(
         "performance.getEntriesByType('resource').map((entry) => new URL(entry.name).pathname)",
       )) as string[];
       assert.ok(modules.includes('/console/vendor/openapi-fetch/index.mjs'), modules.join(' '));
-      assert.ok(modules.includes('/console/client/rest.js'), modules.join(' '));
+      assert.ok(modules.includes('/console/protocol/client/rest.js'), modules.join(' '));
 
       // Create: the create rules are checked in the form, in words, and nothing is sent until they pass.
       await page.getByRole('button', { name: 'Add user' }).click();

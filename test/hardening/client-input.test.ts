@@ -21,7 +21,7 @@ import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import fc from 'fast-check';
 import { WebSocket } from 'ws';
-import { MAX_MESSAGE_DEPTH } from '../../src/chat/codec.js';
+import { MAX_MESSAGE_DEPTH } from '../../src/protocol/chat-codec.js';
 import { MAX_REPLAYS } from '../../src/chat/room.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { MemoryHistory } from '../../src/chat/history.js';

@@ -2,11 +2,11 @@
  * The user API (`api/v1/users`) through Roster's typed client (client/rest.ts, openapi-fetch over the
  * OpenAPI document's types), with its error envelope turned into `ApiError`.
  */
-import { createRosterClient, type User, type UserList } from './client/rest.js';
+import { createRosterClient, type User, type UserList } from '@roster/protocol';
 import { API_BASE } from './config.js';
 import type { Signing } from './credentials.js';
 
-export type { User } from './client/rest.js';
+export type { User } from '@roster/protocol';
 
 export type UserFields = Pick<User, 'name' | 'email' | 'role'>;
 

@@ -2,9 +2,9 @@
  * The chat panel: connection state, the room's notices and online count, messages (the user's own
  * marked), and the form to send one.
  */
-import { ChatConnection, type ConnectionState, type ServerMessage } from './chat-connection.js';
+import { shortId, type ReconnectingChat } from '@roster/protocol';
+import { chatConnection, type ConnectionState, type ServerMessage } from './chat-connection.js';
 import { byId, formatTime, h, hiddenText, timeElement } from './dom.js';
-import { shortId } from './sender-id.js';
 
 /** Entries kept in the log; older ones are dropped so a long session does not grow without bound. */
 const MAX_ENTRIES = 500;
@@ -21,7 +21,7 @@ export class ChatPanel {
   readonly #form = byId('chat-form', HTMLFormElement);
   readonly #input = byId('chat-input', HTMLInputElement);
   readonly #send = byId('chat-send', HTMLButtonElement);
-  readonly #connection: ChatConnection;
+  readonly #connection: ReconnectingChat;
 
   /** This connection's id (`from` of its messages), learned from the echo of the first message sent. */
   #ownId: string | null = null;
@@ -40,7 +40,7 @@ export class ChatPanel {
     /** Called each time a connection opens: after a drop, the server may have restarted meanwhile. */
     private readonly opened: () => void = () => undefined,
   ) {
-    this.#connection = new ChatConnection(resolveUrl, {
+    this.#connection = chatConnection(resolveUrl, {
       state: (state) => {
         this.#showState(state);
         if (state.kind === 'waiting' && !state.wasOpen) this.refused();
@@ -62,7 +62,7 @@ export class ChatPanel {
 
   /** Leaves the room and forgets the conversation (on sign-out: the next user of the tab sees none of it). */
   stop(): void {
-    this.#connection.stop();
+    this.#connection.stop(1000, 'Leaving');
     this.#entries.replaceChildren();
     this.#everConnected = false;
     this.#ownId = null;

@@ -7,7 +7,7 @@
 
 /**
  * The messages, as the AsyncAPI document (/api/v1/asyncapi.json) describes them: types generated from
- * its JSON Schemas (client/chat-types.ts, `npm run client:types`), which web/src/chat-messages.ts holds.
+ * its JSON Schemas (client/chat-types.ts, `npm run client:types`), which chat-messages.ts holds.
  * `name` (system, user_join): the authenticated principal's, only with authentication on. `id` and
  * `history` of a chat: only to a client that asked for history on its handshake URL (`?history=N`,
  * `?since=<id>`). A `history` message ends that replay: `last_id` is the position now held, `count`

@@ -30,6 +30,11 @@ export interface ChatMessageSpec {
   readonly title: string;
   readonly summary: string;
   readonly sender: 'server' | 'client';
+  /**
+   * Whom the service sends a server message to: every member of the room (on every instance: the
+   * instances share exactly these), or one connection.
+   */
+  readonly audience?: 'room' | 'connection';
   readonly payload: Readonly<Record<string, unknown>>;
   readonly example: Readonly<Record<string, unknown>>;
 }
@@ -47,6 +52,7 @@ export const CHAT_MESSAGES = {
     title: 'Welcome',
     summary: 'Sent to a connection once it joined: the welcome, with how many are online',
     sender: 'server',
+    audience: 'connection',
     payload: object('system', { message: TEXT, name: NAME, timestamp: TIMESTAMP }, ['message', 'timestamp']),
     example: {
       type: 'system',
@@ -59,6 +65,7 @@ export const CHAT_MESSAGES = {
     title: 'Someone joined',
     summary: 'Sent to everyone else when a connection joins',
     sender: 'server',
+    audience: 'room',
     payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, [
       'message',
       'online_count',
@@ -76,6 +83,7 @@ export const CHAT_MESSAGES = {
     title: 'Someone left',
     summary: 'Sent to everyone still there when a connection leaves',
     sender: 'server',
+    audience: 'room',
     payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, [
       'message',
       'online_count',
@@ -93,6 +101,7 @@ export const CHAT_MESSAGES = {
     title: 'Chat message (to everyone)',
     summary: 'A chat message, broadcast to every connection, the sender included',
     sender: 'server',
+    audience: 'room',
     payload: object(
       'chat',
       {
@@ -120,6 +129,7 @@ export const CHAT_MESSAGES = {
     summary:
       'Only to a client that asked (handshake URL ?history=N or ?since=<id>): after the replayed chat messages, how many there were and the position now held',
     sender: 'server',
+    audience: 'connection',
     payload: object(
       'history',
       {
@@ -150,6 +160,7 @@ export const CHAT_MESSAGES = {
     title: 'Pong',
     summary: 'The answer to a ping, to its sender only',
     sender: 'server',
+    audience: 'connection',
     payload: object('pong', { timestamp: TIMESTAMP }, ['timestamp']),
     example: { type: 'pong', timestamp: '2026-11-22T10:15:33.123456' },
   },
@@ -180,12 +191,20 @@ export const CHAT_MESSAGES = {
 
 export type ChatMessageKey = keyof typeof CHAT_MESSAGES;
 
+type RoomMessageKey = {
+  [K in ChatMessageKey]: (typeof CHAT_MESSAGES)[K] extends { audience: 'room' } ? K : never;
+}[ChatMessageKey];
+
+/** The `type` of each message the whole room hears: what the instances of one room tell each other. */
+export type RoomMessageType = (typeof CHAT_MESSAGES)[RoomMessageKey]['name'];
+
+export const ROOM_MESSAGE_TYPES: ReadonlySet<string> = new Set(
+  Object.values(CHAT_MESSAGES).flatMap((spec) => ('audience' in spec && spec.audience === 'room' ? [spec.name] : [])),
+);
+
 /** The server message keys by their `type` on the wire. */
-export const SERVER_MESSAGE_BY_TYPE: Readonly<Record<string, ChatMessageKey>> = {
-  system: 'system',
-  user_join: 'userJoin',
-  user_leave: 'userLeave',
-  chat: 'chatOut',
-  pong: 'pong',
-  history: 'history',
-};
+export const SERVER_MESSAGE_BY_TYPE: Readonly<Record<string, ChatMessageKey>> = Object.fromEntries(
+  (Object.keys(CHAT_MESSAGES) as ChatMessageKey[])
+    .filter((key) => CHAT_MESSAGES[key].sender === 'server')
+    .map((key) => [CHAT_MESSAGES[key].name, key]),
+);
