@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { envelopeOf, ERROR_CATALOG, RosterError, type ErrorCode } from '../src/errors.js';
 import { toRosterError } from '../src/http/errors.js';
-import { request, startRoster } from './helpers.js';
+import { request, startRoster } from './support/index.js';
 
 const CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];
 

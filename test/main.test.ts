@@ -12,7 +12,7 @@ import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { WebSocket } from 'ws';
-import { freePort, RosterProcess, within } from './helpers.js';
+import { freePort, RosterProcess, within } from './support/index.js';
 
 /** Generous bounds: each one only matters when something is broken. */
 const START_MS = 10_000;

@@ -10,20 +10,20 @@ import { test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../src/edge/password.js';
 import { tokenCommand } from '../../src/cli/credentials.js';
-import { request } from '../helpers.js';
 import {
   artifactPath,
-  type ConsoleRoster,
   DESKTOP,
   eventually,
   launchBrowser,
   noChromium,
   openConsole,
   PHONE,
+  request,
   startConsoleRoster,
   waitForText,
   withConsole,
-} from './support.js';
+  type ConsoleRoster,
+} from '../support/index.js';
 
 const ADMIN_KEY = 'console-admin-key-0123456789';
 const READER_KEY = 'console-reader-key-0123456789';

@@ -6,20 +6,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatServerMessage } from '../../src/cli/chat-view.js';
-import { ChatClient } from '../helpers.js';
-import type { Browser, Page } from 'playwright-core';
-import { TcpProxy } from '../support/tcp-proxy.js';
 import {
   artifactPath,
-  type ConsoleRoster,
+  ChatClient,
   eventually,
   launchBrowser,
   noChromium,
   openConsole,
   startConsoleRoster,
+  TcpProxy,
   waitForText,
   withConsole,
-} from './support.js';
+  type ConsoleRoster,
+} from '../support/index.js';
+import type { Browser, Page } from 'playwright-core';
 
 const status = (page: Page) => page.locator('#chat-status-text');
 const count = (page: Page) => page.locator('#online-count');

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { request } from '../helpers.js';
 import {
   artifactPath,
   DESKTOP,
@@ -15,9 +14,10 @@ import {
   noChromium,
   openConsole,
   PHONE,
+  request,
   waitForText,
   withConsole,
-} from './support.js';
+} from '../support/index.js';
 
 async function say(page: Page, text: string): Promise<void> {
   await page.locator('#chat-input').fill(text);

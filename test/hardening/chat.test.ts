@@ -9,18 +9,21 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { ChatClient } from '../helpers.js';
 import {
+  barrier,
+  ChatClient,
   closePayload,
   encodeFrame,
   handshakeRequest,
   Opcode,
   parseHead,
   RawClient,
+  startHardened,
+  tcpOf,
+  within,
   type EncodeOptions,
-} from '../chat/frames.js';
-import { barrier, tcpOf, within } from '../chat/support.js';
-import { startHardened, type Hardened } from './health-check.js';
+  type Hardened,
+} from '../support/index.js';
 
 async function hardened(t: TestContext, env: Record<string, string> = {}): Promise<Hardened> {
   const roster = await startHardened(env);

@@ -22,20 +22,25 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ChatClient } from '../helpers.js';
-import { closePayload, encodeFrame, Opcode, parseHead, RawClient, type Frame } from '../chat/frames.js';
-import { within } from '../chat/support.js';
-import { queryUsers } from '../../src/users/query.js';
-import type { User } from '../../src/users/schema.js';
 import {
   assertCommonHeaders,
   assertErrorEnvelope,
+  ChatClient,
+  closePayload,
+  encodeFrame,
+  Opcode,
+  parseHead,
   plainRequest,
+  RawClient,
   startHardened,
   USER_KEYS,
+  within,
+  type Frame,
   type Hardened,
   type UserRecord,
-} from './health-check.js';
+} from '../support/index.js';
+import { queryUsers } from '../../src/users/query.js';
+import type { User } from '../../src/users/schema.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
 assert.ok(

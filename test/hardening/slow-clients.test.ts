@@ -9,9 +9,16 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { handshakeRequest, parseHead } from '../chat/frames.js';
-import { within } from '../chat/support.js';
-import { assertErrorEnvelope, chatRoundTrip, plainRequest, startHardened, type Hardened } from './health-check.js';
+import {
+  assertErrorEnvelope,
+  chatRoundTrip,
+  handshakeRequest,
+  parseHead,
+  plainRequest,
+  startHardened,
+  within,
+  type Hardened,
+} from '../support/index.js';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;

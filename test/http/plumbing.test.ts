@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Dependency, DependencyState } from '../../src/health.js';
-import { request, startRoster, type Running } from '../helpers.js';
-import { TIMESTAMP } from '../support/formats.js';
+import { request, startRoster, TIMESTAMP, type Running } from '../support/index.js';
 
 let roster: Running;
 before(async () => {

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
-import { request, startRoster, type Running } from '../helpers.js';
 import {
   API_KEY_ADMIN,
   API_KEY_READER,
@@ -15,13 +14,16 @@ import {
   basic,
   handshake,
   JwksServer,
+  request,
   SECRET,
   signingKey,
+  startRoster,
   tampered,
   token,
   unsignedToken,
+  type Running,
   type SigningKey,
-} from './support.js';
+} from '../support/index.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 

@@ -7,8 +7,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { WebSocket } from 'ws';
-import { startRoster } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake, type Handshake } from './support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  handshake,
+  startRoster,
+  type Handshake,
+} from '../support/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -14,9 +14,17 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { request, startRoster, type Running } from '../helpers.js';
+import {
+  assertRefused,
+  basic,
+  handshake,
+  request,
+  SECRET,
+  startRoster,
+  token,
+  type Running,
+} from '../support/index.js';
 import { hashPassword } from '../../src/edge/password.js';
-import { assertRefused, basic, handshake, SECRET, token } from './support.js';
 
 const OTHER_ADDRESS = '127.0.0.2';
 

@@ -7,19 +7,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
-import { closeOf, request, startRoster, within, type Running } from '../helpers.js';
 import {
   API_KEY_ADMIN,
   API_KEY_READER,
   assertRefused,
   basic,
+  closeOf,
   handshake,
   JwksServer,
+  request,
   SECRET,
   signingKey,
+  startRoster,
   token,
+  within,
+  type Running,
   type SigningKey,
-} from './support.js';
+} from '../support/index.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });

@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HASHING_CONCURRENCY, HASHING_QUEUE } from '../../src/edge/authenticator.js';
 import { hashPassword } from '../../src/edge/password.js';
-import { request, startRoster, type JsonResponse } from '../helpers.js';
-import { assertRefused, basic, handshake } from './support.js';
+import { assertRefused, basic, handshake, request, startRoster, type JsonResponse } from '../support/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Cheap hashes (N = 2^10) where the test is about the order of checks, not the cost of scrypt. */

@@ -12,9 +12,22 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { request as httpsRequest } from 'node:https';
 import { hashPassword, parsePasswordHash } from '../../src/edge/password.js';
 import { PERMISSIONS_POLICY } from '../../src/http/protection.js';
-import { request, startRoster, within, type Running } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic, makeCertificate } from './support.js';
-import { launchBrowser, noChromium, openConsole, startConsoleRoster, waitForText } from '../console/support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  basic,
+  launchBrowser,
+  makeCertificate,
+  noChromium,
+  openConsole,
+  request,
+  startConsoleRoster,
+  startRoster,
+  waitForText,
+  within,
+  type Running,
+} from '../support/index.js';
 
 describe('scrypt: N = 2^17 for new hashes; older hashes still verify', () => {
   test('hash-password writes N=131072; a BASIC_USERS list mixing it with an N=2^15 hash signs both in', async (t) => {

@@ -8,8 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
-import { freePort, startRoster } from '../helpers.js';
-import { API_KEY_ADMIN, assertRefused, basic, handshake } from './support.js';
+import { API_KEY_ADMIN, assertRefused, basic, freePort, handshake, startRoster } from '../support/index.js';
 
 describe('chat Origin check under AUTH without CORS_ORIGINS', () => {
   test('AUTH=basic: another port or host of the page is refused (403) with valid credentials; the console origin, the chat origin and no Origin connect', async (t) => {

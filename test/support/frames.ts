@@ -260,7 +260,7 @@ export function handshakeRequest(
 }
 
 /** A chat message as the server sends it (parsed JSON of a text frame). */
-export type Json = Record<string, unknown>;
+type Json = Record<string, unknown>;
 
 /**
  * A WebSocket client speaking raw frames. Every frame received is kept in `frames` (in order);
