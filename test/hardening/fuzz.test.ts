@@ -1,5 +1,5 @@
 /**
- * Property-based fuzzing of both ports (issue "Hardening"), with fast-check over real sockets.
+ * Property-based fuzzing of both ports, with fast-check over real sockets.
  *
  * Generated: REST requests (methods, paths, query strings, headers, content types and bodies, from
  * valid users through near-valid ones to random JSON, strings and bytes), raw bytes instead of HTTP,

@@ -1,9 +1,9 @@
 /**
- * Slow clients (issue "Hardening"): slowloris on the REST port and the chat port, a trickled body, the
- * kept-alive idle timeout and the REST connection cap (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS,
- * KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS). Time bounds here are correctness bounds on scheduling
- * properties (a request is not starved; a trickler is cut "within seconds"), generous enough for a
- * loaded two-core machine; they are not performance measurements.
+ * Slow clients (docs/decisions.md, "Request limits"): slowloris on the REST port and the chat port, a
+ * trickled body, the kept-alive idle timeout and the REST connection cap (HEADERS_TIMEOUT_MS,
+ * REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS). Time bounds here are correctness bounds
+ * on scheduling properties (a request is not starved; a trickler is cut "within seconds"), generous
+ * enough for a loaded two-core machine; they are not performance measurements.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

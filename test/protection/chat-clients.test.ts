@@ -1,8 +1,9 @@
 /**
- * One client cannot fill the chat room (issue 13, finding 6), over real sockets: open connections per
- * client (principal when authenticated, else address) are capped by WS_MAX_CONNECTIONS_PER_CLIENT
- * (32 by default with protection on) with 429 TOO_MANY_CONNECTIONS before the upgrade, and the chat
- * message budget of RATE_LIMIT is per client, shared by its connections, not per socket.
+ * One client cannot fill the chat room (docs/decisions.md, "Protection": *Chat connections per client*,
+ * *Rate limiting before credentials*), over real sockets: open connections per client (principal when
+ * authenticated, else address) are capped by WS_MAX_CONNECTIONS_PER_CLIENT (32 by default with
+ * protection on) with 429 TOO_MANY_CONNECTIONS before the upgrade, and the chat message budget of
+ * RATE_LIMIT is per client, shared by its connections, not per socket.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

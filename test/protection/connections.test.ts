@@ -1,7 +1,8 @@
 /**
- * One client cannot hold the ports (issue 28, findings 1, 2 and the shared guess budget), tried as an
- * attacker would, over real sockets on loopback. Linux routes all of 127.0.0.0/8 to the loopback
- * interface, so a socket bound to 127.0.0.2 is a second client address.
+ * One client cannot hold the ports (docs/decisions.md, "Protection": *Connections before any request*,
+ * and the one budget of *Rate limiting before credentials*), tried as an attacker would, over real
+ * sockets on loopback. Linux routes all of 127.0.0.0/8 to the loopback interface, so a socket bound to
+ * 127.0.0.2 is a second client address.
  *
  * - Sockets that never finish their headers: past MAX_CONNECTIONS_PER_ADDRESS (256 by default) an
  *   address's further connections are dropped on accept, on the REST port and on the chat port, and

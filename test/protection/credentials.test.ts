@@ -1,8 +1,9 @@
 /**
- * The credentials themselves (issue 13): token claims of the wrong type refused (finding 7), OAuth2
- * access tokens told from ID tokens by `typ` (RFC 9068), chat sessions closed when their token expires
- * (finding 5), and API keys and Basic users readers unless their entry says otherwise (least privilege).
- * Everything over real sockets.
+ * The credentials themselves (docs/decisions.md, "Protection"): token claims of the wrong type refused
+ * (*Credential checks*, *Claims must be well-formed Unicode*), OAuth2 access tokens told from ID tokens
+ * by `typ` (RFC 9068), chat sessions closed when their token expires (*Credential expiry closes the
+ * chat*), and API keys and Basic users readers unless their entry says otherwise (*Default role
+ * `user`*). Everything over real sockets.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

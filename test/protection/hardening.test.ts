@@ -1,8 +1,9 @@
 /**
- * Hardening of issue 13 (finding 8) and the weak defaults it reviewed, over real sockets: scrypt at
- * N = 2^17 with older hashes still verifying, TLS 1.2 without CBC or SHA-1 suites, plain HTTP on a TLS
- * port answered with a 400, HSTS as configured, the headers SECURITY_HEADERS adds (Permissions-Policy,
- * no-store on authenticated replies, cross-origin isolation), and METRICS_AUTH.
+ * The hardened defaults of protection (docs/decisions.md, "Protection": *Credential checks*, *TLS*;
+ * CHANGELOG.md, "Security"), over real sockets: scrypt at N = 2^17 with older hashes still verifying,
+ * TLS 1.2 without CBC or SHA-1 suites, plain HTTP on a TLS port answered with a 400, HSTS as
+ * configured, the headers SECURITY_HEADERS adds (Permissions-Policy, no-store on authenticated replies,
+ * cross-origin isolation), and METRICS_AUTH.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';

@@ -1,9 +1,9 @@
 /**
- * Cross-site WebSocket hijacking (issue 13, finding 3): with AUTH on and no CORS_ORIGINS, a browser's
- * chat handshake (one with Origin) must come from Roster's own pages, the REST port (the console) or
- * the chat's own origin; a page on another port or host gets 403 in the envelope, even with valid
- * credentials (which a browser may add by itself: cached Basic credentials). Clients without Origin
- * are unaffected, and so is AUTH=none.
+ * Cross-site WebSocket hijacking (docs/decisions.md, "Protection": *Chat `Origin` under `AUTH`*): with
+ * AUTH on and no CORS_ORIGINS, a browser's chat handshake (one with Origin) must come from Roster's own
+ * pages, the REST port (the console) or the chat's own origin; a page on another port or host gets 403
+ * in the envelope, even with valid credentials (which a browser may add by itself: cached Basic
+ * credentials). Clients without Origin are unaffected, and so is AUTH=none.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
