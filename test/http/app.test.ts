@@ -22,3 +22,11 @@ test('buildApp serves the REST door alone: the users it is given, health, and th
   assert.deepEqual([missing.status, missing.body.error.code], [404, 'NOT_FOUND']);
   assert.equal((await request(`${api.replace('/api/v1', '')}/metrics`)).status, 404, 'METRICS=false: no route');
 });
+
+test('restApp answers through inject, without a socket: a route rule such as 405 with Allow', async (t) => {
+  const app = await restApp(t);
+  const reply = await app.inject({ method: 'DELETE', url: '/api/v1/users' });
+  assert.equal(reply.statusCode, 405, reply.body);
+  assert.equal(reply.json().error.code, 'METHOD_NOT_ALLOWED');
+  assert.deepEqual(String(reply.headers.allow).split(', ').sort(), ['GET', 'HEAD', 'POST']);
+});

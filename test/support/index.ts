@@ -16,6 +16,9 @@
  * (formats.ts), a TCP proxy that plays network failures (tcp-proxy.ts), credentials (credentials.ts),
  * the engines (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts),
  * and a redirecting API (redirect.ts).
+ *
+ * The benchmark imports roster.ts and postgres.ts by name instead: its Roster server is a process whose
+ * memory it measures, which must not carry the rest of the kit's libraries.
  */
 export * from './app.js';
 export * from './chat.js';
