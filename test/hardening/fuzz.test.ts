@@ -32,6 +32,7 @@ import {
   parseHead,
   plainRequest,
   RawClient,
+  roomSettles,
   startHardened,
   USER_KEYS,
   within,
@@ -688,15 +689,6 @@ function encodeSpec(spec: ChatFrameSpec): Buffer {
 /** Close codes the service may send: its own, or an echo of a valid code the client sent. */
 const SERVER_CODES = new Set([1000, 1002, 1003, 1007, 1009]);
 
-async function roomSettles(expected: number): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while ((await roster.running.server.chat.size()) !== expected) {
-    if (Date.now() > deadline)
-      assert.fail(`the room holds ${await roster.running.server.chat.size()} members, expected ${expected}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------
 
 describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
@@ -768,7 +760,7 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
   test('chat: random frames (opcodes, flags, masks, lengths, payloads, cut short): valid close codes only, every connection counted out', async () => {
     // Only the observer: the chat clients of earlier health checks have left.
     const members = 1;
-    await roomSettles(members);
+    await roomSettles(roster.running, members);
     await fc.assert(
       fc.asyncProperty(chatSession, async (session) => {
         const raw = await RawClient.connect(roster.running.wsPort);
@@ -796,7 +788,7 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
         } finally {
           raw.destroy();
         }
-        await roomSettles(members);
+        await roomSettles(roster.running, members);
       }),
       params(),
     );

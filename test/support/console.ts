@@ -124,6 +124,13 @@ export async function waitForText(locator: Locator, expected: RegExp | string, t
   }
 }
 
+/** Types `text` into the chat panel's message field and sends it (Enter). */
+export async function sayInChat(page: Page, text: string): Promise<void> {
+  const field = page.getByLabel('Message', { exact: true });
+  await field.fill(text);
+  await field.press('Enter');
+}
+
 export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS, { recursive: true });
   return `${ARTIFACTS}${name}`;

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { ChatClient } from './chat-client.js';
 import { plainRequest } from './http.js';
 import { startRoster, type Running } from './roster.js';
-import { within } from './wait.js';
+import { eventually, within } from './wait.js';
 
 /** A user as the API returns it. */
 export interface UserRecord {
@@ -90,6 +90,17 @@ export async function chatRoundTrip(running: Running, what = 'after the attack')
   } finally {
     client.ws.terminate();
   }
+}
+
+/** Waits until the room holds `expected` members (white-box: the server's own bookkeeping settles). */
+export async function roomSettles(running: Running, expected: number, ms = 5000): Promise<void> {
+  let size: number | undefined;
+  await eventually(
+    async () => (size = await running.server.chat.size()) === expected,
+    `the room to hold ${expected} members`,
+    ms,
+    5,
+  ).catch(() => assert.fail(`the room holds ${size} members, expected ${expected}`));
 }
 
 /** A Roster for one hardening file or test, with users planted before the attack. */
