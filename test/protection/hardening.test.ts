@@ -7,7 +7,6 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
-import { connect as netConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { request as httpsRequest } from 'node:https';
@@ -23,6 +22,7 @@ import {
   noChromium,
   openConsole,
   request,
+  sendRaw,
   startConsoleRoster,
   startRoster,
   waitForText,
@@ -66,18 +66,6 @@ function negotiate(
       socket.destroy();
     });
     socket.on('error', (error) => resolve({ error: error.message }));
-  });
-}
-
-/** Bytes written to a port, everything read back until the server closes. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = netConnect(port, '127.0.0.1', () => socket.write(text));
-    let received = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => (received += chunk));
-    socket.on('close', () => resolve(received));
-    socket.on('error', reject);
   });
 }
 
@@ -141,7 +129,8 @@ describe('TLS', { skip: noOpenssl }, () => {
         'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
       ],
     ] as const) {
-      const reply = await within(raw(port, text), 5000, `the reply on port ${port}`);
+      // sendRaw would resolve at 6 s with what came; within fails first unless the server closed by 5 s.
+      const reply = await within(sendRaw(port, text, 6000), 5000, `the reply on port ${port}`);
       assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/, reply);
       const body = JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
       assert.equal(body.status, 'error');

@@ -1,10 +1,10 @@
 /**
  * HTTP requests of the tests: `request` through fetch (keep-alive, parsed JSON), `plainRequest` over a
- * connection of its own, and a port nothing listens on.
+ * connection of its own, `sendRaw` for bytes no client library would send, and a port nothing listens on.
  */
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 
 export interface JsonResponse {
   status: number;
@@ -80,6 +80,25 @@ export function plainRequest(
       reject(error);
     });
     req.end(body);
+  });
+}
+
+/** Sends raw bytes and resolves with everything the server answered before closing, or within `waitMs`. */
+export function sendRaw(port: number, data: string, waitMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(received);
+    }, waitMs);
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(received);
+    });
+    socket.on('error', reject);
+    socket.write(data);
   });
 }
 
