@@ -16,7 +16,7 @@ import { createChatServer } from '../../src/chat/ws-server.js';
 import { loadConfig } from '../../src/config/index.js';
 import { chatMetrics } from '../../src/metrics.js';
 import { ChatClient } from './chat-client.js';
-import { RawClient } from './frames.js';
+import { RawClient } from './raw-client.js';
 import { startRoster, type Running } from './roster.js';
 
 /** One Roster plus everything a test connected to it. */

@@ -10,12 +10,13 @@
  * - the REST door alone, for route rules through `inject` (app.ts: `restApp`), or the chat door alone
  *   on the test's thread (chat.ts: `chatInThread`).
  *
- * The rest are tools, one concern a module: bounded waits (wait.ts), HTTP requests (http.ts), checks
- * of error replies (replies.ts), chat clients (chat-client.ts, chat-history.ts) and the frame schemas
- * they check against (schemas.ts), raw WebSocket frames (frames.ts), log lines (log.ts), formats
- * (formats.ts), a TCP proxy that plays network failures (tcp-proxy.ts), credentials (credentials.ts),
- * the engines (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts),
- * and a redirecting API (redirect.ts).
+ * The rest are tools, one concern a module: bounded waits (wait.ts), HTTP requests (http.ts), checks of
+ * error replies (replies.ts), chat clients (chat-client.ts, chat-history.ts) and the frame schemas they
+ * check against (schemas.ts), raw WebSocket frames and a client that speaks them (frames.ts,
+ * raw-client.ts), a raw HTTP exchange (raw-http.ts), log lines (log.ts), formats (formats.ts), a TCP
+ * proxy that plays network failures (tcp-proxy.ts), credentials (credentials.ts), the engines
+ * (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts), and a
+ * redirecting API (redirect.ts).
  *
  * The benchmark imports roster.ts and postgres.ts by name instead: its Roster server is a process whose
  * memory it measures, which must not carry the rest of the kit's libraries.
@@ -34,6 +35,8 @@ export * from './http.js';
 export * from './instances.js';
 export * from './log.js';
 export * from './postgres.js';
+export * from './raw-client.js';
+export * from './raw-http.js';
 export * from './redirect.js';
 export * from './redis.js';
 export * from './replies.js';
