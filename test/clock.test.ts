@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createClock, formatMicros, timestamp } from '../src/clock.js';
-import { TIMESTAMP as FORMAT } from './support/formats.js';
+import { TIMESTAMP as FORMAT } from './support/index.js';
 
 test('formats microseconds since the epoch as UTC without offset', () => {
   assert.equal(formatMicros(Date.UTC(2026, 10, 22, 10, 15, 30, 123) * 1000 + 456), '2026-11-22T10:15:30.123456');

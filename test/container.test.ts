@@ -13,9 +13,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { eventually } from './support/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BASE_IMAGE = 'docker.io/library/node:24-bookworm-slim';
@@ -49,16 +49,6 @@ function skipReason(): string | false {
   return false;
 }
 const skip = skipReason();
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(250);
-  }
-}
 
 test(
   'the image builds, runs as node, keeps SQLite users on a volume, and stops at once',
@@ -111,7 +101,12 @@ test(
       const port = (inner: number) => /:(\d+)\s*$/.exec(podman(['port', name, `${inner}/tcp`]).stdout)?.[1];
       const rest = `http://127.0.0.1:${port(5000)}`;
       const chat = `ws://127.0.0.1:${port(8765)}`;
-      await until(`${name} to be ready`, async () => ((await fetch(`${rest}/readyz`)).ok ? true : undefined));
+      await eventually(
+        async () => (await fetch(`${rest}/readyz`).catch(() => undefined))?.ok,
+        `${name} to be ready`,
+        30_000,
+        250,
+      );
       return { name, rest, chat };
     };
 

@@ -15,7 +15,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { freePort, within } from './helpers.js';
+import { freePort, within } from './support/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TEST_MS = 60_000;

@@ -11,10 +11,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { request, until, type JsonResponse } from './helpers.js';
-import { Instance } from './instances.js';
-import { roomUrl } from './chat/redis-support.js';
-import { DATABASE_URL, freshSchema } from './support/postgres.js';
+import { DATABASE_URL, freshSchema, Instance, request, roomUrl, until, type JsonResponse } from './support/index.js';
 
 const REDIS_URL = process.env.REDIS_URL;
 const PG_VERSIONS = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql') : [];

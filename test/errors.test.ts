@@ -1,25 +1,25 @@
 /**
- * The error catalog (errors.ts) is the one home of every code: a RosterError takes its status from it,
- * the translation of framework errors lands on its codes, the OpenAPI document lists every code, and
- * the README's error table is the catalog, row for row.
+ * The error catalog (errors.ts) is the one home of every code: the envelope carries code, message and
+ * details only, the translation of framework errors lands on its codes, a real reply's status is its
+ * code's, the OpenAPI document lists every code, and the README's error table is the catalog, row for
+ * row.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { envelopeOf, ERROR_CATALOG, RosterError, type ErrorCode } from '../src/errors.js';
 import { toRosterError } from '../src/http/errors.js';
-import { request, startRoster } from './helpers.js';
+import { request, startRoster, type JsonResponse } from './support/index.js';
 
 const CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];
 
 describe('the error catalog', () => {
-  test("every RosterError carries its code's status, and the envelope carries code, message and details only", () => {
+  test('every status of the catalog is an error status, and the envelope carries code, message and details only', () => {
     for (const code of CODES) {
       const error = new RosterError(code, 'message', {
         details: [{ field: 'f', message: 'm' }],
         headers: { 'X-Test': '1' },
       });
-      assert.equal(error.status, ERROR_CATALOG[code].status, code);
       assert.deepEqual(envelopeOf(error), {
         status: 'error',
         error: { code, message: 'message', details: [{ field: 'f', message: 'm' }] },
@@ -74,13 +74,36 @@ describe('the error catalog', () => {
   ];
   for (const [what, error, code] of frameworkCases) {
     test(`framework errors: ${what} -> ${code}`, () => {
-      const mapped = toRosterError(error);
-      assert.equal(mapped.code, code);
-      assert.equal(mapped.status, ERROR_CATALOG[code].status);
+      assert.equal(toRosterError(error).code, code);
     });
   }
   test('internal detail never reaches the message of a 500', () => {
     assert.equal(toRosterError(new Error('password=hunter2 at db.js:12')).message, 'An unexpected error occurred');
+  });
+
+  test("a real reply's status is its code's in the catalog", async (t) => {
+    const roster = await startRoster();
+    t.after(() => roster.stop());
+    const users = `${roster.api}/users`;
+    const ada = { name: 'Ada', email: 'ada@example.com' };
+    assert.equal((await request(users, { method: 'POST', body: ada })).status, 201);
+    const cases: [code: ErrorCode, reply: Promise<JsonResponse>][] = [
+      ['NOT_FOUND', request(`${roster.api}/nothing`)],
+      ['USER_NOT_FOUND', request(`${users}/00000000-0000-4000-8000-000000000000`)],
+      ['METHOD_NOT_ALLOWED', request(users, { method: 'DELETE' })],
+      ['EMAIL_EXISTS', request(users, { method: 'POST', body: ada })],
+      ['VALIDATION_ERROR', request(users, { method: 'POST', body: { name: 'No email' } })],
+      ['INVALID_JSON', request(users, { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } })],
+      [
+        'UNSUPPORTED_MEDIA_TYPE',
+        request(users, { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } }),
+      ],
+    ];
+    for (const [code, reply] of cases) {
+      const response = await reply;
+      assert.equal(response.body?.error?.code, code, response.text);
+      assert.equal(response.status, ERROR_CATALOG[code].status, code);
+    }
   });
 
   test('the OpenAPI document lists every code', async (t) => {

@@ -11,8 +11,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { WebSocket } from 'ws';
-import { freePort, RosterProcess, within } from './helpers.js';
+import { ChatClient, closeOf, freePort, request, RosterProcess, within, type Message } from './support/index.js';
 
 /** Generous bounds: each one only matters when something is broken. */
 const START_MS = 10_000;
@@ -32,29 +31,10 @@ async function connectOutcome(port: number): Promise<string> {
   }
 }
 
-interface ChatMessage {
-  type?: string;
-  message?: string;
-  timestamp?: string;
-}
-
-/** Opens a chat connection and waits for its welcome message. */
-async function joinChat(wsPort: number): Promise<{ ws: WebSocket; welcome: ChatMessage }> {
-  const ws = new WebSocket(`ws://127.0.0.1:${wsPort}`);
-  const [data] = (await within(once(ws, 'message'), EVENT_MS, 'the chat welcome')) as [Buffer];
-  return { ws, welcome: JSON.parse(data.toString()) as ChatMessage };
-}
-
-/** Resolves with the close code the peer sent. Call before the close can happen. */
-async function closeCode(ws: WebSocket): Promise<number> {
-  const [code] = (await once(ws, 'close')) as [number];
-  return code;
-}
-
-async function getJson(url: string): Promise<{ status: number; body: unknown }> {
-  const response = await within(fetch(url), EVENT_MS, `GET ${url}`);
-  const text = await response.text();
-  return { status: response.status, body: text.length > 0 ? JSON.parse(text) : undefined };
+/** A chat client on `wsPort` and the first message it receives (the welcome). */
+async function joinChat(wsPort: number): Promise<{ chat: ChatClient; welcome: Message }> {
+  const chat = new ChatClient(`ws://127.0.0.1:${wsPort}`);
+  return { chat, welcome: await chat.next(() => true, EVENT_MS) };
 }
 
 /** A raw HTTP/1.1 connection whose received bytes can be awaited. */
@@ -153,20 +133,20 @@ describe('main.js: the running service and its shutdown', () => {
         assert.notEqual(wsPort, 0);
         assert.notEqual(port, wsPort);
 
-        const { status, body } = await getJson(`http://127.0.0.1:${port}/api/v1/users`);
+        const { status, body } = await within(request(`http://127.0.0.1:${port}/api/v1/users`), EVENT_MS, 'the users');
         assert.equal(status, 200);
         const data = (body as { data: { users: { role: string }[]; pagination: { total: number } } }).data;
         assert.equal(data.users.length, 3);
         assert.equal(data.pagination.total, 3);
         assert.deepEqual(data.users.map((user) => user.role).sort(), ['admin', 'user', 'user']);
 
-        const { ws, welcome } = await joinChat(wsPort);
-        t.after(() => ws.terminate());
+        const { chat, welcome } = await joinChat(wsPort);
+        t.after(() => chat.ws.terminate());
         assert.equal(welcome.type, 'system');
         assert.match(welcome.message ?? '', /\b1\b/, 'the welcome includes the online count');
         assert.equal(typeof welcome.timestamp, 'string');
 
-        const closed = closeCode(ws);
+        const closed = closeOf(chat.ws).then(({ code }) => code);
         assert.ok(roster.child.kill(signal));
         assert.equal(await within(closed, EVENT_MS, 'the chat close frame'), 1001);
         assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());
@@ -191,8 +171,8 @@ describe('main.js: the running service and its shutdown', () => {
       async (t) => {
         const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
         const { port, wsPort } = await roster.listening();
-        const { ws } = await joinChat(wsPort);
-        t.after(() => ws.terminate());
+        const { chat } = await joinChat(wsPort);
+        t.after(() => chat.ws.terminate());
 
         const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com', role: 'user' });
         const http = new RawHttp(port);
@@ -205,7 +185,7 @@ describe('main.js: the running service and its shutdown', () => {
         await http.until((received) => (/^HTTP\/1\.1 100 /.test(received) ? true : undefined), '100 Continue');
         http.socket.write(body.slice(0, 10));
 
-        const closed = closeCode(ws);
+        const closed = closeOf(chat.ws).then(({ code }) => code);
         roster.child.kill('SIGTERM');
         // 1001 is sent in the same turn as the REST server's close() starts: shutdown is under way.
         assert.equal(await within(closed, EVENT_MS, 'the chat close frame'), 1001);
@@ -238,7 +218,7 @@ describe('main.js: request log', () => {
       const roster = new RosterProcess(t, { PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info' });
       const { port } = await roster.listening();
       for (const { path, status } of requests) {
-        assert.equal((await getJson(`http://127.0.0.1:${port}${path}`)).status, status, path);
+        assert.equal((await within(request(`http://127.0.0.1:${port}${path}`), EVENT_MS, path)).status, status, path);
       }
       // Stop and read everything: after exit no line can still be on its way.
       roster.child.kill('SIGTERM');
@@ -278,7 +258,7 @@ describe('main.js: request log', () => {
       }
     }
     for (const { path, status } of requests) {
-      assert.equal((await getJson(`http://127.0.0.1:${port}${path}`)).status, status, path);
+      assert.equal((await within(request(`http://127.0.0.1:${port}${path}`), EVENT_MS, path)).status, status, path);
     }
     roster.child.kill('SIGTERM');
     assert.deepEqual(await roster.exited(), { code: 0, signal: null }, roster.describe());

@@ -7,10 +7,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { roomUrl, WITHOUT_REDIS } from './chat/redis-support.js';
-import { request } from './helpers.js';
-import { Instance } from './instances.js';
-import { freshSchema, NO_DATABASE, DATABASE_URL, type TestSchema } from './support/postgres.js';
+import {
+  DATABASE_URL,
+  freshSchema,
+  Instance,
+  NO_DATABASE,
+  request,
+  roomUrl,
+  WITHOUT_REDIS,
+  type TestSchema,
+} from './support/index.js';
 
 const SKIP = !DATABASE_URL ? NO_DATABASE : WITHOUT_REDIS;
 

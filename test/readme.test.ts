@@ -22,7 +22,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { freePort, within } from './helpers.js';
+import { freePort, within } from './support/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BLOCK_MS = 90_000;

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { within } from './helpers.js';
+import { within } from './support/index.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const EXIT_MS = 15_000;

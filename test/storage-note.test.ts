@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { captureLog, startRoster } from './helpers.js';
+import { captureLog, startRoster } from './support/index.js';
 
 async function storageNote(env: Record<string, string>): Promise<unknown> {
   const { lines, logTo } = captureLog();

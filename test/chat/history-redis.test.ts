@@ -5,12 +5,23 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import { ChatClient, request, startRoster, type Running } from '../helpers.js';
+import {
+  ChatClient,
+  Listening,
+  LogWatch,
+  redisTarget,
+  request,
+  roomUrl,
+  startRoster,
+  TcpProxy,
+  texts,
+  via,
+  WITHOUT_REDIS,
+  type Message,
+  type Running,
+} from '../support/index.js';
 import { Redis } from 'ioredis';
 import { compareIds } from '../../src/protocol/chat-codec.js';
-import { Listening, texts, type Message } from './history-support.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { LogWatch, redisTarget, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
 
 async function start(t: TestContext, url: string, env: Record<string, string> = {}): Promise<Running> {
   const running = await startRoster({ REDIS_URL: url, SHUTDOWN_TIMEOUT_MS: '2000', ...env });

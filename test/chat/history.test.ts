@@ -8,11 +8,20 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { compareIds } from '../../src/protocol/chat-codec.js';
 import { historyRequest } from '../../src/chat/ws-server.js';
-import { ChatClient, request, startRoster } from '../helpers.js';
-import { SECRET, token } from '../protection/support.js';
-import { Opcode, textMessage } from './frames.js';
-import { Listening, texts, type Message } from './history-support.js';
-import { barrier, Scope } from './support.js';
+import {
+  barrier,
+  ChatClient,
+  Listening,
+  Opcode,
+  request,
+  Scope,
+  SECRET,
+  startRoster,
+  textMessage,
+  texts,
+  token,
+  type Message,
+} from '../support/index.js';
 
 /** Ids strictly increasing along `messages`. */
 function assertIncreasing(messages: Message[]): void {

@@ -9,9 +9,21 @@ import type { IncomingMessage } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
 import { WebSocket } from 'ws';
 import { loadConfig } from '../../src/config/index.js';
-import { ChatClient, closeOf } from '../helpers.js';
-import { closePayload, handshakeRequest, Opcode, rawHttp, RawClient, type HttpExchange } from './frames.js';
-import { barrier, crowd, pings, Scope, within } from './support.js';
+import {
+  barrier,
+  ChatClient,
+  closeOf,
+  closePayload,
+  crowd,
+  handshakeRequest,
+  Opcode,
+  pings,
+  RawClient,
+  rawHttp,
+  Scope,
+  within,
+  type HttpExchange,
+} from '../support/index.js';
 
 async function scoped(t: TestContext, env: Record<string, string> = {}): Promise<Scope> {
   const scope = await Scope.start(env);

@@ -9,9 +9,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { request, within } from '../helpers.js';
-import { Instance } from '../instances.js';
-import { roomUrl, WITHOUT_REDIS } from './redis-support.js';
+import { Instance, request, roomUrl, within, WITHOUT_REDIS } from '../support/index.js';
 
 /** The bound the issue sets for noticing a killed instance (its count expires after about 4 s). */
 const KILLED_GONE_MS = 10_000;

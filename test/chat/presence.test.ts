@@ -9,9 +9,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { ChatClient, request, startRoster } from '../helpers.js';
-import { Instance, type Message } from '../instances.js';
-import { REDIS_URL, roomUrl, WITHOUT_REDIS } from './redis-support.js';
+import {
+  ChatClient,
+  Instance,
+  REDIS_URL,
+  request,
+  roomUrl,
+  startRoster,
+  WITHOUT_REDIS,
+  type Message,
+} from '../support/index.js';
 
 const ROUNDS = Number(process.env.CHAT_KILL_ROUNDS ?? 1);
 /** Members on the instance that is killed. */

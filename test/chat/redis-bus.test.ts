@@ -12,10 +12,20 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
 import type { ServerParts } from '../../src/server.js';
-import { ChatClient, request, startRoster, type Running } from '../helpers.js';
-import { barrier, within } from './support.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { LogWatch, redisTarget, roomUrl, via, WITHOUT_REDIS } from './redis-support.js';
+import {
+  barrier,
+  ChatClient,
+  LogWatch,
+  redisTarget,
+  request,
+  roomUrl,
+  startRoster,
+  TcpProxy,
+  via,
+  within,
+  WITHOUT_REDIS,
+  type Running,
+} from '../support/index.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Message = any;

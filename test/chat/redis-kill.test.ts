@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { Instance } from '../instances.js';
-import { REDIS_URL, roomUrl, WITHOUT_REDIS } from './redis-support.js';
+import { Instance, REDIS_URL, roomUrl, WITHOUT_REDIS } from '../support/index.js';
 
 const ROUNDS = 30;
 

@@ -12,7 +12,7 @@ import { decode, type BusLink } from '../../src/chat/redis/channel.js';
 import { RedisPresence } from '../../src/chat/redis/presence.js';
 import { withScripts, type Scripted } from '../../src/chat/redis/scripts.js';
 import { encodeServerMessage } from '../../src/protocol/chat-codec.js';
-import { REDIS_URL, WITHOUT_REDIS } from './redis-support.js';
+import { REDIS_URL, WITHOUT_REDIS } from '../support/index.js';
 
 const AT = '2026-11-22T10:15:30.123456';
 

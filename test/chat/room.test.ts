@@ -7,10 +7,18 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import type { Member } from '../../src/chat/room.js';
-import { ChatClient } from '../helpers.js';
-import { handshakeRequest } from './frames.js';
-import { TIMESTAMP, UUID_LIKE } from '../support/formats.js';
-import { barrier, chatInThread, crowd, Scope, tcpOf, within } from './support.js';
+import {
+  barrier,
+  ChatClient,
+  chatInThread,
+  crowd,
+  handshakeRequest,
+  Scope,
+  tcpOf,
+  TIMESTAMP,
+  UUID_LIKE,
+  within,
+} from '../support/index.js';
 
 async function scoped(t: TestContext, env: Record<string, string> = {}): Promise<Scope> {
   const scope = await Scope.start(env);

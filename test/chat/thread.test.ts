@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
 import { SqliteUserStore } from '../../src/users/sqlite-store.js';
-import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../helpers.js';
+import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../support/index.js';
 
 /** Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. */
 const USERS = 300_000;

@@ -4,19 +4,21 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { ChatClient } from '../helpers.js';
 import {
   acceptFor,
+  ChatClient,
   closePayload,
+  crowd,
   encodeFrame,
   Opcode,
   RawClient,
+  Scope,
   textMessage,
+  TIMESTAMP,
+  UUID_LIKE,
   type EncodeOptions,
   type Frame,
-} from './frames.js';
-import { TIMESTAMP, UUID_LIKE } from '../support/formats.js';
-import { crowd, Scope } from './support.js';
+} from '../support/index.js';
 
 async function scoped(t: TestContext, env: Record<string, string> = {}): Promise<Scope> {
   const scope = await Scope.start(env);

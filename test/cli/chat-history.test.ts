@@ -5,9 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ChatClient, startRoster } from '../helpers.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { Cli, TEST_MS, type Json } from './support.js';
+import { ChatClient, Cli, startRoster, TcpProxy, TEST_MS, type Json } from '../support/index.js';
 
 test(
   'roster chat --history: recent messages on joining, then recovery after a drop without loss or repeats',

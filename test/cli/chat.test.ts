@@ -8,19 +8,21 @@ import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import { runChat, type ChatOptions } from '../../src/cli/chat.js';
-import { ChatClient, startRoster, type Running } from '../helpers.js';
 import {
   bareServer,
+  ChatClient,
   Cli,
   deferred,
   EVENT_MS,
   freePort,
+  startRoster,
   TEST_MS,
   Transcript,
   within,
   type Json,
   type Peer,
-} from './support.js';
+  type Running,
+} from '../support/index.js';
 
 /** A Roster for one test, stopped when the test ends (a short shutdown bound keeps teardown quick). */
 async function roster(t: TestContext, env: Record<string, string> = {}): Promise<Running> {

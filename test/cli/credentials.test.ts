@@ -4,8 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { request, startRoster } from '../helpers.js';
-import { Cli, TEST_MS } from './support.js';
+import { Cli, request, startRoster, TEST_MS } from '../support/index.js';
 
 const SECRET = 'a-test-secret-that-is-at-least-32-bytes-long';
 

@@ -1,8 +1,7 @@
 /** `roster migrate` as a real process against the real PostgreSQL, and without one. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DATABASE_URL, freshSchema, NO_DATABASE } from '../support/postgres.js';
-import { Cli, freePort, TEST_MS } from './support.js';
+import { Cli, DATABASE_URL, freePort, freshSchema, NO_DATABASE, TEST_MS } from '../support/index.js';
 
 describe('roster migrate', () => {
   test(

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { Cli, ROSTER, TEST_MS, type Json } from './support.js';
+import { Cli, ROSTER, TEST_MS, type Json } from '../support/index.js';
 
 describe('roster: help and dispatch', () => {
   for (const flag of ['--help', '-h', 'help']) {

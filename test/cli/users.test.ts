@@ -8,9 +8,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { request, startRoster, type Running } from '../helpers.js';
-import { Cli, freePort, TEST_MS, type Json } from './support.js';
-import { redirectingApi } from '../support/redirect.js';
+import {
+  Cli,
+  freePort,
+  redirectingApi,
+  request,
+  startRoster,
+  TEST_MS,
+  type Json,
+  type Running,
+} from '../support/index.js';
 
 async function roster(t: TestContext, env: Record<string, string> = {}): Promise<Running> {
   const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env });

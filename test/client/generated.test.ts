@@ -16,8 +16,7 @@ import {
   type User,
   type UserList,
 } from '../../src/protocol/client/index.js';
-import { startRoster, within, type Running } from '../helpers.js';
-import { redirectingApi } from '../support/redirect.js';
+import { redirectingApi, startRoster, within, type Running } from '../support/index.js';
 
 const WAIT_MS = 10_000;
 

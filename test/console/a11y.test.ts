@@ -8,7 +8,6 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { request } from '../helpers.js';
 import {
   DESKTOP,
   eventually,
@@ -16,10 +15,11 @@ import {
   noChromium,
   openConsole,
   PHONE,
+  request,
   startConsoleRoster,
   waitForText,
   type ConsoleRoster,
-} from './support.js';
+} from '../support/index.js';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 

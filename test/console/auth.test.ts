@@ -10,20 +10,21 @@ import { test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../src/edge/password.js';
 import { tokenCommand } from '../../src/cli/credentials.js';
-import { request } from '../helpers.js';
 import {
   artifactPath,
-  type ConsoleRoster,
   DESKTOP,
   eventually,
   launchBrowser,
   noChromium,
   openConsole,
   PHONE,
+  request,
+  sayInChat,
   startConsoleRoster,
   waitForText,
   withConsole,
-} from './support.js';
+  type ConsoleRoster,
+} from '../support/index.js';
 
 const ADMIN_KEY = 'console-admin-key-0123456789';
 const READER_KEY = 'console-reader-key-0123456789';
@@ -62,17 +63,12 @@ async function assertAsked(page: Page, firstField: string): Promise<void> {
   assert.equal(await page.evaluate('document.activeElement.id'), firstField, 'focus is in the form');
 }
 
-async function say(page: Page, text: string): Promise<void> {
-  await page.getByLabel('Message', { exact: true }).fill(text);
-  await page.getByLabel('Message', { exact: true }).press('Enter');
-}
-
 /** Signed in: the seed users listed, the chat connected, and a message of this page back from the room. */
 async function assertWorking(page: Page, message: string): Promise<void> {
   await waitForText(pageInfo(page), 'Page 1 of 1 · 3 users');
   assert.equal(await form(page).isHidden(), true);
   await waitForText(chatStatus(page), 'Connected');
-  await say(page, message);
+  await sayInChat(page, message);
   await waitForText(page.locator('#chat-log li.message.own'), message);
 }
 

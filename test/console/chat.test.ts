@@ -6,29 +6,25 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatServerMessage } from '../../src/cli/chat-view.js';
-import { ChatClient } from '../helpers.js';
-import type { Browser, Page } from 'playwright-core';
-import { TcpProxy } from '../support/tcp-proxy.js';
 import {
   artifactPath,
-  type ConsoleRoster,
+  ChatClient,
   eventually,
   launchBrowser,
   noChromium,
   openConsole,
+  sayInChat,
   startConsoleRoster,
+  TcpProxy,
   waitForText,
   withConsole,
-} from './support.js';
+  type ConsoleRoster,
+} from '../support/index.js';
+import type { Browser, Page } from 'playwright-core';
 
 const status = (page: Page) => page.locator('#chat-status-text');
 const count = (page: Page) => page.locator('#online-count');
 const messages = (page: Page) => page.locator('#chat-log li.message');
-
-async function say(page: Page, text: string): Promise<void> {
-  await page.getByLabel('Message', { exact: true }).fill(text);
-  await page.getByLabel('Message', { exact: true }).press('Enter');
-}
 
 test(
   'two pages chat: welcome, join and leave notices, online count, own messages marked',
@@ -47,7 +43,7 @@ test(
       await waitForText(alice.page.locator('#chat-log li.notice.join'), 'A user joined the chat');
       await waitForText(count(alice.page), /^2$/);
 
-      await say(alice.page, 'Hello from Alice');
+      await sayInChat(alice.page, 'Hello from Alice');
       await waitForText(messages(bob.page).last(), 'Hello from Alice');
       await waitForText(messages(alice.page).last(), 'Hello from Alice');
       assert.equal(
@@ -56,7 +52,7 @@ test(
         'the input is cleared after sending',
       );
 
-      await say(bob.page, 'Hi Alice, Bob here');
+      await sayInChat(bob.page, 'Hi Alice, Bob here');
       await waitForText(messages(alice.page).last(), 'Hi Alice, Bob here');
       await waitForText(messages(bob.page).last(), 'Hi Alice, Bob here');
 
@@ -89,7 +85,7 @@ test(
       assert.equal(terminalLine.split(' ')[1]?.replace(/:$/, ''), await aliceAtBob.locator('.who').textContent());
 
       // A second message from Alice, with the same text Bob could send: still told apart by id.
-      await say(alice.page, 'Hi Alice, Bob here');
+      await sayInChat(alice.page, 'Hi Alice, Bob here');
       await eventually(async () => (await messages(bob.page).count()) === 3, 'the third message at Bob');
       assert.equal(await messages(alice.page).nth(2).getAttribute('data-own'), 'true');
       assert.equal(await messages(bob.page).nth(2).getAttribute('data-own'), 'false');
@@ -154,7 +150,7 @@ test(
       browser = await launchBrowser();
       const { page, errors } = await openConsole(browser, roster.origin);
       await waitForText(status(page), 'Connected');
-      await say(page, 'before the drop');
+      await sayInChat(page, 'before the drop');
       await eventually(
         async () => (await messages(page).first().getAttribute('data-own')) === 'true',
         'own message marked',
@@ -177,7 +173,7 @@ test(
       assert.equal(await roster.server.chat.size(), 1, 'the old connection is gone, the new one is in');
 
       // A new connection has a new id: the page learns it again and marks its messages.
-      await say(page, 'after the reconnect');
+      await sayInChat(page, 'after the reconnect');
       await eventually(async () => (await messages(page).count()) === 2, 'the second message');
       assert.equal(await messages(page).nth(1).getAttribute('data-own'), 'true');
       assert.deepEqual(errors, []);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { artifactPath, DESKTOP, eventually, noChromium, withConsole } from './support.js';
+import { artifactPath, DESKTOP, eventually, noChromium, withConsole } from '../support/index.js';
 
 test(
   "the reference page is Roster's: title, logo and favicon, one document, no Explore bar",

@@ -6,8 +6,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { request, startRoster, type Running } from '../helpers.js';
-import { launchBrowser, noChromium, openConsole, waitForText, WEB_ROOT } from './support.js';
+import {
+  launchBrowser,
+  noChromium,
+  openConsole,
+  request,
+  startRoster,
+  waitForText,
+  WEB_ROOT,
+  type Running,
+} from '../support/index.js';
 import { existsSync } from 'node:fs';
 
 test(

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { request } from '../helpers.js';
 import {
   artifactPath,
   DESKTOP,
@@ -15,14 +14,11 @@ import {
   noChromium,
   openConsole,
   PHONE,
+  request,
+  sayInChat,
   waitForText,
   withConsole,
-} from './support.js';
-
-async function say(page: Page, text: string): Promise<void> {
-  await page.locator('#chat-input').fill(text);
-  await page.locator('#chat-input').press('Enter');
-}
+} from '../support/index.js';
 
 /**
  * Text whose colour contrast with its (composited) background is under WCAG AA: 4.5:1, or 3:1 for
@@ -106,11 +102,11 @@ test(
       const bob = await openConsole(browser, roster.origin, DESKTOP);
       await waitForText(bob.page.locator('#chat-status-text'), 'Connected');
       await waitForText(alice.page.locator('#online-count'), /^2$/);
-      await say(bob.page, 'Morning! Is the new admin set up yet?');
+      await sayInChat(bob.page, 'Morning! Is the new admin set up yet?');
       await waitForText(alice.page.locator('#chat-log li.message').last(), 'Morning!');
-      await say(alice.page, 'Yes — Katherine Johnson is in, role admin.');
+      await sayInChat(alice.page, 'Yes — Katherine Johnson is in, role admin.');
       await waitForText(alice.page.locator('#chat-log li.message.own'), 'Katherine Johnson is in');
-      await say(bob.page, 'Thanks!');
+      await sayInChat(bob.page, 'Thanks!');
       await waitForText(alice.page.locator('#chat-log li.message').last(), 'Thanks');
       await waitForText(alice.page.locator('#page-info'), '8 users');
       const { page } = alice;

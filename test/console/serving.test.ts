@@ -8,9 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../../src/config/index.js';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { consoleCsp, CONSOLE_IMPORT_MAP } from '../../src/http/console.js';
-import { startRoster } from '../helpers.js';
-import { request } from '../helpers.js';
-import { startConsoleRoster, WEB_ROOT, type ConsoleRoster } from './support.js';
+import { request, startConsoleRoster, startRoster, WEB_ROOT, type ConsoleRoster } from '../support/index.js';
 
 describe('console serving', () => {
   let roster: ConsoleRoster;

@@ -6,8 +6,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page, Request } from 'playwright-core';
-import { request } from '../helpers.js';
-import { artifactPath, eventually, noChromium, openConsole, waitForText, withConsole } from './support.js';
+import {
+  artifactPath,
+  eventually,
+  noChromium,
+  openConsole,
+  request,
+  waitForText,
+  withConsole,
+} from '../support/index.js';
 
 const rows = (page: Page) => page.locator('#users-body tr:not(.empty-row)');
 const names = (page: Page) => page.locator('#users-body .cell-name').allTextContents();

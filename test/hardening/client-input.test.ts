@@ -25,10 +25,19 @@ import { MAX_MESSAGE_DEPTH } from '../../src/protocol/chat-codec.js';
 import { MAX_REPLAYS } from '../../src/chat/room.js';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
 import { MemoryHistory } from '../../src/chat/history.js';
-import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../helpers.js';
-import { handshakeRequest, rawHttp } from '../chat/frames.js';
-import { Listening } from '../chat/history-support.js';
-import { chatInThread, type InThreadChat } from '../chat/support.js';
+import {
+  ChatClient,
+  chatInThread,
+  closeOf,
+  handshakeRequest,
+  Listening,
+  rawHttp,
+  request,
+  RosterProcess,
+  startRoster,
+  until,
+  type InThreadChat,
+} from '../support/index.js';
 
 /** roster_chat_handler_errors_total of an in-thread chat door. */
 async function handlerErrors(chat: InThreadChat): Promise<number> {

@@ -1,5 +1,5 @@
 /**
- * Property-based fuzzing of both ports (issue "Hardening"), with fast-check over real sockets.
+ * Property-based fuzzing of both ports, with fast-check over real sockets.
  *
  * Generated: REST requests (methods, paths, query strings, headers, content types and bodies, from
  * valid users through near-valid ones to random JSON, strings and bytes), raw bytes instead of HTTP,
@@ -22,20 +22,26 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ChatClient } from '../helpers.js';
-import { closePayload, encodeFrame, Opcode, parseHead, RawClient, type Frame } from '../chat/frames.js';
-import { within } from '../chat/support.js';
-import { queryUsers } from '../../src/users/query.js';
-import type { User } from '../../src/users/schema.js';
 import {
   assertCommonHeaders,
   assertErrorEnvelope,
+  ChatClient,
+  closePayload,
+  encodeFrame,
+  Opcode,
+  parseHead,
   plainRequest,
+  RawClient,
+  roomSettles,
   startHardened,
   USER_KEYS,
+  within,
+  type Frame,
   type Hardened,
   type UserRecord,
-} from './health-check.js';
+} from '../support/index.js';
+import { queryUsers } from '../../src/users/query.js';
+import type { User } from '../../src/users/schema.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
 assert.ok(
@@ -683,15 +689,6 @@ function encodeSpec(spec: ChatFrameSpec): Buffer {
 /** Close codes the service may send: its own, or an echo of a valid code the client sent. */
 const SERVER_CODES = new Set([1000, 1002, 1003, 1007, 1009]);
 
-async function roomSettles(expected: number): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while ((await roster.running.server.chat.size()) !== expected) {
-    if (Date.now() > deadline)
-      assert.fail(`the room holds ${await roster.running.server.chat.size()} members, expected ${expected}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------
 
 describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
@@ -763,7 +760,7 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
   test('chat: random frames (opcodes, flags, masks, lengths, payloads, cut short): valid close codes only, every connection counted out', async () => {
     // Only the observer: the chat clients of earlier health checks have left.
     const members = 1;
-    await roomSettles(members);
+    await roomSettles(roster.running, members);
     await fc.assert(
       fc.asyncProperty(chatSession, async (session) => {
         const raw = await RawClient.connect(roster.running.wsPort);
@@ -791,7 +788,7 @@ describe(`fuzzing (${RUNS} runs per property; FUZZ_RUNS to change)`, () => {
         } finally {
           raw.destroy();
         }
-        await roomSettles(members);
+        await roomSettles(roster.running, members);
       }),
       params(),
     );

@@ -1,7 +1,6 @@
 /** The REST hardening suite (rest.test.ts: Unicode names, email folding, concurrency) again, with the users in PostgreSQL. */
 import { test } from 'node:test';
-import { usePostgresStore } from '../helpers.js';
-import { DATABASE_URL, NO_DATABASE } from '../support/postgres.js';
+import { DATABASE_URL, NO_DATABASE, usePostgresStore } from '../support/index.js';
 
 if (DATABASE_URL) {
   usePostgresStore();

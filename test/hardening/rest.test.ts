@@ -10,20 +10,22 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { rawHttp, type HttpExchange } from '../chat/frames.js';
-import { within } from '../chat/support.js';
-import { request, type JsonResponse } from '../helpers.js';
 import {
   assertCommonHeaders,
   assertErrorEnvelope,
   assertValidationError,
   plainRequest,
   prototypeSnapshot,
+  rawHttp,
+  request,
   startHardened,
   USER_KEYS,
+  within,
   type Hardened,
+  type HttpExchange,
+  type JsonResponse,
   type UserRecord,
-} from './health-check.js';
+} from '../support/index.js';
 
 let roster: Hardened;
 /** The same service with STRICT_VALIDATION=true. */

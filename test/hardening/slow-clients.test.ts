@@ -1,17 +1,24 @@
 /**
- * Slow clients (issue "Hardening"): slowloris on the REST port and the chat port, a trickled body, the
- * kept-alive idle timeout and the REST connection cap (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS,
- * KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS). Time bounds here are correctness bounds on scheduling
- * properties (a request is not starved; a trickler is cut "within seconds"), generous enough for a
- * loaded two-core machine; they are not performance measurements.
+ * Slow clients (docs/decisions.md, "Request limits"): slowloris on the REST port and the chat port, a
+ * trickled body, the kept-alive idle timeout and the REST connection cap (HEADERS_TIMEOUT_MS,
+ * REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS). Time bounds here are correctness bounds
+ * on scheduling properties (a request is not starved; a trickler is cut "within seconds"), generous
+ * enough for a loaded two-core machine; they are not performance measurements.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { handshakeRequest, parseHead } from '../chat/frames.js';
-import { within } from '../chat/support.js';
-import { assertErrorEnvelope, chatRoundTrip, plainRequest, startHardened, type Hardened } from './health-check.js';
+import {
+  assertErrorEnvelope,
+  chatRoundTrip,
+  handshakeRequest,
+  parseHead,
+  plainRequest,
+  startHardened,
+  within,
+  type Hardened,
+} from '../support/index.js';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;

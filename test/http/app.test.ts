@@ -1,28 +1,14 @@
 /**
- * The REST door on its own: buildApp with a store and no chat door, listening on an ephemeral port.
- * What a route test needs and no more; the rest of the suites start the whole server.
+ * The REST door on its own (support/app.ts): buildApp with a store and no chat door, listening on an
+ * ephemeral port. What a route test needs and no more; the rest of the suites start the whole server.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { pino } from 'pino';
-import { loadConfig } from '../../src/config/index.js';
-import { buildApp } from '../../src/http/app.js';
-import { MemoryUserStore } from '../../src/users/memory-store.js';
-import { userSchemas } from '../../src/users/schema.js';
-import { UserService } from '../../src/users/service.js';
-import { createUserValidator } from '../../src/users/validation.js';
-import { request } from '../helpers.js';
+import { request, restApp } from '../support/index.js';
 
 test('buildApp serves the REST door alone: the users it is given, health, and the envelope for errors', async (t) => {
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CONSOLE: 'false', METRICS: 'false' });
-  const schemas = userSchemas(config.roles, config.strictValidation);
-  const service = new UserService(new MemoryUserStore(), createUserValidator(schemas), {
-    maxPageSize: config.maxPageSize,
-    strict: false,
-  });
-  const app = await buildApp(config, { logger: pino({ level: 'silent' }), users: { service, schemas } });
-  t.after(() => app.close());
+  const app = await restApp(t, { CONSOLE: 'false', METRICS: 'false' });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1`;
 
@@ -35,4 +21,12 @@ test('buildApp serves the REST door alone: the users it is given, health, and th
   const missing = await request(`${api}/nothing`);
   assert.deepEqual([missing.status, missing.body.error.code], [404, 'NOT_FOUND']);
   assert.equal((await request(`${api.replace('/api/v1', '')}/metrics`)).status, 404, 'METRICS=false: no route');
+});
+
+test('restApp answers through inject, without a socket: a route rule such as 405 with Allow', async (t) => {
+  const app = await restApp(t);
+  const reply = await app.inject({ method: 'DELETE', url: '/api/v1/users' });
+  assert.equal(reply.statusCode, 405, reply.body);
+  assert.equal(reply.json().error.code, 'METHOD_NOT_ALLOWED');
+  assert.deepEqual(String(reply.headers.allow).split(', ').sort(), ['GET', 'HEAD', 'POST']);
 });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { captureLog, ChatClient, request, startRoster, type Running } from '../helpers.js';
+import { captureLog, ChatClient, request, startRoster, type Running } from '../support/index.js';
 
 /** The examples of a media type, wherever @fastify/swagger put them (schema `examples`, media `example(s)`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MemoryUserStore } from '../../src/users/memory-store.js';
-import { captureLog, request, startRoster } from '../helpers.js';
+import { captureLog, request, startRoster } from '../support/index.js';
 
 /** A working store whose list breaks once told to, as a database might. */
 class BrokenListStore extends MemoryUserStore {

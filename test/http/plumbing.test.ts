@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Dependency, DependencyState } from '../../src/health.js';
-import { request, startRoster, type Running } from '../helpers.js';
-import { TIMESTAMP } from '../support/formats.js';
+import { request, sendRaw, startRoster, TIMESTAMP, type Running } from '../support/index.js';
 
 let roster: Running;
 before(async () => {
@@ -19,25 +18,6 @@ function assertError(response: { status: number; headers: Headers; body: any }, 
   assert.equal(response.body.status, 'error');
   assert.equal(response.body.error.code, code);
   assert.equal(typeof response.body.error.message, 'string');
-}
-
-/** Sends raw bytes and resolves with everything the server answered before closing (or within the time limit). */
-function raw(port: number, data: string, waitMs = 2000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let received = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve(received);
-    }, waitMs);
-    socket.on('data', (chunk) => (received += chunk.toString()));
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(received);
-    });
-    socket.on('error', reject);
-    socket.write(data);
-  });
 }
 
 const port = () => Number(new URL(roster.origin).port);
@@ -262,7 +242,7 @@ describe('malformed bodies', () => {
   });
 
   test('a declared Content-Length over the limit is refused without sending the body', async () => {
-    const reply = await raw(
+    const reply = await sendRaw(
       port(),
       `POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`,
     );
@@ -310,7 +290,7 @@ describe('unknown routes and methods', () => {
 
   for (const method of ['PROPFIND', 'PURGE', 'SEARCH', 'LINK', 'TRACE', 'QUERY']) {
     test(`${method}, a method the router may not know, on a known path: 405 in the envelope`, async () => {
-      const reply = await raw(port(), `${method} /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const reply = await sendRaw(port(), `${method} /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       assert.match(reply, /^HTTP\/1\.1 405 /);
       assert.match(reply, /\r\nallow: GET, HEAD, POST\r\n/i);
       assert.match(reply, /"code":"METHOD_NOT_ALLOWED"/);
@@ -318,10 +298,10 @@ describe('unknown routes and methods', () => {
   }
 
   test('CONNECT gets an envelope, not a dropped socket', async () => {
-    const reply = await raw(port(), 'CONNECT /api/v1/users HTTP/1.1\r\nHost: x\r\n\r\n');
+    const reply = await sendRaw(port(), 'CONNECT /api/v1/users HTTP/1.1\r\nHost: x\r\n\r\n');
     assert.match(reply, /^HTTP\/1\.1 405 /);
     assert.match(reply, /"code":"METHOD_NOT_ALLOWED"/);
-    const elsewhere = await raw(port(), 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    const elsewhere = await sendRaw(port(), 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
     assert.match(elsewhere, /^HTTP\/1\.1 404 /);
     assert.match(elsewhere, /x-content-type-options: nosniff/i);
   });
@@ -351,13 +331,16 @@ describe('headers', () => {
 
 describe('malformed HTTP', () => {
   test('garbage instead of HTTP: 400 in the envelope', async () => {
-    const reply = await raw(port(), 'THIS IS NOT HTTP\r\n\r\n');
+    const reply = await sendRaw(port(), 'THIS IS NOT HTTP\r\n\r\n');
     assert.match(reply, /^HTTP\/1\.1 400 /);
     assert.match(reply, /"status":"error"/);
   });
 
   test('headers too large: 431 in the envelope, and the service keeps serving', async () => {
-    const reply = await raw(port(), `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`);
+    const reply = await sendRaw(
+      port(),
+      `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`,
+    );
     assert.match(reply, /^HTTP\/1\.1 431 /);
     assert.match(reply, /"code":"HEADERS_TOO_LARGE"/);
     assert.equal((await request(`${roster.api}/health`)).status, 200);
@@ -371,11 +354,11 @@ describe('malformed HTTP', () => {
   });
 
   test('HTTP/1.1 without Host: 400 in the envelope (RFC 9112), HTTP/1.0 without Host is served', async () => {
-    const reply = await raw(port(), 'GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n');
+    const reply = await sendRaw(port(), 'GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n');
     assert.match(reply, /^HTTP\/1\.1 400 /);
     assert.match(reply, /"status":"error"/);
     assert.match(reply, /x-content-type-options: nosniff/i);
-    const old = await raw(port(), 'GET /api/v1/health HTTP/1.0\r\n\r\n');
+    const old = await sendRaw(port(), 'GET /api/v1/health HTTP/1.0\r\n\r\n');
     assert.match(old, /^HTTP\/1\.1 200 /);
   });
 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { Dependency, DependencyState } from '../../src/health.js';
-import { request, startRoster, type Running } from '../helpers.js';
+import { request, startRoster, type Running } from '../support/index.js';
 import type { ServerParts } from '../../src/server.js';
 
 async function roster(t: TestContext, env: Record<string, string> = {}, parts: ServerParts = {}): Promise<Running> {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startRoster, type Running } from '../helpers.js';
+import { startRoster, type Running } from '../support/index.js';
 
 let roster: Running;
 const KEY = 'route-headers-key-0123456789abcdef';

@@ -11,7 +11,7 @@ import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { JsonCache, listReplyJson, replyCache, userJson, userReplyJson } from '../../src/http/routes/user-json.js';
 import { User, UserList } from '../../src/users/schema.js';
-import { request, startRoster, type Running } from '../helpers.js';
+import { request, startRoster, type Running } from '../support/index.js';
 
 const viaSchema = fastJson(successSchema(UserList));
 

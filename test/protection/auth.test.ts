@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
-import { request, startRoster, type Running } from '../helpers.js';
 import {
   API_KEY_ADMIN,
   API_KEY_READER,
@@ -15,13 +14,17 @@ import {
   basic,
   handshake,
   JwksServer,
+  request,
   SECRET,
   signingKey,
+  startRoster,
   tampered,
   token,
   unsignedToken,
+  until,
+  type Running,
   type SigningKey,
-} from './support.js';
+} from '../support/index.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -344,12 +347,12 @@ for (const mechanism of MECHANISMS) {
       });
       assert.equal(second.status, 101, second.text);
       // The others hear who joined; `from` of chats stays the connection id.
-      await within(() => first.messages.some((m) => m.type === 'user_join'));
+      await until('the join notice', () => first.messages.some((m) => m.type === 'user_join'), 3000, 10);
       const join = first.messages.find((m) => m.type === 'user_join')!;
       assert.equal(typeof join.name, 'string');
       assert.notEqual(join.name, mechanism.adminName);
       first.ws!.send(JSON.stringify({ type: 'chat', message: 'hi' }));
-      await within(() => second.messages.some((m) => m.type === 'chat'));
+      await until('the chat message', () => second.messages.some((m) => m.type === 'chat'), 3000, 10);
       const chat = second.messages.find((m) => m.type === 'chat')!;
       assert.match(String(chat.from), /^[0-9a-f-]{36}$/);
       assert.deepEqual(Object.keys(chat).sort(), ['from', 'message', 'timestamp', 'type']);
@@ -375,15 +378,6 @@ for (const mechanism of MECHANISMS) {
       }
     });
   });
-}
-
-/** Polls a condition (messages arrive asynchronously), failing after a bound. */
-async function within(condition: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail('timed out waiting for a message');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('AUTH=oauth2: key rotation', () => {

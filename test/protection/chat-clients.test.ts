@@ -1,14 +1,21 @@
 /**
- * One client cannot fill the chat room (issue 13, finding 6), over real sockets: open connections per
- * client (principal when authenticated, else address) are capped by WS_MAX_CONNECTIONS_PER_CLIENT
- * (32 by default with protection on) with 429 TOO_MANY_CONNECTIONS before the upgrade, and the chat
- * message budget of RATE_LIMIT is per client, shared by its connections, not per socket.
+ * One client cannot fill the chat room (docs/decisions.md, "Protection": *Chat connections per client*,
+ * *Rate limiting before credentials*), over real sockets: open connections per client (principal when
+ * authenticated, else address) are capped by WS_MAX_CONNECTIONS_PER_CLIENT (32 by default with
+ * protection on) with 429 TOO_MANY_CONNECTIONS before the upgrade, and the chat message budget of
+ * RATE_LIMIT is per client, shared by its connections, not per socket.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { WebSocket } from 'ws';
-import { startRoster } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake, type Handshake } from './support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  handshake,
+  startRoster,
+  type Handshake,
+} from '../support/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,7 +1,8 @@
 /**
- * One client cannot hold the ports (issue 28, findings 1, 2 and the shared guess budget), tried as an
- * attacker would, over real sockets on loopback. Linux routes all of 127.0.0.0/8 to the loopback
- * interface, so a socket bound to 127.0.0.2 is a second client address.
+ * One client cannot hold the ports (docs/decisions.md, "Protection": *Connections before any request*,
+ * and the one budget of *Rate limiting before credentials*), tried as an attacker would, over real
+ * sockets on loopback. Linux routes all of 127.0.0.0/8 to the loopback interface, so a socket bound to
+ * 127.0.0.2 is a second client address.
  *
  * - Sockets that never finish their headers: past MAX_CONNECTIONS_PER_ADDRESS (256 by default) an
  *   address's further connections are dropped on accept, on the REST port and on the chat port, and
@@ -14,9 +15,17 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { request, startRoster, type Running } from '../helpers.js';
+import {
+  assertRefused,
+  basic,
+  handshake,
+  request,
+  SECRET,
+  startRoster,
+  token,
+  type Running,
+} from '../support/index.js';
 import { hashPassword } from '../../src/edge/password.js';
-import { assertRefused, basic, handshake, SECRET, token } from './support.js';
 
 const OTHER_ADDRESS = '127.0.0.2';
 

@@ -1,25 +1,30 @@
 /**
- * The credentials themselves (issue 13): token claims of the wrong type refused (finding 7), OAuth2
- * access tokens told from ID tokens by `typ` (RFC 9068), chat sessions closed when their token expires
- * (finding 5), and API keys and Basic users readers unless their entry says otherwise (least privilege).
- * Everything over real sockets.
+ * The credentials themselves (docs/decisions.md, "Protection"): token claims of the wrong type refused
+ * (*Credential checks*, *Claims must be well-formed Unicode*), OAuth2 access tokens told from ID tokens
+ * by `typ` (RFC 9068), chat sessions closed when their token expires (*Credential expiry closes the
+ * chat*), and API keys and Basic users readers unless their entry says otherwise (*Default role
+ * `user`*). Everything over real sockets.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
-import { closeOf, request, startRoster, within, type Running } from '../helpers.js';
 import {
   API_KEY_ADMIN,
   API_KEY_READER,
   assertRefused,
   basic,
+  closeOf,
   handshake,
   JwksServer,
+  request,
   SECRET,
   signingKey,
+  startRoster,
   token,
+  within,
+  type Running,
   type SigningKey,
-} from './support.js';
+} from '../support/index.js';
 
 const now = () => Math.floor(Date.now() / 1000);
 const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });

@@ -1,17 +1,16 @@
 /**
- * Password guessing against AUTH=basic with RATE_LIMIT (issue 13, findings 1 and 2), over real
- * sockets: while an address is over its limit every request gets 429 before any credential is looked
- * at, so the right password is not told from a wrong one; a burst of guesses cannot outrun the limit;
- * a flood of bad credentials costs at most the limit's worth of hashing, and a legitimate login in the
- * middle of it stays within a few times its usual latency; without RATE_LIMIT, hashing in flight is
- * bounded and the excess gets 503 with Retry-After at once.
+ * Password guessing against AUTH=basic with RATE_LIMIT (docs/decisions.md, "Protection": *Rate limiting
+ * before credentials*), over real sockets: while an address is over its limit every request gets 429
+ * before any credential is looked at, so the right password is not told from a wrong one; a burst of
+ * guesses cannot outrun the limit; a flood of bad credentials costs at most the limit's worth of
+ * hashing, and a legitimate login in the middle of it stays within a few times its usual latency;
+ * without RATE_LIMIT, hashing in flight is bounded and the excess gets 503 with Retry-After at once.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HASHING_CONCURRENCY, HASHING_QUEUE } from '../../src/edge/authenticator.js';
 import { hashPassword } from '../../src/edge/password.js';
-import { request, startRoster, type JsonResponse } from '../helpers.js';
-import { assertRefused, basic, handshake } from './support.js';
+import { assertRefused, basic, handshake, request, startRoster, type JsonResponse } from '../support/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Cheap hashes (N = 2^10) where the test is about the order of checks, not the cost of scrypt. */

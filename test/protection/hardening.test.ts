@@ -1,20 +1,34 @@
 /**
- * Hardening of issue 13 (finding 8) and the weak defaults it reviewed, over real sockets: scrypt at
- * N = 2^17 with older hashes still verifying, TLS 1.2 without CBC or SHA-1 suites, plain HTTP on a TLS
- * port answered with a 400, HSTS as configured, the headers SECURITY_HEADERS adds (Permissions-Policy,
- * no-store on authenticated replies, cross-origin isolation), and METRICS_AUTH.
+ * The hardened defaults of protection (docs/decisions.md, "Protection": *Credential checks*, *TLS*;
+ * CHANGELOG.md, "Security"), over real sockets: scrypt at N = 2^17 with older hashes still verifying,
+ * TLS 1.2 without CBC or SHA-1 suites, plain HTTP on a TLS port answered with a 400, HSTS as
+ * configured, the headers SECURITY_HEADERS adds (Permissions-Policy, no-store on authenticated replies,
+ * cross-origin isolation), and METRICS_AUTH.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
-import { connect as netConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { request as httpsRequest } from 'node:https';
 import { hashPassword, parsePasswordHash } from '../../src/edge/password.js';
 import { PERMISSIONS_POLICY } from '../../src/http/protection.js';
-import { request, startRoster, within, type Running } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, basic, makeCertificate } from './support.js';
-import { launchBrowser, noChromium, openConsole, startConsoleRoster, waitForText } from '../console/support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  basic,
+  launchBrowser,
+  makeCertificate,
+  noChromium,
+  openConsole,
+  request,
+  sendRaw,
+  startConsoleRoster,
+  startRoster,
+  waitForText,
+  within,
+  type Running,
+} from '../support/index.js';
 
 describe('scrypt: N = 2^17 for new hashes; older hashes still verify', () => {
   test('hash-password writes N=131072; a BASIC_USERS list mixing it with an N=2^15 hash signs both in', async (t) => {
@@ -52,18 +66,6 @@ function negotiate(
       socket.destroy();
     });
     socket.on('error', (error) => resolve({ error: error.message }));
-  });
-}
-
-/** Bytes written to a port, everything read back until the server closes. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = netConnect(port, '127.0.0.1', () => socket.write(text));
-    let received = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => (received += chunk));
-    socket.on('close', () => resolve(received));
-    socket.on('error', reject);
   });
 }
 
@@ -127,7 +129,8 @@ describe('TLS', { skip: noOpenssl }, () => {
         'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
       ],
     ] as const) {
-      const reply = await within(raw(port, text), 5000, `the reply on port ${port}`);
+      // sendRaw would resolve at 6 s with what came; within fails first unless the server closed by 5 s.
+      const reply = await within(sendRaw(port, text, 6000), 5000, `the reply on port ${port}`);
       assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/, reply);
       const body = JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
       assert.equal(body.status, 'error');

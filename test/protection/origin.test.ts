@@ -1,15 +1,14 @@
 /**
- * Cross-site WebSocket hijacking (issue 13, finding 3): with AUTH on and no CORS_ORIGINS, a browser's
- * chat handshake (one with Origin) must come from Roster's own pages, the REST port (the console) or
- * the chat's own origin; a page on another port or host gets 403 in the envelope, even with valid
- * credentials (which a browser may add by itself: cached Basic credentials). Clients without Origin
- * are unaffected, and so is AUTH=none.
+ * Cross-site WebSocket hijacking (docs/decisions.md, "Protection": *Chat `Origin` under `AUTH`*): with
+ * AUTH on and no CORS_ORIGINS, a browser's chat handshake (one with Origin) must come from Roster's own
+ * pages, the REST port (the console) or the chat's own origin; a page on another port or host gets 403
+ * in the envelope, even with valid credentials (which a browser may add by itself: cached Basic
+ * credentials). Clients without Origin are unaffected, and so is AUTH=none.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { hashPassword } from '../../src/edge/password.js';
-import { freePort, startRoster } from '../helpers.js';
-import { API_KEY_ADMIN, assertRefused, basic, handshake } from './support.js';
+import { API_KEY_ADMIN, assertRefused, basic, freePort, handshake, startRoster } from '../support/index.js';
 
 describe('chat Origin check under AUTH without CORS_ORIGINS', () => {
   test('AUTH=basic: another port or host of the page is refused (403) with valid credentials; the console origin, the chat origin and no Origin connect', async (t) => {

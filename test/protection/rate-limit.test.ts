@@ -5,8 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { closeOf, request, startRoster } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake } from './support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  closeOf,
+  handshake,
+  request,
+  startRoster,
+} from '../support/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -10,8 +10,19 @@ import { describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { WebSocket } from 'ws';
 import { chatSources, consoleCsp } from '../../src/http/console.js';
-import { captureLog, request, startRoster, within } from '../helpers.js';
-import { API_KEY_ADMIN, API_KEY_READER, assertRefused, handshake, SECRET, token, makeCertificate } from './support.js';
+import {
+  API_KEY_ADMIN,
+  API_KEY_READER,
+  assertRefused,
+  captureLog,
+  handshake,
+  makeCertificate,
+  request,
+  SECRET,
+  startRoster,
+  token,
+  within,
+} from '../support/index.js';
 
 function httpsGet(
   url: string,

@@ -10,11 +10,11 @@ import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { within } from './wait.js';
 
-export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 /** How long start-up may take; only matters when something is broken. */
-export const START_MS = 10_000;
-export const EXIT_MS = 5_000;
+const START_MS = 10_000;
+const EXIT_MS = 5_000;
 
 export interface LogLine {
   level?: number;

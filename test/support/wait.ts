@@ -9,6 +9,22 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** Asks `check` every `everyMs` until it returns a value other than undefined or false; fails (naming `what`) after `ms`. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  what: string,
+  ms = 5_000,
+  everyMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
 /** Asks `check` every `everyMs` until it holds; fails (naming `what`) after `ms`. */
 export async function until(
   what: string,
@@ -16,9 +32,12 @@ export async function until(
   ms = 30_000,
   everyMs = 200,
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
+  await eventually(async () => (await check()) || undefined, what, ms, everyMs);
+}
+
+/** A promise and the function that resolves it (e.g. with the next connection of a bare server). */
+export function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((settle) => (resolve = settle));
+  return { promise, resolve };
 }

@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { request, startRoster, type Running } from '../helpers.js';
-import { TIMESTAMP } from '../support/formats.js';
+import { request, startRoster, TIMESTAMP, type Running } from '../support/index.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config/index.js';
-import { request, RosterProcess, startRoster } from '../helpers.js';
+import { request, RosterProcess, startRoster } from '../support/index.js';
 
 const MIB = 2 ** 20;
 

@@ -1,7 +1,6 @@
 /** The REST suite of the list operation (list.test.ts) again, with the users in PostgreSQL. */
 import { test } from 'node:test';
-import { usePostgresStore } from '../helpers.js';
-import { DATABASE_URL, NO_DATABASE } from '../support/postgres.js';
+import { DATABASE_URL, NO_DATABASE, usePostgresStore } from '../support/index.js';
 
 if (DATABASE_URL) {
   usePostgresStore();

@@ -1,7 +1,7 @@
 /** GET /api/v1/users: role filter, search, sort, order and pagination, over real HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { request, startRoster, type Running } from '../helpers.js';
+import { request, startRoster, type Running } from '../support/index.js';
 
 let roster: Running;
 /** Names in creation order: the 3 seeds, then these. */

@@ -7,8 +7,15 @@ import { readMigrations } from '../../src/users/postgres-migrations.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { request, startRoster, type Running } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../support/postgres.js';
+import {
+  DATABASE_URL,
+  freshSchema,
+  NO_DATABASE,
+  request,
+  startRoster,
+  type Running,
+  type TestSchema,
+} from '../support/index.js';
 
 if (!DATABASE_URL) {
   test('two Roster instances on one PostgreSQL', { skip: NO_DATABASE }, () => {});

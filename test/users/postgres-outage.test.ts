@@ -7,9 +7,20 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { request, startRoster, within, type JsonResponse, type Running } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, urlWithSchema, type TestSchema } from '../support/postgres.js';
-import { TcpProxy, targetOf } from '../support/tcp-proxy.js';
+import {
+  DATABASE_URL,
+  freshSchema,
+  NO_DATABASE,
+  request,
+  startRoster,
+  targetOf,
+  TcpProxy,
+  urlWithSchema,
+  within,
+  type JsonResponse,
+  type Running,
+  type TestSchema,
+} from '../support/index.js';
 
 /** connectionTimeoutMillis and query_timeout are 2 s and 6 s; a reply must come well before a client gives up. */
 const REPLY_WITHIN_MS = 8_000;

@@ -9,9 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import pg from 'pg';
-import { request } from '../helpers.js';
-import { DATABASE_URL, NO_DATABASE } from '../support/postgres.js';
-import { twoInstancesOnFreshSchema } from '../support/roster.js';
+import { DATABASE_URL, NO_DATABASE, request, twoInstancesOnFreshSchema } from '../support/index.js';
 
 test(
   'writes of other users never wait for a transaction holding the small tables and one user',

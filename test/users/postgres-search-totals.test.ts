@@ -6,9 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { request } from '../helpers.js';
-import { DATABASE_URL, NO_DATABASE } from '../support/postgres.js';
-import { twoInstancesOnFreshSchema } from '../support/roster.js';
+import { DATABASE_URL, NO_DATABASE, request, twoInstancesOnFreshSchema } from '../support/index.js';
 
 test(
   'search totals follow every change, from either instance and from SQL',

@@ -15,7 +15,7 @@ import { PostgresUserStore } from '../../src/users/postgres-store.js';
 import type { ListParams, ListResult } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
 import type { UserStore } from '../../src/users/store.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../support/postgres.js';
+import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../support/index.js';
 import { userStoreContract } from './store-contract.js';
 
 const silent = pino({ level: 'silent' });

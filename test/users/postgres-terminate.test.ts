@@ -10,9 +10,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import { request, type JsonResponse } from '../helpers.js';
-import { Instance } from '../instances.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, urlWithSchema } from '../support/postgres.js';
+import {
+  DATABASE_URL,
+  freshSchema,
+  Instance,
+  NO_DATABASE,
+  request,
+  urlWithSchema,
+  type JsonResponse,
+} from '../support/index.js';
 
 const TERMINATIONS = 200;
 const CLIENTS = 4;

@@ -7,8 +7,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { request, startRoster, type Running } from '../helpers.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../support/postgres.js';
+import {
+  DATABASE_URL,
+  freshSchema,
+  NO_DATABASE,
+  request,
+  startRoster,
+  type Running,
+  type TestSchema,
+} from '../support/index.js';
 
 const stores: [string, () => Promise<{ roster: Running; schema?: TestSchema }>][] = [
   ['memory', async () => ({ roster: await startRoster() })],

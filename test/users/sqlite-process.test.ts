@@ -16,7 +16,7 @@ import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { SqliteUserStore } from '../../src/users/sqlite-store.js';
-import { freePort, request, startRoster, within } from '../helpers.js';
+import { freePort, request, startRoster, within } from '../support/index.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const ROSTER = fileURLToPath(new URL('../../src/cli/roster.js', import.meta.url));

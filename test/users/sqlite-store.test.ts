@@ -23,7 +23,7 @@ import {
   SqliteUserStore,
 } from '../../src/users/sqlite-store.js';
 import { userStoreContract } from './store-contract.js';
-import { ROSTER } from '../cli/support.js';
+import { ROSTER } from '../support/index.js';
 
 const silent = pino({ level: 'silent' });
 const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));

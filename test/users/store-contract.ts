@@ -11,7 +11,7 @@ import { createClock } from '../../src/clock.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
 import type { NewUser, UserStore } from '../../src/users/store.js';
-import { TIMESTAMP } from '../support/formats.js';
+import { TIMESTAMP } from '../support/index.js';
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(

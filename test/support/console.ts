@@ -1,12 +1,12 @@
 /**
- * Support for the browser console's tests: a Roster serving its console, headless Chromium through
- * playwright-core, and small polling helpers. (A proxy that cuts the chat's connections is the kit's
- * TcpProxy, support/tcp-proxy.ts.)
+ * The browser console's tests: a Roster serving its console, headless Chromium through playwright-core
+ * (loaded only when a browser is launched, so that the other suites do not carry it), and a wait on a
+ * locator's text. (A proxy that cuts the chat's connections is tcp-proxy.ts.)
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { startRoster, type Running } from '../helpers.js';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { startRoster, type Running } from './roster.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -66,6 +66,7 @@ export async function withConsole(
 }
 
 export async function launchBrowser(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -123,19 +124,11 @@ export async function waitForText(locator: Locator, expected: RegExp | string, t
   }
 }
 
-/** Waits until `check` returns a value other than undefined/false, polling. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 5_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+/** Types `text` into the chat panel's message field and sends it (Enter). */
+export async function sayInChat(page: Page, text: string): Promise<void> {
+  const field = page.getByLabel('Message', { exact: true });
+  await field.fill(text);
+  await field.press('Enter');
 }
 
 export function artifactPath(name: string): string {

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Parser } from '@asyncapi/parser';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import { request, startRoster, type Running } from '../helpers.js';
+import { frameProblem, request, startRoster, type Running } from '../support/index.js';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../../', import.meta.url);
@@ -39,11 +39,11 @@ async function lint(doc: object, name: string): Promise<{ spectral: string; redo
   try {
     const file = join(dir, `${name}.json`);
     writeFileSync(file, JSON.stringify(doc));
-    writeFileSync(join(dir, 'redocly.yaml'), readFileSync(new URL('test/openapi/redocly.yaml', ROOT)));
+    writeFileSync(join(dir, 'redocly.yaml'), readFileSync(new URL('test/http/redocly.yaml', ROOT)));
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
     const spectral = await run(
       bin('spectral'),
-      ['lint', '--fail-severity', 'hint', '-r', new URL('test/openapi/spectral.yaml', ROOT).pathname, file],
+      ['lint', '--fail-severity', 'hint', '-r', new URL('test/http/spectral.yaml', ROOT).pathname, file],
       { env, cwd: dir },
     );
     const redocly = await run(
@@ -338,7 +338,6 @@ describe('/metrics follows Prometheus conventions', () => {
 
 describe('chat frames are checked against the AsyncAPI document', () => {
   test('a frame off the document is refused by the shared check', async () => {
-    const { frameProblem } = await import('../helpers.js');
     assert.equal(frameProblem({ type: 'pong', timestamp: '2026-11-22T10:15:30.123456' }), undefined);
     assert.ok(frameProblem({ type: 'pong', timestamp: '2026-11-22T10:15:30.123456', extra: 1 }));
     assert.ok(

@@ -1,6 +1,7 @@
 /**
- * Shared pieces of the chat tests: a per-test Roster with the clients it opened (all torn down in
- * `dispose`), a crowd of connected clients, and a barrier that proves what did NOT arrive without sleeping.
+ * The chat tests' Roster: one per test with the clients it opened (all torn down in `dispose`), a
+ * crowd of connected clients, a barrier that proves what did NOT arrive without sleeping, and the chat
+ * door alone on the test's own thread.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -14,8 +15,9 @@ import type { ChatProtection } from '../../src/chat/handshake.js';
 import { createChatServer } from '../../src/chat/ws-server.js';
 import { loadConfig } from '../../src/config/index.js';
 import { chatMetrics } from '../../src/metrics.js';
-import { ChatClient, startRoster, type Running } from '../helpers.js';
-import { RawClient } from './frames.js';
+import { ChatClient } from './chat-client.js';
+import { RawClient } from './raw-client.js';
+import { startRoster, type Running } from './roster.js';
 
 /** One Roster plus everything a test connected to it. */
 export class Scope {
@@ -127,8 +129,6 @@ export function pings(ws: WebSocket, count: number, timeoutMs = 3000): Promise<v
     ws.on('ping', onPing);
   });
 }
-
-export { within } from '../helpers.js';
 
 /**
  * The chat door on the test's own thread, for tests that reach inside the room (a member that

@@ -2,13 +2,11 @@
  * A chat client that asked for history (`?history=`, `?since=`): every message it took in, in order,
  * and a way to lose its connection after a given number of chat messages, as a dropped client would
  * (whatever arrives after that is never read). Every frame is checked against the AsyncAPI document's
- * schemas (helpers.ts): one that is not makes `until` reject.
+ * schemas (schemas.ts): one that is not makes `until` reject.
  */
 import { WebSocket } from 'ws';
-import { frameProblem } from '../helpers.js';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Message = any;
+import type { Message } from './chat-client.js';
+import { frameProblem } from './schemas.js';
 
 export class Listening {
   readonly ws: WebSocket;

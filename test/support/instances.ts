@@ -1,15 +1,12 @@
 /**
- * Real Roster processes (support/roster-process.ts) for the multi-instance tests: ephemeral ports, an
+ * Real Roster processes (roster-process.ts) for the multi-instance tests: ephemeral ports, an
  * info log, a short shutdown, and the chat clients a test opened on each, all terminated when the test
  * ends.
  */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { ChatClient } from './helpers.js';
-import { RosterProcess, type Exit } from './support/roster-process.js';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Message = any;
+import { ChatClient, type Message } from './chat-client.js';
+import { RosterProcess, type Exit } from './roster-process.js';
 
 /** One Roster process on ephemeral ports, and the chat clients of the test on it. */
 export class Instance {

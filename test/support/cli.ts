@@ -1,7 +1,7 @@
 /**
- * Shared pieces of the `roster` command tests: the command as a child process with its output recorded
- * and awaitable, a recorder for in-process streams, a bare WebSocket server that shows what a client
- * did on the wire, and bounded waits. Every child is killed when its test ends, whatever the outcome.
+ * The `roster` command as a child process, with its output recorded and awaitable; a recorder for
+ * in-process streams; a bare WebSocket server that shows what a client did on the wire. Every child is
+ * killed when its test ends, whatever the outcome.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -10,17 +10,15 @@ import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { Exit } from './roster-process.js';
+import { within } from './wait.js';
 
 export const ROSTER = fileURLToPath(new URL('../../src/cli/roster.js', import.meta.url));
 
 /** Generous bounds: each one only matters when something is broken. */
 export const EVENT_MS = 5_000;
-export const EXIT_MS = 8_000;
+const EXIT_MS = 8_000;
 export const TEST_MS = 30_000;
-
-import { freePort, within } from '../helpers.js';
-
-export { freePort, within };
 
 /** Text written to a stream, with a wait for what it will contain. */
 export class Transcript {
@@ -69,11 +67,6 @@ export class Transcript {
   poke(): void {
     this.append('');
   }
-}
-
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -178,11 +171,4 @@ export async function bareServer(t: TestContext, onConnection: (peer: Peer) => v
     await new Promise<void>((resolve) => wss.close(() => resolve()));
   });
   return `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-}
-
-/** A promise and the function that resolves it (e.g. with the next connection of a bare server). */
-export function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((settle) => (resolve = settle));
-  return { promise, resolve };
 }

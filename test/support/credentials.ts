@@ -1,19 +1,15 @@
 /**
- * Shared pieces of the protection tests: tokens and keys (jose), a JWKS server that can rotate its
- * keys, chat handshakes whose refusal is read in full, and the checks of a 401/403/429 reply.
+ * Credentials for the tests under AUTH: API keys, Basic credentials, tokens (jose) good and forged, a
+ * JWKS server that can rotate its keys, and a certificate for TLS.
  */
-import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
-import { WebSocket, type ClientOptions } from 'ws';
-import { assertErrorEnvelope } from '../hardening/health-check.js';
-import { within, type JsonResponse } from '../helpers.js';
 
 export const SECRET = 'test-secret-of-at-least-32-bytes-0123456789';
 export const API_KEY_ADMIN = 'admin-key-0123456789abcdef';
@@ -116,65 +112,6 @@ export class JwksServer {
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
-}
-
-export interface Handshake {
-  /** 101 when accepted. */
-  status: number;
-  headers: IncomingMessage['headers'];
-  text: string;
-  /** The open connection when accepted (the caller closes it), with the messages received so far. */
-  ws?: WebSocket;
-  messages: Record<string, unknown>[];
-}
-
-/** Opens a chat connection and reports the outcome: accepted (with the welcome), or refused with status, headers and body. */
-export async function handshake(url: string, options: ClientOptions = {}): Promise<Handshake> {
-  const ws = new WebSocket(url, options);
-  const messages: Record<string, unknown>[] = [];
-  ws.on('message', (data) => messages.push(JSON.parse(String(data)) as Record<string, unknown>));
-  ws.on('error', () => {});
-  const outcome = await within(
-    Promise.race([
-      once(ws, 'unexpected-response').then(([, response]) => response as IncomingMessage),
-      once(ws, 'open').then(() => undefined),
-    ]),
-    5000,
-    'the handshake outcome',
-  );
-  if (outcome === undefined) {
-    await within(
-      new Promise<void>((resolve) => {
-        const check = () => (messages.some((m) => m.type === 'system') ? resolve() : setTimeout(check, 5));
-        check();
-      }),
-      5000,
-      'the welcome',
-    );
-    return { status: 101, headers: {}, text: '', ws, messages };
-  }
-  let text = '';
-  outcome.setEncoding('utf8');
-  for await (const chunk of outcome) text += chunk as string;
-  ws.terminate();
-  return { status: outcome.statusCode ?? 0, headers: outcome.headers, text, messages };
-}
-
-/** A refusal in the envelope with the status and code, and (for 401) a challenge naming `scheme`. */
-export function assertRefused(
-  response: JsonResponse | Handshake,
-  status: number,
-  code: string,
-  scheme?: RegExp,
-  what = 'the reply',
-): void {
-  const headers =
-    response.headers instanceof Headers
-      ? Object.fromEntries(response.headers)
-      : (response.headers as Record<string, string>);
-  assertErrorEnvelope({ status: response.status, headers, text: response.text }, { status, code }, what);
-  if (scheme) assert.match(headers['www-authenticate'] ?? '', scheme, `${what}: WWW-Authenticate`);
-  if (status === 403) assert.equal(headers['www-authenticate'], undefined, `${what}: no challenge on 403`);
 }
 
 /** A self-signed certificate for 127.0.0.1, or undefined when openssl is not installed. */
