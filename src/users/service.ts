@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { emailExists, storeFull, userNotFound } from '../errors.js';
 import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
+import { DEFAULT_ROLE } from './roles.js';
 import { SEED_USERS } from './seed.js';
 import type { NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
-const DEFAULT_ROLE = 'user';
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 
@@ -55,11 +55,6 @@ export class UserService {
       limit,
     });
     return { users, pagination: { total, page, limit, pages: Math.ceil(total / limit) } };
-  }
-
-  /** Whether the users it returns may have their JSON kept per object (UserStore.stableObjects). */
-  get stableObjects(): boolean {
-    return this.store.stableObjects !== false;
   }
 
   async get(id: string): Promise<User> {

@@ -33,12 +33,6 @@ export type Changes = Partial<UserFields>;
 export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
 
 export interface UserStore {
-  /**
-   * False when every read makes new objects (PostgreSQL): keeping their JSON per object (the reply
-   * routes do, src/http/routes/user-json.ts) would only fill memory. Otherwise an unchanged user is the
-   * same object from read to read, and its JSON is kept.
-   */
-  readonly stableObjects?: boolean;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**

@@ -1,5 +1,5 @@
 /** The in-memory store against the shared store contract. */
-import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { userStoreContract } from './store-contract.js';
 
 userStoreContract('MemoryUserStore', async () => new MemoryUserStore());

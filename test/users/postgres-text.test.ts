@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { compareCodePoints } from '../../src/users/query.js';
-import { containsAligned, fromStored, likePattern, toStored } from '../../src/users/postgres-text.js';
+import { containsAligned, fromStored, likePattern, toStored } from '../../src/users/stores/sql/stored-text.js';
 
 /** Any UTF-16 code units, lone surrogates included, biased towards the characters the escapes involve. */
 const unit = fc.oneof(

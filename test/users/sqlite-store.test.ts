@@ -12,16 +12,13 @@ import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { pino } from 'pino';
-import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
-import { fromBlob, toBlob } from '../../src/users/sqlite-text.js';
-import {
-  DatabaseInUse,
-  migrateSqliteFile,
-  readSqliteMigrations,
-  SqliteUserStore,
-} from '../../src/users/sqlite-store.js';
+import { fromBlob, toBlob } from '../../src/users/stores/sqlite/blob-text.js';
+import { DatabaseInUse } from '../../src/users/stores/sqlite/connection.js';
+import { migrateSqliteFile, readSqliteMigrations } from '../../src/users/stores/sqlite/migrations.js';
+import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 import { userStoreContract } from './store-contract.js';
 import { ROSTER } from '../cli/support.js';
 
