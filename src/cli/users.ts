@@ -6,7 +6,14 @@
  */
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createRosterClient, type CallOptions, type RosterClient, type UserInput } from '../../web/src/client/index.js';
+import {
+  createRosterClient,
+  type CallOptions,
+  type components,
+  type RosterClient,
+  type User,
+  type UserInput,
+} from '../../web/src/client/index.js';
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]
@@ -47,7 +54,26 @@ interface Parsed {
   api: Api;
 }
 
-const FIELDS = ['id', 'name', 'email', 'role', 'created_at', 'updated_at'] as const;
+/** A user's fields, in the document's order: the compiler holds this to the generated `User`. */
+const FIELDS = Object.keys({
+  id: 0,
+  name: 0,
+  email: 0,
+  role: 0,
+  created_at: 0,
+  updated_at: 0,
+} satisfies Record<keyof User, 0>) as (keyof User)[];
+
+type Input = components['schemas']['UserInput'];
+/**
+ * The fields import sends, and whether the API needs them (a required one is sent even empty, for the
+ * API to name; an optional one only when given): held to the generated `UserInput` by the compiler.
+ */
+const WRITTEN = {
+  name: 'required',
+  email: 'required',
+  role: 'optional',
+} satisfies { [K in keyof Input]-?: undefined extends Input[K] ? 'optional' : 'required' };
 
 function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help: true } | { error: string } {
   let parsed;
@@ -279,8 +305,10 @@ async function importUsers(
       refused++;
       continue;
     }
-    const body: UserRecord = { name: record.name, email: record.email };
-    if (record.role !== undefined && record.role !== '') body.role = record.role;
+    const body: UserRecord = {};
+    for (const [field, need] of Object.entries(WRITTEN)) {
+      if (need === 'required' || (record[field] !== undefined && record[field] !== '')) body[field] = record[field];
+    }
     // Sent as read: the API's validation, not this command's, says what a record may hold.
     const { status, error } = await call(api, (init) => api.client.createUser(body as UserInput, init));
     if (status === 201) imported++;
