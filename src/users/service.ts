@@ -1,6 +1,7 @@
 /**
- * The contract's rules for users, in one place: the order of checks, the role default, ids and
- * timestamps, email uniqueness. Routes translate HTTP to these calls; stores only store.
+ * The contract's rules for users, in one place: the order of checks, the role default, ids, email
+ * uniqueness, MAX_USERS, the seed. Routes translate HTTP to these calls; stores store, and stamp
+ * `created_at` and `updated_at` as they write (store.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { emailExists, storeFull, userNotFound } from '../errors.js';

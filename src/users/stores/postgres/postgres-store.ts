@@ -1,7 +1,8 @@
 /**
  * Users in PostgreSQL (migrations/001_users.sql), for several Roster instances sharing one database.
  * Every answer equals the memory store's (query.ts defines them); strings are stored through
- * postgres-text.ts so that SQL sorts and searches them as JavaScript does.
+ * sql/stored-text.ts and written as rows.ts lays them out, so that SQL sorts and searches them as
+ * JavaScript does.
  *
  * Timestamps come from the database clock, not from the instance: strictly increasing within an
  * instance (roster_stamp, migrations/006); across instances they need not be, and a sequence (`seq`)

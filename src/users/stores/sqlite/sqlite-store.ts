@@ -1,15 +1,15 @@
 /**
  * Users in SQLite (migrations/sqlite/), one file owned by one Roster process: durable users without a
- * database server. Every answer equals the memory store's (query.ts defines them): strings are stored
- * as sqlite-text.ts encodes them, so that SQLite sorts them by code point, and searched in lower-cased
- * columns computed by JavaScript (postgres-text.ts escapes), so that search folds case as the memory
- * store does.
+ * database server. Every answer equals the memory store's (query.ts defines them): rows are written
+ * and read by rows.ts, strings as blob-text.ts encodes them, so that SQLite sorts them by code point,
+ * and searched in lower-cased columns computed by JavaScript (escaped as sql/stored-text.ts does, for
+ * both SQL stores), so that search folds case as the memory store does.
  *
  * better-sqlite3 is synchronous: each operation runs to its end before any other request is looked at,
  * so every operation is atomic within the process, and the file is locked against other Roster
  * processes (`SqliteLock`), so nothing else writes it. That is also why the store can keep the count of
- * users per role in memory (read once at open) and stamp timestamps from its own clock, which starts
- * past every stamp in the file.
+ * users per role in memory (read once at open) and stamp timestamps itself: from the injected clock
+ * (clock.ts), as the memory store does, never earlier than a stamp already in the file.
  *
  * Durability: WAL mode. A write is acknowledged only after its transaction committed, i.e. its frames
  * were written to the WAL file: a crash of the process (kill -9) cannot lose it, as the operating
@@ -151,7 +151,7 @@ export class SqliteUserStore implements UserStore {
       if (params.search !== undefined) {
         const needle = toStored(params.search.toLowerCase());
         // instr() finds the needle at whole characters; only a needle whose first character may be the
-        // inside of an escape (postgres-text.ts) needs the alignment confirmed.
+        // inside of an escape (sql/stored-text.ts) needs the alignment confirmed.
         const test =
           likePattern(needle) === undefined
             ? (column: string) => `roster_contains_aligned(${column}, ?)`
