@@ -102,8 +102,9 @@ export function connect(config: SqliteFile): Database.Database {
   try {
     if (!memory) db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${config.synchronous}`);
+    // An optional field's search copy is NULL where the user has none: nothing is found in it.
     db.function('roster_contains_aligned', { deterministic: true }, (haystack, needle) =>
-      containsAligned(String(haystack), String(needle)) ? 1 : 0,
+      haystack !== null && containsAligned(String(haystack), String(needle)) ? 1 : 0,
     );
     return db;
   } catch (error) {
