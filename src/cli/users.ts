@@ -16,16 +16,37 @@ import {
 } from '../../web/src/client/index.js';
 import { csvCell, records, type Format, type UserRecord } from './user-records.js';
 
+/** A user's fields, in the document's order: the compiler holds this to the generated `User`. */
+const FIELDS = Object.keys({
+  id: 0,
+  name: 0,
+  email: 0,
+  role: 0,
+  created_at: 0,
+  updated_at: 0,
+} satisfies Record<keyof User, 0>) as (keyof User)[];
+
+type Input = components['schemas']['UserInput'];
+/**
+ * The fields import sends, and whether the API needs them (a required one is sent even empty, for the
+ * API to name; an optional one only when given): held to the generated `UserInput` by the compiler.
+ */
+const WRITTEN = {
+  name: 'required',
+  email: 'required',
+  role: 'optional',
+} satisfies { [K in keyof Input]-?: undefined extends Input[K] ? 'optional' : 'required' };
+
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]
 
 export  writes every user (oldest first) to stdout: a JSON array (the default) or CSV with a header
-        row id,name,email,role,created_at,updated_at. A CSV cell that begins with = + - @, a tab or
+        row ${FIELDS.join(',')}. A CSV cell that begins with = + - @, a tab or
         a CR (after any apostrophes) gets an apostrophe in front, so spreadsheets do not run it as
         a formula; import takes that apostrophe off again.
 import  creates a user for each record of FILE ('-' for stdin): a JSON array of objects, JSON lines,
         or CSV with a header row (the format is told from --format, else the file name, else its
-        first character). name, email and role are sent; ids and timestamps are the server's own.
+        first character). ${Object.keys(WRITTEN).join(', ')} are sent; ids and timestamps are the server's own.
         Each refused record is reported on stderr with the API's reason; the rest go on.
 
 Options:
@@ -52,27 +73,6 @@ interface Parsed {
   format?: Format;
   api: Api;
 }
-
-/** A user's fields, in the document's order: the compiler holds this to the generated `User`. */
-const FIELDS = Object.keys({
-  id: 0,
-  name: 0,
-  email: 0,
-  role: 0,
-  created_at: 0,
-  updated_at: 0,
-} satisfies Record<keyof User, 0>) as (keyof User)[];
-
-type Input = components['schemas']['UserInput'];
-/**
- * The fields import sends, and whether the API needs them (a required one is sent even empty, for the
- * API to name; an optional one only when given): held to the generated `UserInput` by the compiler.
- */
-const WRITTEN = {
-  name: 'required',
-  email: 'required',
-  role: 'optional',
-} satisfies { [K in keyof Input]-?: undefined extends Input[K] ? 'optional' : 'required' };
 
 function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help: true } | { error: string } {
   let parsed;

@@ -9,7 +9,7 @@ import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
 import { DEFAULT_ROLE } from './roles.js';
 import { SEED_USERS } from './seed.js';
-import type { NewUser, UserStore } from './store.js';
+import type { Changes, NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
 export const DEFAULT_PAGE = 1;
@@ -68,12 +68,8 @@ export class UserService {
   async create(body: unknown): Promise<User> {
     const fields = this.validator.write(body);
     await this.#admit();
-    const user: NewUser = {
-      id: randomUUID(),
-      name: fields.name,
-      email: fields.email,
-      role: fields.role ?? DEFAULT_ROLE,
-    };
+    // The validator copied the writable fields alone (fields.ts); the store keeps the table's order.
+    const user: NewUser = { ...fields, id: randomUUID(), role: fields.role ?? DEFAULT_ROLE };
     const stored = await this.store.insert(user);
     if (stored === 'email_taken') throw emailExists();
     if (this.#stored !== undefined) this.#stored++;
@@ -83,10 +79,10 @@ export class UserService {
   /** Full update: existence (404) before validation (422); role resets to the default when omitted. */
   async replace(id: string, body: unknown): Promise<User> {
     const fields = await this.#validFor(id, () => this.validator.write(body));
-    return this.#apply(id, { name: fields.name, email: fields.email, role: fields.role ?? DEFAULT_ROLE });
+    return this.#apply(id, { ...fields, role: fields.role ?? DEFAULT_ROLE });
   }
 
-  /** Partial update: existence first; only name, email and role present in the body change. */
+  /** Partial update: existence first; only the writable fields present in the body change. */
   async update(id: string, body: unknown): Promise<User> {
     return this.#apply(id, await this.#validFor(id, () => this.validator.patch(body)));
   }
@@ -136,7 +132,7 @@ export class UserService {
     if (this.#stored >= capacity) throw storeFull(capacity);
   }
 
-  async #apply(id: string, fields: Partial<Pick<User, 'name' | 'email' | 'role'>>): Promise<User> {
+  async #apply(id: string, fields: Changes): Promise<User> {
     const result = await this.store.update(id, fields, { uniqueEmail: this.options.strict });
     if (result === 'not_found') throw userNotFound(id); // deleted between the check and the write
     if (result === 'email_taken') throw emailExists();
