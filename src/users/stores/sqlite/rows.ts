@@ -8,7 +8,7 @@ import { formatMicros } from '../../../clock.js';
 import { FIELDS, SEARCHABLE_FIELDS, type FieldSpec } from '../../fields.js';
 import type { User } from '../../schema.js';
 import { emailKey, type Changes, type NewUser } from '../../store.js';
-import { EMAIL_KEY, ROW_COLUMNS, UPDATED_COLUMNS, searchColumn } from '../sql/columns.js';
+import { EMAIL_KEY, ROW_COLUMNS, UPDATED_COLUMNS } from '../sql/columns.js';
 import { toStored } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
 
@@ -71,5 +71,3 @@ export function fromRow(row: Row): User {
   }
   return user as User;
 }
-
-export { searchColumn };

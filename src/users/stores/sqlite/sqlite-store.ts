@@ -30,17 +30,8 @@ import type { User } from '../../schema.js';
 import { ownFields } from '../../fields.js';
 import { userBytes } from '../../heap-size.js';
 import { fromBlob, toBlob } from './blob-text.js';
-import {
-  fromRow,
-  INSERT_USER,
-  microsOf,
-  searchColumn,
-  toRow,
-  toUpdate,
-  UPDATE_USER,
-  USER_COLUMNS,
-  type Row,
-} from './rows.js';
+import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, UPDATE_USER, USER_COLUMNS, type Row } from './rows.js';
+import { searchColumn } from '../sql/columns.js';
 import { emailKey, type Changes, type NewUser, type UserStore } from '../../store.js';
 import { connect, isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
 import { migrateSqlite, readSqliteMigrations } from './migrations.js';
