@@ -11,7 +11,7 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { pino } from 'pino';
-import { PostgresUserStore } from '../src/users/postgres-store.js';
+import { PostgresUserStore } from '../src/users/stores/postgres/postgres-store.js';
 import type { ListParams } from '../src/users/query.js';
 import { freshSchema } from '../test/support/postgres.js';
 import { fillUsers } from './postgres.js';

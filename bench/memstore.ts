@@ -7,7 +7,7 @@
  * Prints one JSON line. Run alone on a quiet core for figures worth comparing; the times are of this
  * process only (process.cpuUsage), so other load on the machine inflates them less than wall time.
  */
-import { MemoryUserStore } from '../src/users/memory-store.js';
+import { MemoryUserStore } from '../src/users/stores/memory/memory-store.js';
 import type { ListParams } from '../src/users/query.js';
 import { percentile, sortedSamples } from './stats.js';
 import { benchUser, idPool, SEARCH_TERM } from './users.js';

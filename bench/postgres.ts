@@ -4,9 +4,8 @@
  * users in bulk and dropped afterwards.
  */
 import pg from 'pg';
-import { migrate } from '../src/users/postgres-migrations.js';
-import { toStored } from '../src/users/postgres-text.js';
-import { emailKey } from '../src/users/store.js';
+import { migrate } from '../src/users/stores/postgres/migrations.js';
+import { INSERT_COLUMNS, toRow } from '../src/users/stores/postgres/rows.js';
 import { benchUser } from './users.js';
 
 /** Users per INSERT: each column goes as one array parameter, so a batch is one short statement. */
@@ -14,8 +13,8 @@ const BATCH = 5_000;
 
 /**
  * Applies Roster's migrations to the schema of `url` and, when its users table is empty, stores the
- * first `count` benchmark users in it, with the columns the migration defines written as the store
- * writes them; then has the planner's statistics taken. A table
+ * first `count` benchmark users in it, rows written by the store's own encoding
+ * (src/users/stores/postgres/rows.ts); then has the planner's statistics taken. A table
  * that holds users already (a server restarted by the benchmark) is left as it is.
  */
 export async function fillUsers(url: string, count: number): Promise<void> {
@@ -25,27 +24,20 @@ export async function fillUsers(url: string, count: number): Promise<void> {
     const { rows } = await pool.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM users) AS any');
     if (rows[0]?.any) return;
     for (let start = 0; start < count; start += BATCH) {
-      const columns: string[][] = Array.from({ length: 8 }, () => []);
+      const columns: (string | null)[][] = INSERT_COLUMNS.map(() => []);
+      const stamps: string[] = [];
       for (let index = start; index < Math.min(start + BATCH, count); index++) {
         const user = benchUser(index);
-        const values = [
-          user.id,
-          user.name,
-          user.email,
-          user.role,
-          user.created_at,
-          user.name.toLowerCase(),
-          user.email.toLowerCase(),
-          emailKey(user.email),
-        ];
-        values.forEach((value, column) => columns[column]!.push(toStored(value)));
+        toRow(user).forEach((value, column) => columns[column]!.push(value));
+        stamps.push(user.created_at);
       }
+      const names = INSERT_COLUMNS.join(', ');
       await pool.query(
-        `INSERT INTO users (id, name, email, role, created_at, updated_at, name_lower, email_lower, email_key, claims_email)
-         SELECT id, name, email, role, created_at, created_at, name_lower, email_lower, email_key, true
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamp[], $6::text[], $7::text[], $8::text[])
-           AS u(id, name, email, role, created_at, name_lower, email_lower, email_key)`,
-        columns,
+        `INSERT INTO users (${names}, created_at, updated_at, claims_email)
+         SELECT ${names}, created_at, created_at, true
+         FROM unnest(${INSERT_COLUMNS.map((_, at) => `$${at + 1}::text[]`).join(', ')}, $${INSERT_COLUMNS.length + 1}::timestamp[])
+           AS u(${names}, created_at)`,
+        [...columns, stamps],
       );
     }
     await pool.query('ANALYZE users');

@@ -28,9 +28,6 @@ function readConfig(): Config {
 
 const config = readConfig();
 const logger = await createLogger(config);
-// With SQLite, a file size limit reached (ulimit -f) must refuse the write (503), as a full disk does;
-// the signal's default action would end the process instead.
-if (config.sqlite) process.on('SIGXFSZ', () => {});
 const roster = await createServer(config, logger).catch((error: unknown) => failStart(error, logger));
 const started = roster.start();
 

@@ -13,10 +13,10 @@ import type { RedisBusOptions } from './chat/redis/bus.js';
 import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';
-import { MemoryUserStore } from './users/memory-store.js';
 import { userSchemas } from './users/schema.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
+import { openStore, storeBackend } from './users/stores/registry.js';
 import { Metrics } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
 import { RateLimiter } from './edge/rate-limiter.js';
@@ -33,7 +33,7 @@ export interface RosterServer {
 }
 
 export interface ServerParts {
-  /** The user store; PostgreSQL or SQLite when DATABASE_URL is set, else the in-memory store of the contract, unless another is given. */
+  /** The user store, instead of the one DATABASE_URL names (users/stores/registry.ts). */
   store?: UserStore;
   /** Engines the health check reports on, beyond those the configuration brings. */
   dependencies?: readonly Dependency[];
@@ -44,39 +44,20 @@ export interface ServerParts {
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
   // Every engine client's error events end here: logged, counted, never thrown (engine-faults.ts).
   const faults = new EngineFaults(logger);
-  // PostgreSQL: migrated before use; seeded under a lock, so instances starting together seed once.
-  // The engines' drivers (pg, ioredis) are loaded only when configured: the default process does not
-  // carry them in memory.
-  const database =
-    parts.store || !config.database
-      ? undefined
-      : await (
-          await import('./users/postgres-store.js')
-        ).PostgresUserStore.open(config.database, logger, faults).catch((error: unknown) => {
-          throw databaseFailure(error); // one line naming DATABASE_URL (startup.ts)
-        });
-  // SQLite: one file, locked against other Roster processes (DatabaseInUse), migrated before use.
-  const sqlite =
-    parts.store || !config.sqlite
-      ? undefined
-      : await (
-          await import('./users/sqlite-store.js')
-        ).SqliteUserStore.open(config.sqlite, logger).catch((error: unknown) => {
-          throw databaseFailure(error);
-        });
-  const store: UserStore = parts.store ?? database ?? sqlite ?? new MemoryUserStore();
+  // The store DATABASE_URL names (users/stores/registry.ts), migrated before use; a database store
+  // seeds under a lock, so instances starting together seed once. Engines' drivers (pg,
+  // better-sqlite3, ioredis) are loaded only when configured: the default process does not carry them.
+  const opened = parts.store
+    ? undefined
+    : await openStore(config.storage, { logger, faults }).catch((error: unknown) => {
+        throw databaseFailure(error); // one line naming DATABASE_URL (startup.ts)
+      });
+  const store: UserStore = parts.store ?? opened!.store;
+  const note = opened?.note ?? storeBackend(config.storage).note(config.storage);
   try {
-    return await assemble(
-      config,
-      logger,
-      parts,
-      store,
-      [...(database ? [database.health] : []), ...(sqlite ? [sqlite.health] : [])],
-      faults,
-    );
+    return await assemble(config, logger, parts, store, opened?.health ? [opened.health] : [], faults, note);
   } catch (error) {
-    await database?.close().catch(() => undefined);
-    await sqlite?.close().catch(() => undefined);
+    await opened?.store.close().catch(() => undefined);
     throw error;
   }
 }
@@ -89,6 +70,8 @@ async function assemble(
   /** The health of the store's engine (PostgreSQL or SQLite), when it has one. */
   storeHealth: readonly Dependency[],
   faults: EngineFaults,
+  /** Where users are kept, said once at start. */
+  storageNote: string,
 ): Promise<RosterServer> {
   const schemas = userSchemas(config.roles, config.strictValidation);
   const service = new UserService(store, createUserValidator(schemas), {
@@ -154,15 +137,7 @@ async function assemble(
       const port = (rest.server.address() as AddressInfo).port;
       chat.setRestPort(port);
       logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');
-      logger.info(
-        config.database
-          ? 'Users are kept in PostgreSQL (DATABASE_URL)'
-          : config.sqlite
-            ? config.sqlite.path === ':memory:'
-              ? 'Users are kept in an in-memory SQLite database and are lost when Roster stops (DATABASE_URL)'
-              : `Users are kept in the SQLite file ${config.sqlite.path} (DATABASE_URL)`
-            : 'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL or SQLite',
-      );
+      logger.info(storageNote);
       return { port, wsPort: chatAddress.port };
     },
     async stop() {

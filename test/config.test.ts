@@ -38,8 +38,7 @@ const DEFAULTS: Config = {
   hsts: { maxAge: 31_536_000, includeSubDomains: false },
   corsOrigins: undefined,
   securityHeaders: false,
-  database: undefined,
-  sqlite: undefined,
+  storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'NORMAL' },
   redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
@@ -265,24 +264,34 @@ describe('loadConfig valid overrides', () => {
     [
       'DATABASE_URL',
       'postgres://127.0.0.1/test',
-      { database: { url: 'postgres://127.0.0.1/test', poolSize: 10 }, maxUsers: 0 },
+      { storage: { url: 'postgres://127.0.0.1/test', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
     ],
     [
       'DATABASE_URL',
       'postgresql://roster:secret@db:5432/roster',
-      { database: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10 }, maxUsers: 0 },
+      {
+        storage: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10, sqliteSynchronous: 'NORMAL' },
+        maxUsers: 0,
+      },
     ],
-    ['DATABASE_URL', 'sqlite:./roster.db', { sqlite: { path: './roster.db', synchronous: 'NORMAL' }, maxUsers: 0 }],
+    [
+      'DATABASE_URL',
+      'sqlite:./roster.db',
+      { storage: { url: 'sqlite:./roster.db', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
+    ],
     [
       'DATABASE_URL',
       'sqlite:///var/lib/roster/users.db',
-      { sqlite: { path: '/var/lib/roster/users.db', synchronous: 'NORMAL' }, maxUsers: 0 },
+      { storage: { url: 'sqlite:///var/lib/roster/users.db', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
     ],
-    ['DATABASE_URL', 'sqlite::memory:', { sqlite: { path: ':memory:', synchronous: 'NORMAL' }, maxUsers: 0 }],
-    // The durability setting alone changes nothing: there is no SQLite file.
-    ['SQLITE_SYNCHRONOUS', 'full', {}],
-    // The pool size alone changes nothing: there is no database to pool.
-    ['DATABASE_POOL_SIZE', '4', {}],
+    [
+      'DATABASE_URL',
+      'sqlite::memory:',
+      { storage: { url: 'sqlite::memory:', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
+    ],
+    // Each backend's setting is read whichever backend DATABASE_URL names (here the memory store).
+    ['SQLITE_SYNCHRONOUS', 'full', { storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'FULL' } }],
+    ['DATABASE_POOL_SIZE', '4', { storage: { url: undefined, poolSize: 4, sqliteSynchronous: 'NORMAL' } }],
     ['LOG_FORMAT', 'pretty', { logFormat: 'pretty' }],
     ['LOG_FORMAT', 'JSON', {}],
     // The history then lives in Redis: none of the heap is set aside for it.
@@ -298,7 +307,7 @@ describe('loadConfig valid overrides', () => {
   test('DATABASE_URL=sqlite: with SQLITE_SYNCHRONOUS=FULL', () => {
     assert.deepEqual(
       loadConfig({ DATABASE_URL: 'sqlite:data/roster.db', SQLITE_SYNCHRONOUS: 'FULL' }),
-      expected({ sqlite: { path: 'data/roster.db', synchronous: 'FULL' }, maxUsers: 0 }),
+      expected({ storage: { url: 'sqlite:data/roster.db', poolSize: 10, sqliteSynchronous: 'FULL' }, maxUsers: 0 }),
     );
   });
 
@@ -359,8 +368,7 @@ describe('loadConfig valid overrides', () => {
       hsts: DEFAULTS.hsts,
       corsOrigins: undefined,
       securityHeaders: false,
-      database: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3 },
-      sqlite: undefined,
+      storage: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3, sqliteSynchronous: 'NORMAL' },
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: {

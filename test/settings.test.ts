@@ -269,8 +269,6 @@ test("Config's comments name the variables index.ts reads, and restate no defaul
   const fields = [...index.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*(\w+)\??:/g)];
   assert.ok(fields.length > 30);
   for (const [, comment, field] of fields) {
-    // database and sqlite give way to one storage field, which the rule then covers.
-    if (field === 'database' || field === 'sqlite') continue;
     assert.doesNotMatch(comment!, /\bdefault\b/i, `Config.${field}: the default belongs to settings.ts`);
   }
   // AuthConfig, which Config holds, lives beside its builder in policy.ts.

@@ -5,7 +5,7 @@
  * parameterised statement, named so that every pooled connection prepares it once: what an
  * experienced PostgreSQL developer would write for these requests on this schema. Replies carry
  * Roster's JSON shapes; like the Map baseline (http-baseline.ts) it validates only what the shapes
- * need. The stored-text escapes of postgres-text.ts are not applied: the bench's users hold none.
+ * need. The stored-text escapes of src/users/stores/sql/stored-text.ts are not applied: the bench's users hold none.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';

@@ -4,7 +4,7 @@
  * users stored there first (bench/postgres.ts); or on SQLite (DATABASE_URL=sqlite:…, bench/sqlite.ts).
  * Reports its ports and its memory to the parent.
  */
-import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { answerParent, measureFill, memoryNow, type Fill } from '../ipc.js';
 import { fillUsers } from '../postgres.js';
 import { fillSqlite } from '../sqlite.js';

@@ -1,13 +1,9 @@
 /**
- * `roster backup <file>`: an online copy of the SQLite database of DATABASE_URL, taken with SQLite's
- * backup API while the service keeps serving (WAL: a reader never blocks the service's writes). The
- * copy is a consistent snapshot: pages changed by the service during the copy make SQLite start over.
- * It is written beside the target and renamed into place, so the target is either the whole copy or
- * not there at all.
+ * `roster backup <file>`: an online copy of the store of DATABASE_URL, where its backend can take one
+ * (SQLite: users/stores/sqlite/backup.ts), while the service keeps serving.
  */
-import { existsSync, renameSync, rmSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/index.js';
-import { createPrivateFile } from '../users/private-file.js';
+import { storeBackend } from '../users/stores/registry.js';
 
 export const BACKUP_USAGE = `Usage: roster backup <file>
 
@@ -32,53 +28,20 @@ export async function backupCommand(
   }
   if (args.length !== 1 || args[0] === '') return usageError(io, 'takes one argument: the file to write the backup to');
   const target = args[0]!;
-  let sqlite;
+  let storage;
   try {
-    sqlite = loadConfig(env).sqlite;
+    storage = loadConfig(env).storage;
   } catch (error) {
     if (error instanceof ConfigError) return usageError(io, `invalid configuration: ${error.message}`);
     throw error;
   }
-  if (!sqlite || sqlite.path === ':memory:')
-    return usageError(io, 'needs DATABASE_URL=sqlite:<file> naming the database file to back up');
-  if (existsSync(target)) {
-    io.errors.write(`roster backup: ${target} exists already; name a new file\n`);
-    return 1;
-  }
-  if (!existsSync(sqlite.path)) {
-    io.errors.write(`roster backup: there is no database at ${sqlite.path}\n`);
-    return 1;
-  }
-  // Loaded here, not at the top: every `roster` command imports this file.
-  const { default: Database } = await import('better-sqlite3');
-  const partial = `${target}.partial-${process.pid}`;
-  let source;
+  const backup = storeBackend(storage).backupOf?.(storage);
+  if (!backup) return usageError(io, 'needs DATABASE_URL=sqlite:<file> naming the database file to back up');
   try {
-    // Not the service's lock: a reader beside it. Read-write so that it can join the WAL.
-    source = new Database(sqlite.path, { fileMustExist: true, timeout: 5_000 });
-    // Personal data: the copy is its owner's only, as the database is (users/private-file.ts).
-    createPrivateFile(partial);
-    // After the first step, the rest in one step: the snapshot is then taken in one read transaction.
-    const { totalPages } = await source.backup(partial, {
-      progress: ({ remainingPages }) => Math.max(remainingPages, 100),
-    });
-    source.close();
-    source = undefined;
-    const copy = new Database(partial, { fileMustExist: true });
-    let users: number;
-    try {
-      const check = copy.pragma('quick_check', { simple: true });
-      if (check !== 'ok') throw new Error(`the copy failed its integrity check: ${String(check)}`);
-      users = copy.prepare('SELECT count(*) FROM users').pluck().get() as number;
-    } finally {
-      copy.close();
-    }
-    renameSync(partial, target);
-    io.output.write(`backed up ${users} users (${totalPages} pages) from ${sqlite.path} to ${target}\n`);
+    const { users, pages, source } = await backup(target);
+    io.output.write(`backed up ${users} users (${pages} pages) from ${source} to ${target}\n`);
     return 0;
   } catch (error) {
-    source?.close();
-    rmSync(partial, { force: true });
     io.errors.write(`roster backup: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }

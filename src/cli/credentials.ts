@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { hashPassword } from '../edge/password.js';
 import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
 import { JWT_SECRET, rawValue } from '../config/settings.js';
+import { DEFAULT_ROLE } from '../users/roles.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 
@@ -98,7 +99,7 @@ export async function tokenCommand(
   ) {
     return usageError(io, 'token', `--expires-in must be a time such as 30s, 15m, 1h or 7d (got "${expiresIn}")`);
   }
-  const claims: Record<string, string> = { role: values.role ?? 'user' };
+  const claims: Record<string, string> = { role: values.role ?? DEFAULT_ROLE };
   if (values.name) claims.name = values.name;
   const token = await new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -1,9 +1,10 @@
 /**
- * `roster migrate`: applies the pending migrations to the PostgreSQL of DATABASE_URL and exits, so a
- * deployment can change the schema before starting new instances (which would apply them too).
+ * `roster migrate`: applies the pending migrations to the database of DATABASE_URL (PostgreSQL or
+ * SQLite, whichever store backend it names) and exits, so a deployment can change the schema before
+ * starting new instances (which would apply them too).
  */
-import { EngineFaults } from '../engine-faults.js';
-import { ConfigError, loadConfig, type SqliteConfig } from '../config/index.js';
+import { ConfigError, loadConfig } from '../config/index.js';
+import { storeBackend } from '../users/stores/registry.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 
@@ -29,43 +30,18 @@ export async function migrateCommand(
   }
   if (args.length > 0)
     return usageError(io, `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
-  let database;
-  let sqlite;
+  let storage;
   try {
-    ({ database, sqlite } = loadConfig(env));
+    storage = loadConfig(env).storage;
   } catch (error) {
     if (error instanceof ConfigError) return usageError(io, `invalid configuration: ${error.message}`);
     throw error;
   }
-  if (sqlite) return migrateSqlite(sqlite, io);
-  if (!database)
+  const backend = storeBackend(storage);
+  if (!backend.migrate)
     return usageError(io, 'needs DATABASE_URL (a postgres:// or sqlite: URL) to know which database to migrate');
-
-  // Loaded here, not at the top: every `roster` command imports this file, and only this one needs pg.
-  const [{ createPool }, { migrate, readMigrations }] = await Promise.all([
-    import('../users/postgres-connection.js'),
-    import('../users/postgres-migrations.js'),
-  ]);
-  const pool = createPool(database, new EngineFaults());
   try {
-    const migrations = await readMigrations();
-    const applied = await migrate(pool, migrations);
-    for (const version of applied) io.output.write(`applied ${version}\n`);
-    io.output.write(`the schema is up to date (${migrations.at(-1)?.version ?? 'no migrations'})\n`);
-    return 0;
-  } catch (error) {
-    io.errors.write(`roster migrate: ${describe(error)}\n`);
-    return 1;
-  } finally {
-    await pool.end().catch(() => undefined);
-  }
-}
-
-async function migrateSqlite(sqlite: SqliteConfig, io: Io): Promise<number> {
-  // Loaded here, not at the top, as pg is for PostgreSQL.
-  const { migrateSqliteFile } = await import('../users/sqlite-store.js');
-  try {
-    const { applied, latest } = await migrateSqliteFile(sqlite);
+    const { applied, latest } = await backend.migrate(storage);
     for (const version of applied) io.output.write(`applied ${version}\n`);
     io.output.write(`the schema is up to date (${latest ?? 'no migrations'})\n`);
     return 0;

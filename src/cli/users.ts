@@ -7,18 +7,47 @@
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { clientApiUrl, read, ROSTER_API_KEY, ROSTER_BASIC, ROSTER_TOKEN } from '../config/client-settings.js';
-import { createRosterClient, type CallOptions, type RosterClient, type UserInput } from '../protocol/client/index.js';
+import {
+  createRosterClient,
+  type CallOptions,
+  type components,
+  type RosterClient,
+  type User,
+  type UserInput,
+} from '../protocol/client/index.js';
+import { csvCell, records, type Format, type UserRecord } from './user-records.js';
+
+/** A user's fields, in the document's order: the compiler holds this to the generated `User`. */
+const FIELDS = Object.keys({
+  id: 0,
+  name: 0,
+  email: 0,
+  role: 0,
+  created_at: 0,
+  updated_at: 0,
+} satisfies Record<keyof User, 0>) as (keyof User)[];
+
+type Input = components['schemas']['UserInput'];
+/**
+ * The fields import sends, and whether the API needs them (a required one is sent even empty, for the
+ * API to name; an optional one only when given): held to the generated `UserInput` by the compiler.
+ */
+const WRITTEN = {
+  name: 'required',
+  email: 'required',
+  role: 'optional',
+} satisfies { [K in keyof Input]-?: undefined extends Input[K] ? 'optional' : 'required' };
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]
 
 export  writes every user (oldest first) to stdout: a JSON array (the default) or CSV with a header
-        row id,name,email,role,created_at,updated_at. A CSV cell that begins with = + - @, a tab or
+        row ${FIELDS.join(',')}. A CSV cell that begins with = + - @, a tab or
         a CR (after any apostrophes) gets an apostrophe in front, so spreadsheets do not run it as
         a formula; import takes that apostrophe off again.
 import  creates a user for each record of FILE ('-' for stdin): a JSON array of objects, JSON lines,
         or CSV with a header row (the format is told from --format, else the file name, else its
-        first character). name, email and role are sent; ids and timestamps are the server's own.
+        first character). ${Object.keys(WRITTEN).join(', ')} are sent; ids and timestamps are the server's own.
         Each refused record is reported on stderr with the API's reason; the rest go on.
 
 Options:
@@ -31,8 +60,6 @@ Prefer the environment variables to the options for secrets: a command line is v
 
 Exit status: 0 when everything was exported or imported; 1 when a record was refused or the API
 failed; 2 for a usage error.`;
-
-type Format = 'json' | 'csv';
 
 interface Api {
   /** The --url given, for messages. */
@@ -47,8 +74,6 @@ interface Parsed {
   format?: Format;
   api: Api;
 }
-
-const FIELDS = ['id', 'name', 'email', 'role', 'created_at', 'updated_at'] as const;
 
 function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help: true } | { error: string } {
   let parsed;
@@ -147,8 +172,6 @@ class Progress {
   }
 }
 
-type UserRecord = Record<string, unknown>;
-
 /** What a call of the typed client resolves to (openapi-fetch). */
 interface Reply<T> {
   data?: T;
@@ -246,24 +269,6 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   return 0;
 }
 
-/**
- * A cell a spreadsheet would run as a formula (OWASP's CSV injection: it begins with = + - @, a tab or
- * a CR), behind any apostrophes: written with one more apostrophe in front, so that a spreadsheet shows
- * it as text. Import takes exactly that apostrophe off again (csvRecords), so a round trip is exact.
- */
-const FORMULA_LIKE = /^'*[=+\-@\t\r]/;
-
-function csvCell(value: unknown): string {
-  const raw = value === undefined || value === null ? '' : String(value);
-  const text = FORMULA_LIKE.test(raw) ? `'${raw}` : raw;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-/** The cell as written before csvCell neutralised it: one apostrophe off a formula-like cell. */
-function csvValue(cell: string): string {
-  return cell.startsWith("'") && FORMULA_LIKE.test(cell) ? cell.slice(1) : cell;
-}
-
 async function importUsers(
   api: Api,
   input: NodeJS.ReadableStream,
@@ -282,8 +287,10 @@ async function importUsers(
       refused++;
       continue;
     }
-    const body: UserRecord = { name: record.name, email: record.email };
-    if (record.role !== undefined && record.role !== '') body.role = record.role;
+    const body: UserRecord = {};
+    for (const [field, need] of Object.entries(WRITTEN)) {
+      if (need === 'required' || (record[field] !== undefined && record[field] !== '')) body[field] = record[field];
+    }
     // Sent as read: the API's validation, not this command's, says what a record may hold.
     const { status, error } = await call(api, (init) => api.client.createUser(body as UserInput, init));
     if (status === 201) imported++;
@@ -297,111 +304,4 @@ async function importUsers(
   progress.done();
   process.stderr.write(`roster users import: ${imported} imported, ${refused} refused (of ${number} records)\n`);
   return refused === 0 ? 0 : 1;
-}
-
-/** The records of a JSON array, JSON lines or CSV stream, one at a time; a malformed one is an Error in its place. */
-async function* records(
-  input: NodeJS.ReadableStream,
-  format: Format | undefined,
-): AsyncGenerator<UserRecord | (Error & { email?: undefined })> {
-  input.setEncoding('utf8');
-  const chunks = input[Symbol.asyncIterator]() as AsyncIterator<string>;
-  let first = await chunks.next();
-  while (!first.done && first.value.trim() === '') first = await chunks.next();
-  if (first.done) return;
-  const all = (async function* () {
-    yield first.value;
-    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
-  })();
-  const kind = format ?? (/^\s*[[{]/.test(first.value) ? 'json' : 'csv');
-  yield* kind === 'json' ? jsonRecords(all) : csvRecords(all);
-}
-
-/** Top-level objects of a JSON array or of JSON lines, cut out as they stream past. */
-async function* jsonRecords(chunks: AsyncIterable<string>): AsyncGenerator<UserRecord | Error> {
-  let buffer = '';
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let start = -1;
-  for await (const chunk of chunks) {
-    let i = buffer.length;
-    buffer += chunk;
-    for (; i < buffer.length; i++) {
-      const c = buffer[i];
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (c === '\\') escaped = true;
-        else if (c === '"') inString = false;
-        continue;
-      }
-      if (c === '"') inString = true;
-      else if (c === '{' || c === '[') {
-        if (depth === 0 && c === '{') start = i;
-        if (depth > 0 || c === '{') depth++;
-      } else if ((c === '}' || c === ']') && depth > 0) {
-        depth--;
-        if (depth === 0) {
-          const text = buffer.slice(start, i + 1);
-          try {
-            yield JSON.parse(text) as UserRecord;
-          } catch (error) {
-            yield new Error(`not valid JSON: ${(error as Error).message}`);
-          }
-          buffer = buffer.slice(i + 1);
-          i = -1;
-        }
-      }
-    }
-    if (depth === 0) buffer = ''; // separators, brackets and white space between records
-  }
-  if (depth > 0) yield new Error('the input ends inside a record');
-}
-
-/** CSV records (RFC 4180: quoted cells may hold commas, quotes and line breaks) as objects keyed by the header row. */
-async function* csvRecords(chunks: AsyncIterable<string>): AsyncGenerator<UserRecord> {
-  let header: string[] | undefined;
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  let afterQuote = false;
-  const finish = (): UserRecord | undefined => {
-    row.push(cell);
-    cell = '';
-    const cells = row;
-    row = [];
-    if (cells.length === 1 && cells[0] === '') return undefined; // a blank line
-    if (!header) {
-      header = cells.map((name) => name.trim().toLowerCase());
-      return undefined;
-    }
-    return Object.fromEntries(header.map((name, index) => [name, csvValue(cells[index] ?? '')]));
-  };
-  for await (const chunk of chunks) {
-    for (const c of chunk) {
-      if (quoted) {
-        if (c === '"') {
-          quoted = false;
-          afterQuote = true;
-        } else cell += c;
-      } else if (c === '"') {
-        if (afterQuote) cell += '"'; // "" inside quotes
-        quoted = true;
-        afterQuote = false;
-      } else {
-        afterQuote = false;
-        if (c === ',') {
-          row.push(cell);
-          cell = '';
-        } else if (c === '\n') {
-          const record = finish();
-          if (record) yield record;
-        } else if (c !== '\r') cell += c;
-      }
-    }
-  }
-  if (cell !== '' || row.length > 0) {
-    const record = finish();
-    if (record) yield record;
-  }
 }

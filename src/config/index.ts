@@ -21,7 +21,6 @@ import {
   type AuthConfig,
 } from './policy.js';
 import { loadTls } from './files.js';
-import { SQLITE_PREFIX, sqlitePath } from './readers.js';
 import { rawValue, read, type AuthScheme, type Env, type LogLevel, type Setting } from './settings.js';
 import * as S from './settings.js';
 
@@ -127,25 +126,19 @@ export interface Config {
   /** Security headers (@fastify/helmet) on every REST reply, `SECURITY_HEADERS`. */
   securityHeaders: boolean;
   /**
-   * PostgreSQL holds the users instead of memory. `DATABASE_URL` (a postgres:// or postgresql:// URL),
-   * default unset; `DATABASE_POOL_SIZE`, default 10 connections per instance.
+   * Where users are kept: the store backend that `url` names (users/stores/registry.ts), or the memory
+   * store when it is undefined. `DATABASE_URL`, `DATABASE_POOL_SIZE` (PostgreSQL's connections per
+   * instance), `SQLITE_SYNCHRONOUS` (SQLite's durability: see the README, "Keeping users on disk").
    */
-  database: { url: string; poolSize: number } | undefined;
-  /**
-   * SQLite holds the users instead of memory, in one file of this process. `DATABASE_URL=sqlite:<path>`
-   * (`sqlite::memory:` for a database that lives as long as the process); `SQLITE_SYNCHRONOUS`, `NORMAL`
-   * (default) or `FULL`: see the README, "Keeping users on disk".
-   */
-  sqlite: SqliteConfig | undefined;
+  storage: StorageConfig;
   /** Redis carries the chat between instances, `REDIS_URL` (redis:// or rediss://); undefined: one process, one room. */
   redis: { url: string } | undefined;
 }
 
-export interface SqliteConfig {
-  /** The database file, relative to the working directory, or `:memory:`. */
-  path: string;
-  /** SQLite's `synchronous` in WAL mode: NORMAL survives a crash of the process, FULL also a power cut. */
-  synchronous: 'NORMAL' | 'FULL';
+export interface StorageConfig {
+  url: string | undefined;
+  poolSize: number;
+  sqliteSynchronous: 'NORMAL' | 'FULL';
 }
 
 export interface RateLimit {
@@ -201,7 +194,6 @@ export function loadConfig(env: Env): Config {
   const auth = authOf(get, isSet);
   const corsOrigins = get(S.CORS_ORIGINS);
   const database = get(S.DATABASE_URL);
-  const sqlite = database?.toLowerCase().startsWith(SQLITE_PREFIX) ?? false;
   const tlsCert = get(S.TLS_CERT);
   const tlsKey = get(S.TLS_KEY);
   const redisUrl = get(S.REDIS_URL);
@@ -242,14 +234,8 @@ export function loadConfig(env: Env): Config {
     hsts: { maxAge: get(S.HSTS_MAX_AGE), includeSubDomains: get(S.HSTS_INCLUDE_SUBDOMAINS) },
     corsOrigins: (checkCorsOrigins(corsOrigins, auth.scheme), corsOrigins),
     securityHeaders: get(S.SECURITY_HEADERS),
-    // The pool size is read (and checked) even without DATABASE_URL, as it always was.
-    database: ((poolSize) => (database === undefined || sqlite ? undefined : { url: database, poolSize }))(
-      get(S.DATABASE_POOL_SIZE),
-    ),
-    // The durability setting is read (and checked) even without a SQLite DATABASE_URL, like the pool size.
-    sqlite: ((synchronous) => (sqlite ? { path: sqlitePath(database!), synchronous } : undefined))(
-      get(S.SQLITE_SYNCHRONOUS),
-    ),
+    // Each backend's settings are read (and checked) whichever backend DATABASE_URL names.
+    storage: { url: database, poolSize: get(S.DATABASE_POOL_SIZE), sqliteSynchronous: get(S.SQLITE_SYNCHRONOUS) },
     redis: redisUrl === undefined ? undefined : { url: redisUrl },
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),

@@ -13,6 +13,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { AuthConfig, AuthScheme } from '../config/index.js';
 import { RosterError } from '../errors.js';
+import { DEFAULT_ROLE } from '../users/roles.js';
 import { BoundedWork } from './bounded-work.js';
 import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';
 
@@ -294,7 +295,7 @@ function tokenAuthenticator(
         if (![payload.sub, payload.name, payload.iss].every((claim) => typeof claim !== 'string' || wellFormed(claim)))
           throw invalid('The token has a claim that is not well-formed Unicode');
         const name = typeof payload.name === 'string' ? payload.name : payload.sub;
-        const role = typeof payload.role === 'string' ? payload.role : 'user';
+        const role = typeof payload.role === 'string' ? payload.role : DEFAULT_ROLE;
         const expiresAt = payload.exp! * 1000;
         // The issuer (when the token names one) and the subject: unique together, by OIDC's definition.
         const id = JSON.stringify([typeof payload.iss === 'string' ? payload.iss : '', payload.sub]);

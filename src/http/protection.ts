@@ -28,6 +28,7 @@ import { RosterError } from '../errors.js';
 import { CONSOLE_PREFIX } from './console.js';
 import { clientKey } from '../edge/client-identity.js';
 import { API_PREFIX } from './prefix.js';
+import { ADMIN_ROLE } from '../users/roles.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -178,7 +179,7 @@ export function registerGate(app: FastifyInstance, config: Config, authenticator
     if (access === 'public') return done();
     const decide = () => {
       if (request.authFailure) return done(request.authFailure as Error);
-      if (access === 'admin' && request.principal?.role !== 'admin') return done(forbidden());
+      if (access === 'admin' && request.principal?.role !== ADMIN_ROLE) return done(forbidden());
       done();
     };
     if (authenticated) decide();
@@ -236,7 +237,7 @@ export function requireAdmin(authenticator: Authenticator) {
     } catch (error) {
       return done(error as Error);
     }
-    const decide = (principal: Principal) => done(principal.role === 'admin' ? undefined : forbidden());
+    const decide = (principal: Principal) => done(principal.role === ADMIN_ROLE ? undefined : forbidden());
     if (result instanceof Promise) result.then(decide, (error: unknown) => done(error as Error));
     else decide(result);
   };

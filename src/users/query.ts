@@ -3,14 +3,15 @@
  * role, filter by search, sort, then slice. Stores may answer faster (indexes, SQL), but their results
  * must equal these.
  */
+import { SEARCHABLE_FIELDS, SORTABLE_FIELDS, type SortableField } from './fields.js';
 import type { User } from './schema.js';
 
 /**
- * The fields a user has, each sortable in its own order. Any other `sort` ties every user (all sort as
+ * The sortable fields (fields.ts), each in its own order. Any other `sort` ties every user (all sort as
  * the empty string, contract), so the list is in creation order. Every store orders by these alone.
  */
-export const SORTED_FIELDS = ['id', 'name', 'email', 'role', 'created_at', 'updated_at'] as const;
-export type SortedField = (typeof SORTED_FIELDS)[number];
+export const SORTED_FIELDS = SORTABLE_FIELDS;
+export type SortedField = SortableField;
 
 /** The field `sort` names, or undefined when it names none of a user's fields. */
 export function sortedField(sort: string): SortedField | undefined {
@@ -74,7 +75,7 @@ function fixup(unit: number): number {
 }
 
 function matchesSearch(user: User, needle: string): boolean {
-  return user.name.toLowerCase().includes(needle) || user.email.toLowerCase().includes(needle);
+  return SEARCHABLE_FIELDS.some((field) => (user[field] ?? '').toLowerCase().includes(needle));
 }
 
 /** Applies the whole list query to users given in creation order. */

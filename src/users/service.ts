@@ -1,16 +1,17 @@
 /**
- * The contract's rules for users, in one place: the order of checks, the role default, ids and
- * timestamps, email uniqueness. Routes translate HTTP to these calls; stores only store.
+ * The contract's rules for users, in one place: the order of checks, the role default, ids, email
+ * uniqueness, MAX_USERS, the seed. Routes translate HTTP to these calls; stores store, and stamp
+ * `created_at` and `updated_at` as they write (store.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { emailExists, storeFull, userNotFound } from '../errors.js';
 import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
+import { DEFAULT_ROLE } from './roles.js';
 import { SEED_USERS } from './seed.js';
-import type { NewUser, UserStore } from './store.js';
+import type { Changes, NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
-const DEFAULT_ROLE = 'user';
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 
@@ -57,11 +58,6 @@ export class UserService {
     return { users, pagination: { total, page, limit, pages: Math.ceil(total / limit) } };
   }
 
-  /** Whether the users it returns may have their JSON kept per object (UserStore.stableObjects). */
-  get stableObjects(): boolean {
-    return this.store.stableObjects !== false;
-  }
-
   async get(id: string): Promise<User> {
     const user = await this.store.get(id);
     if (!user) throw userNotFound(id);
@@ -72,12 +68,8 @@ export class UserService {
   async create(body: unknown): Promise<User> {
     const fields = this.validator.write(body);
     await this.#admit();
-    const user: NewUser = {
-      id: randomUUID(),
-      name: fields.name,
-      email: fields.email,
-      role: fields.role ?? DEFAULT_ROLE,
-    };
+    // The validator copied the writable fields alone (fields.ts); the store keeps the table's order.
+    const user: NewUser = { ...fields, id: randomUUID(), role: fields.role ?? DEFAULT_ROLE };
     const stored = await this.store.insert(user);
     if (stored === 'email_taken') throw emailExists();
     if (this.#stored !== undefined) this.#stored++;
@@ -87,10 +79,10 @@ export class UserService {
   /** Full update: existence (404) before validation (422); role resets to the default when omitted. */
   async replace(id: string, body: unknown): Promise<User> {
     const fields = await this.#validFor(id, () => this.validator.write(body));
-    return this.#apply(id, { name: fields.name, email: fields.email, role: fields.role ?? DEFAULT_ROLE });
+    return this.#apply(id, { ...fields, role: fields.role ?? DEFAULT_ROLE });
   }
 
-  /** Partial update: existence first; only name, email and role present in the body change. */
+  /** Partial update: existence first; only the writable fields present in the body change. */
   async update(id: string, body: unknown): Promise<User> {
     return this.#apply(id, await this.#validFor(id, () => this.validator.patch(body)));
   }
@@ -140,7 +132,7 @@ export class UserService {
     if (this.#stored >= capacity) throw storeFull(capacity);
   }
 
-  async #apply(id: string, fields: Partial<Pick<User, 'name' | 'email' | 'role'>>): Promise<User> {
+  async #apply(id: string, fields: Changes): Promise<User> {
     const result = await this.store.update(id, fields, { uniqueEmail: this.options.strict });
     if (result === 'not_found') throw userNotFound(id); // deleted between the check and the write
     if (result === 'email_taken') throw emailExists();

@@ -1,7 +1,8 @@
 /**
- * Where users are kept. Stores only store and query; every rule of the contract (check order, defaults,
- * timestamps) lives in `UserService`. Methods are async from the start so a database-backed store can
- * take the place of the memory store without touching the service or the routes.
+ * Where users are kept. Stores store, query and stamp each write's `created_at` and `updated_at`
+ * (strictly increasing, so creation order is time order); every other rule of the contract (check
+ * order, defaults, ids, uniqueness modes) lives in `UserService`. The backends are in stores/, opened
+ * through stores/registry.ts.
  */
 import type { ListParams, ListResult } from './query.js';
 import type { User, UserFields } from './schema.js';
@@ -33,18 +34,12 @@ export type Changes = Partial<UserFields>;
 export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
 
 export interface UserStore {
-  /**
-   * False when every read makes new objects (PostgreSQL): keeping their JSON per object (the reply
-   * routes do, src/http/routes/user-json.ts) would only fill memory. Otherwise an unchanged user is the
-   * same object from read to read, and its JSON is kept.
-   */
-  readonly stableObjects?: boolean;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**
    * Stores a new user unless another user holds the same email key. Atomic. Resolves with the user as
-   * stored, time-stamped by the store: the memory store by its clock, PostgreSQL by the database's,
-   * so that timestamps are ordered across instances (docs/decisions.md).
+   * stored, time-stamped by the store: the memory and SQLite stores by the injected clock (clock.ts),
+   * PostgreSQL by the database's, so that timestamps are ordered across instances (docs/decisions.md).
    */
   insert(user: NewUser): Promise<User | 'email_taken'>;
   /**

@@ -9,14 +9,18 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RosterError, validationFailed } from '../errors.js';
-import { FIELD_RULES, type UserFields, type UserSchemas } from './schema.js';
+import { WRITABLE_FIELDS, type RequiredField } from './fields.js';
+import { FIELD_RULES, ruleOf, type UserFields, type UserSchemas } from './schema.js';
 
-const WRITABLE = ['name', 'email', 'role'] as const;
+const WRITABLE = WRITABLE_FIELDS;
+
+/** The fields create and replace need. */
+type RequiredFields = Pick<UserFields, RequiredField>;
 
 export interface UserValidator {
-  /** Create and full update: name and email required, role optional. */
-  write(body: unknown): Omit<UserFields, 'role'> & { role?: string };
-  /** Partial update: any of name, email, role; other keys are ignored. */
+  /** Create and full update: the required fields (fields.ts) present, the others optional. */
+  write(body: unknown): RequiredFields & Partial<UserFields>;
+  /** Partial update: any writable field; other keys are ignored. */
   patch(body: unknown): Partial<UserFields>;
 }
 
@@ -25,8 +29,7 @@ export function createUserValidator(schemas: UserSchemas): UserValidator {
   const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false });
   const write = ajv.compile(schemas.write);
   const patch = ajv.compile(schemas.patch);
-  const rule = (field: string): string =>
-    field === 'role' ? FIELD_RULES.role(schemas.roles) : FIELD_RULES[field as 'name' | 'email'];
+  const rule = (field: string): string => ruleOf(field, schemas.roles);
 
   return {
     write: (body) => check(write, body, rule) as ReturnType<UserValidator['write']>,

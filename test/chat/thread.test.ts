@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
-import { SqliteUserStore } from '../../src/users/sqlite-store.js';
+import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../support/index.js';
 
 /** Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. */

@@ -23,7 +23,7 @@ import fc from 'fast-check';
 import { WebSocket } from 'ws';
 import { MAX_MESSAGE_DEPTH } from '../../src/protocol/chat-codec.js';
 import { MAX_REPLAYS } from '../../src/chat/room.js';
-import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { MemoryHistory } from '../../src/chat/history.js';
 import {
   ChatClient,

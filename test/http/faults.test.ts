@@ -1,7 +1,7 @@
 /** An unexpected fault: 500 INTERNAL_ERROR in the envelope, no internal detail in the body, all of it in the log. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { captureLog, request, startRoster } from '../support/index.js';
 
 /** A working store whose list breaks once told to, as a database might. */

@@ -85,6 +85,32 @@ describe('list reply JSON', () => {
   });
 });
 
+describe('which users the reply cache keeps', () => {
+  const fresh = (name: string): User => ({
+    id: name,
+    name,
+    email: `${name}@example.com`,
+    role: 'user',
+    created_at: 't',
+    updated_at: 't',
+  });
+
+  test('the JSON of a frozen user (it cannot change) is kept; of any other, made anew each time', () => {
+    const before = replyCache.bytes;
+    const mutable = fresh('mutable-user');
+    assert.equal(
+      userJson(mutable),
+      oneViaSchema({ status: 'success', message: '', data: mutable }).match(/"data":(.*)}$/)![1],
+    );
+    assert.equal(replyCache.bytes, before, 'the JSON of a user that may still change was kept');
+    mutable.name = 'Changed';
+    assert.match(userJson(mutable), /"name":"Changed"/);
+    const frozen = Object.freeze(fresh('frozen-user'));
+    assert.match(userJson(frozen), /"name":"frozen-user"/);
+    assert.ok(replyCache.bytes > before, 'the JSON of a frozen user was not kept');
+  });
+});
+
 describe('list replies over HTTP after changes', () => {
   let roster: Running;
   before(async () => {

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/index.js';
 import { buildApp } from '../../src/http/app.js';
-import { MemoryUserStore } from '../../src/users/memory-store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { userSchemas } from '../../src/users/schema.js';
 import { UserService } from '../../src/users/service.js';
 import { createUserValidator } from '../../src/users/validation.js';

@@ -2,7 +2,8 @@
  * The test kit's one door: every test imports what it needs from here.
  *
  * Roster is started three ways, each closed when its test ends or by its `stop`:
- * - in this process, on ephemeral ports, as `main.ts` builds it (roster.ts: `startRoster`), or
+ * - in this process, on ephemeral ports, as `main.ts` builds it (roster.ts: `startRoster`; on each
+ *   store backend of the registry in turn, stores.ts: `TEST_STORES`, `startOn`), or
  *   wrapped for a theme (chat.ts `Scope`, hardened.ts `startHardened`, console.ts
  *   `startConsoleRoster`);
  * - as a child process, `node dist/src/main.js` (roster-process.ts: `RosterProcess`; instances.ts:
@@ -43,5 +44,6 @@ export * from './replies.js';
 export * from './roster.js';
 export * from './roster-process.js';
 export * from './schemas.js';
+export * from './stores.js';
 export * from './tcp-proxy.js';
 export * from './wait.js';

@@ -2,9 +2,6 @@
  * Roster in this process, on ephemeral ports (REST and chat), as `main.ts` builds it from settings: the
  * one in-process start of the tests and of the benchmark's Roster server.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino, type DestinationStream } from 'pino';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createServer, type RosterServer, type ServerParts } from '../../src/server.js';
@@ -26,35 +23,6 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-let defaultStore: 'memory' | 'postgres' | 'sqlite' = 'memory';
-
-/**
- * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
- * PostgreSQL, each Roster in a fresh schema dropped when it stops: how the REST suites run a second
- * time against the PostgreSQL store (`*.postgres.test.ts`).
- */
-export function usePostgresStore(): void {
-  defaultStore = 'postgres';
-}
-
-/**
- * Makes every later startRoster (that names no store or DATABASE_URL of its own) keep its users in
- * SQLite, each Roster in a fresh database file of its own (WAL, synchronous=FULL) removed when it
- * stops: how the REST suites run again against the SQLite store (`*.sqlite.test.ts`).
- */
-export function useSqliteStore(): void {
-  defaultStore = 'sqlite';
-}
-
-/** A fresh SQLite file in a folder of its own, and how to remove it. */
-function freshSqliteFile(): { url: string; drop(): Promise<void> } {
-  const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
-  return {
-    url: `sqlite:${join(folder, 'roster.db')}`,
-    drop: async () => rmSync(folder, { recursive: true, force: true }),
-  };
-}
-
 /**
  * Starts Roster with the given environment on top of test defaults (ports 0, logging silent), and
  * optionally parts of the test's own (a store, a chat bus) and a stream that receives the log lines.
@@ -63,35 +31,13 @@ export async function startRoster(
   env: Record<string, string> = {},
   options: ServerParts & { logTo?: DestinationStream } = {},
 ): Promise<Running> {
-  const ownStore = !options.store && env.DATABASE_URL === undefined;
-  const schema =
-    ownStore && defaultStore === 'postgres'
-      ? await freshSchema()
-      : ownStore && defaultStore === 'sqlite'
-        ? freshSqliteFile()
-        : undefined;
-  try {
-    const extra = schema && {
-      DATABASE_URL: schema.url,
-      ...(defaultStore === 'sqlite' && { SQLITE_SYNCHRONOUS: 'FULL' }),
-    };
-    const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...extra, ...env });
-    const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
-    const server = await createServer(config, logger, options);
-    const { port, wsPort } = await server.start();
-    const origin = `http://127.0.0.1:${port}`;
-    const stop = async () => {
-      try {
-        await server.stop();
-      } finally {
-        await schema?.drop();
-      }
-    };
-    return { server, config, port, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop };
-  } catch (error) {
-    await schema?.drop();
-    throw error;
-  }
+  const config = loadConfig({ PORT: '0', WS_PORT: '0', LOG_LEVEL: 'silent', ...env });
+  const logger = options.logTo ? pino({ level: config.logLevel }, options.logTo) : pino({ level: config.logLevel });
+  const server = await createServer(config, logger, options);
+  const { port, wsPort } = await server.start();
+  const origin = `http://127.0.0.1:${port}`;
+  const stop = () => server.stop();
+  return { server, config, port, origin, api: `${origin}/api/v1`, wsUrl: `ws://127.0.0.1:${wsPort}`, wsPort, stop };
 }
 
 /**

@@ -1,144 +1,157 @@
 /** GET /api/v1/users: role filter, search, sort, order and pagination, over real HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { request, startRoster, type Running } from '../support/index.js';
+import { request, startOn, TEST_STORES, type Running, type TestStore } from '../support/index.js';
 
-let roster: Running;
-/** Names in creation order: the 3 seeds, then these. */
-const PEOPLE = [
-  { name: 'Zed Zimmer', email: 'zed@corp.example', role: 'admin' },
-  { name: 'amy Archer', email: 'amy@corp.example', role: 'user' },
-  { name: 'Bob Baker', email: 'BOB@Home.example', role: 'user' },
-  { name: 'Cleo Corp', email: 'cleo@elsewhere.example', role: 'admin' },
-];
+/** The suite against one store backend; `startRoster` starts Roster on a fresh store of it. */
+function suite(store: TestStore): void {
+  const startRoster = (env: Record<string, string> = {}) => startOn(store, env);
+  let roster: Running;
+  /** Names in creation order: the 3 seeds, then these. */
+  const PEOPLE = [
+    { name: 'Zed Zimmer', email: 'zed@corp.example', role: 'admin' },
+    { name: 'amy Archer', email: 'amy@corp.example', role: 'user' },
+    { name: 'Bob Baker', email: 'BOB@Home.example', role: 'user' },
+    { name: 'Cleo Corp', email: 'cleo@elsewhere.example', role: 'admin' },
+  ];
 
-before(async () => {
-  roster = await startRoster({ MAX_PAGE_SIZE: '5' });
-  for (const person of PEOPLE) {
-    const response = await request(`${roster.api}/users`, { method: 'POST', body: person });
-    assert.equal(response.status, 201);
-  }
-});
-after(() => roster.stop());
+  before(async () => {
+    roster = await startRoster({ MAX_PAGE_SIZE: '5' });
+    for (const person of PEOPLE) {
+      const response = await request(`${roster.api}/users`, { method: 'POST', body: person });
+      assert.equal(response.status, 201);
+    }
+  });
+  after(() => roster.stop());
 
-const list = async (query = '') => {
-  const response = await request(`${roster.api}/users${query}`);
-  assert.equal(response.status, 200, response.text);
-  assert.equal(response.body.status, 'success');
-  return response.body.data as {
-    users: { name: string; role: string; created_at: string }[];
-    pagination: Record<string, number>;
+  const list = async (query = '') => {
+    const response = await request(`${roster.api}/users${query}`);
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.body.status, 'success');
+    return response.body.data as {
+      users: { name: string; role: string; created_at: string }[];
+      pagination: Record<string, number>;
+    };
   };
-};
-const names = async (query: string) => (await list(query)).users.map((u) => u.name);
+  const names = async (query: string) => (await list(query)).users.map((u) => u.name);
 
-describe('list', () => {
-  test('defaults: page 1, limit 20 clamped to MAX_PAGE_SIZE, newest first', async () => {
-    const data = await list();
-    assert.deepEqual(data.pagination, { total: 7, page: 1, limit: 5, pages: 2 });
-    assert.deepEqual(data.users.map((u) => u.name).slice(0, 4), ['Cleo Corp', 'Bob Baker', 'amy Archer', 'Zed Zimmer']);
-    const stamps = data.users.map((u) => u.created_at);
-    assert.deepEqual([...stamps].sort().reverse(), stamps);
-  });
+  describe('list', () => {
+    test('defaults: page 1, limit 20 clamped to MAX_PAGE_SIZE, newest first', async () => {
+      const data = await list();
+      assert.deepEqual(data.pagination, { total: 7, page: 1, limit: 5, pages: 2 });
+      assert.deepEqual(data.users.map((u) => u.name).slice(0, 4), [
+        'Cleo Corp',
+        'Bob Baker',
+        'amy Archer',
+        'Zed Zimmer',
+      ]);
+      const stamps = data.users.map((u) => u.created_at);
+      assert.deepEqual([...stamps].sort().reverse(), stamps);
+    });
 
-  test('limit above the maximum is clamped and reported, however large', async () => {
-    assert.equal((await list('?limit=500')).pagination.limit, 5);
-    assert.equal((await list('?limit=99999999999999999999999999999')).pagination.limit, 5);
-    assert.equal((await list('?limit=007')).pagination.limit, 5);
-  });
+    test('limit above the maximum is clamped and reported, however large', async () => {
+      assert.equal((await list('?limit=500')).pagination.limit, 5);
+      assert.equal((await list('?limit=99999999999999999999999999999')).pagination.limit, 5);
+      assert.equal((await list('?limit=007')).pagination.limit, 5);
+    });
 
-  test('a page far beyond the last is empty, and reported as asked', async () => {
-    const data = await list('?page=999999999999999');
-    assert.deepEqual(data.users, []);
-    assert.equal(data.pagination.page, 999999999999999);
-  });
+    test('a page far beyond the last is empty, and reported as asked', async () => {
+      const data = await list('?page=999999999999999');
+      assert.deepEqual(data.users, []);
+      assert.equal(data.pagination.page, 999999999999999);
+    });
 
-  test('pages: items (page-1)*limit up to page*limit, pages = ceil(total/limit)', async () => {
-    const all = (await list('?order=asc&limit=5')).users.map((u) => u.name);
-    const pageTwo = await list('?order=asc&limit=2&page=2');
-    assert.deepEqual(pageTwo.pagination, { total: 7, page: 2, limit: 2, pages: 4 });
-    assert.deepEqual(
-      pageTwo.users.map((u) => u.name),
-      all.slice(2, 4),
-    );
-    const last = await list('?order=asc&limit=2&page=4');
-    assert.equal(last.users.length, 1);
-    const beyond = await list('?limit=2&page=99');
-    assert.deepEqual(beyond.users, []);
-    assert.equal(beyond.pagination.page, 99);
-    assert.equal(beyond.pagination.total, 7);
-  });
-
-  test('role filter keeps exact matches only', async () => {
-    const admins = await list('?role=admin');
-    assert.equal(admins.pagination.total, 3);
-    assert.ok(admins.users.every((u) => u.role === 'admin'));
-    assert.equal((await list('?role=ADMIN')).pagination.total, 0);
-    assert.equal((await list('?role=')).pagination.total, 0);
-  });
-
-  test('search: name or email contains, case-insensitive', async () => {
-    assert.deepEqual(await names('?search=ARCHER'), ['amy Archer']);
-    assert.deepEqual(await names('?search=home.EXAMPLE'), ['Bob Baker']);
-    assert.deepEqual(await names('?search=corp&order=asc'), ['Zed Zimmer', 'amy Archer', 'Cleo Corp']);
-    const none = await list('?search=nobody-here');
-    assert.deepEqual(none.pagination, { total: 0, page: 1, limit: 5, pages: 0 });
-  });
-
-  test('role filter, then search, then sort, then slice', async () => {
-    const data = await list('?role=admin&search=corp&sort=name&order=asc&limit=1&page=2');
-    assert.deepEqual(data.pagination, { total: 2, page: 2, limit: 1, pages: 2 });
-    assert.deepEqual(
-      data.users.map((u) => u.name),
-      ['Zed Zimmer'],
-    );
-  });
-
-  test('sort by name: code-point order, desc by default, anything else ascending', async () => {
-    const asc = await names('?sort=name&order=asc&role=user');
-    assert.deepEqual(
-      asc,
-      [...asc].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
-    );
-    assert.deepEqual(await names('?sort=name&role=user'), [...asc].reverse());
-    assert.deepEqual(await names('?sort=name&order=ASCENDING&role=user'), asc);
-    assert.deepEqual(await names('?sort=name&order=DESC&role=user'), asc);
-  });
-
-  test('sort by a field no user has keeps creation order', async () => {
-    const byCreation = await names('?order=asc&limit=5');
-    assert.deepEqual(await names('?sort=shoe_size&limit=5'), byCreation);
-    assert.deepEqual(await names('?sort=__proto__&limit=5'), byCreation);
-  });
-
-  for (const [query, field] of [
-    ['?page=abc', 'page'],
-    ['?page=0', 'page'],
-    ['?page=-1', 'page'],
-    ['?page=1.5', 'page'],
-    ['?page=1e309', 'page'],
-    ['?page=', 'page'],
-    ['?page=1&page=2', 'page'],
-    ['?limit=abc', 'limit'],
-    ['?limit=0', 'limit'],
-    ['?limit=-1', 'limit'],
-    ['?limit=1.5', 'limit'],
-    ['?limit=1e309', 'limit'],
-    ['?page=1234567890123456', 'page'],
-  ] as const) {
-    test(`${query}: 422 VALIDATION_ERROR naming ${field}`, async () => {
-      const { status, body } = await request(`${roster.api}/users${query}`);
-      assert.equal(status, 422);
-      assert.equal(body.error.code, 'VALIDATION_ERROR');
+    test('pages: items (page-1)*limit up to page*limit, pages = ceil(total/limit)', async () => {
+      const all = (await list('?order=asc&limit=5')).users.map((u) => u.name);
+      const pageTwo = await list('?order=asc&limit=2&page=2');
+      assert.deepEqual(pageTwo.pagination, { total: 7, page: 2, limit: 2, pages: 4 });
       assert.deepEqual(
-        body.error.details.map((d: { field: string }) => d.field),
-        [field],
+        pageTwo.users.map((u) => u.name),
+        all.slice(2, 4),
+      );
+      const last = await list('?order=asc&limit=2&page=4');
+      assert.equal(last.users.length, 1);
+      const beyond = await list('?limit=2&page=99');
+      assert.deepEqual(beyond.users, []);
+      assert.equal(beyond.pagination.page, 99);
+      assert.equal(beyond.pagination.total, 7);
+    });
+
+    test('role filter keeps exact matches only', async () => {
+      const admins = await list('?role=admin');
+      assert.equal(admins.pagination.total, 3);
+      assert.ok(admins.users.every((u) => u.role === 'admin'));
+      assert.equal((await list('?role=ADMIN')).pagination.total, 0);
+      assert.equal((await list('?role=')).pagination.total, 0);
+    });
+
+    test('search: name or email contains, case-insensitive', async () => {
+      assert.deepEqual(await names('?search=ARCHER'), ['amy Archer']);
+      assert.deepEqual(await names('?search=home.EXAMPLE'), ['Bob Baker']);
+      assert.deepEqual(await names('?search=corp&order=asc'), ['Zed Zimmer', 'amy Archer', 'Cleo Corp']);
+      const none = await list('?search=nobody-here');
+      assert.deepEqual(none.pagination, { total: 0, page: 1, limit: 5, pages: 0 });
+    });
+
+    test('role filter, then search, then sort, then slice', async () => {
+      const data = await list('?role=admin&search=corp&sort=name&order=asc&limit=1&page=2');
+      assert.deepEqual(data.pagination, { total: 2, page: 2, limit: 1, pages: 2 });
+      assert.deepEqual(
+        data.users.map((u) => u.name),
+        ['Zed Zimmer'],
       );
     });
-  }
 
-  test('both page and limit bad: both named', async () => {
-    const { body } = await request(`${roster.api}/users?page=x&limit=y`);
-    assert.deepEqual(body.error.details.map((d: { field: string }) => d.field).sort(), ['limit', 'page']);
+    test('sort by name: code-point order, desc by default, anything else ascending', async () => {
+      const asc = await names('?sort=name&order=asc&role=user');
+      assert.deepEqual(
+        asc,
+        [...asc].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+      );
+      assert.deepEqual(await names('?sort=name&role=user'), [...asc].reverse());
+      assert.deepEqual(await names('?sort=name&order=ASCENDING&role=user'), asc);
+      assert.deepEqual(await names('?sort=name&order=DESC&role=user'), asc);
+    });
+
+    test('sort by a field no user has keeps creation order', async () => {
+      const byCreation = await names('?order=asc&limit=5');
+      assert.deepEqual(await names('?sort=shoe_size&limit=5'), byCreation);
+      assert.deepEqual(await names('?sort=__proto__&limit=5'), byCreation);
+    });
+
+    for (const [query, field] of [
+      ['?page=abc', 'page'],
+      ['?page=0', 'page'],
+      ['?page=-1', 'page'],
+      ['?page=1.5', 'page'],
+      ['?page=1e309', 'page'],
+      ['?page=', 'page'],
+      ['?page=1&page=2', 'page'],
+      ['?limit=abc', 'limit'],
+      ['?limit=0', 'limit'],
+      ['?limit=-1', 'limit'],
+      ['?limit=1.5', 'limit'],
+      ['?limit=1e309', 'limit'],
+      ['?page=1234567890123456', 'page'],
+    ] as const) {
+      test(`${query}: 422 VALIDATION_ERROR naming ${field}`, async () => {
+        const { status, body } = await request(`${roster.api}/users${query}`);
+        assert.equal(status, 422);
+        assert.equal(body.error.code, 'VALIDATION_ERROR');
+        assert.deepEqual(
+          body.error.details.map((d: { field: string }) => d.field),
+          [field],
+        );
+      });
+    }
+
+    test('both page and limit bad: both named', async () => {
+      const { body } = await request(`${roster.api}/users?page=x&limit=y`);
+      assert.deepEqual(body.error.details.map((d: { field: string }) => d.field).sort(), ['limit', 'page']);
+    });
   });
-});
+}
+
+for (const store of TEST_STORES) {
+  describe(`the list operation (${store.name} store)`, { skip: store.skip }, () => suite(store));
+}

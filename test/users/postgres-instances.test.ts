@@ -3,7 +3,7 @@
  * service, as separate processes would): started together they seed once, they race for an email
  * fairly, and each sees the other's writes, with timestamps in one strict order.
  */
-import { readMigrations } from '../../src/users/postgres-migrations.js';
+import { readMigrations } from '../../src/users/stores/sql/migrations.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { SqliteUserStore } from '../../src/users/sqlite-store.js';
+import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 import { freePort, request, startRoster, within } from '../support/index.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));

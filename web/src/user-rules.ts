@@ -5,11 +5,9 @@
  * code points, surrounding white space included, as it is stored), the role one of the configured roles.
  * test/console/users.test.ts checks that the API agrees.
  */
-export interface UserInput {
-  name: string;
-  email: string;
-  role: string;
-}
+import type { components } from '@roster/protocol';
+/** The fields the form checks, each a writable field of the generated `UserInput`. */
+export type UserInput = Required<Pick<components['schemas']['UserInput'], 'name' | 'email'>> & { role: string };
 
 export type UserField = keyof UserInput;
 

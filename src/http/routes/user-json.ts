@@ -1,9 +1,10 @@
 /**
  * The replies of reads (a list page, a get by id), written from each user's JSON. A page of 20 users
- * serialised field by field costs more than the rest of the request; but a user's JSON only changes
- * when the user does. A store with stable objects (UserStore.stableObjects: the memory store) hands out
- * a new object on every change, so the JSON is kept per object; a store that makes new objects per read
- * (PostgreSQL) would only churn the cache, so its users are serialised each time. Each user is
+ * serialised field by field costs more than the rest of the request; but the JSON of a user object
+ * that cannot change cannot change either. So the JSON of a frozen user is kept per object, for as
+ * long as the object lives: stores that hand out the same object until the user changes (memory,
+ * SQLite) freeze it, and a store that makes new objects per read (PostgreSQL) does not, as keeping
+ * their JSON would only churn the cache. Other users are serialised each time. Each user is
  * serialised by fast-json-stringify from the `User` schema, the serializer Fastify would use, and the
  * envelope around is the reply schema's shape (a test compares the bytes with Fastify's own
  * serialisation of random replies).
@@ -13,7 +14,7 @@ import { getHeapStatistics } from 'node:v8';
 import { stringBytes } from '../../users/heap-size.js';
 import { User, type UserList } from '../../users/schema.js';
 
-const serializeUser = fastJson(User);
+const serializeUser: (user: User) => string = fastJson(User);
 
 /**
  * Users whose JSON is kept, each entry for as long as its user object lives and the cache is not full.
@@ -78,21 +79,22 @@ function flattened(json: string): string {
 /** The one cache of the replies. */
 export const replyCache = new JsonCache(Math.floor(getHeapStatistics().heap_size_limit / 32));
 
-export function userJson(user: User, cache = true): string {
-  return cache ? replyCache.json(user) : serializeUser(user);
+/** A user's JSON: kept in the reply cache when the user is frozen (it cannot change), else made anew. */
+export function userJson(user: User): string {
+  return Object.isFrozen(user) ? replyCache.json(user) : serializeUser(user);
 }
 
 /** The success envelope of one user, as JSON text. */
-export function userReplyJson(message: string, user: User, cache = true): string {
-  return `{"status":"success","message":${JSON.stringify(message)},"data":${userJson(user, cache)}}`;
+export function userReplyJson(message: string, user: User): string {
+  return `{"status":"success","message":${JSON.stringify(message)},"data":${userJson(user)}}`;
 }
 
 /** The success envelope of a list reply, as JSON text. */
-export function listReplyJson(message: string, list: UserList, cache = true): string {
+export function listReplyJson(message: string, list: UserList): string {
   const { total, page, limit, pages } = list.pagination;
   let users = '';
   for (let index = 0; index < list.users.length; index++)
-    users += (index === 0 ? '' : ',') + userJson(list.users[index]!, cache);
+    users += (index === 0 ? '' : ',') + userJson(list.users[index]!);
   return (
     `{"status":"success","message":${JSON.stringify(message)},"data":{"users":[${users}],` +
     `"pagination":{"total":${total},"page":${page},"limit":${limit},"pages":${pages}}}}`

@@ -6,6 +6,7 @@ import { ListQuery, User, UserId, UserList, type UserSchemas } from '../../users
 import type { UserService } from '../../users/service.js';
 import { listReplyJson, userReplyJson } from './user-json.js';
 import { JSON_CONTENT_TYPE } from '../../edge/raw-reply.js';
+import { DEFAULT_ROLE } from '../../users/roles.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -40,7 +41,7 @@ export async function userRoutes(
     },
     // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
     async (request, reply) => {
-      const json = listReplyJson('Users retrieved', await service.list(request.query), service.stableObjects);
+      const json = listReplyJson('Users retrieved', await service.list(request.query));
       return reply.type(JSON_CONTENT_TYPE).send(json);
     },
   );
@@ -58,7 +59,7 @@ export async function userRoutes(
       },
     },
     async (request, reply) => {
-      const json = userReplyJson('User retrieved', await service.get(request.params.id), service.stableObjects);
+      const json = userReplyJson('User retrieved', await service.get(request.params.id));
       return reply.type(JSON_CONTENT_TYPE).send(json);
     },
   );
@@ -84,7 +85,7 @@ export async function userRoutes(
       schema: {
         operationId: 'replaceUser',
         summary: 'Replace a user',
-        description: 'Replace a user (role resets to "user" when omitted)',
+        description: `Replace a user (role resets to "${DEFAULT_ROLE}" when omitted)`,
         tags,
         params: UserId,
         body: schemas.write,

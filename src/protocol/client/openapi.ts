@@ -224,6 +224,12 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /**
+     * UserSortField
+     * @description A field the list can be sorted by
+     * @enum {string}
+     */
+    UserSortField: 'id' | 'name' | 'email' | 'role' | 'created_at' | 'updated_at';
+    /**
      * User
      * @example {
      *       "id": "3f1c2a9e-8d4b-4c6e-9a71-0b5d2e7f4c18",
@@ -337,17 +343,19 @@ export interface components {
       status: 'error';
       error: components['schemas']['ErrorBody'];
     };
+    /**
+     * Role
+     * @description Role (optional, default "user"); must be one of: admin, user
+     * @enum {string}
+     */
+    Role: 'admin' | 'user';
     /** UserInput */
     UserInput: {
       /** @description Full name (required); must be a string of at most 200 characters, not only white space */
       name: string;
       /** @description Email address (required); must be a string of at most 254 characters shaped like local@domain.tld */
       email: string;
-      /**
-       * @description Role (optional, default "user"); must be one of: admin, user
-       * @enum {string}
-       */
-      role?: 'admin' | 'user';
+      role?: components['schemas']['Role'];
     };
     /** UserEnvelope */
     UserEnvelope: {
@@ -487,8 +495,8 @@ export interface operations {
         role?: string;
         /** @description Keep users whose name or email contains this, case-insensitive; at most 256 characters */
         search?: string;
-        /** @description Field to sort by (default created_at) */
-        sort?: string;
+        /** @description Field to sort by (default created_at); any other value keeps creation order */
+        sort?: components['schemas']['UserSortField'] | string;
         /** @description "desc" (default) sorts descending, anything else ascending */
         order?: string;
       };

@@ -1,16 +1,18 @@
 /**
- * The search of the list operation: a case-insensitive substring of the name or the email (contract),
- * which no ordered index can answer, so every user is looked at. This makes that look cheap.
+ * The search of the list operation: a case-insensitive substring of a searchable field (fields.ts: the
+ * name or the email), which no ordered index can answer, so every user is looked at. This makes that
+ * look cheap.
  *
  * Search reads the creation index chunk by chunk. For each chunk it keeps, built on the first search
- * after the chunk changed, one string of all its users' lower-cased names and emails and where each
+ * after the chunk changed, one string of all its users' lower-cased searchable fields and where each
  * user's parts end. A search runs the engine's native `indexOf` along those strings and only looks at
- * the users where the needle was found, rather than calling `includes` twice per user. A hit counts
- * only if it lies wholly inside one name or one email, so the result is exactly
- * `name.toLowerCase().includes(needle) || email.toLowerCase().includes(needle)` (query.ts).
+ * the users where the needle was found, rather than calling `includes` per field and user. A hit
+ * counts only if it lies wholly inside one part, so the result is exactly what query.ts's search
+ * finds.
  */
+import { SEARCHABLE_FIELDS } from '../../fields.js';
 import type { OrderedIndex } from './ordered-index.js';
-import type { User } from './schema.js';
+import type { User } from '../../schema.js';
 
 /**
  * What the memory store's indexes hold: a user's sequence number, its place in creation order (the
@@ -28,16 +30,18 @@ const SEPARATOR = '\u0000';
 
 type Offsets = Int32Array | Uint16Array;
 
+/** How many parts each user has in a chunk's text: its searchable fields (fields.ts). */
+const PARTS = SEARCHABLE_FIELDS.length;
+
 interface ChunkText {
-  /** Lower-cased `name SEPARATOR email SEPARATOR` of every user of the chunk, in its order. */
+  /** Lower-cased `name SEPARATOR email SEPARATOR` (each searchable field) of every user of the chunk, in its order. */
   text: string;
   /**
-   * Per user: where its name ends (its email starts one later) and where its email ends. 16-bit when
-   * the chunk's text is short enough (it nearly always is): at a million users the offsets are a
-   * quarter of what this cache holds.
+   * Per searchable field, per user: where that part ends (the next starts one later). 16-bit when the
+   * chunk's text is short enough (it nearly always is): at a million users the offsets are a quarter of
+   * what this cache holds.
    */
-  nameEnds: Offsets;
-  emailEnds: Offsets;
+  ends: Offsets[];
 }
 
 export class SearchText {
@@ -57,18 +61,19 @@ export class SearchText {
         for (const seq of chunk) if (role === undefined || users[seq]!.role === role) found.push(seq);
         continue;
       }
-      const { text, nameEnds, emailEnds } = this.#textOf(chunk, users);
+      const { text, ends } = this.#textOf(chunk, users);
+      const lastEnds = ends[PARTS - 1]!;
       let from = 0;
       for (let hit = text.indexOf(needle); hit !== -1; hit = text.indexOf(needle, from)) {
-        const i = userAt(emailEnds, hit);
+        const i = userAt(lastEnds, hit);
         const end = hit + needle.length;
-        const nameStart = i === 0 ? 0 : emailEnds[i - 1]! + 1;
-        const inName = hit >= nameStart && end <= nameEnds[i]!;
-        const inEmail = hit > nameEnds[i]! && end <= emailEnds[i]!;
-        if (inName || inEmail) {
+        let part = 0;
+        while (ends[part]![i]! < hit) part++;
+        const start = part > 0 ? ends[part - 1]![i]! + 1 : i === 0 ? 0 : lastEnds[i - 1]! + 1;
+        if (hit >= start && end <= ends[part]![i]!) {
           const seq = chunk[i]!;
           if (role === undefined || users[seq]!.role === role) found.push(seq);
-          from = emailEnds[i]! + 1; // on to the next user: each counts once
+          from = lastEnds[i]! + 1; // on to the next user: each counts once
         } else {
           from = hit + 1;
         }
@@ -84,34 +89,35 @@ export class SearchText {
       let length = 0;
       for (const seq of chunk) {
         const user = users[seq]!;
-        const name = user.name.toLowerCase();
-        const email = user.email.toLowerCase();
-        parts.push(name, SEPARATOR, email, SEPARATOR);
-        length += name.length + email.length + 2;
+        for (const field of SEARCHABLE_FIELDS) {
+          const part = (user[field] ?? '').toLowerCase();
+          parts.push(part, SEPARATOR);
+          length += part.length + 1;
+        }
       }
       const Offsets = length <= 0xffff ? Uint16Array : Int32Array;
-      const nameEnds = new Offsets(chunk.length);
-      const emailEnds = new Offsets(chunk.length);
-      let end = 0;
+      const ends = SEARCHABLE_FIELDS.map(() => new Offsets(chunk.length));
+      let end = -1;
       for (let i = 0; i < chunk.length; i++) {
-        nameEnds[i] = end + parts[4 * i]!.length;
-        emailEnds[i] = nameEnds[i]! + 1 + parts[4 * i + 2]!.length;
-        end = emailEnds[i]! + 1;
+        for (let part = 0; part < PARTS; part++) {
+          end += 1 + parts[2 * (PARTS * i + part)]!.length;
+          ends[part]![i] = end;
+        }
       }
-      built = { text: parts.join(''), nameEnds, emailEnds };
+      built = { text: parts.join(''), ends };
       this.#texts.set(chunk, built);
     }
     return built;
   }
 }
 
-/** The user whose parts contain position `at`: the first whose email ends at or after it. */
-function userAt(emailEnds: Offsets, at: number): number {
+/** The user whose parts contain position `at`: the first whose last part ends at or after it. */
+function userAt(lastEnds: Offsets, at: number): number {
   let lo = 0;
-  let hi = emailEnds.length - 1;
+  let hi = lastEnds.length - 1;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (emailEnds[mid]! < at) lo = mid + 1;
+    if (lastEnds[mid]! < at) lo = mid + 1;
     else hi = mid;
   }
   return lo;

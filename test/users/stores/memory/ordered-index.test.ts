@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { OrderedIndex } from '../../src/users/ordered-index.js';
+import { OrderedIndex } from '../../../../src/users/stores/memory/ordered-index.js';
 
 interface Item {
   key: number;

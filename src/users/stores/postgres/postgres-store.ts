@@ -1,7 +1,8 @@
 /**
  * Users in PostgreSQL (migrations/001_users.sql), for several Roster instances sharing one database.
  * Every answer equals the memory store's (query.ts defines them); strings are stored through
- * postgres-text.ts so that SQL sorts and searches them as JavaScript does.
+ * sql/stored-text.ts and written as rows.ts lays them out, so that SQL sorts and searches them as
+ * JavaScript does.
  *
  * Timestamps come from the database clock, not from the instance: strictly increasing within an
  * instance (roster_stamp, migrations/006); across instances they need not be, and a sequence (`seq`)
@@ -22,10 +23,10 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { sortedField, type ListParams, type ListResult } from './query.js';
-import type { User } from './schema.js';
-import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
-import { EngineFaults } from '../engine-faults.js';
+import type { ListParams, ListResult } from '../../query.js';
+import type { User } from '../../schema.js';
+import { emailKey, type Changes, type NewUser, type UserStore } from '../../store.js';
+import { EngineFaults } from '../../../engine-faults.js';
 import {
   createPool,
   databaseBusy,
@@ -37,14 +38,13 @@ import {
   isTooLarge,
   isUnreachable,
   valueTooLarge,
-} from './postgres-connection.js';
-import { migrate } from './postgres-migrations.js';
-import { anywherePattern, fromStored, likePattern, toStored } from './postgres-text.js';
+} from './connection.js';
+import { migrate } from './migrations.js';
+import { toStored } from '../sql/stored-text.js';
+import { ownFields } from '../../fields.js';
+import { PostgresList, prepared } from './list.js';
+import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './rows.js';
 
-const FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
-/** A user's columns as `Row`, from `table` (a prefix such as `users.` where a statement joins others). */
-const columns = (table = '') =>
-  `${table}id, ${table}name, ${table}email, ${table}role, to_char(${table}created_at, ${FORMAT}) AS created_at, to_char(${table}updated_at, ${FORMAT}) AS updated_at`;
 /**
  * The timestamp of a write: the database's clock, UTC, microseconds, read through roster_stamp
  * (migrations/006) so that within one instance it strictly increases. `$n` is the instance's key.
@@ -56,68 +56,28 @@ const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 
 const USER_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.user:' || $1, 0))`;
 /** Key of the session lock held while seeding, per schema. */
 const SEED_LOCK = `hashtextextended('roster.seed:' || current_schema(), 0)`;
-/** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
-const MAX_OFFSET = 2 ** 62;
+/** The columns derived from a user's email: its search copy and its key. */
 /** Attempts of a write that lost a race (a deadlock, an email claimed meanwhile) before giving up. */
 const ATTEMPTS = 5;
-/** Search totals an instance keeps (see list); past this many, the oldest is forgotten. */
-const SEARCH_TOTALS = 1_000;
 
-/**
- * Names of the statements that every pooled connection prepares once (parse and plan once, then only
- * bind and execute), by their text; the same text always gets the same name, as node-postgres requires.
- * Only statements whose best plan does not depend on the values are named: search is not (how many rows
- * a needle matches decides between walking an index and reading the matches), so PostgreSQL plans each
- * search for its needle. The texts named come from a fixed set (a list's filters and orders), so this
- * stays small.
- */
-const statementNames = new Map<string, string>();
-
-function prepared(text: string, values: unknown[]): pg.QueryConfig {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `roster_${statementNames.size + 1}`;
-    statementNames.set(text, name);
-  }
-  return { name, text, values };
-}
-
-/** A search's total as counted, and the number of changes to users (migration 005) it was counted after. */
-interface SearchTotal {
-  changes: string;
-  total: number;
-}
-
-/** A user as stored: every field text, some of it escaped (postgres-text.ts). */
-type Row = Record<keyof User, string>;
-
-const userOf = (row: Row): User => ({
-  id: fromStored(row.id),
-  name: fromStored(row.name),
-  email: fromStored(row.email),
-  role: fromStored(row.role),
-  created_at: row.created_at,
-  updated_at: row.updated_at,
-});
-
-/** The columns derived from a user's email. */
 const emailColumns = (email: string) => ({
-  email: toStored(email),
   email_lower: toStored(email.toLowerCase()),
   email_key: toStored(emailKey(email)),
 });
+
+/** The SET clauses of the two updates: without the email ($2 on), and with it. */
+const KEEPING_EMAIL = updateSet(2, false);
+const WITH_EMAIL = updateSet(2, true);
+const userOf = fromRow;
 
 /** A write lost a race with another transaction and is tried again from the start. */
 class Retry extends Error {}
 
 export class PostgresUserStore implements UserStore {
   readonly health: DatabaseHealth;
-  /** Every read decodes rows into new objects. */
-  readonly stableObjects = false;
-  /** By role and stored needle: totals this instance has counted (list). Oldest first. */
-  readonly #searchTotals = new Map<string, SearchTotal>();
   /** This instance's key for roster_stamp (migrations/006): random, so other instances never share it. */
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
+  readonly #list: PostgresList;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -126,6 +86,7 @@ export class PostgresUserStore implements UserStore {
     private readonly faults: EngineFaults,
   ) {
     this.health = new DatabaseHealth(pool, logger);
+    this.#list = new PostgresList((text, values, named) => this.#query(text, values, named));
   }
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
@@ -151,110 +112,22 @@ export class PostgresUserStore implements UserStore {
   }
 
   async list(params: ListParams): Promise<ListResult> {
-    const values: unknown[] = [];
-    const filters: string[] = [];
-    if (params.role !== undefined) {
-      values.push(toStored(params.role));
-      filters.push(`role = $${values.length}`);
-    }
-    let needle: string | undefined;
-    if (params.search !== undefined) {
-      needle = toStored(params.search.toLowerCase());
-      const pattern = likePattern(needle);
-      if (pattern !== undefined) {
-        values.push(pattern);
-        filters.push(`(name_lower LIKE $${values.length} OR email_lower LIKE $${values.length})`);
-      } else {
-        // LIKE finds the needle anywhere; only rows holding an escape need the alignment confirmed.
-        values.push(anywherePattern(needle), needle);
-        const [like, exact] = [`$${values.length - 1}`, `$${values.length}`];
-        const aligned = (column: string) =>
-          `(${column} LIKE ${like} AND (strpos(${column}, E'\\x01') = 0 OR roster_contains_aligned(${column}, ${exact})))`;
-        filters.push(`(${aligned('name_lower')} OR ${aligned('email_lower')})`);
-      }
-    }
-    const where = filters.length === 0 ? 'true' : filters.join(' AND ');
-    values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
-    const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
-    // One statement, so the page and the total come from the same snapshot; the total is known even
-    // when the page lies beyond the last user.
-    const page = (total: string, named: boolean) =>
-      this.#query<Row & { total: string | null; changes?: string; id: string | null }>(
-        `SELECT t.*, ${columns('p.')}
-         FROM (${total}) t
-         LEFT JOIN LATERAL (
-           SELECT id, name, email, role, created_at, updated_at, seq FROM users WHERE ${where}
-           ORDER BY ${orderBy(params, '')} LIMIT ${limit} OFFSET ${offset}
-         ) p ON true
-         ORDER BY ${orderBy(params, 'p.')}`,
-        values,
-        named,
-      );
-    const usersOf = (rows: (Row & { id: string | null })[]) => rows.filter((row) => row.id !== null).map(userOf);
-    if (needle === undefined) {
-      // Without search, the total is the kept count per role (migration 002), not a count of the table,
-      // beside each row of the page: one plain statement. Only a page past the last user, which has no
-      // row to carry it, takes the joined statement above.
-      const total = `SELECT coalesce(sum(users), 0) AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
-      const { rows } = await this.#query<Row & { total: string; id: string }>(
-        `SELECT (${total}) AS total, ${columns('users.')} FROM users WHERE ${where}
-         ORDER BY ${orderBy(params, 'users.')} LIMIT ${limit} OFFSET ${offset}`,
-        values,
-        true,
-      );
-      if (rows.length > 0) return { users: rows.map(userOf), total: Number(rows[0]!.total) };
-      const { rows: past } = await page(total, true);
-      return { users: usersOf(past), total: Number(past[0]!.total) };
-    }
-    // With search, the total is counted unless this instance counted it already after the same number
-    // of changes to users (migration 005), read with the page: then it is the count of this snapshot.
-    // Otherwise the page is read again with the count (a second statement, so that both come from one
-    // snapshot); a statement without the count costs PostgreSQL less to plan.
-    const key = JSON.stringify([params.role ?? null, needle]);
-    const known = this.#searchTotals.get(key);
-    const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
-    if (known) {
-      const { rows } = await page(changes, false);
-      if (rows[0]!.changes === known.changes) return { users: usersOf(rows), total: known.total };
-    }
-    const { rows } = await page(
-      `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
-      false,
-    );
-    const total = Number(rows[0]!.total);
-    this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
-    return { users: usersOf(rows), total };
-  }
-
-  #rememberTotal(key: string, total: SearchTotal): void {
-    this.#searchTotals.delete(key);
-    if (this.#searchTotals.size >= SEARCH_TOTALS) this.#searchTotals.delete(this.#searchTotals.keys().next().value!);
-    this.#searchTotals.set(key, total);
+    return this.#list.list(params);
   }
 
   async insert(user: NewUser): Promise<User | 'email_taken'> {
-    const email = emailColumns(user.email);
-    const { rows } = await this.#query<Pick<Row, 'created_at'>>(
-      `WITH now AS (SELECT ${stamp(8)} AS last)
-       INSERT INTO users (id, name, email, role, created_at, updated_at, name_lower, email_lower, email_key, claims_email)
-       SELECT $1, $2, $3, $4, now.last, now.last, $5, $6, $7, true FROM now
+    const row = toRow(user);
+    const { rows } = await this.#query<{ created_at: string }>(
+      `WITH now AS (SELECT ${stamp(row.length + 1)} AS last)
+       INSERT INTO users (${INSERT_COLUMNS.join(', ')}, created_at, updated_at, claims_email)
+       SELECT ${row.map((_, at) => `$${at + 1}`).join(', ')}, now.last, now.last, true FROM now
        ON CONFLICT (email_key) WHERE claims_email DO NOTHING
        RETURNING to_char(created_at, ${FORMAT}) AS created_at`,
-      [
-        toStored(user.id),
-        toStored(user.name),
-        email.email,
-        toStored(user.role),
-        toStored(user.name.toLowerCase()),
-        email.email_lower,
-        email.email_key,
-        this.#instance,
-      ],
+      [...row, this.#instance],
       true,
     );
     if (!rows[0]) return 'email_taken';
-    const { id, name, email: sent, role } = user;
-    return { id, name, email: sent, role, created_at: rows[0].created_at, updated_at: rows[0].created_at };
+    return ownFields({ ...user, created_at: rows[0].created_at, updated_at: rows[0].created_at });
   }
 
   async update(
@@ -331,17 +204,12 @@ export class PostgresUserStore implements UserStore {
 
   /** The common update: no email change, no uniqueness check, one statement (the user's row only). */
   async #updateKeepingEmail(id: string, changes: Changes): Promise<User | 'not_found'> {
+    const set = KEEPING_EMAIL.values(changes);
     const { rows } = await this.#query<Row>(
-      `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role), updated_at = ${stamp(5)}
+      `UPDATE users SET ${KEEPING_EMAIL.sql}, updated_at = ${stamp(set.length + 2)}
        WHERE users.id = $1
        RETURNING ${columns('users.')}`,
-      [
-        id,
-        nullable(changes.name, toStored),
-        nullable(changes.name, (name) => toStored(name.toLowerCase())),
-        nullable(changes.role, toStored),
-        this.#instance,
-      ],
+      [id, ...set, this.#instance],
       true,
     );
     return rows[0] ? userOf(rows[0]) : 'not_found';
@@ -368,22 +236,13 @@ export class PostgresUserStore implements UserStore {
     const claims = moving ? !heldByOther : held.claims_email;
     let rows: Row[];
     try {
+      const set = WITH_EMAIL.values(changes);
+      const at = set.length + 2;
       ({ rows } = await client.query<Row>(
-        `UPDATE users SET name = coalesce($2, name), name_lower = coalesce($3, name_lower), role = coalesce($4, role),
-           email = coalesce($5, email), email_lower = coalesce($6, email_lower), email_key = $7, claims_email = $8, updated_at = ${stamp(9)}
+        `UPDATE users SET ${WITH_EMAIL.sql}, email_key = $${at}, claims_email = $${at + 1}, updated_at = ${stamp(at + 2)}
          WHERE users.id = $1
          RETURNING ${columns('users.')}`,
-        [
-          id,
-          nullable(changes.name, toStored),
-          nullable(changes.name, (name) => toStored(name.toLowerCase())),
-          nullable(changes.role, toStored),
-          email?.email ?? null,
-          email?.email_lower ?? null,
-          newKey,
-          claims,
-          this.#instance,
-        ],
+        [id, ...set, newKey, claims, this.#instance],
       ));
     } catch (error) {
       // A user created meanwhile claimed the new key (creating takes no advisory lock).
@@ -491,21 +350,4 @@ export class PostgresUserStore implements UserStore {
       throw databaseUnreachable();
     }
   }
-}
-
-/**
- * ORDER BY of a list (query.ts): by the field, ties in creation order, (created_at, seq), also when
- * descending. id and (created_at, seq) are unique. Any other `sort` ties every user: creation order.
- */
-function orderBy(params: ListParams, table: string): string {
-  const direction = params.descending ? 'DESC' : 'ASC';
-  const field = sortedField(params.sort);
-  if (field === undefined) return `${table}created_at, ${table}seq`;
-  if (field === 'id') return `${table}id ${direction}`;
-  if (field === 'created_at') return `${table}created_at ${direction}, ${table}seq ${direction}`;
-  return `${table}${field} ${direction}, ${table}created_at, ${table}seq`;
-}
-
-function nullable<T>(value: string | undefined, map: (value: string) => T): T | null {
-  return value === undefined ? null : map(value);
 }

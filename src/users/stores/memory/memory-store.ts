@@ -21,20 +21,23 @@
  * alone. Creation order is then one integer comparison.
  */
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
-import type { Clock } from '../clock.js';
-import { createClock } from '../clock.js';
-import { codePointOrderKey, SORTED_FIELDS, sortedField, type ListParams, type ListResult } from './query.js';
-import type { User } from './schema.js';
-import { SearchText, type Seq, type UserColumn } from './search-text.js';
-import { emailKey, type Changes, type NewUser, type UserStore } from './store.js';
-
-/** The fields a sort can name besides `created_at`, which is the creation index itself. */
-type KeyedField = Exclude<(typeof SORTED_FIELDS)[number], 'created_at'>;
-const KEYED = SORTED_FIELDS.filter((field): field is KeyedField => field !== 'created_at');
-/** The fields with a sorted index of their own: all but role (per-role creation indexes) and created_at. */
-type IndexedField = Exclude<KeyedField, 'role'>;
-const INDEXED = KEYED.filter((field): field is IndexedField => field !== 'role');
-type Keys = Record<KeyedField, string>;
+import type { Clock } from '../../../clock.js';
+import { createClock } from '../../../clock.js';
+import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
+import { codePointOrderKey, sortedField, type ListParams, type ListResult } from '../../query.js';
+import {
+  fieldIndexes,
+  INDEXED,
+  KEYED,
+  keyOf,
+  reverseWithinTies,
+  type IndexedField,
+  type Keys,
+  type Order,
+} from './field-indexes.js';
+import type { User } from '../../schema.js';
+import { SearchText, type Seq } from './search-text.js';
+import { emailKey, type Changes, type NewUser, type UserStore } from '../../store.js';
 
 export interface MemoryStoreOptions {
   /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
@@ -86,33 +89,7 @@ export class MemoryUserStore implements UserStore {
       maxChunk: this.#chunkSize,
       changed: (chunk) => this.#text.forget(chunk),
     });
-    // The comparisons run a few hundred times per write. Each closure reads one property name; written
-    // out per field or through `byKey` below measured the same (bench/memstore.ts at 200 000 users,
-    // four runs each: insert 15.3 / 15.9 µs and patch 11.0 / 10.9 µs at best, the noise larger).
-    const odd = this.#oddKeys;
-    const users = this.#users;
-    const ordered = (x: string, y: string, a: Seq, b: Seq): number => (x < y ? -1 : x > y ? 1 : a - b);
-    // Each index also gets its key, which it keeps per chunk to find an item's chunk (ordered-index.ts).
-    const index = (compare: (a: Seq, b: Seq) => number, key: (seq: Seq) => string): OrderedIndex<Seq> =>
-      new OrderedIndex(compare, { maxChunk: options.indexChunkSize ?? FIELD_CHUNK_SIZE, key });
-    /** The index of a field whose keys may be the odd ones (`odd`, see Keys) of users being moved. */
-    const byKey = (field: Exclude<IndexedField, 'id'>) =>
-      index(
-        (a, b) =>
-          odd.size === 0
-            ? ordered(users[a]![field], users[b]![field], a, b)
-            : ordered(keyOf(odd, users, a, field), keyOf(odd, users, b, field), a, b),
-        (seq) => (odd.size === 0 ? users[seq]![field] : keyOf(odd, users, seq, field)),
-      );
-    this.#fields = {
-      id: index(
-        (a, b) => ordered(users[a]!.id, users[b]!.id, a, b),
-        (seq) => users[seq]!.id,
-      ),
-      name: byKey('name'),
-      email: byKey('email'),
-      updated_at: byKey('updated_at'),
-    };
+    this.#fields = fieldIndexes(this.#users, this.#oddKeys, options.indexChunkSize ?? FIELD_CHUNK_SIZE);
   }
 
   async get(id: string): Promise<User | undefined> {
@@ -138,26 +115,16 @@ export class MemoryUserStore implements UserStore {
     if (this.#byEmail.has(key)) return 'email_taken';
     if (this.#byId.has(fields.id)) throw new Error(`duplicate user id ${fields.id}`);
     const now = this.#clock.next();
-    // Exactly the user's own fields, in the contract's order, whatever else `fields` carries.
-    const user: User = {
-      id: fields.id,
-      name: fields.name,
-      email: fields.email,
-      role: fields.role,
-      created_at: now,
-      updated_at: now,
-    };
+    // Exactly the user's own fields, in the contract's order, whatever else `fields` carries; frozen,
+    // as the same object goes to every reader until the user changes.
+    const user = Object.freeze(ownFields({ ...fields, created_at: now, updated_at: now }));
     const seq: Seq = this.#users.push(user) - 1;
     this.#byId.set(user.id, seq);
     this.#holdEmail(key, seq);
     this.#noteOddKeys(seq);
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
-    const indexes = this.#fields;
-    indexes.id.insert(seq);
-    indexes.name.insert(seq);
-    indexes.email.insert(seq);
-    indexes.updated_at.insert(seq);
+    for (const field of INDEXED) this.#fields[field].insert(seq);
     return user;
   }
 
@@ -169,7 +136,7 @@ export class MemoryUserStore implements UserStore {
     const seq = this.#byId.get(id);
     if (seq === undefined) return 'not_found';
     const before = this.#users[seq]!;
-    const next: User = { ...before, ...changes, updated_at: this.#clock.next() };
+    const next = Object.freeze(ownFields({ ...before, ...changes, updated_at: this.#clock.next() }));
     const oldKey = emailKey(before.email);
     const newKey = emailKey(next.email);
     if (options.uniqueEmail && this.#emailHolders(newKey).some((other) => other !== seq)) return 'email_taken';
@@ -188,7 +155,7 @@ export class MemoryUserStore implements UserStore {
     if (before.role !== next.role) this.#roleIndex(next.role).insert(seq);
     if (oldKey !== newKey) this.#holdEmail(newKey, seq);
     // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
-    if (before.name !== next.name || before.email !== next.email) this.#creation.touch(seq);
+    if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
     return next;
   }
 
@@ -410,30 +377,4 @@ export class MemoryUserStore implements UserStore {
     if (rest.length === 0) this.#byEmail.delete(key);
     else this.#byEmail.set(key, rest.length === 1 ? rest[0]! : rest);
   }
-}
-
-interface Order {
-  index: OrderedIndex<Seq>;
-  /** The field sorted by; undefined for creation order. */
-  field?: KeyedField;
-  read: 'ascending' | 'reversed' | 'descendingGroups' | 'byRole';
-  /** For `byRole`: roles in descending order. */
-  descending?: boolean;
-}
-
-function keyOf(odd: Map<Seq, Keys>, users: UserColumn, seq: Seq, field: KeyedField): string {
-  return odd.get(seq)?.[field] ?? users[seq]![field];
-}
-
-/** Reverses each run of equal keys in place of order; the runs themselves keep their places. */
-function reverseWithinTies<T>(items: T[], key: (item: T) => string): T[] {
-  const out: T[] = [];
-  for (let start = 0; start < items.length;) {
-    let end = start + 1;
-    const value = key(items[start]!);
-    while (end < items.length && key(items[end]!) === value) end++;
-    for (let i = end - 1; i >= start; i--) out.push(items[i]!);
-    start = end;
-  }
-  return out;
 }

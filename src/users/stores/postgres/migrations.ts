@@ -1,33 +1,13 @@
 /**
  * The PostgreSQL schema, created and changed only by the numbered SQL files in `migrations/` at the
- * package root (`001_users.sql`, …). Each applied file is recorded in `schema_migrations`; all pending
- * ones are applied in one transaction under an advisory lock, so instances starting together apply
- * them once, and a failing file leaves the schema as it was.
+ * package root. All pending ones are applied in one transaction under an advisory lock, so instances
+ * starting together apply them once, and a failing file leaves the schema as it was.
  */
-import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
-
-/** `migrations/` beside `src/` in the source tree, and beside `dist/` once built (dist/src/users/ → ../../../). */
-const DEFAULT_DIRECTORY = new URL('../../../migrations/', import.meta.url);
+import { readMigrations, type Migration } from '../sql/migrations.js';
 
 /** The advisory lock of migrating, per schema: two databases or schemas do not wait for each other. */
 const LOCK = "pg_advisory_xact_lock(hashtextextended('roster.migrate:' || current_schema(), 0))";
-
-export interface Migration {
-  /** The file name without `.sql`, e.g. `001_users`: what `schema_migrations` records. */
-  version: string;
-  sql: string;
-}
-
-export async function readMigrations(directory: URL = DEFAULT_DIRECTORY): Promise<Migration[]> {
-  const files = (await readdir(directory)).filter((file) => /^\d+_[\w-]+\.sql$/.test(file)).sort();
-  return Promise.all(
-    files.map(async (file) => ({
-      version: file.slice(0, -'.sql'.length),
-      sql: await readFile(new URL(file, directory), 'utf8'),
-    })),
-  );
-}
 
 /** Applies the migrations not yet recorded; resolves with the versions applied now (none when up to date). */
 export async function migrate(pool: pg.Pool, migrations?: readonly Migration[]): Promise<string[]> {

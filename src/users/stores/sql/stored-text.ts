@@ -1,6 +1,7 @@
 /**
- * How user strings are kept in PostgreSQL `text` columns, which cannot hold what a JSON string can:
- * U+0000, and lone surrogates (`"\ud800"` is valid JSON, and the contract stores names as sent).
+ * How user strings are kept in SQL text columns (PostgreSQL's every field, SQLite's search copies and
+ * email key), which cannot hold what a JSON string can: U+0000, and lone surrogates (`"\ud800"` is
+ * valid JSON, and the contract stores names as sent).
  *
  * Those are written as two- or three-character escapes introduced by U+0001, and U+0001 itself is
  * escaped, so every string round-trips exactly. Everything else is kept as is, so the columns stay

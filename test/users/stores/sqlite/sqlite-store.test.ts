@@ -12,18 +12,15 @@ import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { pino } from 'pino';
-import { MemoryUserStore } from '../../src/users/memory-store.js';
-import { queryUsers, type ListParams } from '../../src/users/query.js';
-import type { User } from '../../src/users/schema.js';
-import { fromBlob, toBlob } from '../../src/users/sqlite-text.js';
-import {
-  DatabaseInUse,
-  migrateSqliteFile,
-  readSqliteMigrations,
-  SqliteUserStore,
-} from '../../src/users/sqlite-store.js';
-import { userStoreContract } from './store-contract.js';
-import { ROSTER } from '../support/index.js';
+import { MemoryUserStore } from '../../../../src/users/stores/memory/memory-store.js';
+import { queryUsers, type ListParams } from '../../../../src/users/query.js';
+import type { User } from '../../../../src/users/schema.js';
+import { fromBlob, toBlob } from '../../../../src/users/stores/sqlite/blob-text.js';
+import { DatabaseInUse } from '../../../../src/users/stores/sqlite/connection.js';
+import { migrateSqliteFile, readSqliteMigrations } from '../../../../src/users/stores/sqlite/migrations.js';
+import { SqliteUserStore } from '../../../../src/users/stores/sqlite/sqlite-store.js';
+import { userStoreContract } from '../../store-contract.js';
+import { ROSTER } from '../../../support/index.js';
 
 const silent = pino({ level: 'silent' });
 const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
@@ -33,11 +30,7 @@ const fileOf = () => join(folder, `${randomUUID()}.db`);
 userStoreContract('SqliteUserStore (:memory:)', () =>
   SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent),
 );
-userStoreContract(
-  'SqliteUserStore (a file, synchronous=FULL)',
-  () => SqliteUserStore.open({ path: fileOf(), synchronous: 'FULL' }, silent),
-  { numRuns: 20 },
-);
+// A file with synchronous=FULL runs the contract in the loop over every backend (store-contract.test.ts).
 
 describe('SQLite text', () => {
   test('every string round-trips, and BLOB byte order is the code-point order of the memory store', () => {

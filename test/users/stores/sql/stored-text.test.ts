@@ -1,13 +1,13 @@
 /**
- * The stored form of strings in PostgreSQL text (postgres-text.ts): it round-trips every JavaScript
- * string, holds no U+0000 or lone surrogate, sorts as the memory store sorts (UTF-8 bytes, which is
- * what COLLATE "C" compares), and the search patterns find exactly what `includes` finds.
+ * The stored form of strings in SQL text (src/users/stores/sql/stored-text.ts): it round-trips every
+ * JavaScript string, holds no U+0000 or lone surrogate, sorts as the memory store sorts (UTF-8 bytes,
+ * which is what COLLATE "C" compares), and the search patterns find exactly what `includes` finds.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { compareCodePoints } from '../../src/users/query.js';
-import { containsAligned, fromStored, likePattern, toStored } from '../../src/users/postgres-text.js';
+import { compareCodePoints } from '../../../../src/users/query.js';
+import { containsAligned, fromStored, likePattern, toStored } from '../../../../src/users/stores/sql/stored-text.js';
 
 /** Any UTF-16 code units, lone surrogates included, biased towards the characters the escapes involve. */
 const unit = fc.oneof(

@@ -1,0 +1,11 @@
+/** Users in this process's memory, for its life (contract): the store without DATABASE_URL. */
+import type { StoreBackend } from '../backend.js';
+import { MemoryUserStore } from './memory-store.js';
+
+export const memoryBackend: StoreBackend = {
+  name: 'memory',
+  accepts: (url) => url === undefined,
+  note: () =>
+    'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL or SQLite',
+  open: async (_storage, deps) => ({ store: new MemoryUserStore({ clock: deps.clock }) }),
+};

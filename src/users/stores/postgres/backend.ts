@@ -1,0 +1,35 @@
+/** Users in PostgreSQL (`DATABASE_URL=postgres://…`), shared by every instance on the database. */
+import { EngineFaults } from '../../../engine-faults.js';
+import type { StoreBackend } from '../backend.js';
+
+const SCHEMES = /^postgres(ql)?:\/\//i;
+
+export const postgresBackend: StoreBackend = {
+  name: 'postgres',
+  accepts: (url) => url !== undefined && SCHEMES.test(url),
+  note: () => 'Users are kept in PostgreSQL (DATABASE_URL)',
+  async open(storage, deps) {
+    // Loaded here, not at the top: only a process on PostgreSQL carries pg.
+    const { PostgresUserStore } = await import('./postgres-store.js');
+    const store = await PostgresUserStore.open(
+      { url: storage.url!, poolSize: storage.poolSize },
+      deps.logger,
+      deps.faults ?? new EngineFaults(deps.logger),
+    );
+    return { store, health: store.health };
+  },
+  async migrate(storage) {
+    const [{ createPool }, { migrate }, { readMigrations }] = await Promise.all([
+      import('./connection.js'),
+      import('./migrations.js'),
+      import('../sql/migrations.js'),
+    ]);
+    const pool = createPool({ url: storage.url!, poolSize: storage.poolSize }, new EngineFaults());
+    try {
+      const migrations = await readMigrations();
+      return { applied: await migrate(pool, migrations), latest: migrations.at(-1)?.version };
+    } finally {
+      await pool.end().catch(() => undefined);
+    }
+  },
+};

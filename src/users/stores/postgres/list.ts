@@ -1,0 +1,151 @@
+/**
+ * The list operation in PostgreSQL: one statement for a page and its total, with the totals of
+ * searches remembered per instance while the users do not change (migration 005).
+ */
+import type pg from 'pg';
+import { SEARCHABLE_FIELDS } from '../../fields.js';
+import { sortedField, type ListParams, type ListResult } from '../../query.js';
+import { searchColumn } from '../sql/columns.js';
+import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
+import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './rows.js';
+
+/** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
+const MAX_OFFSET = 2 ** 62;
+/** Search totals an instance keeps (see list); past this many, the oldest is forgotten. */
+const SEARCH_TOTALS = 1_000;
+
+/**
+ * Names of the statements that every pooled connection prepares once (parse and plan once, then only
+ * bind and execute), by their text; the same text always gets the same name, as node-postgres requires.
+ * Only statements whose best plan does not depend on the values are named: search is not (how many rows
+ * a needle matches decides between walking an index and reading the matches), so PostgreSQL plans each
+ * search for its needle. The texts named come from a fixed set (a list's filters and orders), so this
+ * stays small.
+ */
+const statementNames = new Map<string, string>();
+
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `roster_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
+/** A search's total as counted, and the number of changes to users (migration 005) it was counted after. */
+interface SearchTotal {
+  changes: string;
+  total: number;
+}
+
+/** Runs one statement; `named`: prepared once per connection (see `prepared`). */
+type Query = <R extends pg.QueryResultRow>(
+  text: string,
+  values: unknown[],
+  named?: boolean,
+) => Promise<pg.QueryResult<R>>;
+
+export class PostgresList {
+  /** By role and stored needle: totals this instance has counted. Oldest first. */
+  readonly #searchTotals = new Map<string, SearchTotal>();
+
+  constructor(private readonly query: Query) {}
+
+  async list(params: ListParams): Promise<ListResult> {
+    const values: unknown[] = [];
+    const filters: string[] = [];
+    if (params.role !== undefined) {
+      values.push(toStored(params.role));
+      filters.push(`role = $${values.length}`);
+    }
+    let needle: string | undefined;
+    if (params.search !== undefined) {
+      needle = toStored(params.search.toLowerCase());
+      const pattern = likePattern(needle);
+      if (pattern !== undefined) {
+        values.push(pattern);
+        filters.push(
+          `(${SEARCHABLE_FIELDS.map((field) => `${searchColumn(field)} LIKE $${values.length}`).join(' OR ')})`,
+        );
+      } else {
+        // LIKE finds the needle anywhere; only rows holding an escape need the alignment confirmed.
+        values.push(anywherePattern(needle), needle);
+        const [like, exact] = [`$${values.length - 1}`, `$${values.length}`];
+        const aligned = (column: string) =>
+          `(${column} LIKE ${like} AND (strpos(${column}, E'\\x01') = 0 OR roster_contains_aligned(${column}, ${exact})))`;
+        filters.push(`(${SEARCHABLE_FIELDS.map((field) => aligned(searchColumn(field))).join(' OR ')})`);
+      }
+    }
+    const where = filters.length === 0 ? 'true' : filters.join(' AND ');
+    values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
+    const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
+    // One statement, so the page and the total come from the same snapshot; the total is known even
+    // when the page lies beyond the last user.
+    const page = (total: string, named: boolean) =>
+      this.query<Row & { total: string | null; changes?: string; id: string | null }>(
+        `SELECT t.*, ${columns('p.')}
+         FROM (${total}) t
+         LEFT JOIN LATERAL (
+           SELECT ${RAW_COLUMNS}, seq FROM users WHERE ${where}
+           ORDER BY ${orderBy(params, '')} LIMIT ${limit} OFFSET ${offset}
+         ) p ON true
+         ORDER BY ${orderBy(params, 'p.')}`,
+        values,
+        named,
+      );
+    const usersOf = (rows: (Row & { id: string | null })[]) => rows.filter((row) => row.id !== null).map(userOf);
+    if (needle === undefined) {
+      // Without search, the total is the kept count per role (migration 002), not a count of the table,
+      // beside each row of the page: one plain statement. Only a page past the last user, which has no
+      // row to carry it, takes the joined statement above.
+      const total = `SELECT coalesce(sum(users), 0) AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
+      const { rows } = await this.query<Row & { total: string; id: string }>(
+        `SELECT (${total}) AS total, ${columns('users.')} FROM users WHERE ${where}
+         ORDER BY ${orderBy(params, 'users.')} LIMIT ${limit} OFFSET ${offset}`,
+        values,
+        true,
+      );
+      if (rows.length > 0) return { users: rows.map(userOf), total: Number(rows[0]!.total) };
+      const { rows: past } = await page(total, true);
+      return { users: usersOf(past), total: Number(past[0]!.total) };
+    }
+    // With search, the total is counted unless this instance counted it already after the same number
+    // of changes to users (migration 005), read with the page: then it is the count of this snapshot.
+    // Otherwise the page is read again with the count (a second statement, so that both come from one
+    // snapshot); a statement without the count costs PostgreSQL less to plan.
+    const key = JSON.stringify([params.role ?? null, needle]);
+    const known = this.#searchTotals.get(key);
+    const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
+    if (known) {
+      const { rows } = await page(changes, false);
+      if (rows[0]!.changes === known.changes) return { users: usersOf(rows), total: known.total };
+    }
+    const { rows } = await page(
+      `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
+      false,
+    );
+    const total = Number(rows[0]!.total);
+    this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
+    return { users: usersOf(rows), total };
+  }
+
+  #rememberTotal(key: string, total: SearchTotal): void {
+    this.#searchTotals.delete(key);
+    if (this.#searchTotals.size >= SEARCH_TOTALS) this.#searchTotals.delete(this.#searchTotals.keys().next().value!);
+    this.#searchTotals.set(key, total);
+  }
+}
+
+/**
+ * ORDER BY of a list (query.ts): by the field, ties in creation order, (created_at, seq), also when
+ * descending. id and (created_at, seq) are unique. Any other `sort` ties every user: creation order.
+ */
+function orderBy(params: ListParams, table: string): string {
+  const direction = params.descending ? 'DESC' : 'ASC';
+  const field = sortedField(params.sort);
+  if (field === undefined) return `${table}created_at, ${table}seq`;
+  if (field === 'id') return `${table}id ${direction}`;
+  if (field === 'created_at') return `${table}created_at ${direction}, ${table}seq ${direction}`;
+  return `${table}${field} ${direction}, ${table}created_at, ${table}seq`;
+}

@@ -1,0 +1,51 @@
+/**
+ * The store backends, and the one that DATABASE_URL names. A new backend is a folder of its own
+ * exporting a `StoreBackend` (backend.ts), plus its line below. Each backend's module loads its
+ * engine's driver only when opened, so the default process carries neither pg nor better-sqlite3.
+ */
+import type { StorageConfig } from '../../config/index.js';
+import type { Dependency } from '../../health.js';
+import type { UserStore } from '../store.js';
+import type { BackedUp, Migrated, StoreBackend, StoreDeps } from './backend.js';
+import { memoryBackend } from './memory/backend.js';
+import { postgresBackend } from './postgres/backend.js';
+import { sqliteBackend } from './sqlite/backend.js';
+
+export type { BackedUp, Migrated, StoreBackend, StoreDeps } from './backend.js';
+
+/** Every backend, in the order they are asked whether DATABASE_URL is theirs. */
+export const STORE_BACKENDS: readonly StoreBackend[] = [memoryBackend, sqliteBackend, postgresBackend];
+
+/** The backend of `storage.url` (the configuration has checked that one accepts it). */
+export function storeBackend(storage: StorageConfig): StoreBackend {
+  const backend = STORE_BACKENDS.find((candidate) => candidate.accepts(storage.url));
+  if (!backend) throw new Error(`no store backend accepts DATABASE_URL ${storage.url ?? '(unset)'}`);
+  return backend;
+}
+
+export interface OpenStore {
+  readonly backend: string;
+  readonly store: UserStore;
+  /** The health entry of the store's engine (`database`), when it has one. */
+  readonly health: Dependency | undefined;
+  /** The start-up line saying where users are kept. */
+  readonly note: string;
+  /** Applies pending migrations (opening did already; none is left unless another process added files). */
+  migrate(): Promise<Migrated>;
+  /** A copy of the store to a new file, where the backend can take one. */
+  readonly backup: ((target: string) => Promise<BackedUp>) | undefined;
+}
+
+/** Opens the store that `storage` names: migrated, ready to serve. */
+export async function openStore(storage: StorageConfig, deps: StoreDeps): Promise<OpenStore> {
+  const backend = storeBackend(storage);
+  const { store, health } = await backend.open(storage, deps);
+  return {
+    backend: backend.name,
+    store,
+    health,
+    note: backend.note(storage),
+    migrate: async () => (backend.migrate ? backend.migrate(storage) : { applied: [], latest: undefined }),
+    backup: backend.backupOf?.(storage),
+  };
+}

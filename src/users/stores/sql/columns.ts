@@ -1,0 +1,28 @@
+/**
+ * A SQL store's columns, from the field table (fields.ts): one column per field, named after it, plus
+ * the columns that serve search and uniqueness, which hold what the stores compare rather than what
+ * the client sent. Both SQL stores keep this layout (migrations/ and migrations/sqlite/).
+ */
+import { FIELD_NAMES, SEARCHABLE_FIELDS, WRITABLE_FIELDS, type FieldName } from '../../fields.js';
+
+/** The lower-cased copy of a searchable field, which search reads. */
+export const searchColumn = (field: string): string => `${field}_lower`;
+
+/** emailKey() of the email (users/store.ts), which decides uniqueness. */
+export const EMAIL_KEY = 'email_key';
+
+/** The columns derived from others: lower-cased copies for search, then the email key. */
+export const DERIVED_COLUMNS: readonly string[] = [...SEARCHABLE_FIELDS.map(searchColumn), EMAIL_KEY];
+
+/** Every column a user's row holds, fields first. */
+export const ROW_COLUMNS: readonly string[] = [...FIELD_NAMES, ...DERIVED_COLUMNS];
+
+/** The columns an update may change: each writable field and its lower-cased copy if it has one. */
+export const UPDATED_COLUMNS: readonly { field: FieldName; column: string; lower: boolean }[] = WRITABLE_FIELDS.flatMap(
+  (field) => [
+    { field, column: field as string, lower: false },
+    ...((SEARCHABLE_FIELDS as readonly string[]).includes(field)
+      ? [{ field, column: searchColumn(field), lower: true }]
+      : []),
+  ],
+);

@@ -1,0 +1,73 @@
+/**
+ * A user as a SQLite row and back (sql/columns.ts names the columns): the fields as BLOBs (blob-text.ts),
+ * the stamps as microseconds since the epoch, the search copies and the email key as escaped text
+ * (sql/stored-text.ts). The store's inserts and updates, its seed and the benchmark's bulk fill all
+ * write rows through here.
+ */
+import { formatMicros } from '../../../clock.js';
+import { FIELDS, SEARCHABLE_FIELDS, type FieldSpec } from '../../fields.js';
+import type { User } from '../../schema.js';
+import { emailKey, type Changes, type NewUser } from '../../store.js';
+import { EMAIL_KEY, ROW_COLUMNS, UPDATED_COLUMNS } from '../sql/columns.js';
+import { toStored } from '../sql/stored-text.js';
+import { fromBlob, toBlob } from './blob-text.js';
+
+/** A row as read: fields as BLOBs (null where an optional field is absent), stamps as integers. */
+export type Row = Record<string, Buffer | number | null>;
+
+const SPECS = FIELDS as readonly FieldSpec[];
+
+/** The user's fields as SELECT lists them. */
+export const USER_COLUMNS = SPECS.map((field) => field.name).join(', ');
+
+export const INSERT_USER = `INSERT INTO users (${ROW_COLUMNS.join(', ')}) VALUES (${ROW_COLUMNS.map(() => '?').join(', ')})`;
+
+/** One statement for every update: an absent change (null) keeps the column. `?`s: UPDATED_COLUMNS, the key, the stamp, the rowid. */
+export const UPDATE_USER = `UPDATE users SET ${UPDATED_COLUMNS.map(({ column }) => `${column} = coalesce(?, ${column})`).join(', ')},
+  ${EMAIL_KEY} = coalesce(?, ${EMAIL_KEY}), updated_at = ? WHERE created_at = ?`;
+
+/** `2026-11-22T10:15:30.123456` as microseconds since the epoch (formatMicros' inverse). */
+export function microsOf(stamp: string): number {
+  return Date.parse(`${stamp.slice(0, 19)}Z`) * 1000 + Number(stamp.slice(20));
+}
+
+/** INSERT_USER's values for `user`, stamped `at` (microseconds: created and updated alike). */
+export function toRow(user: NewUser, at: number): unknown[] {
+  const fields = user as Readonly<Record<string, string | undefined>>;
+  const values: unknown[] = SPECS.map((field) => {
+    if (field.stamp) return at;
+    const value = fields[field.name];
+    return value === undefined ? null : toBlob(value);
+  });
+  for (const field of SEARCHABLE_FIELDS) {
+    const value = fields[field];
+    values.push(value === undefined ? null : toStored(value.toLowerCase()));
+  }
+  values.push(toStored(emailKey(user.email)));
+  return values;
+}
+
+/** UPDATE_USER's values: `key` is the new email key when the email changes. */
+export function toUpdate(changes: Changes, key: string | undefined, at: number, rowid: number): unknown[] {
+  const fields = changes as Readonly<Record<string, string | undefined>>;
+  return [
+    ...UPDATED_COLUMNS.map(({ field, lower }) => {
+      const value = fields[field];
+      return value === undefined ? null : lower ? toStored(value.toLowerCase()) : toBlob(value);
+    }),
+    key ?? null,
+    at,
+    rowid,
+  ];
+}
+
+/** A row as read by `SELECT ${USER_COLUMNS}`, as a user. */
+export function fromRow(row: Row): User {
+  const user: Record<string, string> = {};
+  for (const field of SPECS) {
+    const value = row[field.name];
+    if (value === null || value === undefined) continue;
+    user[field.name] = field.stamp ? formatMicros(value as number) : fromBlob(value as Buffer);
+  }
+  return user as User;
+}
