@@ -1,5 +1,5 @@
 /**
- * Hostile searches (issue: PostgreSQL search denial of service): a search longer than any field gets
+ * Hostile searches (docs/decisions.md, *Request limits*: search text): a search longer than any field gets
  * 422 in every store; the escaped-text path of the PostgreSQL store answers long needles that start with
  * an escape's own characters correctly; and a statement that runs out of time is a 503 with Retry-After
  * that leaves health alone, never a 500.
