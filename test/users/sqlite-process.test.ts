@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, describe, test, type TestContext } from 'node:test';
 import { pino } from 'pino';
 import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
-import { freePort, request, ROSTER, RosterProcess, startRoster, within } from '../support/index.js';
+import { freePort, request, ROSTER, RosterProcess, startRoster, within, type UserRecord } from '../support/index.js';
 
 const ROUNDS = Number(process.env.SQLITE_KILL_ROUNDS ?? 3);
 
@@ -68,21 +68,12 @@ async function stopInstance(instance: Instance, signal: NodeJS.Signals = 'SIGTER
   await instance.process.stop(signal, 15_000);
 }
 
-interface Listed {
-  id: string;
-  name: string;
-  email: string;
-  role: string;
-  created_at: string;
-  updated_at: string;
-}
-
 /** Every user, read page by page in creation order. */
-async function allUsers(api: string): Promise<Map<string, Listed>> {
-  const users = new Map<string, Listed>();
+async function allUsers(api: string): Promise<Map<string, UserRecord>> {
+  const users = new Map<string, UserRecord>();
   for (let page = 1; ; page++) {
     const { body } = await request(`${api}/users?order=asc&limit=100&page=${page}`);
-    for (const user of body.data.users as Listed[]) users.set(user.id, user);
+    for (const user of body.data.users as UserRecord[]) users.set(user.id, user);
     if (page >= body.data.pagination.pages) return users;
   }
 }
@@ -108,6 +99,17 @@ interface Ledger {
   acknowledged: number;
 }
 
+function emptyLedger(): Ledger {
+  return {
+    created: new Map(),
+    deleted: new Set(),
+    deletePending: new Set(),
+    refusedNames: new Set(),
+    unknownNames: new Set(),
+    acknowledged: 0,
+  };
+}
+
 /**
  * `workers` clients writing as fast as they are answered, until `stop()`: creates (every fifth with the
  * email of a user created before, which must be refused), patches of their own users, deletes.
@@ -128,7 +130,7 @@ function writeLoad(api: string, ledger: Ledger, workers: number): { halt: () => 
           const email = taken?.email.toUpperCase() ?? `${name}@load.example`;
           ledger.unknownNames.add(name);
           const response = await fetch(`${api}/users`, json({ name, email }));
-          const body = (await response.json()) as { data: Listed };
+          const body = (await response.json()) as { data: UserRecord };
           ledger.unknownNames.delete(name);
           if (response.status === 201) {
             ledger.created.set(body.data.id, { email, name, pendingNames: new Set() });
@@ -182,7 +184,7 @@ function writeLoad(api: string, ledger: Ledger, workers: number): { halt: () => 
 }
 
 /** Every acknowledged write is in `users`, and nothing refused is. */
-function checkLedger(ledger: Ledger, users: Map<string, Listed>): void {
+function checkLedger(ledger: Ledger, users: Map<string, UserRecord>): void {
   const names = new Set([...users.values()].map((user) => user.name));
   for (const [id, user] of ledger.created) {
     const stored = users.get(id);
@@ -201,7 +203,7 @@ function checkLedger(ledger: Ledger, users: Map<string, Listed>): void {
   }
   for (const name of ledger.refusedNames) assert.ok(!names.has(name), `refused create ${name} is stored`);
   // Nothing else: each user was created by the load (or is a seed user).
-  const known = (user: Listed) =>
+  const known = (user: UserRecord) =>
     ledger.created.has(user.id) || ledger.unknownNames.has(user.name) || !user.name.startsWith('w');
   for (const user of users.values()) assert.ok(known(user), `user ${user.id} (${user.name}) came from nowhere`);
 }
@@ -212,14 +214,7 @@ describe('SQLite store, as real processes', () => {
     { timeout: 60_000 + ROUNDS * 30_000 },
     async (t) => {
       const file = join(folder, `kill-${randomUUID()}.db`);
-      const ledger: Ledger = {
-        created: new Map(),
-        deleted: new Set(),
-        deletePending: new Set(),
-        refusedNames: new Set(),
-        unknownNames: new Set(),
-        acknowledged: 0,
-      };
+      const ledger = emptyLedger();
       let instance = await startInstance(t, file);
       for (let round = 1; round <= ROUNDS; round++) {
         const load = writeLoad(instance.api, ledger, 8);
@@ -271,14 +266,7 @@ describe('SQLite store, as real processes', () => {
       const file = join(folder, `live-${randomUUID()}.db`);
       const backup = join(folder, `backup-${randomUUID()}.db`);
       const live = await startInstance(t, file);
-      const ledger: Ledger = {
-        created: new Map(),
-        deleted: new Set(),
-        deletePending: new Set(),
-        refusedNames: new Set(),
-        unknownNames: new Set(),
-        acknowledged: 0,
-      };
+      const ledger = emptyLedger();
       let fresh: Instance | undefined;
       try {
         for (let i = 0; i < 300; i++) {
