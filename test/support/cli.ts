@@ -1,7 +1,7 @@
 /**
- * The `roster` command as a child process, with its output recorded and awaitable; a recorder for
- * in-process streams; a bare WebSocket server that shows what a client did on the wire. Every child is
- * killed when its test ends, whatever the outcome.
+ * The `roster` command as a child process, with its output recorded and awaitable; a Roster for it to
+ * talk to; a recorder for in-process streams; a bare WebSocket server that shows what a client did on
+ * the wire. Every child is killed when its test ends, whatever the outcome.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
