@@ -5,14 +5,11 @@
  * the same with LOG_LEVEL=silent.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { within } from './support/index.js';
+import { RosterProcess } from './support/index.js';
 
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const EXIT_MS = 15_000;
 const TEST_MS = 30_000;
 
@@ -42,23 +39,10 @@ interface Outcome {
 }
 
 async function start(t: TestContext, env: Record<string, string>): Promise<Outcome> {
-  const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const [code] = (await within(
-    once(child, 'close'),
-    EXIT_MS,
-    `Roster to exit with ${JSON.stringify(env)}; stdout ${stdout} stderr ${stderr}`,
-  )) as [number | null];
-  return { code, stdout, stderr };
+  const roster = new RosterProcess(t, env);
+  const { code } = await roster.exited(EXIT_MS);
+  // Each recorded line ended with a newline (or the output did): an empty record is an empty stdout.
+  return { code, stdout: roster.stdout.map((line) => `${line}\n`).join(''), stderr: roster.stderr };
 }
 
 interface Case {

@@ -11,7 +11,10 @@ import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Instance, request, roomUrl, within, WITHOUT_REDIS } from '../support/index.js';
 
-/** The bound the issue sets for noticing a killed instance (its count expires after about 4 s). */
+/**
+ * How soon a killed instance is counted out: its 4 s liveness key expires and the next reaper run, every
+ * second, tells its members' leaves (README, *Running several instances*); the rest is room for a busy machine.
+ */
 const KILLED_GONE_MS = 10_000;
 
 describe('several Roster processes on one Redis', { skip: WITHOUT_REDIS }, () => {

@@ -21,15 +21,8 @@ import {
   within,
   type Json,
   type Peer,
-  type Running,
+  rosterFor,
 } from '../support/index.js';
-
-/** A Roster for one test, stopped when the test ends (a short shutdown bound keeps teardown quick). */
-async function roster(t: TestContext, env: Record<string, string> = {}): Promise<Running> {
-  const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env });
-  t.after(() => running.stop());
-  return running;
-}
 
 /** A connected chat client (welcome received), closed when the test ends. */
 async function client(t: TestContext, url: string): Promise<ChatClient> {
@@ -51,7 +44,7 @@ describe('roster chat --json, piped', () => {
     'piped lines reach the others in order; the output is the server messages as received; exit 0 at end of input',
     { timeout: TEST_MS },
     async (t) => {
-      const running = await roster(t);
+      const running = await rosterFor(t);
       const observer = await client(t, running.wsUrl);
       const cli = await jsonChat(t, running.wsUrl);
       await observer.next((m) => m.type === 'user_join' && m.online_count === 2);
@@ -85,7 +78,7 @@ describe('roster chat --json, piped', () => {
   );
 
   test('shows others joining, chatting and leaving', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
+    const running = await rosterFor(t);
     const cli = await jsonChat(t, running.wsUrl);
     assert.match(cli.json[0].message, /\b1 user online\b/);
 
@@ -113,7 +106,7 @@ describe('roster chat --json, piped', () => {
   });
 
   test('/quit leaves at once, with stdin still open; nothing after it is sent', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
+    const running = await rosterFor(t);
     const observer = await client(t, running.wsUrl);
     const cli = await jsonChat(t, running.wsUrl);
     await observer.next((m) => m.type === 'user_join');
@@ -129,7 +122,7 @@ describe('roster chat --json, piped', () => {
   });
 
   test('/ping is answered by a pong, whose round trip goes to stderr', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
+    const running = await rosterFor(t);
     const cli = await jsonChat(t, running.wsUrl);
     cli.child.stdin.end('/ping\n');
     assert.deepEqual(await cli.exited(), { code: 0, signal: null }, cli.describe());
@@ -142,7 +135,7 @@ describe('roster chat --json, piped', () => {
   });
 
   test('the URL defaults to WS_URL, else ws://127.0.0.1:$WS_PORT', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
+    const running = await rosterFor(t);
     const envs: Record<string, string>[] = [
       { WS_PORT: String(running.wsPort) },
       { WS_URL: running.wsUrl, WS_PORT: String(await freePort()) },
@@ -161,7 +154,7 @@ describe('roster chat: without --json, for people', () => {
     'piped: readable lines; own chats marked (you), others not; times from the server timestamps',
     { timeout: TEST_MS },
     async (t) => {
-      const running = await roster(t);
+      const running = await rosterFor(t);
       const observer = await client(t, running.wsUrl);
       const cli = new Cli(t, ['chat', running.wsUrl], { TZ: 'UTC' });
       await cli.waitForLine(/^\* Welcome to the chat! 2 users online\.$/, 'the welcome');
@@ -202,7 +195,7 @@ describe('roster chat: connection and exit status', () => {
     '--no-reconnect, the server shuts down: the close code in words goes to stderr, exit 0 (1001)',
     { timeout: TEST_MS },
     async (t) => {
-      const running = await roster(t);
+      const running = await rosterFor(t);
       const cli = new Cli(t, ['chat', running.wsUrl, '--json', '--no-reconnect']);
       await cli.waitForJson((m) => m.type === 'system', 'the welcome');
       await running.stop();
@@ -232,7 +225,7 @@ describe('roster chat: connection and exit status', () => {
       );
 
       // The same chat port, a new process's worth of state: a second welcome arrives on the new connection.
-      const second = await roster(t, { WS_PORT: String(first.wsPort) });
+      const second = await rosterFor(t, { WS_PORT: String(first.wsPort) });
       await cli.stderr.until(
         () => (cli.stderr.text.includes(`* reconnected to ${first.wsUrl}`) ? true : undefined),
         'the reconnected notice',
@@ -255,7 +248,7 @@ describe('roster chat: connection and exit status', () => {
     'pointed at the REST port: one line saying to use the chat port, and which one',
     { timeout: TEST_MS },
     async (t) => {
-      const running = await roster(t);
+      const running = await rosterFor(t);
       const restUrl = running.origin.replace('http:', 'ws:');
       const cli = new Cli(t, ['chat', restUrl]);
       assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
@@ -273,7 +266,7 @@ describe('roster chat: connection and exit status', () => {
     'white-space-only lines and unknown /commands are not sent; // sends a leading /',
     { timeout: TEST_MS },
     async (t) => {
-      const running = await roster(t);
+      const running = await rosterFor(t);
       const observer = await client(t, running.wsUrl);
       const cli = await jsonChat(t, running.wsUrl);
       await observer.next((m) => m.type === 'user_join');
@@ -295,7 +288,7 @@ describe('roster chat: connection and exit status', () => {
     'the server closes with another code: exit 1 (a message over WS_MAX_PAYLOAD gets 1009)',
     { timeout: TEST_MS },
     async (t) => {
-      const running = await roster(t, { WS_MAX_PAYLOAD: '64KiB' });
+      const running = await rosterFor(t, { WS_MAX_PAYLOAD: '64KiB' });
       const cli = await jsonChat(t, running.wsUrl);
       cli.child.stdin.write(`${'x'.repeat(70 * 1024)}\n`);
       assert.deepEqual(await cli.exited(), { code: 1, signal: null }, cli.describe());
@@ -371,7 +364,7 @@ function terminalChat(options: ChatOptions): {
 
 describe('roster chat at a terminal (in-process)', () => {
   test('prompt, sending, (you), others, /ping, /help, /quit', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
+    const running = await rosterFor(t);
     const { keys, screen, errors, exit } = terminalChat({ url: running.wsUrl, json: false });
     const has = (pattern: RegExp) => () => (pattern.test(screen.plain) ? true : undefined);
     await screen.until(has(/\* Welcome to the chat! 1 user online\.\n> $/), 'the welcome and a prompt');
@@ -445,7 +438,7 @@ describe('roster chat at a terminal (in-process)', () => {
   });
 
   test('Ctrl-D on an empty line leaves', { timeout: TEST_MS }, async (t) => {
-    const running = await roster(t);
+    const running = await rosterFor(t);
     const { keys, screen, exit } = terminalChat({ url: running.wsUrl, json: false });
     await screen.until(() => (screen.plain.includes('* Welcome') ? true : undefined), 'the welcome');
     keys.write('\x04');

@@ -8,22 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import {
-  Cli,
-  freePort,
-  redirectingApi,
-  request,
-  startRoster,
-  TEST_MS,
-  type Json,
-  type Running,
-} from '../support/index.js';
-
-async function roster(t: TestContext, env: Record<string, string> = {}): Promise<Running> {
-  const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env });
-  t.after(() => running.stop());
-  return running;
-}
+import { Cli, freePort, redirectingApi, request, TEST_MS, type Json, rosterFor } from '../support/index.js';
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'roster-users-'));
@@ -66,7 +51,7 @@ describe('roster users', () => {
         "'plain",
         'plain',
       ];
-      const source = await roster(t);
+      const source = await rosterFor(t);
       for (const [index, name] of names.entries())
         assert.equal(
           (await request(`${source.api}/users`, { method: 'POST', body: { name, email: `f${index}@example.com` } }))
@@ -84,7 +69,7 @@ describe('roster users', () => {
 
       const file = join(tempDir(t), 'users.csv');
       writeFileSync(file, exported.stdout.text);
-      const target = await roster(t);
+      const target = await rosterFor(t);
       const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
       assert.equal(imported.exit?.code, 1, imported.describe()); // the three seed users exist there already
       const list = await request(`${target.api}/users?sort=created_at&order=asc&limit=100`);
@@ -100,7 +85,7 @@ describe('roster users', () => {
       `export --format ${format}, then import into another Roster: same users; the seeds refused as EMAIL_EXISTS`,
       { timeout: TEST_MS },
       async (t) => {
-        const source = await roster(t);
+        const source = await rosterFor(t);
         for (const user of EXTRA)
           assert.equal((await request(`${source.api}/users`, { method: 'POST', body: user })).status, 201);
         const exported = await run(t, ['users', 'export', '--format', format, '--url', source.api]);
@@ -111,7 +96,7 @@ describe('roster users', () => {
         if (format === 'json') assert.equal((JSON.parse(exported.stdout.text) as Json[]).length, 5);
         else assert.match(exported.stdout.text, /^id,name,email,role,created_at,updated_at\r\n/);
 
-        const target = await roster(t);
+        const target = await rosterFor(t);
         const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
         assert.equal(imported.exit?.code, 1, `some refused: ${imported.describe()}`);
         const report = imported.stderr.lines;
@@ -129,7 +114,7 @@ describe('roster users', () => {
     'import reports each refused record with the reason, and imports the rest (JSON lines from stdin)',
     { timeout: TEST_MS },
     async (t) => {
-      const target = await roster(t);
+      const target = await rosterFor(t);
       const cli = new Cli(t, ['users', 'import', '-', '--url', target.api]);
       cli.child.stdin.end(
         '{"name":"Ok One","email":"ok1@example.com"}\n{"name":"","email":"not-an-email"}\n{"name":"Ok Two","email":"ok2@example.com","role":"nope"}\n' +

@@ -39,6 +39,34 @@ async function settled(page: Page): Promise<void> {
 }
 
 test(
+  'a user added with the role left at "default" is sent without one and gets the service\'s default role',
+  { skip: noChromium, timeout: 30_000 },
+  async () => {
+    await withConsole(async (roster, browser) => {
+      const { page, errors } = await openConsole(browser, roster.origin);
+      const writes = recordWrites(page);
+      await settled(page);
+      await page.getByRole('button', { name: 'Add user' }).click();
+      assert.equal(await page.locator('#user-role').inputValue(), '', 'a new user starts at "default"');
+      await page.locator('#user-name').fill('Dorothy Vaughan');
+      await page.locator('#user-email').fill('dorothy@example.com');
+      await page.getByRole('button', { name: 'Create user' }).click();
+      await waitForText(page.locator('#users-notice'), 'Created Dorothy Vaughan.');
+      assert.deepEqual(writes, [['POST', { name: 'Dorothy Vaughan', email: 'dorothy@example.com' }]]);
+      const { body } = await request(`${roster.api}/users?search=dorothy@example.com`);
+      const [created] = body.data.users;
+      assert.deepEqual(
+        (await request(`${roster.api}/users`, { method: 'POST', body: { name: 'X', email: 'x@example.com' } })).body
+          .data.role,
+        created.role,
+        'the role the service gives a user written without one',
+      );
+      assert.deepEqual(errors, []);
+    });
+  },
+);
+
+test(
   'a user is created, found by search, edited with PUT and PATCH, and deleted',
   { skip: noChromium, timeout: 30_000 },
   async () => {

@@ -197,31 +197,30 @@ describe('connection churn: online_count equals the true number of open connecti
         'the 101',
       );
 
+    /** A chat client that has been welcomed. */
+    const welcomed = async () => {
+      const client = new ChatClient(roster.running.wsUrl);
+      client.ws.on('error', () => {});
+      await within(
+        client.next((m) => m.type === 'system'),
+        5000,
+        'welcome',
+      );
+      return client;
+    };
+
     const kinds: [string, () => Promise<void>][] = [
       [
         'clean close',
         async () => {
-          const client = new ChatClient(roster.running.wsUrl);
-          client.ws.on('error', () => {});
-          await within(
-            client.next((m) => m.type === 'system'),
-            5000,
-            'welcome',
-          );
+          const client = await welcomed();
           await within(client.close(), 5000, 'close handshake');
         },
       ],
       [
         'terminate after the welcome',
         async () => {
-          const client = new ChatClient(roster.running.wsUrl);
-          client.ws.on('error', () => {});
-          await within(
-            client.next((m) => m.type === 'system'),
-            5000,
-            'welcome',
-          );
-          client.ws.terminate();
+          (await welcomed()).ws.terminate();
         },
       ],
       [

@@ -1,9 +1,9 @@
 /**
- * Hardening of the REST port (issue "Hardening"): hostile input over real sockets, each test ending with
+ * Hardening of the REST port: hostile input over real sockets, each test ending with
  * the shared health check (health 200, a chat round trip, the users planted before the attack intact).
  * Cases already covered in test/http and test/users (malformed JSON, JSON that is not an object, wrong
  * content type, body and Content-Length over the limit, bad page/limit, unknown routes and methods) are
- * not repeated here; the concurrency cases are, at the issue's scale (200 requests, not 50 or 40).
+ * not repeated here; the concurrency cases are, at 200 simultaneous requests instead of their 50 or 40.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

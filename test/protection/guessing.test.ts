@@ -7,7 +7,7 @@
  * without RATE_LIMIT, hashing in flight is bounded and the excess gets 503 with Retry-After at once.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { HASHING_CONCURRENCY, HASHING_QUEUE } from '../../src/edge/authenticator.js';
 import { hashPassword } from '../../src/edge/password.js';
 import { assertRefused, basic, handshake, request, startRoster, type JsonResponse } from '../support/index.js';
@@ -26,15 +26,21 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+/** Roster with one Basic user, ada (an admin), whose guesses from behind the trusted proxy share `rateLimit`. */
+async function guessedRoster(t: TestContext, rateLimit: string) {
+  const running = await startRoster({
+    AUTH: 'basic',
+    BASIC_USERS: `ada:${await hashPassword('lovelace-1815', CHEAP)}:admin`,
+    RATE_LIMIT: rateLimit,
+    TRUST_PROXY: '127.0.0.1',
+  });
+  t.after(() => running.stop());
+  return running;
+}
+
 describe('RATE_LIMIT with AUTH=basic: no password guessing past the limit (REST)', () => {
   test('once the guesses have used up the budget, the right password gets the same 429 as a wrong one until the window has passed', async (t) => {
-    const running = await startRoster({
-      AUTH: 'basic',
-      BASIC_USERS: `ada:${await hashPassword('lovelace-1815', CHEAP)}:admin`,
-      RATE_LIMIT: '3/second',
-      TRUST_PROXY: '127.0.0.1',
-    });
-    t.after(() => running.stop());
+    const running = await guessedRoster(t, '3/second');
     const as = (password: string, from = '203.0.113.7') =>
       request(`${running.api}/users`, { headers: { authorization: basic('ada', password), 'x-forwarded-for': from } });
 
@@ -94,13 +100,7 @@ describe('RATE_LIMIT with AUTH=basic: no password guessing past the limit (REST)
 
 describe('RATE_LIMIT with AUTH=basic: no password guessing past the limit (chat handshakes)', () => {
   test('once the guesses have used up the budget, the right password gets 429 before the upgrade, like a wrong one', async (t) => {
-    const running = await startRoster({
-      AUTH: 'basic',
-      BASIC_USERS: `ada:${await hashPassword('lovelace-1815', CHEAP)}:admin`,
-      RATE_LIMIT: '3/minute',
-      TRUST_PROXY: '127.0.0.1',
-    });
-    t.after(() => running.stop());
+    const running = await guessedRoster(t, '3/minute');
     const as = (password: string, from = '203.0.113.7') =>
       handshake(running.wsUrl, { headers: { authorization: basic('ada', password), 'x-forwarded-for': from } });
 

@@ -1,7 +1,7 @@
 /**
- * The `roster` command as a child process, with its output recorded and awaitable; a recorder for
- * in-process streams; a bare WebSocket server that shows what a client did on the wire. Every child is
- * killed when its test ends, whatever the outcome.
+ * The `roster` command as a child process, with its output recorded and awaitable; a Roster for it to
+ * talk to; a recorder for in-process streams; a bare WebSocket server that shows what a client did on
+ * the wire. Every child is killed when its test ends, whatever the outcome.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { startRoster, type Running } from './roster.js';
 import type { Exit } from './roster-process.js';
 import { within } from './wait.js';
 
@@ -19,6 +20,13 @@ export const ROSTER = fileURLToPath(new URL('../../src/cli/roster.js', import.me
 export const EVENT_MS = 5_000;
 const EXIT_MS = 8_000;
 export const TEST_MS = 30_000;
+
+/** A Roster for one test, for the command to talk to; stopped when the test ends (a short shutdown bound keeps teardown quick). */
+export async function rosterFor(t: TestContext, env: Record<string, string> = {}): Promise<Running> {
+  const running = await startRoster({ SHUTDOWN_TIMEOUT_MS: '2000', ...env });
+  t.after(() => running.stop());
+  return running;
+}
 
 /** Text written to a stream, with a wait for what it will contain. */
 export class Transcript {

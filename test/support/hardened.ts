@@ -6,20 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { User } from '../../src/protocol/index.js';
 import { ChatClient } from './chat-client.js';
 import { plainRequest } from './http.js';
 import { startRoster, type Running } from './roster.js';
 import { eventually, within } from './wait.js';
 
-/** A user as the API returns it. */
-export interface UserRecord {
-  id: string;
-  name: string;
-  email: string;
-  role: string;
-  created_at: string;
-  updated_at: string;
-}
+/** A user as the API returns it: the typed client's `User`, generated from the OpenAPI document. */
+export type UserRecord = User;
 
 export const USER_KEYS = ['created_at', 'email', 'id', 'name', 'role', 'updated_at'];
 

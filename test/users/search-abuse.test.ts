@@ -1,11 +1,11 @@
 /**
- * Hostile searches (issue: PostgreSQL search denial of service): a search longer than any field gets
+ * Hostile searches (docs/decisions.md, *Request limits*: search text): a search longer than any field gets
  * 422 in every store; the escaped-text path of the PostgreSQL store answers long needles that start with
  * an escape's own characters correctly; and a statement that runs out of time is a 503 with Retry-After
  * that leaves health alone, never a 500.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import pg from 'pg';
 import {
   DATABASE_URL,
@@ -82,22 +82,31 @@ for (const [name, start] of stores) {
   });
 }
 
+/**
+ * Roster on a fresh PostgreSQL schema whose users table another session holds (ACCESS EXCLUSIVE) until
+ * `release`; the session, Roster and the schema end with the test.
+ */
+async function heldRoster(t: TestContext, env: Record<string, string> = {}) {
+  const schema = await freshSchema();
+  const roster = await startRoster({ DATABASE_URL: schema.url, ...env });
+  t.after(async () => {
+    await roster.stop();
+    await schema.drop();
+  });
+  const holder = new pg.Client({ connectionString: schema.url });
+  await holder.connect();
+  t.after(() => holder.end());
+  await holder.query('BEGIN');
+  await holder.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+  return { roster, release: () => holder.query('ROLLBACK') };
+}
+
 describe('a statement that runs out of time on PostgreSQL', { skip: DATABASE_URL ? false : NO_DATABASE }, () => {
   test('is 503 SERVICE_UNAVAILABLE with Retry-After, not 500, and health stays up', { timeout: 30_000 }, async (t) => {
-    const schema = await freshSchema();
-    const roster = await startRoster({ DATABASE_URL: schema.url });
-    t.after(async () => {
-      await roster.stop();
-      await schema.drop();
-    });
     // Another session holds the table, so the list waits until statement_timeout (5 s) cancels it.
-    const holder = new pg.Client({ connectionString: schema.url });
-    await holder.connect();
-    t.after(() => holder.end());
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+    const { roster, release } = await heldRoster(t);
     const list = await request(`${roster.api}/users`);
-    await holder.query('ROLLBACK');
+    await release();
     assert.equal(list.status, 503, list.text);
     assert.equal(list.body.error.code, 'SERVICE_UNAVAILABLE');
     assert.equal(list.headers.get('retry-after'), '1');
@@ -109,17 +118,7 @@ describe('a statement that runs out of time on PostgreSQL', { skip: DATABASE_URL
     'a request that waits past its bound for a free connection (all in use) is 503 busy, and health stays up',
     { timeout: 30_000 },
     async (t) => {
-      const schema = await freshSchema();
-      const roster = await startRoster({ DATABASE_URL: schema.url, DATABASE_POOL_SIZE: '1' });
-      t.after(async () => {
-        await roster.stop();
-        await schema.drop();
-      });
-      const holder = new pg.Client({ connectionString: schema.url });
-      await holder.connect();
-      t.after(() => holder.end());
-      await holder.query('BEGIN');
-      await holder.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+      const { roster, release } = await heldRoster(t, { DATABASE_POOL_SIZE: '1' });
       // The first list holds the pool's one connection, waiting on the lock; the second waits for that
       // connection, and gives up after 2 s: the database answered all along.
       const first = request(`${roster.api}/users`);
@@ -132,7 +131,7 @@ describe('a statement that runs out of time on PostgreSQL', { skip: DATABASE_URL
         const health = await request(`${roster.api}/health`);
         assert.equal(health.status, 200, `a busy pool is not a database down: ${health.text}`);
       } finally {
-        await holder.query('ROLLBACK'); // whatever happened: the first request, and the stop, wait on it
+        await release(); // whatever happened: the first request, and the stop, wait on it
       }
       assert.equal((await first).status, 200, 'the first is served once the lock is gone');
     },

@@ -6,65 +6,49 @@
  * that the README's quick start promises.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { after, describe, test, type TestContext } from 'node:test';
 import { pino } from 'pino';
 import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
-import { freePort, request, startRoster, within } from '../support/index.js';
+import { freePort, request, ROSTER, RosterProcess, startRoster, within, type UserRecord } from '../support/index.js';
 
-const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
-const ROSTER = fileURLToPath(new URL('../../src/cli/roster.js', import.meta.url));
 const ROUNDS = Number(process.env.SQLITE_KILL_ROUNDS ?? 3);
 
 const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-process-'));
 after(() => rmSync(folder, { recursive: true, force: true }));
 
 interface Instance {
-  child: ChildProcess;
+  process: RosterProcess;
   api: string;
-  output: () => string;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
 }
 
-const children = new Set<ChildProcess>();
-after(() => {
-  for (const child of children) child.kill('SIGKILL');
-});
+/** The settings of Roster on `file`: one process, one file, not the chat bus the test run may name. */
+function settingsFor(file: string, port: number, wsPort: number, env: Record<string, string> = {}) {
+  const { REDIS_URL: _redis, ...inherited } = process.env as Record<string, string>;
+  return {
+    ...inherited,
+    DATABASE_URL: `sqlite:${file}`,
+    PORT: String(port),
+    WS_PORT: String(wsPort),
+    LOG_LEVEL: 'warn',
+    ...env,
+  };
+}
 
 /** Roster on `file` as a child process; resolves once health answers. */
-async function startInstance(file: string, env: Record<string, string> = {}): Promise<Instance> {
+async function startInstance(t: TestContext, file: string, env: Record<string, string> = {}): Promise<Instance> {
   const [port, wsPort] = [await freePort(), await freePort()];
-  // One process, one file: not the chat bus the test run may name.
-  const { REDIS_URL: _redis, ...inherited } = process.env;
-  const child = spawn(process.execPath, [MAIN], {
-    env: {
-      ...inherited,
-      DATABASE_URL: `sqlite:${file}`,
-      PORT: String(port),
-      WS_PORT: String(wsPort),
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let text = '';
-  child.stdout!.on('data', (chunk: Buffer) => (text += chunk));
-  child.stderr!.on('data', (chunk: Buffer) => (text += chunk));
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  void exited.then(() => children.delete(child));
+  const roster = new RosterProcess(t, settingsFor(file, port, wsPort, env));
   const api = `http://127.0.0.1:${port}/api/v1`;
-  const instance = { child, api, output: () => text, exited };
+  // A warn-level log has no "Roster is listening" line: health answering says it instead.
   await within(
     (async () => {
       for (;;) {
-        if (child.exitCode !== null) throw new Error(`Roster exited with ${child.exitCode}: ${text}`);
+        if (roster.exit) throw new Error(`Roster exited with ${roster.exit.code}: ${roster.describe()}`);
         try {
           if ((await fetch(`${api}/health`)).ok) return;
         } catch {
@@ -76,30 +60,20 @@ async function startInstance(file: string, env: Record<string, string> = {}): Pr
     15_000,
     'Roster to start',
   );
-  return instance;
+  return { process: roster, api };
 }
 
 async function stopInstance(instance: Instance, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (instance.child.exitCode !== null || instance.child.signalCode !== null) return;
-  instance.child.kill(signal);
-  await within(instance.exited, 15_000, 'Roster to exit');
-}
-
-interface Listed {
-  id: string;
-  name: string;
-  email: string;
-  role: string;
-  created_at: string;
-  updated_at: string;
+  if (instance.process.exit) return;
+  await instance.process.stop(signal, 15_000);
 }
 
 /** Every user, read page by page in creation order. */
-async function allUsers(api: string): Promise<Map<string, Listed>> {
-  const users = new Map<string, Listed>();
+async function allUsers(api: string): Promise<Map<string, UserRecord>> {
+  const users = new Map<string, UserRecord>();
   for (let page = 1; ; page++) {
     const { body } = await request(`${api}/users?order=asc&limit=100&page=${page}`);
-    for (const user of body.data.users as Listed[]) users.set(user.id, user);
+    for (const user of body.data.users as UserRecord[]) users.set(user.id, user);
     if (page >= body.data.pagination.pages) return users;
   }
 }
@@ -125,6 +99,17 @@ interface Ledger {
   acknowledged: number;
 }
 
+function emptyLedger(): Ledger {
+  return {
+    created: new Map(),
+    deleted: new Set(),
+    deletePending: new Set(),
+    refusedNames: new Set(),
+    unknownNames: new Set(),
+    acknowledged: 0,
+  };
+}
+
 /**
  * `workers` clients writing as fast as they are answered, until `stop()`: creates (every fifth with the
  * email of a user created before, which must be refused), patches of their own users, deletes.
@@ -145,7 +130,7 @@ function writeLoad(api: string, ledger: Ledger, workers: number): { halt: () => 
           const email = taken?.email.toUpperCase() ?? `${name}@load.example`;
           ledger.unknownNames.add(name);
           const response = await fetch(`${api}/users`, json({ name, email }));
-          const body = (await response.json()) as { data: Listed };
+          const body = (await response.json()) as { data: UserRecord };
           ledger.unknownNames.delete(name);
           if (response.status === 201) {
             ledger.created.set(body.data.id, { email, name, pendingNames: new Set() });
@@ -199,7 +184,7 @@ function writeLoad(api: string, ledger: Ledger, workers: number): { halt: () => 
 }
 
 /** Every acknowledged write is in `users`, and nothing refused is. */
-function checkLedger(ledger: Ledger, users: Map<string, Listed>): void {
+function checkLedger(ledger: Ledger, users: Map<string, UserRecord>): void {
   const names = new Set([...users.values()].map((user) => user.name));
   for (const [id, user] of ledger.created) {
     const stored = users.get(id);
@@ -218,7 +203,7 @@ function checkLedger(ledger: Ledger, users: Map<string, Listed>): void {
   }
   for (const name of ledger.refusedNames) assert.ok(!names.has(name), `refused create ${name} is stored`);
   // Nothing else: each user was created by the load (or is a seed user).
-  const known = (user: Listed) =>
+  const known = (user: UserRecord) =>
     ledger.created.has(user.id) || ledger.unknownNames.has(user.name) || !user.name.startsWith('w');
   for (const user of users.values()) assert.ok(known(user), `user ${user.id} (${user.name}) came from nowhere`);
 }
@@ -227,17 +212,10 @@ describe('SQLite store, as real processes', () => {
   test(
     `no acknowledged write is lost by kill -9 in the middle of a write load (${ROUNDS} rounds)`,
     { timeout: 60_000 + ROUNDS * 30_000 },
-    async () => {
+    async (t) => {
       const file = join(folder, `kill-${randomUUID()}.db`);
-      const ledger: Ledger = {
-        created: new Map(),
-        deleted: new Set(),
-        deletePending: new Set(),
-        refusedNames: new Set(),
-        unknownNames: new Set(),
-        acknowledged: 0,
-      };
-      let instance = await startInstance(file);
+      const ledger = emptyLedger();
+      let instance = await startInstance(t, file);
       for (let round = 1; round <= ROUNDS; round++) {
         const load = writeLoad(instance.api, ledger, 8);
         // Killed after a varying number of acknowledged writes, with every worker's next write in flight.
@@ -250,11 +228,10 @@ describe('SQLite store, as real processes', () => {
           `${target} acknowledged writes`,
         );
         load.halt();
-        instance.child.kill('SIGKILL');
-        const [, signal] = await within(instance.exited, 10_000, 'the killed process to exit');
+        const { signal } = await instance.process.stop('SIGKILL', 10_000);
         assert.equal(signal, 'SIGKILL');
         await load.stop();
-        instance = await startInstance(file);
+        instance = await startInstance(t, file);
         checkLedger(ledger, await allUsers(instance.api));
       }
       assert.ok(ledger.refusedNames.size > 0, 'some creates were refused');
@@ -262,9 +239,9 @@ describe('SQLite store, as real processes', () => {
     },
   );
 
-  test('a stopped and started service serves the users it had (the quick start)', { timeout: 30_000 }, async () => {
+  test('a stopped and started service serves the users it had (the quick start)', { timeout: 30_000 }, async (t) => {
     const file = join(folder, `restart-${randomUUID()}.db`);
-    const first = await startInstance(file);
+    const first = await startInstance(t, file);
     const created = await request(`${first.api}/users`, {
       method: 'POST',
       body: { name: 'Grace Hopper', email: 'grace@example.com' },
@@ -273,7 +250,7 @@ describe('SQLite store, as real processes', () => {
     const before = await allUsers(first.api);
     assert.equal(before.size, 4, 'three seed users and the new one');
     await stopInstance(first, 'SIGINT');
-    const second = await startInstance(file);
+    const second = await startInstance(t, file);
     try {
       assert.deepEqual(await allUsers(second.api), before, 'the same users, no second seed');
       assert.deepEqual((await request(`${second.api}/users/${created.body.data.id}`)).body.data, created.body.data);
@@ -285,18 +262,11 @@ describe('SQLite store, as real processes', () => {
   test(
     'roster backup while the service writes: a fresh instance on the backup serves the same users',
     { timeout: 60_000 },
-    async () => {
+    async (t) => {
       const file = join(folder, `live-${randomUUID()}.db`);
       const backup = join(folder, `backup-${randomUUID()}.db`);
-      const live = await startInstance(file);
-      const ledger: Ledger = {
-        created: new Map(),
-        deleted: new Set(),
-        deletePending: new Set(),
-        refusedNames: new Set(),
-        unknownNames: new Set(),
-        acknowledged: 0,
-      };
+      const live = await startInstance(t, file);
+      const ledger = emptyLedger();
       let fresh: Instance | undefined;
       try {
         for (let i = 0; i < 300; i++) {
@@ -322,7 +292,7 @@ describe('SQLite store, as real processes', () => {
         assert.match(cli.stdout, /^backed up \d+ users/);
         assert.ok(ledger.acknowledged > 0, 'the service wrote meanwhile');
         const after = await allUsers(live.api);
-        fresh = await startInstance(backup);
+        fresh = await startInstance(t, backup);
         const copied = await allUsers(fresh.api);
         // Everything stored before the backup began, as it was; anything else as the live service has it
         // now, or as it was before a later patch or delete.
@@ -341,7 +311,7 @@ describe('SQLite store, as real processes', () => {
         });
         assert.equal(second.status, 0, `${second.stdout}${second.stderr}`);
         await stopInstance(fresh);
-        fresh = await startInstance(quiet);
+        fresh = await startInstance(t, quiet);
         assert.deepEqual(await allUsers(fresh.api), after);
         // An existing file is never overwritten.
         const again = spawnSync(process.execPath, [ROSTER, 'backup', quiet], {
@@ -361,9 +331,9 @@ describe('SQLite store, as real processes', () => {
   test(
     'a second process on the same file is refused with a clear message, and the first serves on',
     { timeout: 30_000 },
-    async () => {
+    async (t) => {
       const file = join(folder, `shared-${randomUUID()}.db`);
-      const first = await startInstance(file);
+      const first = await startInstance(t, file);
       try {
         const created = await request(`${first.api}/users`, {
           method: 'POST',
@@ -371,19 +341,10 @@ describe('SQLite store, as real processes', () => {
         });
         assert.equal(created.status, 201);
         const [port, wsPort] = [await freePort(), await freePort()];
-        const second = spawnSync(process.execPath, [MAIN], {
-          env: {
-            ...process.env,
-            DATABASE_URL: `sqlite:${file}`,
-            PORT: String(port),
-            WS_PORT: String(wsPort),
-            LOG_LEVEL: 'silent',
-          },
-          encoding: 'utf8',
-          timeout: 15_000,
-        });
+        const second = new RosterProcess(t, settingsFor(file, port, wsPort, { LOG_LEVEL: 'silent' }));
+        const { code } = await second.exited(15_000);
         // Exit status 4: DATABASE_URL cannot be used (startup.ts).
-        assert.equal(second.status, 4, second.stderr);
+        assert.equal(code, 4, second.stderr);
         assert.match(second.stderr, /^roster: DATABASE_URL: the database .* is in use by another Roster process/);
         const migrate = spawnSync(process.execPath, [ROSTER, 'migrate'], {
           env: { ...process.env, DATABASE_URL: `sqlite:${file}` },
@@ -408,10 +369,10 @@ describe('SQLite store, as real processes', () => {
   test(
     'a disk that refuses writes (file size limit 0): writes 503, reads go on, health degraded; back when lifted',
     { timeout: 30_000, skip: prlimit ? false : 'prlimit (util-linux) not found' },
-    async () => {
+    async (t) => {
       const file = join(folder, `full-${randomUUID()}.db`);
-      const instance = await startInstance(file);
-      const pid = String(instance.child.pid);
+      const instance = await startInstance(t, file);
+      const pid = String(instance.process.child.pid);
       try {
         const created = await request(`${instance.api}/users`, {
           method: 'POST',

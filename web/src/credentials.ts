@@ -181,8 +181,8 @@ function tokenClaims(token: string): { who: string; role: string | null } | null
           ? claims.sub
           : null;
     if (who === null) return null;
-    // Roster's default for a token without a role claim (src/auth/authenticator.ts).
-    return { who, role: typeof claims.role === 'string' ? claims.role : 'user' };
+    // A token without a role claim gets Roster's default role (src/edge/authenticator.ts), shown as none.
+    return { who, role: typeof claims.role === 'string' ? claims.role : null };
   } catch {
     return null;
   }

@@ -413,13 +413,13 @@ export class UsersPanel {
     this.#dialogTitle.textContent = user ? `Edit ${user.name}` : 'Add user';
     this.#dialogHint.textContent = user
       ? 'Save changes sends only the fields you changed (PATCH). Replace all fields sends name, email and role (PUT).'
-      : 'Name and email are required; role defaults to user.';
+      : 'Name and email are required; left at default, the role is the one the service gives.';
     this.#submit.replaceChildren(
       ...(user ? ['Save changes ', h('span', { class: 'method' }, 'PATCH')] : ['Create user']),
     );
     this.#submit.value = user ? 'patch' : 'create';
     this.#put.hidden = user === null;
-    this.#fillRoles(user?.role ?? 'user');
+    this.#fillRoles(user?.role ?? null);
     this.#inputs.name.value = user?.name ?? '';
     this.#inputs.email.value = user?.email ?? '';
     this.#clearErrors();
@@ -428,11 +428,18 @@ export class UsersPanel {
     this.#inputs.name.focus();
   }
 
-  /** The configured roles, plus the user's current role should it be another (PATCH stores any string). */
-  #fillRoles(current: string): void {
-    const roles = this.#roles.includes(current) ? this.#roles : [...this.#roles, current];
-    this.#inputs.role.replaceChildren(...roles.map((role) => h('option', { value: role }, role)));
-    this.#inputs.role.value = current;
+  /**
+   * The configured roles, plus the user's current role should it be another (PATCH stores any string).
+   * A new user (`current` null) starts at "default", sent as no role at all: the service applies its own
+   * default role, which the console does not restate.
+   */
+  #fillRoles(current: string | null): void {
+    const roles = current === null || this.#roles.includes(current) ? this.#roles : [...this.#roles, current];
+    this.#inputs.role.replaceChildren(
+      ...(current === null ? [h('option', { value: '' }, 'default')] : []),
+      ...roles.map((role) => h('option', { value: role }, role)),
+    );
+    this.#inputs.role.value = current ?? '';
   }
 
   async #saveUser(action: 'create' | 'put' | 'patch'): Promise<void> {
@@ -444,7 +451,9 @@ export class UsersPanel {
       role: this.#inputs.role.value,
     };
     const user = this.#mode.kind === 'edit' ? this.#mode.user : null;
-    let changes: Partial<UserFields> = fields;
+    // A role left at "default" is no change to check: it is not sent (empty fields are left out below).
+    const { role: _default, ...named } = fields;
+    let changes: Partial<UserFields> = fields.role === '' ? named : fields;
     if (action === 'patch' && user) {
       changes = Object.fromEntries(
         FIELDS.filter((field) => fields[field] !== user[field]).map((field) => [field, fields[field]]),
