@@ -11,8 +11,6 @@ import { memoryBackend } from './memory/backend.js';
 import { postgresBackend } from './postgres/backend.js';
 import { sqliteBackend } from './sqlite/backend.js';
 
-export type { BackedUp, Migrated, StoreBackend, StoreDeps } from './backend.js';
-
 /** Every backend, in the order they are asked whether DATABASE_URL is theirs. */
 export const STORE_BACKENDS: readonly StoreBackend[] = [memoryBackend, sqliteBackend, postgresBackend];
 
