@@ -21,6 +21,30 @@ const QUERY_TIMEOUT_MS = 6_000;
 /** How often the probe asks `SELECT 1` while the database is down. */
 const PROBE_INTERVAL_MS = 1_000;
 
+/**
+ * `work` in one transaction on `client`, which is released after: a client that failed may have lost
+ * its connection, so the pool discards it rather than reuse it, unless `sound` says the failure left it so.
+ */
+export async function inTransaction<T>(
+  client: pg.PoolClient,
+  work: (client: pg.PoolClient) => Promise<T>,
+  sound: (failure: Error) => boolean = () => false,
+): Promise<T> {
+  let failure: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    failure = error as Error;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release(failure === undefined || sound(failure) ? undefined : failure);
+  }
+}
+
 export function createPool(database: { url: string; poolSize: number }, faults: EngineFaults): pg.Pool {
   const pool = new pg.Pool({
     // Settings given in the URL (application_name, options=-c search_path=…) take precedence over these.
