@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { BACKUP_USAGE, backupCommand } from './backup.js';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
 import { USERS_USAGE, usersCommand } from './users.js';
+import { asksHelp, print, STANDARD_IO, usageError } from './io.js';
 
 interface Command {
   /** One line for `roster --help`. */
@@ -37,9 +38,13 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'start the REST API and the chat room (the default)',
     usage: SERVE_USAGE,
     async run(args) {
-      if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return help(SERVE_USAGE);
+      if (asksHelp(args)) return print(STANDARD_IO, SERVE_USAGE);
       if (args.length > 0)
-        return usageError('serve', `takes no arguments (got ${args.join(' ')}); settings are environment variables`);
+        return usageError(
+          STANDARD_IO,
+          'serve',
+          `takes no arguments (got ${args.join(' ')}); settings are environment variables`,
+        );
       // The entry point itself: it reads the environment, starts, and owns the process from here on
       // (signals, exit status).
       await import('../main.js');
@@ -102,25 +107,17 @@ function version(): string {
   return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
 }
 
-function help(text: string): number {
-  process.stdout.write(`${text}\n`);
-  return 0;
-}
-
-function usageError(command: string | undefined, message: string): number {
-  const name = command === undefined ? 'roster' : `roster ${command}`;
-  process.stderr.write(`${name}: ${message}\nRun '${name} --help' for usage.\n`);
-  return 2;
-}
-
 async function main(argv: string[]): Promise<number | undefined> {
   const [name, ...args] = argv;
   if (name === undefined) return COMMANDS.serve!.run([]);
-  if (name === '--help' || name === '-h' || name === 'help') return help(usage());
-  if (name === '--version' || name === '-v' || name === 'version') return help(`roster ${version()}`);
+  if (name === '--help' || name === '-h' || name === 'help') return print(STANDARD_IO, usage());
+  if (name === '--version' || name === '-v' || name === 'version') return print(STANDARD_IO, `roster ${version()}`);
   // hasOwn: `constructor` or `__proto__` must not reach Object.prototype.
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) return usageError(undefined, `unknown command ${JSON.stringify(name)}`);
+  if (!command) {
+    process.stderr.write(`roster: unknown command ${JSON.stringify(name)}\nRun 'roster --help' for usage.\n`);
+    return 2;
+  }
   return command.run(args);
 }
 
