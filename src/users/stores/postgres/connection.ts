@@ -9,7 +9,7 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { RosterError, validationFailed, type FieldDetail } from '../../../errors.js';
+import { RosterError, tryAgainShortly, validationFailed, type FieldDetail } from '../../../errors.js';
 import type { EngineFaults } from '../../../engine-faults.js';
 import { ProbedDependency } from '../../../health.js';
 
@@ -111,15 +111,10 @@ export function isPoolExhausted(error: unknown): boolean {
   return error instanceof Error && /^timeout exceeded when trying to connect$/i.test(error.message);
 }
 
-export const poolBusy = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'Every database connection is in use; try again shortly', {
-    headers: { 'retry-after': '1' },
-  });
+export const poolBusy = (): RosterError => tryAgainShortly('Every database connection is in use; try again shortly');
 
 export const databaseBusy = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', {
-    headers: { 'retry-after': '1' },
-  });
+  tryAgainShortly('The database did not answer in time; try again shortly');
 
 export function isUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -150,10 +145,7 @@ export function valueTooLarge(error: unknown): RosterError {
   return validationFailed(details);
 }
 
-export const databaseUnreachable = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', {
-    headers: { 'retry-after': '1' },
-  });
+export const databaseUnreachable = (): RosterError => tryAgainShortly('The database is unreachable; try again shortly');
 
 /**
  * The `database` dependency (critical: no users without it): down from the statement that found the
