@@ -65,7 +65,7 @@ failed; 2 for a usage error.`;
 interface Api {
   /** The --url given, for messages. */
   base: string;
-  /** The typed client (web/src/client), signed with the credential given. */
+  /** The typed client (src/protocol/client), signed with the credential given. */
   client: RosterClient;
 }
 

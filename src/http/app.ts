@@ -75,7 +75,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     loggerInstance: deps.logger,
     logController,
     bodyLimit: config.bodyLimit,
-    // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections. With
+    // Slow clients (config/): headers, the whole request, and idle kept-alive connections. With
     // TLS_CERT/TLS_KEY the same port speaks HTTPS, with the same limits.
     ...(config.tls
       ? {
