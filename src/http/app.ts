@@ -40,8 +40,6 @@ import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
 import { accessOf, isRateLimited, registerGate, registerProtection, requireAdmin } from './protection.js';
 
-export { API_PREFIX };
-
 export interface AppDependencies {
   logger: Logger;
   users: { service: UserService; schemas: UserSchemas };
