@@ -22,7 +22,6 @@ export function storeBackend(storage: StorageConfig): StoreBackend {
 }
 
 export interface OpenStore {
-  readonly backend: string;
   readonly store: UserStore;
   /** The health entry of the store's engine (`database`), when it has one. */
   readonly health: Dependency | undefined;
@@ -39,7 +38,6 @@ export async function openStore(storage: StorageConfig, deps: StoreDeps): Promis
   const backend = storeBackend(storage);
   const { store, health } = await backend.open(storage, deps);
   return {
-    backend: backend.name,
     store,
     health,
     note: backend.note(storage),
