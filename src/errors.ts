@@ -154,6 +154,10 @@ export const emailExists = () => new RosterError('EMAIL_EXISTS', 'A user with th
 export const serviceUnavailable = (message: string, details?: readonly FieldDetail[]) =>
   new RosterError('SERVICE_UNAVAILABLE', message, { details });
 
+/** A store's engine is busy or away for a moment: the request was not carried out; retry in a second. */
+export const tryAgainShortly = (message: string) =>
+  new RosterError('SERVICE_UNAVAILABLE', message, { headers: { 'retry-after': '1' } });
+
 /** MAX_USERS reached: nothing that grows the store is accepted until users are deleted. */
 export const storeFull = (capacity: number) =>
   new RosterError(

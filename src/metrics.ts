@@ -283,29 +283,20 @@ export class Metrics {
 /** The chat door's metrics, registered in `registry` (the chat thread's own: worker.ts). */
 export function chatMetrics(registry: Registry): ChatMetrics {
   const registers = [registry];
+  const counter = (name: string, help: string) => new Counter({ name, help, registers });
   const open = new Gauge({ name: 'roster_chat_connections_open', help: 'Open chat connections', registers });
-  const joins = new Counter({ name: 'roster_chat_joins_total', help: 'Connections that joined the room', registers });
-  const leaves = new Counter({ name: 'roster_chat_leaves_total', help: 'Connections that left the room', registers });
-  const received = new Counter({
-    name: 'roster_chat_messages_in_total',
-    help: 'Text messages received from clients',
-    registers,
-  });
-  const sent = new Counter({
-    name: 'roster_chat_messages_out_total',
-    help: 'Messages written to clients (one per recipient)',
-    registers,
-  });
-  const dropped = new Counter({
-    name: 'roster_chat_slow_consumers_dropped_total',
-    help: 'Connections closed for an unsent backlog over WS_MAX_BACKLOG',
-    registers,
-  });
-  const failures = new Counter({
-    name: 'roster_chat_handler_errors_total',
-    help: 'Unexpected errors handling a client (each logged; the connection closed with 1011, the process unharmed)',
-    registers,
-  });
+  const joins = counter('roster_chat_joins_total', 'Connections that joined the room');
+  const leaves = counter('roster_chat_leaves_total', 'Connections that left the room');
+  const received = counter('roster_chat_messages_in_total', 'Text messages received from clients');
+  const sent = counter('roster_chat_messages_out_total', 'Messages written to clients (one per recipient)');
+  const dropped = counter(
+    'roster_chat_slow_consumers_dropped_total',
+    'Connections closed for an unsent backlog over WS_MAX_BACKLOG',
+  );
+  const failures = counter(
+    'roster_chat_handler_errors_total',
+    'Unexpected errors handling a client (each logged; the connection closed with 1011, the process unharmed)',
+  );
   const closes = new Counter({
     name: 'roster_chat_closes_total',
     help: 'Closed chat connections by close code',

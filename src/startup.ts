@@ -14,7 +14,7 @@ import { ConfigError } from './config/index.js';
 const EXIT_STATUS = {
   /** Anything not listed below. */
   other: 1,
-  /** A setting is missing or invalid (config.ts). */
+  /** A setting is missing or invalid (config/). */
   badSetting: 2,
   /** PORT or WS_PORT cannot be opened on HOST: in use, not permitted, or HOST not an address here. */
   portUnavailable: 3,

@@ -32,7 +32,7 @@ export function refuse(socket: Duplex, code: ErrorCode, message: string, headers
 /** What a handshake asks of the rate limiter. */
 export type HandshakeLimiter = Pick<RateLimiter, 'spent' | 'refusal'>;
 
-/** What protects the chat door; every part optional and off unless configured (config.ts). */
+/** What protects the chat door; every part optional and off unless configured (config/). */
 export interface ChatProtection {
   /** TLS_CERT / TLS_KEY: the port speaks WSS. */
   tls?: { cert: Buffer; key: Buffer; ciphers?: string } | undefined;

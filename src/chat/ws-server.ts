@@ -213,23 +213,20 @@ export function createChatServer(
     // ws checks what is left of the handshake (extension and subprotocol headers) and answers 400 itself.
     // It upgrades synchronously (no verifyClient), so accept() counts the client's connection before any
     // other handshake is looked at: the per-client check below cannot be raced.
-    if (!guarded) {
-      const key = clientKey(undefined, addressOf(request));
+    const join = (principal: Principal | undefined) => {
+      const key = clientKey(principal, addressOf(request));
       if (tooMany(key)) return refuseTooMany(socket);
-      return wss.handleUpgrade(request, socket, head, (ws) =>
-        guardedAccept(ws, socket, key, undefined, historyRequest(request.url)),
+      wss.handleUpgrade(request, socket, head, (ws) =>
+        guardedAccept(ws, socket, key, principal, historyRequest(request.url)),
       );
-    }
+    };
+    if (!guarded) return join(undefined);
     admit(request)
       .then((verdict) => {
         if (socket.destroyed) return;
         if (verdict instanceof RosterError) return writeRawError(socket, verdict);
         if (closing) return refuse(socket, 'SERVICE_UNAVAILABLE', 'The chat is shutting down');
-        const key = clientKey(verdict, addressOf(request));
-        if (tooMany(key)) return refuseTooMany(socket);
-        wss.handleUpgrade(request, socket, head, (ws) =>
-          guardedAccept(ws, socket, key, verdict, historyRequest(request.url)),
-        );
+        join(verdict);
       })
       .catch((error: unknown) => unexpected(error, 'handshake', () => internalError(socket)));
   }

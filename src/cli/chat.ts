@@ -22,6 +22,7 @@ import {
   worthReconnecting,
 } from './chat-view.js';
 import { refusalOf } from './chat-refusal.js';
+import { print, STANDARD_IO, usageError } from './io.js';
 
 export const CHAT_USAGE = `Usage: roster chat [URL] [--json] [--no-reconnect] [--history N]
 
@@ -130,14 +131,8 @@ function parseChatArgs(args: string[], env: NodeJS.ProcessEnv): ChatArgs {
 /** `roster chat …` as a command: parses the arguments, runs on the process's streams, gives the exit status. */
 export async function chatCommand(args: string[]): Promise<number> {
   const parsed = parseChatArgs(args, process.env);
-  if (parsed.kind === 'help') {
-    process.stdout.write(`${CHAT_USAGE}\n`);
-    return 0;
-  }
-  if (parsed.kind === 'error') {
-    process.stderr.write(`roster chat: ${parsed.message}\nRun 'roster chat --help' for usage.\n`);
-    return 2;
-  }
+  if (parsed.kind === 'help') return print(STANDARD_IO, CHAT_USAGE);
+  if (parsed.kind === 'error') return usageError(STANDARD_IO, 'chat', parsed.message);
   return runChat(parsed.options, {
     input: process.stdin,
     output: process.stdout,
@@ -410,23 +405,23 @@ class ChatSession {
       this.#io.errors.write(`${line}\n`);
       return;
     }
-    const prompt = this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting') ? this.#rl : undefined;
-    if (prompt) this.#clearPromptLine();
-    this.#write(`${line}\n`);
-    prompt?.prompt(true);
+    this.#abovePrompt(() => this.#write(`${line}\n`));
   }
 
   /** A diagnostic on stderr, prefixed with the command's name. */
   #diagnose(text: string): void {
-    if (this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting')) this.#clearPromptLine();
-    this.#io.errors.write(`roster chat: ${text}\n`);
-    if (this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting')) this.#rl?.prompt(true);
+    this.#abovePrompt(() => this.#io.errors.write(`roster chat: ${text}\n`));
   }
 
-  #clearPromptLine(): void {
-    if (this.#outputBroken) return;
-    clearLine(this.#io.output, 0);
-    cursorTo(this.#io.output, 0);
+  /** Writes with `write`, above the prompt when one is shown: the line is cleared, and the prompt drawn again. */
+  #abovePrompt(write: () => void): void {
+    const prompt = this.#prompting && (this.#state === 'open' || this.#state === 'reconnecting') ? this.#rl : undefined;
+    if (prompt && !this.#outputBroken) {
+      clearLine(this.#io.output, 0);
+      cursorTo(this.#io.output, 0);
+    }
+    write();
+    prompt?.prompt(true);
   }
 
   #write(text: string): void {

@@ -9,6 +9,7 @@ import { hashPassword } from '../edge/password.js';
 import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
 import { JWT_SECRET, rawValue } from '../config/settings.js';
 import { DEFAULT_ROLE } from '../users/roles.js';
+import { asksHelp, print, usageError, type Io as OutputIo } from './io.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 
@@ -29,16 +30,14 @@ Options:
   --expires-in TIME   lifetime such as 30s, 15m, 1h, 7d (default: 1h)
   --secret SECRET     the signing secret (default: $JWT_SECRET)`;
 
-interface Io {
+interface Io extends OutputIo {
   input: NodeJS.ReadStream;
-  output: NodeJS.WritableStream;
-  errors: NodeJS.WritableStream;
 }
 
 const STANDARD: Io = { input: process.stdin, output: process.stdout, errors: process.stderr };
 
 export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Promise<number> {
-  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return print(io, HASH_PASSWORD_USAGE);
+  if (asksHelp(args)) return print(io, HASH_PASSWORD_USAGE);
   if (args.length > 0)
     return usageError(
       io,
@@ -109,16 +108,6 @@ export async function tokenCommand(
     .sign(new TextEncoder().encode(secret));
   io.output.write(`${token}\n`);
   return 0;
-}
-
-function print(io: Io, text: string): number {
-  io.output.write(`${text}\n`);
-  return 0;
-}
-
-function usageError(io: Io, command: string, message: string): number {
-  io.errors.write(`roster ${command}: ${message}\nRun 'roster ${command} --help' for usage.\n`);
-  return 2;
 }
 
 async function readAll(input: NodeJS.ReadableStream): Promise<string> {

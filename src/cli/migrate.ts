@@ -5,6 +5,7 @@
  */
 import { ConfigError, loadConfig } from '../config/index.js';
 import { storeBackend } from '../users/stores/registry.js';
+import { asksHelp, print, STANDARD_IO, usageError, type Io } from './io.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 
@@ -14,32 +15,28 @@ prints each version applied. A SQLite file in use by a running Roster is refused
 start-up as well; this runs them ahead, e.g. before a rolling update. Exit status 0 when the schema is
 up to date, 1 when the database refused or could not be reached, 2 for a bad setting.`;
 
-interface Io {
-  output: NodeJS.WritableStream;
-  errors: NodeJS.WritableStream;
-}
-
 export async function migrateCommand(
   args: string[],
-  io: Io = { output: process.stdout, errors: process.stderr },
+  io: Io = STANDARD_IO,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
-    io.output.write(`${MIGRATE_USAGE}\n`);
-    return 0;
-  }
+  if (asksHelp(args)) return print(io, MIGRATE_USAGE);
   if (args.length > 0)
-    return usageError(io, `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
+    return usageError(io, 'migrate', `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
   let storage;
   try {
     storage = loadConfig(env).storage;
   } catch (error) {
-    if (error instanceof ConfigError) return usageError(io, `invalid configuration: ${error.message}`);
+    if (error instanceof ConfigError) return usageError(io, 'migrate', `invalid configuration: ${error.message}`);
     throw error;
   }
   const backend = storeBackend(storage);
   if (!backend.migrate)
-    return usageError(io, 'needs DATABASE_URL (a postgres:// or sqlite: URL) to know which database to migrate');
+    return usageError(
+      io,
+      'migrate',
+      'needs DATABASE_URL (a postgres:// or sqlite: URL) to know which database to migrate',
+    );
   try {
     const { applied, latest } = await backend.migrate(storage);
     for (const version of applied) io.output.write(`applied ${version}\n`);
@@ -57,9 +54,4 @@ function describe(error: unknown): string {
   const message =
     error.message || (error instanceof AggregateError ? error.errors.map((e: Error) => e.message).join('; ') : '');
   return typeof code === 'string' && !message.includes(code) ? `${message} (${code})` : message;
-}
-
-function usageError(io: Io, message: string): number {
-  io.errors.write(`roster migrate: ${message}\nRun 'roster migrate --help' for usage.\n`);
-  return 2;
 }

@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { BACKUP_USAGE, backupCommand } from './backup.js';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
 import { USERS_USAGE, usersCommand } from './users.js';
+import { asksHelp, print, STANDARD_IO, usageError } from './io.js';
 
 interface Command {
   /** One line for `roster --help`. */
@@ -32,78 +33,61 @@ Starts Roster: the REST API (PORT, default 5000) and the chat room (WS_PORT, def
 HOST (default 127.0.0.1). Every setting is an environment variable (see the README). Stops cleanly on
 Ctrl-C (SIGINT) or SIGTERM. Same as \`node dist/src/main.js\`; also what \`roster\` alone does.`;
 
-const COMMANDS = new Map<string, Command>([
-  [
-    'serve',
-    {
-      summary: 'start the REST API and the chat room (the default)',
-      usage: SERVE_USAGE,
-      async run(args) {
-        if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return help(SERVE_USAGE);
-        if (args.length > 0)
-          return usageError('serve', `takes no arguments (got ${args.join(' ')}); settings are environment variables`);
-        // The entry point itself: it reads the environment, starts, and owns the process from here on
-        // (signals, exit status).
-        await import('../main.js');
-        return undefined;
-      },
+const COMMANDS: Readonly<Record<string, Command>> = {
+  serve: {
+    summary: 'start the REST API and the chat room (the default)',
+    usage: SERVE_USAGE,
+    async run(args) {
+      if (asksHelp(args)) return print(STANDARD_IO, SERVE_USAGE);
+      if (args.length > 0)
+        return usageError(
+          STANDARD_IO,
+          'serve',
+          `takes no arguments (got ${args.join(' ')}); settings are environment variables`,
+        );
+      // The entry point itself: it reads the environment, starts, and owns the process from here on
+      // (signals, exit status).
+      await import('../main.js');
+      return undefined;
     },
-  ],
-  [
-    'chat',
-    {
-      summary: 'join the chat room from the terminal (--json for programs)',
-      usage: CHAT_USAGE,
-      run: chatCommand,
-    },
-  ],
-  [
-    'hash-password',
-    {
-      summary: 'print the hash of a password for BASIC_USERS (read from stdin, no echo)',
-      usage: HASH_PASSWORD_USAGE,
-      run: (args) => hashPasswordCommand(args),
-    },
-  ],
-  [
-    'token',
-    {
-      summary: 'mint an HS256 token for AUTH=jwt (signed with JWT_SECRET)',
-      usage: TOKEN_USAGE,
-      run: (args) => tokenCommand(args),
-    },
-  ],
-  [
-    'migrate',
-    {
-      summary: 'apply the pending database migrations (DATABASE_URL: PostgreSQL or SQLite) and exit',
-      usage: MIGRATE_USAGE,
-      run: (args) => migrateCommand(args),
-    },
-  ],
-  [
-    'users',
-    {
-      summary: 'export users to JSON or CSV, or import them, over the REST API',
-      usage: USERS_USAGE,
-      run: (args) => usersCommand(args),
-    },
-  ],
-  [
-    'backup',
-    {
-      summary: 'copy the SQLite database (DATABASE_URL=sqlite:…) to a file, while the service runs',
-      usage: BACKUP_USAGE,
-      run: (args) => backupCommand(args),
-    },
-  ],
+  },
+  chat: {
+    summary: 'join the chat room from the terminal (--json for programs)',
+    usage: CHAT_USAGE,
+    run: chatCommand,
+  },
+  'hash-password': {
+    summary: 'print the hash of a password for BASIC_USERS (read from stdin, no echo)',
+    usage: HASH_PASSWORD_USAGE,
+    run: (args) => hashPasswordCommand(args),
+  },
+  token: {
+    summary: 'mint an HS256 token for AUTH=jwt (signed with JWT_SECRET)',
+    usage: TOKEN_USAGE,
+    run: (args) => tokenCommand(args),
+  },
+  migrate: {
+    summary: 'apply the pending database migrations (DATABASE_URL: PostgreSQL or SQLite) and exit',
+    usage: MIGRATE_USAGE,
+    run: (args) => migrateCommand(args),
+  },
+  users: {
+    summary: 'export users to JSON or CSV, or import them, over the REST API',
+    usage: USERS_USAGE,
+    run: (args) => usersCommand(args),
+  },
+  backup: {
+    summary: 'copy the SQLite database (DATABASE_URL=sqlite:…) to a file, while the service runs',
+    usage: BACKUP_USAGE,
+    run: (args) => backupCommand(args),
+  },
   // Further subcommands go here: a summary, a usage text and run().
-]);
+};
 
 function usage(): string {
-  const width = Math.max(...[...COMMANDS.keys()].map((name) => name.length));
-  const lines = [...COMMANDS].map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
-  const details = [...COMMANDS.values()].map((command) => command.usage);
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
+  const details = Object.values(COMMANDS).map((command) => command.usage);
   return [
     'Usage: roster [command] [arguments]    (roster --version: the version)',
     '',
@@ -123,24 +107,17 @@ function version(): string {
   return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
 }
 
-function help(text: string): number {
-  process.stdout.write(`${text}\n`);
-  return 0;
-}
-
-function usageError(command: string | undefined, message: string): number {
-  const name = command === undefined ? 'roster' : `roster ${command}`;
-  process.stderr.write(`${name}: ${message}\nRun '${name} --help' for usage.\n`);
-  return 2;
-}
-
 async function main(argv: string[]): Promise<number | undefined> {
   const [name, ...args] = argv;
-  if (name === undefined) return COMMANDS.get('serve')?.run([]);
-  if (name === '--help' || name === '-h' || name === 'help') return help(usage());
-  if (name === '--version' || name === '-v' || name === 'version') return help(`roster ${version()}`);
-  const command = COMMANDS.get(name);
-  if (!command) return usageError(undefined, `unknown command ${JSON.stringify(name)}`);
+  if (name === undefined) return COMMANDS.serve!.run([]);
+  if (name === '--help' || name === '-h' || name === 'help') return print(STANDARD_IO, usage());
+  if (name === '--version' || name === '-v' || name === 'version') return print(STANDARD_IO, `roster ${version()}`);
+  // hasOwn: `constructor` or `__proto__` must not reach Object.prototype.
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    process.stderr.write(`roster: unknown command ${JSON.stringify(name)}\nRun 'roster --help' for usage.\n`);
+    return 2;
+  }
   return command.run(args);
 }
 

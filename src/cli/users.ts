@@ -15,6 +15,7 @@ import {
   type User,
   type UserInput,
 } from '../protocol/client/index.js';
+import { print, STANDARD_IO, usageError } from './io.js';
 import { csvCell, records, type Format, type UserRecord } from './user-records.js';
 
 /** A user's fields, in the document's order: the compiler holds this to the generated `User`. */
@@ -129,14 +130,8 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
 /** `roster users …` as a command. */
 export async function usersCommand(args: string[]): Promise<number> {
   const parsed = parseUsersArgs(args, process.env);
-  if ('help' in parsed) {
-    process.stdout.write(`${USERS_USAGE}\n`);
-    return 0;
-  }
-  if ('error' in parsed) {
-    process.stderr.write(`roster users: ${parsed.error}\nRun 'roster users --help' for usage.\n`);
-    return 2;
-  }
+  if ('help' in parsed) return print(STANDARD_IO, USERS_USAGE);
+  if ('error' in parsed) return usageError(STANDARD_IO, 'users', parsed.error);
   const progress = new Progress(process.stderr);
   try {
     if (parsed.action === 'export')

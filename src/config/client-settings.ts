@@ -17,8 +17,8 @@ function clientSetting(
   name: string,
   commands: readonly string[],
   parse: ClientSetting['parse'],
-  shown: string,
   help: string,
+  shown = '(unset)',
 ): ClientSetting {
   return { name, fallback: undefined, parse, shown, help, commands };
 }
@@ -31,35 +31,32 @@ export const API_URL = clientSetting(
   'API_URL',
   ['users'],
   engineUrl(['http:', 'https:']),
-  `\`${LOCAL_API}\``,
   'The REST API to export from and import into, when `--url` is not given.',
+  `\`${LOCAL_API}\``,
 );
 export const WS_URL = clientSetting(
   'WS_URL',
   ['chat'],
   text,
-  `\`${LOCAL_CHAT}\``,
   'The chat room to join, when no URL is given (a URL without a scheme gets `ws://`).',
+  `\`${LOCAL_CHAT}\``,
 );
 export const ROSTER_API_KEY = clientSetting(
   'ROSTER_API_KEY',
   ['users'],
   text,
-  '(unset)',
   'With `AUTH=apikey`: the key sent, when `--api-key` is not given.',
 );
 export const ROSTER_TOKEN = clientSetting(
   'ROSTER_TOKEN',
   ['users'],
   text,
-  '(unset)',
   'With `AUTH=jwt` or `oauth2`: the bearer token sent, when `--token` is not given.',
 );
 export const ROSTER_BASIC = clientSetting(
   'ROSTER_BASIC',
   ['users'],
   text,
-  '(unset)',
   'With `AUTH=basic`: `name:password`, when `--basic` is not given.',
 );
 

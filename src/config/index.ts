@@ -25,16 +25,9 @@ import { rawValue, read, type AuthScheme, type Env, type LogLevel, type Setting 
 import * as S from './settings.js';
 
 export { ConfigError } from './readers.js';
-export {
-  automaticMaxUsers,
-  DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
-  USERS_HEAP_SHARE,
-  WORST_CASE_BYTES_PER_USER,
-  type AuthConfig,
-} from './policy.js';
-export { TLS_MODERN_CIPHERS } from './files.js';
+export { automaticMaxUsers, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER, type AuthConfig } from './policy.js';
 export { JWT_SECRET_MIN_BYTES } from './credentials.js';
-export { SETTINGS, type AuthScheme, type LogLevel, type Setting } from './settings.js';
+export { SETTINGS, type AuthScheme, type Setting } from './settings.js';
 
 export interface Config {
   /** REST port, `PORT`; 0 asks the OS for a free port (tests use this). */
@@ -49,11 +42,7 @@ export interface Config {
   logFormat: 'json' | 'pretty';
   /** Largest page size, `MAX_PAGE_SIZE`; larger `limit` values are clamped to it. */
   maxPageSize: number;
-  /**
-   * Users stored at most, `MAX_USERS`; 0 means no cap. Past it creates get 507 `INSUFFICIENT_STORAGE`,
-   * while reads, updates and deletes go on. Unset, policy.ts's maxUsers() derives it from the heap (users
-   * in memory) or lifts it (a database).
-   */
+  /** Users stored at most, `MAX_USERS` (0: no cap); unset, derived by policy.ts's maxUsers(). */
   maxUsers: number;
   /** Largest accepted request body in bytes, `BODY_LIMIT` (`65536`, `64KiB`, `1MiB`). */
   bodyLimit: number;
@@ -64,10 +53,7 @@ export interface Config {
   chat: ChatConfig;
   /** How long shutdown waits for in-flight requests and chat close handshakes, `SHUTDOWN_TIMEOUT_MS`. */
   shutdownTimeoutMs: number;
-  /**
-   * Request headers (REST) and the handshake (chat) must arrive within this, `HEADERS_TIMEOUT_MS`;
-   * slower clients get 408. Shorter than Node's own: trickled headers are a cheap attack.
-   */
+  /** `HEADERS_TIMEOUT_MS`, on both ports. Shorter than Node's own: trickled headers are a cheap attack. */
   headersTimeoutMs: number;
   /** The whole request, headers and body, must arrive within this, `REQUEST_TIMEOUT_MS`. */
   requestTimeoutMs: number;
@@ -77,8 +63,7 @@ export interface Config {
   maxConnections: number;
   /**
    * What a connection may cost before it has said anything, on both ports (edge/connection-guard.ts):
-   * open connections per peer address (`MAX_CONNECTIONS_PER_ADDRESS`; 0: no cap; trusted proxies exempt)
-   * and how long a socket may stay silent (`FIRST_BYTE_TIMEOUT_MS`; undefined when not shorter than
+   * `MAX_CONNECTIONS_PER_ADDRESS` and `FIRST_BYTE_TIMEOUT_MS` (undefined when not shorter than
    * `HEADERS_TIMEOUT_MS`, whose deadline then ends silent sockets too).
    */
   connections: { perAddress: number; firstByteMs: number | undefined };
@@ -91,45 +76,27 @@ export interface Config {
   metricsAuth: boolean;
   /** The browser console at `/` on the REST port, `CONSOLE`. */
   console: boolean;
-  /**
-   * The chat address the browser console connects to, when it is not the page's host with WS_PORT
-   * (behind a proxy, say), `CHAT_PUBLIC_URL`: a ws://, wss://, http:// or https:// URL, or a path on the
-   * page's host such as `/chat`.
-   */
+  /** The chat address the browser console connects to, `CHAT_PUBLIC_URL`: a URL, or a path on the page's host. */
   chatPublicUrl: string | undefined;
   /** Authentication of the REST API and the chat handshake: `AUTH` and its scheme's credentials. */
   auth: AuthConfig;
-  /**
-   * Requests per client and window on the REST port (health excepted), chat handshakes and chat
-   * messages, `RATE_LIMIT` (e.g. `100/minute`); undefined: no rate limiting.
-   */
+  /** Requests per client and window on both ports, `RATE_LIMIT`; undefined: no rate limiting. */
   rateLimit: RateLimit | undefined;
-  /**
-   * Whether X-Forwarded-For is believed, passed to Fastify's `trustProxy` (and used for chat handshakes),
-   * `TRUST_PROXY`: `false`, `true`, a hop count, or a comma list of addresses/CIDRs.
-   */
+  /** Whether X-Forwarded-For is believed, `TRUST_PROXY`: Fastify's `trustProxy`, used for chat handshakes too. */
   trustProxy: boolean | number | readonly string[];
-  /**
-   * Certificate and key (PEM, read at start-up) for HTTPS and WSS on the same ports, `TLS_CERT` and
-   * `TLS_KEY`; undefined: no TLS. `ciphers`: the OpenSSL cipher list, `TLS_CIPHERS`, else files.ts's
-   * TLS_MODERN_CIPHERS.
-   */
+  /** `TLS_CERT` and `TLS_KEY`, read at start-up, and `TLS_CIPHERS` (else files.ts's); undefined: no TLS. */
   tls: { cert: Buffer; key: Buffer; ciphers: string } | undefined;
   /**
-   * Strict-Transport-Security, sent over TLS with SECURITY_HEADERS: `HSTS_MAX_AGE` in seconds (0 tells
-   * browsers to forget it) and `HSTS_INCLUDE_SUBDOMAINS` (off unless asked for: Roster cannot know
-   * whether every sibling host speaks HTTPS).
+   * Strict-Transport-Security, sent over TLS with SECURITY_HEADERS: `HSTS_MAX_AGE` and
+   * `HSTS_INCLUDE_SUBDOMAINS` (off unless asked for: Roster cannot know whether every sibling host
+   * speaks HTTPS).
    */
   hsts: { maxAge: number; includeSubDomains: boolean };
   /** Origins allowed cross-origin REST calls and chat handshakes, `CORS_ORIGINS`; undefined: no CORS, no Origin check. */
   corsOrigins: readonly string[] | undefined;
   /** Security headers (@fastify/helmet) on every REST reply, `SECURITY_HEADERS`. */
   securityHeaders: boolean;
-  /**
-   * Where users are kept: the store backend that `url` names (users/stores/registry.ts), or the memory
-   * store when it is undefined. `DATABASE_URL`, `DATABASE_POOL_SIZE` (PostgreSQL's connections per
-   * instance), `SQLITE_SYNCHRONOUS` (SQLite's durability: see the README, "Keeping users on disk").
-   */
+  /** `DATABASE_URL`, naming the backend (users/stores/registry.ts), `DATABASE_POOL_SIZE`, `SQLITE_SYNCHRONOUS`. */
   storage: StorageConfig;
   /** Redis carries the chat between instances, `REDIS_URL` (redis:// or rediss://); undefined: one process, one room. */
   redis: { url: string } | undefined;
@@ -148,10 +115,7 @@ export interface RateLimit {
 }
 
 export interface ChatConfig {
-  /**
-   * Largest chat message in bytes, `WS_MAX_PAYLOAD`; a larger one closes the connection with 1009. Never
-   * below 64 KiB, so messages that need the 64-bit length form always work.
-   */
+  /** Largest chat message, `WS_MAX_PAYLOAD`: at least 64 KiB, so that the 64-bit length form always works. */
   maxPayload: number;
   /** Interval of the server's protocol ping, `WS_HEARTBEAT_MS`; a peer that missed the previous one is terminated. */
   heartbeatMs: number;
@@ -159,12 +123,7 @@ export interface ChatConfig {
   maxBacklog: number;
   /** Open connections at most, `WS_MAX_CONNECTIONS`; the next handshake is refused with HTTP 503. */
   maxConnections: number;
-  /**
-   * Open connections of one client at most (its principal when authenticated, else its address),
-   * `WS_MAX_CONNECTIONS_PER_CLIENT`; the next handshake of that client is refused with HTTP 429
-   * TOO_MANY_CONNECTIONS. Unset, policy.ts's maxConnectionsPerClient() decides: a cap with AUTH or
-   * RATE_LIMIT on, else undefined (no such limit, as without protection).
-   */
+  /** `WS_MAX_CONNECTIONS_PER_CLIENT`; unset, policy.ts's maxConnectionsPerClient() decides (undefined: no cap). */
   maxConnectionsPerClient: number | undefined;
   /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
   handshakeTimeoutMs: number;

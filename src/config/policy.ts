@@ -72,20 +72,15 @@ export function authConfig(
     throw new ConfigError('OAUTH2_ACCEPT_JWT_TYP', `is set but AUTH is ${scheme} (it applies to AUTH=oauth2 only)`);
   }
   // Read only now: the values of the scheme in force, once the others are known to be unset.
-  const values = read();
+  const { apiKeys, basicUsers, jwtSecret, jwksUrl, issuer, audience, acceptJwtTyp } = read();
   return {
     scheme,
-    apiKeys: values.apiKeys,
-    basicUsers: values.basicUsers,
-    jwtSecret: values.jwtSecret,
+    apiKeys,
+    basicUsers,
+    jwtSecret,
     oauth2:
       scheme === 'oauth2'
-        ? {
-            jwksUrl: values.jwksUrl!,
-            issuer: values.issuer!,
-            audience: values.audience!,
-            acceptJwtTyp: values.acceptJwtTyp ?? false,
-          }
+        ? { jwksUrl: jwksUrl!, issuer: issuer!, audience: audience!, acceptJwtTyp: acceptJwtTyp ?? false }
         : undefined,
   };
 }

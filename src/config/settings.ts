@@ -41,8 +41,19 @@ export interface Setting<T> {
   readonly help: string;
 }
 
-function setting<T>(name: string, fallback: T, parse: Parse<T>, shown: string, help: string): Setting<T> {
-  return { name, fallback, parse, shown, help };
+const declared: Setting<unknown>[] = [];
+
+/** Declares a setting; `shown` by default is the fallback as code, or `(unset)`. */
+function setting<T>(
+  name: string,
+  fallback: T,
+  parse: Parse<T>,
+  help: string,
+  shown = fallback === undefined ? '(unset)' : `\`${[fallback].flat().join(',')}\``,
+): Setting<T> {
+  const declaration = { name, fallback, parse, shown, help };
+  declared.push(declaration);
+  return declaration;
 }
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -69,393 +80,302 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const AUTH_SCHEMES = ['none', 'apikey', 'basic', 'jwt', 'oauth2'] as const;
 export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 
-export const PORT = setting<number>('PORT', 5000, port, '`5000`', 'REST port (`0` picks a free port).');
-export const WS_PORT = setting<number>(
-  'WS_PORT',
-  8765,
-  port,
-  '`8765`',
-  'Chat (WebSocket) port (`0` picks a free port).',
-);
+export const PORT = setting<number>('PORT', 5000, port, 'REST port (`0` picks a free port).');
+export const WS_PORT = setting<number>('WS_PORT', 8765, port, 'Chat (WebSocket) port (`0` picks a free port).');
 export const HOST = setting<string>(
   'HOST',
   '127.0.0.1',
   host,
-  '`127.0.0.1`',
   'Interface both ports bind to. Set `0.0.0.0` to listen on every interface.',
 );
 export const LOG_LEVEL = setting<LogLevel>(
   'LOG_LEVEL',
   'info',
   oneOf(LOG_LEVELS),
-  '`info`',
   '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. `info` writes one JSON line per request; `warn` is quiet.',
 );
 export const LOG_FORMAT = setting<'json' | 'pretty'>(
   'LOG_FORMAT',
   'json',
   oneOf(['json', 'pretty'] as const),
-  '`json`',
   '`json`: one JSON object a line, for collectors. `pretty`: lines for people (pino-pretty, a development dependency, when installed; else plain text).',
 );
 export const MAX_PAGE_SIZE = setting<number>(
   'MAX_PAGE_SIZE',
   100,
   integer(1, 1_000_000),
-  '`100`',
   'Largest page of the user list; a larger `limit` is clamped to it.',
 );
 export const MAX_USERS = setting<number | undefined>(
   'MAX_USERS',
   undefined,
   integer(0, 1_000_000_000),
-  'users in memory: 40 % of the heap limit less 192 MiB ÷ 5 KiB (323 000 on a 4 GiB heap); with `DATABASE_URL`: `0`',
   'Users stored at most (`0`: no cap). Past it creates get 507 `INSUFFICIENT_STORAGE`; reads, updates and deletes go on. See [Limits](#limits).',
+  'users in memory: 40 % of the heap limit less 192 MiB ÷ 5 KiB (323 000 on a 4 GiB heap); with `DATABASE_URL`: `0`',
 );
 export const BODY_LIMIT = setting<number>(
   'BODY_LIMIT',
   MIB,
   bytes(1, 1024 * MIB),
-  '`1MiB`',
   'Largest request body (bytes, or with a unit: `64KiB`, `1MiB`, `1MB`). Larger bodies get 413.',
+  '`1MiB`',
 );
 export const ROLES = setting<readonly string[]>(
   'ROLES',
   ['admin', 'user'],
   roles,
-  '`admin,user`',
   'Allowed values of `role`, comma-separated. Must include `admin` and `user`.',
 );
 export const STRICT_VALIDATION = setting<boolean>(
   'STRICT_VALIDATION',
   false,
   boolean,
-  '`false`',
   "`true`: PATCH applies the create rules to the fields it changes, and PUT/PATCH refuse an email held by another user (409). `false` is the contract's literal behaviour.",
 );
 export const SHUTDOWN_TIMEOUT_MS = setting<number>(
   'SHUTDOWN_TIMEOUT_MS',
   10_000,
   integer(0, 600_000),
-  '`10000`',
   'How long shutdown waits for requests in flight and chat close handshakes.',
 );
 export const WS_MAX_PAYLOAD = setting<number>(
   'WS_MAX_PAYLOAD',
   256 * KIB,
   bytes(64 * KIB, 1024 * MIB),
-  '`256KiB`',
   'Largest chat message; a larger one closes the connection with 1009. At least `64KiB`.',
+  '`256KiB`',
 );
 export const WS_HEARTBEAT_MS = setting<number>(
   'WS_HEARTBEAT_MS',
   30_000,
   integer(10, 3_600_000),
-  '`30000`',
   "Interval of the server's protocol ping; a peer that did not answer the previous one is dropped.",
 );
 export const WS_MAX_BACKLOG = setting<number>(
   'WS_MAX_BACKLOG',
   MIB,
   bytes(1, 1024 * MIB),
-  '`1MiB`',
   'Unsent bytes a chat connection may hold; past it, it is closed as a slow consumer (1013) and the others carry on.',
+  '`1MiB`',
 );
 export const WS_MAX_CONNECTIONS = setting<number>(
   'WS_MAX_CONNECTIONS',
   10_000,
   integer(1, 1_000_000),
-  '`10000`',
   'Open chat connections at most; further handshakes get HTTP 503.',
 );
 export const WS_MAX_CONNECTIONS_PER_CLIENT = setting<number | undefined>(
   'WS_MAX_CONNECTIONS_PER_CLIENT',
   undefined,
   integer(1, 1_000_000),
-  '`32` (at most a quarter of `WS_MAX_CONNECTIONS`) with `AUTH` or `RATE_LIMIT` on, else unset (off)',
   'Open chat connections of one client (its principal when authenticated, else its address); further handshakes of that client get HTTP 429 `TOO_MANY_CONNECTIONS`. Set, it applies even without `AUTH` and `RATE_LIMIT`.',
+  '`32` (at most a quarter of `WS_MAX_CONNECTIONS`) with `AUTH` or `RATE_LIMIT` on, else unset (off)',
 );
 export const HEADERS_TIMEOUT_MS = setting<number>(
   'HEADERS_TIMEOUT_MS',
   15_000,
   integer(100, 600_000),
-  '`15000`',
   "A request's headers (REST) and a handshake (chat) must arrive within this; slower clients get 408 and are cut off.",
 );
 export const REQUEST_TIMEOUT_MS = setting<number>(
   'REQUEST_TIMEOUT_MS',
   30_000,
   integer(100, 3_600_000),
-  '`30000`',
   'The whole request, headers and body, must arrive within this (408). At least `HEADERS_TIMEOUT_MS`.',
 );
 export const KEEP_ALIVE_TIMEOUT_MS = setting<number>(
   'KEEP_ALIVE_TIMEOUT_MS',
   72_000,
   integer(100, 3_600_000),
-  '`72000`',
   'An idle kept-alive REST connection is closed after this.',
 );
 export const MAX_CONNECTIONS = setting<number>(
   'MAX_CONNECTIONS',
   10_000,
   integer(1, 1_000_000),
-  '`10000`',
   'Open TCP connections on the REST port at most; further connections are dropped on accept.',
 );
 export const MAX_CONNECTIONS_PER_ADDRESS = setting<number>(
   'MAX_CONNECTIONS_PER_ADDRESS',
   256,
   integer(0, 1_000_000),
-  '`256`',
   'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Trusted proxies (`TRUST_PROXY`) are exempt; `0`: no cap.',
 );
 export const FIRST_BYTE_TIMEOUT_MS = setting<number>(
   'FIRST_BYTE_TIMEOUT_MS',
   5_000,
   integer(100, 600_000),
-  '`5000`',
   'A connection on either port that has sent no byte within this is closed, without a reply. Not shorter than `HEADERS_TIMEOUT_MS`, it adds nothing (that deadline applies, with its 408).',
 );
 export const METRICS = setting<boolean>(
   'METRICS',
   true,
   boolean,
-  '`true`',
   'Prometheus metrics at `GET /metrics` on the REST port; `false` removes the route.',
 );
 export const METRICS_AUTH = setting<boolean>(
   'METRICS_AUTH',
   false,
   boolean,
-  '`false`',
   'With `AUTH` on, `true` makes `/metrics` need an admin credential; `false` leaves it public (see [Protection](#protection-opt-in)). `true` with `AUTH=none` is refused at start (exit 2).',
 );
 export const CONSOLE = setting<boolean>(
   'CONSOLE',
   true,
   boolean,
-  '`true`',
   'The browser console at `/` on the REST port; `false` removes it.',
 );
 export const CHAT_HISTORY = setting<number>(
   'CHAT_HISTORY',
   500,
   integer(0, 100_000),
-  '`500`',
   'Chat messages the room keeps (in Redis with `REDIS_URL`, shared by every instance) for clients that ask, on the handshake URL, for `?history=N` or `?since=<id>`; `0` turns history and recovery off. See [History and recovery](#history-and-recovery-opt-in).',
 );
 export const CHAT_HISTORY_BYTES = setting<number>(
   'CHAT_HISTORY_BYTES',
   16 * MIB,
   bytes(KIB, 1024 * MIB),
-  '`16MiB`',
   'At most this many bytes of chat messages in that history (counted as they are sent; the oldest go first). In memory, it is taken off the heap that the default `MAX_USERS` is derived from.',
+  '`16MiB`',
 );
 export const CHAT_PUBLIC_URL = setting<string | undefined>(
   'CHAT_PUBLIC_URL',
   undefined,
   chatUrl,
-  '(unset)',
   "The chat address the browser console connects to, when it is not the page's host with `WS_PORT` (behind a proxy).",
 );
 export const AUTH = setting<AuthScheme>(
   'AUTH',
   'none',
   oneOf(AUTH_SCHEMES),
-  '`none`',
   '`none`, `apikey`, `basic`, `jwt` or `oauth2`: see [Protection (opt-in)](#protection-opt-in).',
 );
 export const API_KEYS = setting<{ key: string; role: string }[] | undefined>(
   'API_KEYS',
   undefined,
   apiKeys,
-  '(unset)',
   '`AUTH=apikey`: comma-separated `key[:role]` (keys of 16–256 characters; role `user` unless given: write `key:admin` for an admin).',
 );
 export const BASIC_USERS = setting<{ name: string; hash: string; role: string }[] | undefined>(
   'BASIC_USERS',
   undefined,
   basicUsers,
-  '(unset)',
   '`AUTH=basic`: comma-separated `name:hash[:role]`, hashes from `roster hash-password`; role `user` unless given (`name:hash:admin` for an admin).',
 );
 export const JWT_SECRET = setting<string | undefined>(
   'JWT_SECRET',
   undefined,
   jwtSecret,
-  '(unset)',
   '`AUTH=jwt`: the HS256 signing secret, at least 32 bytes.',
 );
 export const OAUTH2_JWKS_URL = setting<string | undefined>(
   'OAUTH2_JWKS_URL',
   undefined,
   jwksUrl,
-  '(unset)',
   "`AUTH=oauth2`: the authorization server's JWKS (https; http only on localhost).",
 );
 export const OAUTH2_ISSUER = setting<string | undefined>(
   'OAUTH2_ISSUER',
   undefined,
   text,
-  '(unset)',
   '`AUTH=oauth2`: the required `iss` of tokens.',
 );
 export const OAUTH2_AUDIENCE = setting<string | undefined>(
   'OAUTH2_AUDIENCE',
   undefined,
   text,
-  '(unset)',
   '`AUTH=oauth2`: the required `aud` of tokens.',
 );
 export const OAUTH2_ACCEPT_JWT_TYP = setting<boolean | undefined>(
   'OAUTH2_ACCEPT_JWT_TYP',
   undefined,
   boolean,
-  '`false`',
   "`AUTH=oauth2`: `true` also accepts tokens whose `typ` is `JWT` or missing, not only RFC 9068's `at+jwt`.",
+  '`false`',
 );
 export const RATE_LIMIT = setting<{ max: number; windowMs: number } | undefined>(
   'RATE_LIMIT',
   undefined,
   rate,
-  '(unset: off)',
   'Requests per client, e.g. `100/minute`, `10/second`, `1000/hour`: REST (all but health), chat handshakes, chat messages.',
+  '(unset: off)',
 );
 export const TRUST_PROXY = setting<boolean | number | readonly string[]>(
   'TRUST_PROXY',
   false,
   trustProxy,
-  '`false`',
   'Whether `X-Forwarded-For` is believed: `true`, a hop count, or a comma list of proxy addresses/CIDRs.',
 );
 export const TLS_CERT = setting<string | undefined>(
   'TLS_CERT',
   undefined,
   text,
-  '(unset)',
   'PEM certificate file (with `TLS_KEY`; both or neither): HTTPS and WSS on the same ports.',
 );
 export const TLS_KEY = setting<string | undefined>(
   'TLS_KEY',
   undefined,
   text,
-  '(unset)',
   'PEM private key file of `TLS_CERT` (both or neither).',
 );
 export const TLS_CIPHERS = setting<string | undefined>(
   'TLS_CIPHERS',
   undefined,
   text,
-  '(modern list)',
   'With TLS: the OpenSSL cipher list. The default offers TLS 1.3 and, for TLS 1.2, only ECDHE with AES-GCM or ChaCha20-Poly1305 (no CBC, no SHA-1).',
+  '(modern list)',
 );
 export const HSTS_MAX_AGE = setting<number>(
   'HSTS_MAX_AGE',
   31_536_000,
   integer(0, 1_000_000_000),
-  '`31536000`',
   'With TLS and `SECURITY_HEADERS`: `max-age` of `Strict-Transport-Security`, in seconds (`0` makes browsers forget it).',
 );
 export const HSTS_INCLUDE_SUBDOMAINS = setting<boolean>(
   'HSTS_INCLUDE_SUBDOMAINS',
   false,
   boolean,
-  '`false`',
   '`true` adds `includeSubDomains` to HSTS: only if every host under the domain speaks HTTPS.',
 );
 export const CORS_ORIGINS = setting<readonly string[] | undefined>(
   'CORS_ORIGINS',
   undefined,
   origins,
-  '(unset: off)',
   'Comma-separated origins allowed cross-origin REST calls and chat connections; `*` only without `AUTH`.',
+  '(unset: off)',
 );
 export const SECURITY_HEADERS = setting<boolean>(
   'SECURITY_HEADERS',
   false,
   boolean,
-  '`false`',
   '`true`: security headers (CSP, `X-Frame-Options`, `Referrer-Policy`, `Permissions-Policy`, cross-origin isolation, HSTS over TLS, `Cache-Control: no-store` on authenticated replies, …) on every REST reply.',
 );
 export const DATABASE_URL = setting<string | undefined>(
   'DATABASE_URL',
   undefined,
   databaseUrl,
-  '(unset: users in memory)',
   '`postgres://` or `postgresql://` URL: users live in PostgreSQL, shared by every instance on it. See [Running several instances](#running-several-instances). `sqlite:<file>` (`sqlite:./roster.db`, `sqlite:///var/lib/roster/roster.db`): users live in that SQLite file, owned by this one process; `sqlite::memory:` for tests. See [Keeping users on disk](#keeping-users-on-disk-sqlite).',
+  '(unset: users in memory)',
 );
 export const DATABASE_POOL_SIZE = setting<number>(
   'DATABASE_POOL_SIZE',
   10,
   integer(1, 1000),
-  '`10`',
   'Connections to PostgreSQL per instance (only with `DATABASE_URL`).',
 );
 export const SQLITE_SYNCHRONOUS = setting<'NORMAL' | 'FULL'>(
   'SQLITE_SYNCHRONOUS',
   'NORMAL',
   sqliteSynchronous,
-  '`NORMAL`',
   'With `DATABASE_URL=sqlite:…`: `NORMAL` (an acknowledged write survives a crash or `kill -9` of the process) or `FULL` (it also survives a power cut or an operating-system crash, at the cost of a disk flush per write). See [Keeping users on disk](#keeping-users-on-disk-sqlite).',
 );
 export const REDIS_URL = setting<string | undefined>(
   'REDIS_URL',
   undefined,
   engineUrl(['redis:', 'rediss:']),
-  '(unset: one room per process)',
   '`redis://` or `rediss://` URL: the chat room spans every instance on this Redis.',
+  '(unset: one room per process)',
 );
 
-/** Every setting, in the order the README's table lists them. */
-export const SETTINGS: readonly Setting<unknown>[] = [
-  PORT,
-  WS_PORT,
-  HOST,
-  LOG_LEVEL,
-  LOG_FORMAT,
-  MAX_PAGE_SIZE,
-  MAX_USERS,
-  BODY_LIMIT,
-  ROLES,
-  STRICT_VALIDATION,
-  SHUTDOWN_TIMEOUT_MS,
-  WS_MAX_PAYLOAD,
-  WS_HEARTBEAT_MS,
-  WS_MAX_BACKLOG,
-  WS_MAX_CONNECTIONS,
-  WS_MAX_CONNECTIONS_PER_CLIENT,
-  HEADERS_TIMEOUT_MS,
-  REQUEST_TIMEOUT_MS,
-  KEEP_ALIVE_TIMEOUT_MS,
-  MAX_CONNECTIONS,
-  MAX_CONNECTIONS_PER_ADDRESS,
-  FIRST_BYTE_TIMEOUT_MS,
-  METRICS,
-  METRICS_AUTH,
-  CONSOLE,
-  CHAT_HISTORY,
-  CHAT_HISTORY_BYTES,
-  CHAT_PUBLIC_URL,
-  AUTH,
-  API_KEYS,
-  BASIC_USERS,
-  JWT_SECRET,
-  OAUTH2_JWKS_URL,
-  OAUTH2_ISSUER,
-  OAUTH2_AUDIENCE,
-  OAUTH2_ACCEPT_JWT_TYP,
-  RATE_LIMIT,
-  TRUST_PROXY,
-  TLS_CERT,
-  TLS_KEY,
-  TLS_CIPHERS,
-  HSTS_MAX_AGE,
-  HSTS_INCLUDE_SUBDOMAINS,
-  CORS_ORIGINS,
-  SECURITY_HEADERS,
-  DATABASE_URL,
-  DATABASE_POOL_SIZE,
-  SQLITE_SYNCHRONOUS,
-  REDIS_URL,
-];
+/** Every setting, in the order the README's table lists them: the order of their declarations above. */
+export const SETTINGS: readonly Setting<unknown>[] = declared;

@@ -40,8 +40,6 @@ import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
 import { accessOf, isRateLimited, registerGate, registerProtection, requireAdmin } from './protection.js';
 
-export { API_PREFIX };
-
 export interface AppDependencies {
   logger: Logger;
   users: { service: UserService; schemas: UserSchemas };
@@ -75,7 +73,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     loggerInstance: deps.logger,
     logController,
     bodyLimit: config.bodyLimit,
-    // Slow clients (config.ts): headers, the whole request, and idle kept-alive connections. With
+    // Slow clients (config/): headers, the whole request, and idle kept-alive connections. With
     // TLS_CERT/TLS_KEY the same port speaks HTTPS, with the same limits.
     ...(config.tls
       ? {

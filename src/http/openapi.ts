@@ -13,8 +13,6 @@ import { API_PREFIX } from './prefix.js';
 import type { ErrorStatus } from '../errors.js';
 import { errorReplies } from './error-replies.js';
 
-export { errorReplies } from './error-replies.js';
-
 export const API_VERSION = '1.0.0';
 export const API_TITLE = 'Roster User Management and Chat API';
 

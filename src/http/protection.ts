@@ -1,5 +1,5 @@
 /**
- * Protection of the REST port, all opt-in (config.ts): security headers (@fastify/helmet), CORS
+ * Protection of the REST port, all opt-in (config/): security headers (@fastify/helmet), CORS
  * (@fastify/cors), authentication and authorization (src/edge), and rate limiting
  * (edge/rate-limiter.ts, shared with the chat's handshakes). Each is registered only when its setting is on: with everything off, no hook
  * is added and every reply is what it was before.

@@ -8,7 +8,8 @@ import { healthOf, type Dependency } from '../health.js';
 import { NEAR_FULL, type Storage } from '../users/service.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
-import { API_TITLE, API_VERSION, errorReplies } from './openapi.js';
+import { errorReplies } from './error-replies.js';
+import { API_TITLE, API_VERSION } from './openapi.js';
 import type { Metrics } from '../metrics.js';
 import { API_PREFIX } from './prefix.js';
 

@@ -1,7 +1,7 @@
 /**
  * The chat protocol of the contract, and the one codec of its messages: JSON objects in WebSocket text
  * frames. The server writes with it and reads client text with it (src/chat/room.ts), the Redis bus
- * reads other instances' messages with it, and both clients, the terminal one and this browser
+ * reads other instances' messages with it, and both clients, the terminal one and the browser
  * console, build and read with it. Pure functions over strings: no DOM, no Node, no socket.
  */
 

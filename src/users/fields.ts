@@ -127,7 +127,6 @@ export type WritableField = Extract<Spec, { writable: true }>['name'];
 export type RequiredField = Extract<Spec, { required: true }>['name'];
 export type SortableField = Extract<Spec, { sortable: true }>['name'];
 export type SearchableField = Extract<Spec, { searchable: true }>['name'];
-export type StampField = Extract<Spec, { stamp: string }>['name'];
 
 /** A user as the API shows it: every field a string, optional ones possibly absent. */
 export type UserShape = { [S in Spec as S extends { optional: true } ? never : S['name']]: string } & {
@@ -141,8 +140,6 @@ export const FIELD_NAMES: readonly FieldName[] = named<FieldName>(() => true);
 export const WRITABLE_FIELDS: readonly WritableField[] = named<WritableField>((field) => field.writable);
 export const SORTABLE_FIELDS: readonly SortableField[] = named<SortableField>((field) => field.sortable);
 export const SEARCHABLE_FIELDS: readonly SearchableField[] = named<SearchableField>((field) => field.searchable);
-/** The fields a client or the service gives a new user: all but the stamps. */
-export const GIVEN_FIELDS: readonly Exclude<FieldName, StampField>[] = named((field) => field.stamp === undefined);
 
 export const fieldSpec = (name: FieldName): FieldSpec => (FIELDS as readonly FieldSpec[]).find((f) => f.name === name)!;
 

@@ -7,15 +7,11 @@ import { SEARCHABLE_FIELDS, SORTABLE_FIELDS, type SortableField } from './fields
 import type { User } from './schema.js';
 
 /**
- * The sortable fields (fields.ts), each in its own order. Any other `sort` ties every user (all sort as
- * the empty string, contract), so the list is in creation order. Every store orders by these alone.
+ * The sortable field (fields.ts) `sort` names, or undefined. Any other `sort` ties every user (all sort
+ * as the empty string, contract), so the list is in creation order. Every store orders by these alone.
  */
-export const SORTED_FIELDS = SORTABLE_FIELDS;
-export type SortedField = SortableField;
-
-/** The field `sort` names, or undefined when it names none of a user's fields. */
-export function sortedField(sort: string): SortedField | undefined {
-  return (SORTED_FIELDS as readonly string[]).includes(sort) ? (sort as SortedField) : undefined;
+export function sortedField(sort: string): SortableField | undefined {
+  return (SORTABLE_FIELDS as readonly string[]).includes(sort) ? (sort as SortableField) : undefined;
 }
 
 export interface ListParams {

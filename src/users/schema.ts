@@ -18,8 +18,6 @@ import {
   type WritableField,
 } from './fields.js';
 
-export { EMAIL_PATTERN, NAME_PATTERN } from './fields.js';
-
 /** The most characters (code points, as `maxLength` counts them) each bounded field may hold. */
 export const FIELD_MAX_LENGTH = Object.fromEntries(
   (FIELDS as readonly FieldSpec[]).filter((f) => f.maxLength !== undefined).map((f) => [f.name, f.maxLength!]),

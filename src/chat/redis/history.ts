@@ -2,7 +2,7 @@
  * The history the instances share: a capped Redis stream, each chat added and published with its id in
  * one script, so every instance numbers it the same (history.ts tells what the ids mean).
  */
-import { compareIds, isMessageId, serverMessageOf } from '../../protocol/chat-codec.js';
+import { compareIds, decodeServerMessage, isMessageId } from '../../protocol/chat-codec.js';
 import type { SharedHistory, SharedMessage } from '../bus.js';
 import { storedChat, type HistoryRequest, type Recovery, type StoredChat } from '../history.js';
 import type { BusLink } from './channel.js';
@@ -87,13 +87,7 @@ export class RedisHistory implements SharedHistory {
       }
       const at = fields.indexOf('m');
       if (at < 0 || at % 2 !== 0) continue;
-      let value: unknown;
-      try {
-        value = JSON.parse(fields[at + 1]!);
-      } catch {
-        continue;
-      }
-      const message = serverMessageOf(value);
+      const message = decodeServerMessage(fields[at + 1]!);
       if (message?.type !== 'chat') continue;
       const stored = storedChat(id, {
         type: 'chat',

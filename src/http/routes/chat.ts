@@ -9,7 +9,7 @@ import { serviceUnavailable } from '../../errors.js';
 import { ListQuery, Pagination } from '../../users/schema.js';
 import { DEFAULT_LIMIT, DEFAULT_PAGE } from '../../users/service.js';
 import { success, successSchema } from '../envelope.js';
-import { errorReplies } from '../openapi.js';
+import { errorReplies } from '../error-replies.js';
 
 /** One member as the list shows it. */
 export interface ChatMemberJson {

@@ -1,7 +1,7 @@
 /** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
 import type { FastifyInstance } from 'fastify';
 import { success, successSchema } from '../envelope.js';
-import { errorReplies } from '../openapi.js';
+import { errorReplies } from '../error-replies.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from '../../users/schema.js';
 import type { UserService } from '../../users/service.js';
 import { listReplyJson, userReplyJson } from './user-json.js';

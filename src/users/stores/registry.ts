@@ -11,8 +11,6 @@ import { memoryBackend } from './memory/backend.js';
 import { postgresBackend } from './postgres/backend.js';
 import { sqliteBackend } from './sqlite/backend.js';
 
-export type { BackedUp, Migrated, StoreBackend, StoreDeps } from './backend.js';
-
 /** Every backend, in the order they are asked whether DATABASE_URL is theirs. */
 export const STORE_BACKENDS: readonly StoreBackend[] = [memoryBackend, sqliteBackend, postgresBackend];
 
@@ -24,7 +22,6 @@ export function storeBackend(storage: StorageConfig): StoreBackend {
 }
 
 export interface OpenStore {
-  readonly backend: string;
   readonly store: UserStore;
   /** The health entry of the store's engine (`database`), when it has one. */
   readonly health: Dependency | undefined;
@@ -41,7 +38,6 @@ export async function openStore(storage: StorageConfig, deps: StoreDeps): Promis
   const backend = storeBackend(storage);
   const { store, health } = await backend.open(storage, deps);
   return {
-    backend: backend.name,
     store,
     health,
     note: backend.note(storage),

@@ -9,7 +9,7 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { RosterError, validationFailed, type FieldDetail } from '../../../errors.js';
+import { RosterError, tryAgainShortly, validationFailed, type FieldDetail } from '../../../errors.js';
 import type { EngineFaults } from '../../../engine-faults.js';
 import { ProbedDependency } from '../../../health.js';
 
@@ -20,6 +20,30 @@ const STATEMENT_TIMEOUT_MS = 5_000;
 const QUERY_TIMEOUT_MS = 6_000;
 /** How often the probe asks `SELECT 1` while the database is down. */
 const PROBE_INTERVAL_MS = 1_000;
+
+/**
+ * `work` in one transaction on `client`, which is released after: a client that failed may have lost
+ * its connection, so the pool discards it rather than reuse it, unless `sound` says the failure left it so.
+ */
+export async function inTransaction<T>(
+  client: pg.PoolClient,
+  work: (client: pg.PoolClient) => Promise<T>,
+  sound: (failure: Error) => boolean = () => false,
+): Promise<T> {
+  let failure: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    failure = error as Error;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release(failure === undefined || sound(failure) ? undefined : failure);
+  }
+}
 
 export function createPool(database: { url: string; poolSize: number }, faults: EngineFaults): pg.Pool {
   const pool = new pg.Pool({
@@ -87,15 +111,10 @@ export function isPoolExhausted(error: unknown): boolean {
   return error instanceof Error && /^timeout exceeded when trying to connect$/i.test(error.message);
 }
 
-export const poolBusy = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'Every database connection is in use; try again shortly', {
-    headers: { 'retry-after': '1' },
-  });
+export const poolBusy = (): RosterError => tryAgainShortly('Every database connection is in use; try again shortly');
 
 export const databaseBusy = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database did not answer in time; try again shortly', {
-    headers: { 'retry-after': '1' },
-  });
+  tryAgainShortly('The database did not answer in time; try again shortly');
 
 export function isUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -126,10 +145,7 @@ export function valueTooLarge(error: unknown): RosterError {
   return validationFailed(details);
 }
 
-export const databaseUnreachable = (): RosterError =>
-  new RosterError('SERVICE_UNAVAILABLE', 'The database is unreachable; try again shortly', {
-    headers: { 'retry-after': '1' },
-  });
+export const databaseUnreachable = (): RosterError => tryAgainShortly('The database is unreachable; try again shortly');
 
 /**
  * The `database` dependency (critical: no users without it): down from the statement that found the

@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import { readMigrations, type Migration } from '../sql/migrations.js';
+import { inTransaction } from './connection.js';
 
 /** The advisory lock of migrating, per schema: two databases or schemas do not wait for each other. */
 const LOCK = "pg_advisory_xact_lock(hashtextextended('roster.migrate:' || current_schema(), 0))";
@@ -12,10 +13,7 @@ const LOCK = "pg_advisory_xact_lock(hashtextextended('roster.migrate:' || curren
 /** Applies the migrations not yet recorded; resolves with the versions applied now (none when up to date). */
 export async function migrate(pool: pg.Pool, migrations?: readonly Migration[]): Promise<string[]> {
   const all = migrations ?? (await readMigrations());
-  const client = await pool.connect();
-  let failure: Error | undefined;
-  try {
-    await client.query('BEGIN');
+  return inTransaction(await pool.connect(), async (client) => {
     await client.query(`SELECT ${LOCK}`);
     await client.query(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
@@ -29,14 +27,6 @@ export async function migrate(pool: pg.Pool, migrations?: readonly Migration[]):
       await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [migration.version]);
       applied.push(migration.version);
     }
-    await client.query('COMMIT');
     return applied;
-  } catch (error) {
-    failure = error as Error;
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    // A client that failed may have lost its connection: the pool discards it rather than reuse it.
-    client.release(failure);
-  }
+  });
 }

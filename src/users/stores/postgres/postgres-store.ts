@@ -32,6 +32,7 @@ import {
   databaseBusy,
   databaseUnreachable,
   DatabaseHealth,
+  inTransaction,
   isTimeout,
   isPoolExhausted,
   poolBusy,
@@ -304,20 +305,7 @@ export class PostgresUserStore implements UserStore {
 
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#guard(() => this.pool.connect());
-    let failure: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      failure = error as Error;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      // After a failure the connection may be broken: the pool discards it.
-      client.release(failure instanceof Retry ? undefined : failure);
-    }
+    return inTransaction(client, work, (failure) => failure instanceof Retry); // a lost race breaks nothing
   }
 
   /** Runs a write again while it loses races (Retry, or a deadlock PostgreSQL broke by aborting it). */

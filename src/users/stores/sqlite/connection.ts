@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { RosterError } from '../../../errors.js';
+import { tryAgainShortly, type RosterError } from '../../../errors.js';
 import { ProbedDependency } from '../../../health.js';
 import { containsAligned } from '../sql/stored-text.js';
 import { createPrivateFile } from './private-file.js';
@@ -35,13 +35,7 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 export const unavailable = (): RosterError =>
-  new RosterError(
-    'SERVICE_UNAVAILABLE',
-    'The database cannot be written just now (disk full, read-only or failing); reads go on',
-    {
-      headers: { 'retry-after': '1' },
-    },
-  );
+  tryAgainShortly('The database cannot be written just now (disk full, read-only or failing); reads go on');
 
 /** Refused to open: another process holds the file. */
 export class DatabaseInUse extends Error {

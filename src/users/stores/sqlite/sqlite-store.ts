@@ -23,11 +23,10 @@ import type Database from 'better-sqlite3';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 import { createClock, formatMicros, type Clock } from '../../../clock.js';
-import { SEARCHABLE_FIELDS } from '../../fields.js';
+import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
 import { likePattern, toStored } from '../sql/stored-text.js';
 import { sortedField, type ListParams, type ListResult } from '../../query.js';
 import type { User } from '../../schema.js';
-import { ownFields } from '../../fields.js';
 import { userBytes } from '../../heap-size.js';
 import { fromBlob, toBlob } from './blob-text.js';
 import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, UPDATE_USER, USER_COLUMNS, type Row } from './rows.js';
@@ -76,20 +75,10 @@ export class SqliteUserStore implements UserStore {
     this.#lock = lock;
     this.#maxCachedBytes = options.cachedBytes;
     this.health = new SqliteHealth(logger, () => this.#probe());
-    for (const { role, users } of db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all() as {
-      role: Buffer;
-      users: number;
-    }[]) {
-      this.#roles.set(fromBlob(role), users);
-    }
-    const last = db
-      .prepare(
-        'SELECT max(coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)) AS last',
-      )
-      .get() as {
-      last: number;
-    };
-    this.#last = last.last;
+    const roles = db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all();
+    for (const { role, users } of roles as { role: Buffer; users: number }[]) this.#roles.set(fromBlob(role), users);
+    const stamps = 'coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)';
+    this.#last = (db.prepare(`SELECT max(${stamps}) AS last`).get() as { last: number }).last;
   }
 
   /**
