@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { hashPassword } from '../edge/password.js';
 import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
 import { JWT_SECRET, rawValue } from '../config/settings.js';
-import { DEFAULT_ROLE } from '../users/roles.js';
+import { DEFAULT_ROLE } from '../config/roles.js';
 import { asksHelp, print, usageError, type Io as OutputIo } from './io.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password

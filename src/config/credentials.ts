@@ -1,13 +1,14 @@
 /** Readers of the credential settings of AUTH: API_KEYS, BASIC_USERS and JWT_SECRET. */
 import { parsePasswordHash } from './password-hash.js';
 import { ConfigError, ROLE_NAME, type Parse } from './readers.js';
+import { DEFAULT_ROLE } from './roles.js';
 
 /** RFC 7518 3.2: an HS256 key shorter than this is guessable offline from any one token. The CLI's `roster token` checks it too. */
 export const JWT_SECRET_MIN_BYTES = 32;
 
 /** An entry without a role is a reader: least privilege, so a forgotten `:admin` fails safe. */
 function roleOf(name: string, raw: string | undefined): string {
-  if (raw === undefined) return 'user';
+  if (raw === undefined) return DEFAULT_ROLE;
   if (!ROLE_NAME.test(raw))
     throw new ConfigError(name, `has a role that is not a name of letters, digits, "_", "." or "-" ("${raw}")`);
   return raw;

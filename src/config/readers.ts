@@ -4,6 +4,7 @@
  * reader and which bounds each setting uses.
  */
 import { isIP } from 'node:net';
+import { REQUIRED_ROLES } from './roles.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -154,7 +155,7 @@ export const roles: Parse<readonly string[]> = (raw, name) => {
       `must be a comma-separated list of names of letters, digits, "_", "." or "-" (got "${raw}")`,
     );
   }
-  for (const required of ['admin', 'user']) {
+  for (const required of REQUIRED_ROLES) {
     if (!list.includes(required)) throw new ConfigError(name, `must include "${required}" (got "${raw}")`);
   }
   return list;

@@ -28,6 +28,7 @@ import {
   trustProxy,
   type Parse,
 } from './readers.js';
+import { REQUIRED_ROLES } from './roles.js';
 
 export interface Setting<T> {
   /** The environment variable. */
@@ -122,9 +123,9 @@ export const BODY_LIMIT = setting<number>(
 );
 export const ROLES = setting<readonly string[]>(
   'ROLES',
-  ['admin', 'user'],
+  REQUIRED_ROLES,
   roles,
-  'Allowed values of `role`, comma-separated. Must include `admin` and `user`.',
+  `Allowed values of \`role\`, comma-separated. Must include ${REQUIRED_ROLES.map((role) => `\`${role}\``).join(' and ')}.`,
 );
 export const STRICT_VALIDATION = setting<boolean>(
   'STRICT_VALIDATION',

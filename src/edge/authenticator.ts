@@ -13,7 +13,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { AuthConfig, AuthScheme } from '../config/index.js';
 import { RosterError } from '../errors.js';
-import { DEFAULT_ROLE } from '../users/roles.js';
+import { DEFAULT_ROLE } from '../config/roles.js';
 import { BoundedWork } from './bounded-work.js';
 import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';
 

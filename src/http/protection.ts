@@ -28,7 +28,7 @@ import { RosterError } from '../errors.js';
 import { CONSOLE_PREFIX } from './console.js';
 import { clientKey } from '../edge/client-identity.js';
 import { API_PREFIX } from './prefix.js';
-import { ADMIN_ROLE } from '../users/roles.js';
+import { ADMIN_ROLE } from '../config/roles.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,7 +5,7 @@
  * same strings.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { ADMIN_ROLE, DEFAULT_ROLE } from './roles.js';
+import { ADMIN_ROLE, DEFAULT_ROLE } from '../config/roles.js';
 import {
   EMAIL_PATTERN,
   FIELDS,

@@ -1,4 +1,4 @@
-import { ADMIN_ROLE, DEFAULT_ROLE } from './roles.js';
+import { ADMIN_ROLE, DEFAULT_ROLE } from '../config/roles.js';
 
 /** The three users present at start-up (contract): one admin and two users, created in this order. */
 export const SEED_USERS = [

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { emailExists, storeFull, userNotFound } from '../errors.js';
 import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
-import { DEFAULT_ROLE } from './roles.js';
+import { DEFAULT_ROLE } from '../config/roles.js';
 import { SEED_USERS } from './seed.js';
 import type { Changes, NewUser, UserStore } from './store.js';
 import type { UserValidator } from './validation.js';

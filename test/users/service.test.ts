@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RosterError } from '../../src/errors.js';
-import { DEFAULT_ROLE } from '../../src/users/roles.js';
+import { DEFAULT_ROLE } from '../../src/config/roles.js';
 import { userSchemas } from '../../src/users/schema.js';
 import { SEED_USERS } from '../../src/users/seed.js';
 import { UserService, type UserServiceOptions } from '../../src/users/service.js';

@@ -6,7 +6,7 @@ import { ListQuery, User, UserId, UserList, type UserSchemas } from '../../users
 import type { UserService } from '../../users/service.js';
 import { listReplyJson, userReplyJson } from './user-json.js';
 import { JSON_CONTENT_TYPE } from '../../edge/raw-reply.js';
-import { DEFAULT_ROLE } from '../../users/roles.js';
+import { DEFAULT_ROLE } from '../../config/roles.js';
 
 export interface UserRoutesOptions {
   service: UserService;

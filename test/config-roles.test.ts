@@ -1,13 +1,12 @@
 /**
- * The roles Roster relies on (src/users/roles.ts), held to the configuration, which may not import
- * them (config/ imports nothing of Roster outside itself) and so names them again: ROLES' default
- * holds every required role, and a ROLES without one of them is refused.
+ * The roles Roster relies on (src/config/roles.ts) and what the configuration makes of them: ROLES'
+ * default holds every required role, and a ROLES without one of them is refused.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
-import { ADMIN_ROLE, DEFAULT_ROLE, REQUIRED_ROLES } from '../../src/users/roles.js';
-import { SEED_USERS } from '../../src/users/seed.js';
+import { ConfigError, loadConfig } from '../src/config/index.js';
+import { ADMIN_ROLE, DEFAULT_ROLE, REQUIRED_ROLES } from '../src/config/roles.js';
+import { SEED_USERS } from '../src/users/seed.js';
 
 test('the required roles are the admin role and the default role, and the seed users hold both', () => {
   assert.deepEqual([...REQUIRED_ROLES].sort(), [ADMIN_ROLE, DEFAULT_ROLE].sort());
