@@ -126,7 +126,7 @@ export class RedisBus implements ChatBus, Dependency {
       channel: this.#channel,
       // Keys' names start with this (the deployment's prefix, then `chat:`).
       keys: `${this.#channel}:`,
-      send: (envelope, run, always) => this.#send(envelope, run, always),
+      send: (envelope, run, always, echoed) => this.#send(envelope, run, always, echoed),
     };
     this.#presence = new RedisPresence(link);
     const { history, historyBytes } = this.#options;
@@ -225,8 +225,11 @@ export class RedisBus implements ChatBus, Dependency {
    * Sends one envelope (as a plain publication, or by `run`, a script that publishes it); false when it
    * could not go out. Past `maxPending` unanswered commands it is dropped, unless `always`.
    */
-  #send(envelope: Envelope, run?: () => Promise<unknown>, always = false): boolean {
-    if (this.#pub.status !== 'ready') {
+  #send(envelope: Envelope, run?: () => Promise<unknown>, always = false, echoed = false): boolean {
+    // An envelope this instance's own members get only back from the channel (a chat of the shared
+    // history, for its listeners here) waits for both connections: published while the subscription is
+    // down, it would reach every instance but this one.
+    if (this.#pub.status !== 'ready' || (echoed && !this.#subscribed)) {
       if (envelope.m) this.#lost++;
       return false;
     }

@@ -35,8 +35,9 @@ export interface BusLink {
   /**
    * Sends one envelope (as a plain publication, or by `run`, a script that publishes it); false when it
    * could not go out. Past the bus's bound on unanswered commands it is dropped, unless `always`.
+   * `echoed`: this instance needs it back from the channel, so it goes out only while subscribed too.
    */
-  send(envelope: Envelope, run?: () => Promise<unknown>, always?: boolean): boolean;
+  send(envelope: Envelope, run?: () => Promise<unknown>, always?: boolean, echoed?: boolean): boolean;
 }
 
 /** An envelope from another Roster instance, or undefined for anything else published on the channel. */

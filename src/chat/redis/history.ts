@@ -32,17 +32,21 @@ export class RedisHistory implements SharedHistory {
     const prefix = `${JSON.stringify(envelope).slice(0, -1)},"s":"`;
     // One more than CHAT_HISTORY: the oldest entry kept is the floor of recovery (history.ts).
     const maxlen = this.capacity + 1;
-    return this.#link.send(envelope, () =>
-      pub.rosterChat(
-        this.#stream,
-        maxlen,
-        JSON.stringify(message),
-        channel,
-        prefix,
-        '"}',
-        `${this.#stream}-bytes`,
-        this.#bytes,
-      ),
+    return this.#link.send(
+      envelope,
+      () =>
+        pub.rosterChat(
+          this.#stream,
+          maxlen,
+          JSON.stringify(message),
+          channel,
+          prefix,
+          '"}',
+          `${this.#stream}-bytes`,
+          this.#bytes,
+        ),
+      false,
+      true,
     );
   }
 
