@@ -743,15 +743,26 @@ function suite(store: TestStore): void {
             return send(server, i % 3 === 0 ? 'PUT' : 'PATCH', `/users/${victim.id}`, JSON.stringify(fields));
           }),
         );
+        // On PostgreSQL a write that finds every pooled connection busy for too long (a loaded machine)
+        // is refused with 503 and Retry-After before it touches the record: a clean refusal, not a mix.
+        const applied = new Set<number>();
         for (const response of responses) {
+          if (response.status === 503 && store.name === 'postgres') {
+            assert.equal(response.body.error.code, 'SERVICE_UNAVAILABLE', response.text);
+            assert.ok(response.headers.get('retry-after'), 'a 503 says when to retry');
+            continue;
+          }
           assert.equal(response.status, 200, response.text);
           // Each reply is the record as that request left it: its own three fields together.
           const index = Number(/^Writer (\d+)$/.exec(response.body.data.name)?.[1]);
           assert.equal(response.body.data.email, `writer.${index}.${tag}@example.com`);
           assert.equal(response.body.data.role, index % 2 ? 'admin' : 'user');
+          applied.add(index);
         }
+        assert.ok(applied.size > 0, 'at least one write was applied');
         const final = await fetchUser(server, victim.id);
         const index = Number(/^Writer (\d+)$/.exec(final.name)?.[1]);
+        assert.ok(applied.has(index), `the final record is a write that was answered 200, not a refused one (${index})`);
         assert.deepEqual(
           [final.email, final.role],
           [`writer.${index}.${tag}@example.com`, index % 2 ? 'admin' : 'user'],

@@ -63,7 +63,7 @@ export interface TestStore extends Kit {
 
 export const TEST_STORES: readonly TestStore[] = STORE_BACKENDS.map((backend) => {
   const kit = KITS[backend.name];
-  if (!kit) throw new Error(`test/users/stores.ts has no way to make a fresh ${backend.name} store`);
+  if (!kit) throw new Error(`test/support/stores.ts has no way to make a fresh ${backend.name} store`);
   return { name: backend.name, ...kit };
 });
 
