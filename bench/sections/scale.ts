@@ -1,6 +1,6 @@
 /**
  * The scale section (`npm run bench -- --only scale`): 1, 2 and 4 Roster instances on one PostgreSQL
- * (DATABASE_URL, a schema of the run's own) and one Redis (REDIS_URL, a key prefix of the run's own).
+ * (DATABASE_URL, a schema of each count's own, filled alike) and one Redis (REDIS_URL, a key prefix of the run's own).
  * Every instance is pinned to the server CPU, every load generator to the other one, PostgreSQL and
  * Redis unpinned: on a small, shared machine the figures are CPU per unit of work (process CPU time
  * from /proc, Redis's INFO), not throughput. Per count of instances: the REST scenarios (get by id, a
@@ -100,6 +100,8 @@ interface CountRow {
     rssPerConnection: number;
     p99Ms: number;
     lost: number;
+    /** Node CPU of one instance at rest with its members in (a share of one CPU): timers, the bus's heartbeat. */
+    idleCpu: number;
   };
   otherLoad: number;
   errors: string[];
@@ -205,7 +207,6 @@ async function measureRest(
   plan: Plan,
   generator: BenchChild,
   deployment: Deployment,
-  schema: TestSchema,
   databaseUrl: string,
   redis: Redis,
   row: CountRow,
@@ -313,6 +314,7 @@ async function measureChat(
     rssPerConnection: rssPerConnection(before, after, connected!.connected),
     p99Ms: result!.p99Ms,
     lost: result!.lost + (result!.cross?.lost ?? 0),
+    idleCpu: idle.nodeCpu / IDLE_SECONDS / deployment.servers.length,
   };
   progress(
     `scale, ${row.instances} instance(s), chat: ${integer(result!.deliveriesPerSecond)} deliveries/s, ` +
@@ -413,22 +415,26 @@ const figure = (value: number, unit: string) =>
       ? bytes(value)
       : `${value < 100 ? value.toFixed(1) : integer(value)}${unit && unit !== 'req' ? ` ${unit}` : ''}`;
 
+/**
+ * One count of instances, on a schema of its own: the same users in the same table for every count
+ * (the writes of an earlier count would otherwise grow the table and bloat its indexes).
+ */
 async function measureCount(
   plan: Plan,
   instances: number,
-  schema: TestSchema,
   databaseUrl: string,
   redisUrl: string,
   redis: Redis,
 ): Promise<CountRow> {
   const row: CountRow = { instances, rest: {}, postgresConnections: [], otherLoad: 0, errors: [] };
+  const schema = await freshSchema({ databaseUrl, prefix: 'bench_scale_' });
   const others = otherLoadMeter(benchPids, true);
   let deployment: Deployment | undefined;
   const restGenerator = new BenchChild('REST load generator (scale)', benchScript('load/rest.js'), LOAD_CPU);
   const chatGenerator = new BenchChild('chat load generator (scale)', benchScript('load/chat.js'), LOAD_CPU);
   try {
     deployment = await deploy(instances, schema, redisUrl, plan.scale.users);
-    await measureRest(plan, restGenerator, deployment, schema, databaseUrl, redis, row);
+    await measureRest(plan, restGenerator, deployment, databaseUrl, redis, row);
     await measureChat(plan, chatGenerator, deployment, redis, row);
   } catch (error) {
     row.errors.push(errorText(error));
@@ -437,6 +443,7 @@ async function measureCount(
     row.otherLoad = others();
     await Promise.all([restGenerator.kill(), chatGenerator.kill()]);
     if (deployment) await stop(deployment);
+    await schema.drop().catch(() => undefined);
   }
   return row;
 }
@@ -536,6 +543,7 @@ function report(
     'Redis B out/join',
     'echo p99 ms',
     'lost',
+    'idle Node CPU/instance',
     'others',
   ];
   const chatRows = rows.map((row) => [
@@ -550,6 +558,7 @@ function report(
     integer(redisPerJoin(row, 'output')),
     row.chat ? row.chat.p99Ms.toFixed(1) : '–',
     row.chat ? row.chat.lost : '–',
+    row.chat ? `${(row.chat.idleCpu * 100).toFixed(1)}%` : '–',
     percent(row.otherLoad),
   ]);
   const one = rows.find((row) => row.instances === 1);
@@ -594,7 +603,7 @@ function report(
     (row.result?.problems ?? []).map((problem) => `- Storm of ${integer(row.clients)}: ${problem}`),
   );
   const errors = rows.reduce((total, row) => total + row.errors.length, 0) + storms.filter((row) => row.error).length;
-  const largest = Math.max(...plan.scale.instances);
+  const largest = Math.max(...rows.map((row) => row.instances));
   const lines = [
     '### Scale: 1, 2 and 4 instances on one PostgreSQL and one Redis',
     '',
@@ -657,6 +666,18 @@ function report(
   return { markdown: lines.join('\n'), targets: [], errors };
 }
 
+/**
+ * The storm sizes: the plan's, or BENCH_SCALE_STORMS (comma-separated), to raise the load past them;
+ * BENCH_SCALE_INSTANCES (comma-separated) likewise replaces the counts of instances.
+ */
+function stormSizes(plan: Plan): number[] {
+  return process.env.BENCH_SCALE_STORMS?.split(',').map(Number) ?? plan.scale.storms;
+}
+
+function instanceCounts(plan: Plan): number[] {
+  return process.env.BENCH_SCALE_INSTANCES?.split(',').map(Number) ?? plan.scale.instances;
+}
+
 export async function scaleSection(plan: Plan): Promise<SectionReport> {
   const databaseUrl = process.env.DATABASE_URL;
   const redisUrl = process.env.REDIS_URL;
@@ -676,11 +697,12 @@ export async function scaleSection(plan: Plan): Promise<SectionReport> {
   const storms: StormRow[] = [];
   try {
     await redis.connect();
-    for (const instances of plan.scale.instances) {
-      const row = await measureCount(plan, instances, schema, databaseUrl, redisUrl, redis);
+    const counts = instanceCounts(plan);
+    for (const instances of counts) {
+      const row = await measureCount(plan, instances, databaseUrl, redisUrl, redis);
       rows.push(row);
       if (instances === 1) {
-        for (const other of plan.scale.instances.filter((count) => count !== 1)) {
+        for (const other of counts.filter((count) => count !== 1)) {
           const prediction = predict(row, other);
           predictions.push(prediction);
           progress(
@@ -691,9 +713,9 @@ export async function scaleSection(plan: Plan): Promise<SectionReport> {
       for (const prediction of predictions.filter((candidate) => candidate.instances === instances))
         for (const item of prediction.figures) item.measured = measured(row, item.label);
     }
-    const largest = Math.max(...plan.scale.instances);
+    const largest = Math.max(...counts);
     const one = rows.find((row) => row.instances === 1);
-    for (const clients of plan.scale.storms) {
+    for (const clients of stormSizes(plan)) {
       const row = await measureStorm(plan, clients, largest, schema, redisUrl, redis, one);
       storms.push(row);
       // Larger storms only cost more: the first that does not complete is what gave.
