@@ -69,12 +69,12 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
       scale: {
         instances: [1, 2],
         users: 1_000,
-        restSeconds: 1,
-        warmupSeconds: 0.25,
-        chatClients: 200,
-        chatSeconds: 1,
-        storms: [200],
-        stormSeconds: 30,
+        restSeconds: 0.5,
+        warmupSeconds: 0.1,
+        chatClients: 100,
+        chatSeconds: 0.5,
+        storms: [100],
+        stormSeconds: 20,
       },
     };
   }
