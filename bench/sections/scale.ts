@@ -143,7 +143,7 @@ async function deploy(instances: number, schema: TestSchema, redisUrl: string, u
         await startChatServer('Roster', {
           label: `Roster ${index + 1}/${instances} (scale)`,
           users,
-          env: { DATABASE_URL: withApplicationName(schema.url, applicationName), REDIS_URL: room },
+          env: { ...extraEnv(), DATABASE_URL: withApplicationName(schema.url, applicationName), REDIS_URL: room },
         }),
       );
     }
@@ -668,11 +668,22 @@ function report(
 }
 
 /**
- * The storm sizes: the plan's, or BENCH_SCALE_STORMS (comma-separated), to raise the load past them;
- * BENCH_SCALE_INSTANCES (comma-separated) likewise replaces the counts of instances.
+ * The storm sizes: the plan's, or BENCH_SCALE_STORMS (comma-separated; empty: no storm), to raise the
+ * load past them; BENCH_SCALE_INSTANCES (comma-separated) likewise replaces the counts of instances.
  */
 function stormSizes(plan: Plan): number[] {
-  return process.env.BENCH_SCALE_STORMS?.split(',').map(Number) ?? plan.scale.storms;
+  const asked = process.env.BENCH_SCALE_STORMS;
+  return asked === undefined ? plan.scale.storms : asked.split(',').filter(Boolean).map(Number);
+}
+
+/** BENCH_SCALE_ENV: Roster settings for every instance, space-separated `NAME=value`, e.g. `CHAT_HISTORY=0`. */
+function extraEnv(): Record<string, string> {
+  return Object.fromEntries(
+    (process.env.BENCH_SCALE_ENV ?? '')
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
 }
 
 function instanceCounts(plan: Plan): number[] {
