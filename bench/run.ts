@@ -22,7 +22,9 @@
  *                                  and REDIS_URL): CPU per unit of work, the capacity model's prediction
  *                                  for 2 and 4 from the 1-instance row against measurement, join storms
  *                                  of 1 000, 5 000 and 10 000 over 4 instances (docs/capacity.md); with
- *                                  --quick, 1 and 2 instances at a tiny size
+ *                                  --quick, 1 and 2 instances at a tiny size. BENCH_SCALE_INSTANCES and
+ *                                  BENCH_SCALE_STORMS (comma-separated) replace the counts and sizes,
+ *                                  BENCH_SCALE_ENV (`NAME=value ...`) adds settings to every instance
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */
