@@ -8,7 +8,7 @@
  *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
- *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, soak);
+ *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, soak, scale);
  *                                  prints only, never writes
  *   BENCH_BEFORE=<folder> ...      chat-under-load and thread-cost also measure the build in <folder> (an
  *                                  earlier commit, built there): before and after in one run
@@ -18,6 +18,13 @@
  *                                  run at the same time, `label=/path/to/node[ flags]` comma-separated
  *                                  (default: the node running the bench), e.g.
  *                                  BENCH_SOAK_NODES='node22=/opt/n22/bin/node,node24-semi8=/opt/n24/bin/node --max-semi-space-size=8'
+ *   npm run bench -- --only scale  1, 2 and 4 instances on one PostgreSQL and one Redis (needs DATABASE_URL
+ *                                  and REDIS_URL): CPU per unit of work, the capacity model's prediction
+ *                                  for 2 and 4 from the 1-instance row against measurement, join storms
+ *                                  of 1 000, 5 000 and 10 000 over 4 instances (docs/capacity.md); with
+ *                                  --quick, 1 and 2 instances at a tiny size. BENCH_SCALE_INSTANCES and
+ *                                  BENCH_SCALE_STORMS (comma-separated) replace the counts and sizes,
+ *                                  BENCH_SCALE_ENV (`NAME=value ...`) adds settings to every instance
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */
@@ -32,6 +39,7 @@ import { threadCostSection } from './sections/thread-cost.js';
 import { connectionsSection } from './sections/connections.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
+import { scaleSection } from './sections/scale.js';
 import { soakSection } from './sections/soak.js';
 import { otherLoadMeter } from './stats.js';
 
@@ -46,6 +54,7 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['chat-under-load', chatUnderLoadSection],
   ['thread-cost', threadCostSection],
   ['soak', soakSection, 'asked'],
+  ['scale', scaleSection, 'asked'],
 ];
 
 function commandLine(args: readonly string[]): string {

@@ -45,6 +45,22 @@ export function processCpuSeconds(pid: number): number | undefined {
   return stat && stat.ticks / CLOCK_TICKS_PER_SECOND;
 }
 
+/**
+ * CPU seconds the processes `pids` used from now until the returned function is called; a process gone
+ * by then (an autovacuum worker) is left out.
+ */
+export function processesCpuMeter(pids: readonly number[]): () => number {
+  const before = new Map(pids.map((pid) => [pid, processCpuSeconds(pid)]));
+  return () => {
+    let used = 0;
+    for (const [pid, was] of before) {
+      const now = processCpuSeconds(pid);
+      if (now !== undefined && was !== undefined) used += now - was;
+    }
+    return used;
+  };
+}
+
 function allProcessTicks(except: ReadonlySet<number>): Map<string, Ticks> {
   const all = new Map<string, Ticks>();
   try {

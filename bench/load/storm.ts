@@ -26,13 +26,14 @@ export const HANDSHAKE_GRACE_MS = 30_000;
 
 export type StormCommand =
   /**
-   * Connect `clients` at once, at most `concurrency` handshakes in flight, for at most `maxSeconds`;
+   * Connect `clients` at once over `ports` (client i to port i mod n: several instances sharing a room),
+   * at most `concurrency` handshakes in flight, for at most `maxSeconds`;
    * then, if they are not all in with every notice, give those that are in `graceSeconds` more to get
    * their notices (so that what they hold is settled), without counting it in the storm's time.
    */
   | {
       cmd: 'storm';
-      port: number;
+      ports: number[];
       serverPid: number;
       clients: number;
       concurrency: number;
@@ -171,9 +172,10 @@ async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<
   let failure: unknown;
   const worker = async () => {
     while (next < command.clients && failure === undefined && performance.now() < deadline) {
+      const port = command.ports[next % command.ports.length]!;
       const sampled = next++ % SAMPLE_EVERY === 0;
       try {
-        clients.push(await open(command.port, sampled, Math.max(0, deadline - performance.now()) + HANDSHAKE_GRACE_MS));
+        clients.push(await open(port, sampled, Math.max(0, deadline - performance.now()) + HANDSHAKE_GRACE_MS));
       } catch (error) {
         failure ??= error;
       }

@@ -28,6 +28,8 @@ import {
 export interface ChatServer {
   child: BenchChild;
   wsPort: number;
+  /** Roster's REST port (the baseline has none). */
+  port?: number;
 }
 
 /**
@@ -36,20 +38,24 @@ export interface ChatServer {
  */
 export async function startChatServer(
   name: ServerName,
-  options: { joinNotices?: boolean; env?: Record<string, string>; label?: string } = {},
+  options: { joinNotices?: boolean; env?: Record<string, string>; label?: string; users?: number } = {},
 ): Promise<ChatServer> {
   const child =
     name === 'Roster'
       ? new BenchChild(options.label ?? 'Roster (chat)', benchScript('servers/roster.js'), SERVER_CPU, SERVER_NODE_ARGS)
       : new BenchChild('ws baseline', benchScript('servers/ws-baseline.js'), SERVER_CPU, SERVER_NODE_ARGS);
   try {
-    const started =
-      name === 'Roster'
-        ? await child.request<RosterStarted>(
-            { cmd: 'start', users: 0, env: { ...ROSTER_ENV, ...options.env } } satisfies RosterCommand,
-            60_000,
-          )
-        : await child.request<{ wsPort: number }>({ cmd: 'start', ...options } satisfies WsBaselineCommand, 60_000);
+    if (name === 'Roster') {
+      const started = await child.request<RosterStarted>(
+        { cmd: 'start', users: options.users ?? 0, env: { ...ROSTER_ENV, ...options.env } } satisfies RosterCommand,
+        60_000,
+      );
+      return { child, wsPort: started.wsPort, port: started.port };
+    }
+    const started = await child.request<{ wsPort: number }>(
+      { cmd: 'start', ...options } satisfies WsBaselineCommand,
+      60_000,
+    );
     return { child, wsPort: started.wsPort };
   } catch (error) {
     await child.kill();

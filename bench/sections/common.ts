@@ -41,6 +41,20 @@ export interface Plan {
    * read and a write; the two-instance rows (PostgreSQL, Redis) run only outside quick mode.
    */
   postgres: 'all' | 'smoke';
+  /**
+   * The scale section (asked for alone): Roster instances on one PostgreSQL and one Redis, per count of
+   * instances the REST scenarios and a chat run; then join storms of each size over the largest count.
+   */
+  scale: {
+    instances: number[];
+    users: number;
+    restSeconds: number;
+    warmupSeconds: number;
+    chatClients: number;
+    chatSeconds: number;
+    storms: number[];
+    stormSeconds: number;
+  };
 }
 
 export function planFor(flags: { quick: boolean; full: boolean }): Plan {
@@ -52,6 +66,16 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
       storm: { clients: 500, baselineClients: 500, concurrency: 500, rosterSeconds: 30, baselineSeconds: 30 },
       idle: undefined,
       postgres: 'smoke',
+      scale: {
+        instances: [1, 2],
+        users: 1_000,
+        restSeconds: 0.5,
+        warmupSeconds: 0.1,
+        chatClients: 100,
+        chatSeconds: 0.5,
+        storms: [100],
+        stormSeconds: 20,
+      },
     };
   }
   return {
@@ -62,6 +86,16 @@ export function planFor(flags: { quick: boolean; full: boolean }): Plan {
     storm: { clients: 5_000, baselineClients: 5_000, concurrency: 500, rosterSeconds: 60, baselineSeconds: 150 },
     idle: { connections: 10_000, seconds: 120 },
     postgres: 'all',
+    scale: {
+      instances: [1, 2, 4],
+      users: 10_000,
+      restSeconds: 5,
+      warmupSeconds: 1,
+      chatClients: 1_000,
+      chatSeconds: 5,
+      storms: [1_000, 5_000, 10_000],
+      stormSeconds: 240,
+    },
   };
 }
 

@@ -61,7 +61,7 @@ async function storm(
 ): Promise<StormResult> {
   const command: StormCommand = {
     cmd: 'storm',
-    port: server.wsPort,
+    ports: [server.wsPort],
     serverPid: server.child.pid,
     clients,
     concurrency,

@@ -19,7 +19,7 @@ import type { PgBaselineCommand } from '../servers/pg-baseline.js';
 import { postgresPids, withApplicationName } from '../postgres.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import { freshSchema, type TestSchema } from '../../test/support/postgres.js';
-import { engineLoadMeter, otherLoadMeter, processCpuSeconds } from '../stats.js';
+import { engineLoadMeter, otherLoadMeter, processCpuSeconds, processesCpuMeter } from '../stats.js';
 import { idPool, SEARCH_TERM, searchMatches } from '../users.js';
 import {
   benchRedisUrl,
@@ -38,9 +38,10 @@ import {
   type ServerName,
 } from './common.js';
 
-type ScenarioKey = 'health' | 'get' | 'list' | 'role' | 'search' | 'search-alone' | 'sorted' | 'create' | 'patch';
+export type ScenarioKey =
+  'health' | 'get' | 'list' | 'role' | 'search' | 'search-alone' | 'sorted' | 'create' | 'patch';
 
-interface Scenario {
+export interface Scenario {
   key: ScenarioKey;
   label: string;
   /** Connections of this scenario, when not the plan's. */
@@ -55,7 +56,7 @@ const SEARCH_PATH = `${USERS_PATH}?search=${SEARCH_TERM}`;
 const ID_POOL = 10_000;
 
 /** In this order: the writes come last, so every list scenario sees the same users on both servers. */
-const SCENARIOS: readonly Scenario[] = [
+export const SCENARIOS: readonly Scenario[] = [
   { key: 'health', label: 'health', target: () => ({ kind: 'get', path: HEALTH_PATH }) },
   { key: 'get', label: 'get by id', target: (ids) => ({ kind: 'get-by-id', ids }) },
   { key: 'list', label: 'list, default page', target: () => ({ kind: 'get', path: USERS_PATH }) },
@@ -728,17 +729,7 @@ async function runRest(
       ? await postgresPids(server.postgres.databaseUrl, server.postgres.applicationName)
       : [];
     const nodePids = [server, ...(server.partner ? [server.partner] : [])].map((instance) => instance.child.pid);
-    // CPU seconds of each process now; a process gone by the end (an autovacuum worker) is left out.
-    const cpuOf = (pids: readonly number[]) => new Map(pids.map((pid) => [pid, processCpuSeconds(pid)]));
-    const usedSince = (then: Map<number, number | undefined>) => {
-      let used = 0;
-      for (const [pid, now] of cpuOf([...then.keys()])) {
-        const was = then.get(pid);
-        if (now !== undefined && was !== undefined) used += now - was;
-      }
-      return used;
-    };
-    const before = { node: cpuOf(nodePids), postgres: cpuOf(backends), at: performance.now() };
+    const before = { node: processesCpuMeter(nodePids), postgres: processesCpuMeter(backends), at: performance.now() };
     const others = otherLoadMeter(benchPids, server.engines);
     const engines = server.engines ? engineLoadMeter() : undefined;
     row.result = await generator.request<RestResult>(job(plan.rest.seconds), timeout(plan.rest.seconds));
@@ -748,8 +739,8 @@ async function runRest(
       // Requests served over the interval, from the generator's rate: CPU seconds / requests.
       const requests = (row.result.requestsPerSecond * (performance.now() - before.at)) / 1000;
       row.cpuPerRequest = {
-        node: usedSince(before.node) / requests,
-        postgres: usedSince(before.postgres) / requests,
+        node: before.node() / requests,
+        postgres: before.postgres() / requests,
       };
     }
     progress(`${what}: ${integer(row.result.requestsPerSecond)} req/s, p99 ${ms(row.result.p99Ms)} ms`);

@@ -115,7 +115,7 @@ async function idleBytes(build: Build, plan: Plan, storm: BenchChild): Promise<n
       const result = await storm.request<StormResult>(
         {
           cmd: 'storm',
-          port: started.wsPort,
+          ports: [started.wsPort],
           serverPid: server.pid,
           clients: idle.connections,
           concurrency: plan.storm.concurrency,
