@@ -172,3 +172,39 @@ describe(
     });
   },
 );
+
+describe('the headers of issue 29 in CORS and the OpenAPI document', () => {
+  test('CORS allows the request headers and exposes ETag and Idempotent-Replayed', async (t) => {
+    const origin = 'https://app.example.com';
+    const roster = await startOn(TEST_STORES[0]!, { CORS_ORIGINS: origin });
+    t.after(() => roster.stop());
+    const preflight = await fetch(`${roster.api}/users/x`, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'if-match' },
+    });
+    const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').toLowerCase();
+    for (const name of ['idempotency-key', 'if-match', 'if-none-match']) assert.ok(allowed.includes(name), allowed);
+    const read = await fetch(`${roster.api}/users`, { headers: { origin } });
+    const exposed = (read.headers.get('access-control-expose-headers') ?? '').toLowerCase();
+    for (const name of ['etag', 'idempotent-replayed']) assert.ok(exposed.includes(name), exposed);
+  });
+
+  test('the document names the request headers, ETag, 304, 412 and (with REQUIRE_IF_MATCH) 428', async (t) => {
+    const roster = await startOn(TEST_STORES[0]!, { REQUIRE_IF_MATCH: 'true' });
+    t.after(() => roster.stop());
+    const doc = (await request(`${roster.api}/openapi.json`)).body;
+    const one = doc.paths['/api/v1/users/{id}'];
+    const create = doc.paths['/api/v1/users'].post;
+    const headerParameters = (operation: { parameters: { in: string; name: string }[] }) =>
+      operation.parameters.filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name);
+    assert.deepEqual(headerParameters(one.get), ['if-none-match']);
+    assert.deepEqual(headerParameters(create), ['idempotency-key']);
+    assert.ok(one.get.responses['304'].headers.ETag);
+    assert.ok(create.responses['201'].headers['Idempotent-Replayed']);
+    for (const method of ['put', 'patch', 'delete']) {
+      assert.deepEqual(headerParameters(one[method]), ['if-match'], method);
+      for (const status of ['412', '428']) assert.ok(one[method].responses[status], `${method} ${status}`);
+    }
+    for (const method of ['put', 'patch']) assert.ok(one[method].responses['200'].headers.ETag, method);
+  });
+});
