@@ -762,7 +762,10 @@ function suite(store: TestStore): void {
         assert.ok(applied.size > 0, 'at least one write was applied');
         const final = await fetchUser(server, victim.id);
         const index = Number(/^Writer (\d+)$/.exec(final.name)?.[1]);
-        assert.ok(applied.has(index), `the final record is a write that was answered 200, not a refused one (${index})`);
+        assert.ok(
+          applied.has(index),
+          `the final record is a write that was answered 200, not a refused one (${index})`,
+        );
         assert.deepEqual(
           [final.email, final.role],
           [`writer.${index}.${tag}@example.com`, index % 2 ? 'admin' : 'user'],
