@@ -84,7 +84,7 @@ export function retryAfterMs(value: string | null, now: number): number | undefi
 
 /**
  * `send`, with the retries of `policy` for the requests safe to repeat. Each attempt sends a copy of
- * the request, so its body is there for the next; the answer is the last reply (a retried 503 that
+ * the request, the same headers and body; the answer is the last reply (a retried 503 that
  * still failed is handed over as it came).
  */
 export function retrying(
@@ -93,8 +93,11 @@ export function retrying(
 ): (request: Request) => Promise<Response> {
   return async (request) => {
     if (policy.retries <= 0 || !safeToRetry(request)) return send(request);
+    // The body read once, and given to each attempt's copy: a clone's would be a stream, which a
+    // browser sends differently (and its tools do not show).
+    const body = request.body === null ? null : await request.arrayBuffer();
     for (let retry = 0; ; retry++) {
-      const response = await send(request.clone());
+      const response = await send(body === null ? new Request(request) : new Request(request, { body }));
       if (!RETRIED_STATUSES.includes(response.status) || retry >= policy.retries) return response;
       const wait =
         retryAfterMs(response.headers.get(RETRY_AFTER), policy.now()) ??
