@@ -62,6 +62,17 @@ export const ERROR_CATALOG = {
     meaning: 'The email is held by another user (case-insensitive, trimmed)',
     example: 'A user with this email already exists',
   },
+  IDEMPOTENCY_KEY_IN_USE: {
+    status: 409,
+    meaning: 'A create with this Idempotency-Key is still being processed; Retry-After says when to repeat it',
+    example: 'A request with this Idempotency-Key is still in progress; retry shortly',
+  },
+  PRECONDITION_FAILED: {
+    status: 412,
+    meaning:
+      "If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed",
+    example: 'The user has changed since the ETag in If-Match was read',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     meaning: 'The body is larger than BODY_LIMIT',
@@ -77,10 +88,20 @@ export const ERROR_CATALOG = {
     meaning: 'Invalid fields or parameters, each named in details',
     example: 'The request is not valid',
   },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    meaning: 'This Idempotency-Key was already used with a different request body',
+    example: 'This Idempotency-Key was used with a different request body',
+  },
   UPGRADE_REQUIRED: {
     status: 426,
     meaning: 'A chat handshake with a WebSocket version other than 13',
     example: 'Only WebSocket version 13 is supported',
+  },
+  PRECONDITION_REQUIRED: {
+    status: 428,
+    meaning: 'With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match',
+    example: 'This write needs an If-Match header with the ETag of the user',
   },
   RATE_LIMITED: {
     status: 429,
@@ -147,6 +168,10 @@ export class RosterError extends Error {
 
 export const userNotFound = (id: string) =>
   new RosterError('USER_NOT_FOUND', `No user with id "${id.length > 64 ? `${id.slice(0, 64)}…` : id}"`);
+
+/** If-Match named none of the user's current versions: nothing was written. */
+export const preconditionFailed = () =>
+  new RosterError('PRECONDITION_FAILED', 'The user has changed since the ETag in If-Match was read');
 
 export const emailExists = () => new RosterError('EMAIL_EXISTS', 'A user with this email already exists');
 

@@ -13,6 +13,7 @@ import type { RedisBusOptions } from './chat/redis/bus.js';
 import { EngineFaults } from './engine-faults.js';
 import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';
+import { Idempotency } from './http/idempotency.js';
 import { userSchemas } from './users/schema.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
@@ -39,6 +40,8 @@ export interface ServerParts {
   dependencies?: readonly Dependency[];
   /** Tuning of the Redis chat bus (REDIS_URL), for tests: its defaults are those of a deployment. */
   chatBus?: Partial<RedisBusOptions>;
+  /** The time (ms since the epoch) idempotency keys are claimed and expire by; Date.now by default. */
+  now?: () => number;
 }
 
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
@@ -109,7 +112,7 @@ async function assemble(
     }));
   const rest = await buildApp(config, {
     logger,
-    users: { service, schemas },
+    users: { service, schemas, idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs, parts.now) },
     metrics,
     chatPort: () => chatPort,
     authenticator,

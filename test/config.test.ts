@@ -21,6 +21,8 @@ const DEFAULTS: Config = {
   bodyLimit: MIB,
   roles: ['admin', 'user'],
   strictValidation: false,
+  requireIfMatch: false,
+  idempotencyKeyTtlMs: 86_400_000,
   shutdownTimeoutMs: 10_000,
   headersTimeoutMs: 15_000,
   requestTimeoutMs: 30_000,
@@ -38,7 +40,7 @@ const DEFAULTS: Config = {
   hsts: { maxAge: 31_536_000, includeSubDomains: false },
   corsOrigins: undefined,
   securityHeaders: false,
-  storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'NORMAL' },
+  storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 },
   redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
@@ -264,34 +266,69 @@ describe('loadConfig valid overrides', () => {
     [
       'DATABASE_URL',
       'postgres://127.0.0.1/test',
-      { storage: { url: 'postgres://127.0.0.1/test', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
+      {
+        storage: {
+          url: 'postgres://127.0.0.1/test',
+          poolSize: 10,
+          sqliteSynchronous: 'NORMAL',
+          idempotencyMaxKeys: 100_000,
+        },
+        maxUsers: 0,
+      },
     ],
     [
       'DATABASE_URL',
       'postgresql://roster:secret@db:5432/roster',
       {
-        storage: { url: 'postgresql://roster:secret@db:5432/roster', poolSize: 10, sqliteSynchronous: 'NORMAL' },
+        storage: {
+          url: 'postgresql://roster:secret@db:5432/roster',
+          poolSize: 10,
+          sqliteSynchronous: 'NORMAL',
+          idempotencyMaxKeys: 100_000,
+        },
         maxUsers: 0,
       },
     ],
     [
       'DATABASE_URL',
       'sqlite:./roster.db',
-      { storage: { url: 'sqlite:./roster.db', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
+      {
+        storage: { url: 'sqlite:./roster.db', poolSize: 10, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 },
+        maxUsers: 0,
+      },
     ],
     [
       'DATABASE_URL',
       'sqlite:///var/lib/roster/users.db',
-      { storage: { url: 'sqlite:///var/lib/roster/users.db', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
+      {
+        storage: {
+          url: 'sqlite:///var/lib/roster/users.db',
+          poolSize: 10,
+          sqliteSynchronous: 'NORMAL',
+          idempotencyMaxKeys: 100_000,
+        },
+        maxUsers: 0,
+      },
     ],
     [
       'DATABASE_URL',
       'sqlite::memory:',
-      { storage: { url: 'sqlite::memory:', poolSize: 10, sqliteSynchronous: 'NORMAL' }, maxUsers: 0 },
+      {
+        storage: { url: 'sqlite::memory:', poolSize: 10, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 },
+        maxUsers: 0,
+      },
     ],
     // Each backend's setting is read whichever backend DATABASE_URL names (here the memory store).
-    ['SQLITE_SYNCHRONOUS', 'full', { storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'FULL' } }],
-    ['DATABASE_POOL_SIZE', '4', { storage: { url: undefined, poolSize: 4, sqliteSynchronous: 'NORMAL' } }],
+    [
+      'SQLITE_SYNCHRONOUS',
+      'full',
+      { storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'FULL', idempotencyMaxKeys: 100_000 } },
+    ],
+    [
+      'DATABASE_POOL_SIZE',
+      '4',
+      { storage: { url: undefined, poolSize: 4, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 } },
+    ],
     ['LOG_FORMAT', 'pretty', { logFormat: 'pretty' }],
     ['LOG_FORMAT', 'JSON', {}],
     // The history then lives in Redis: none of the heap is set aside for it.
@@ -307,7 +344,10 @@ describe('loadConfig valid overrides', () => {
   test('DATABASE_URL=sqlite: with SQLITE_SYNCHRONOUS=FULL', () => {
     assert.deepEqual(
       loadConfig({ DATABASE_URL: 'sqlite:data/roster.db', SQLITE_SYNCHRONOUS: 'FULL' }),
-      expected({ storage: { url: 'sqlite:data/roster.db', poolSize: 10, sqliteSynchronous: 'FULL' }, maxUsers: 0 }),
+      expected({
+        storage: { url: 'sqlite:data/roster.db', poolSize: 10, sqliteSynchronous: 'FULL', idempotencyMaxKeys: 100_000 },
+        maxUsers: 0,
+      }),
     );
   });
 
@@ -351,6 +391,8 @@ describe('loadConfig valid overrides', () => {
       bodyLimit: 64 * KIB,
       roles: ['admin', 'user', 'guest'],
       strictValidation: true,
+      requireIfMatch: false,
+      idempotencyKeyTtlMs: 86_400_000,
       shutdownTimeoutMs: 500,
       headersTimeoutMs: 2000,
       requestTimeoutMs: 4000,
@@ -368,7 +410,12 @@ describe('loadConfig valid overrides', () => {
       hsts: DEFAULTS.hsts,
       corsOrigins: undefined,
       securityHeaders: false,
-      storage: { url: 'postgres://127.0.0.1:5432/roster', poolSize: 3, sqliteSynchronous: 'NORMAL' },
+      storage: {
+        url: 'postgres://127.0.0.1:5432/roster',
+        poolSize: 3,
+        sqliteSynchronous: 'NORMAL',
+        idempotencyMaxKeys: 100_000,
+      },
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: {

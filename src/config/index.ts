@@ -50,6 +50,10 @@ export interface Config {
   roles: readonly string[];
   /** Strict validation of PATCH and email uniqueness on PUT/PATCH, `STRICT_VALIDATION`. */
   strictValidation: boolean;
+  /** `REQUIRE_IF_MATCH`: PUT, PATCH and DELETE of a user without If-Match get 428. */
+  requireIfMatch: boolean;
+  /** `IDEMPOTENCY_KEY_TTL_SECONDS`, in milliseconds: how long a create's idempotency key is kept. */
+  idempotencyKeyTtlMs: number;
   chat: ChatConfig;
   /** How long shutdown waits for in-flight requests and chat close handshakes, `SHUTDOWN_TIMEOUT_MS`. */
   shutdownTimeoutMs: number;
@@ -106,6 +110,8 @@ export interface StorageConfig {
   url: string | undefined;
   poolSize: number;
   sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** `IDEMPOTENCY_MAX_KEYS`: the memory store's bound on idempotency keys. */
+  idempotencyMaxKeys: number;
 }
 
 export interface RateLimit {
@@ -173,6 +179,8 @@ export function loadConfig(env: Env): Config {
     bodyLimit: get(S.BODY_LIMIT),
     roles: get(S.ROLES),
     strictValidation: get(S.STRICT_VALIDATION),
+    requireIfMatch: get(S.REQUIRE_IF_MATCH),
+    idempotencyKeyTtlMs: get(S.IDEMPOTENCY_KEY_TTL_SECONDS) * 1000,
     shutdownTimeoutMs: get(S.SHUTDOWN_TIMEOUT_MS),
     headersTimeoutMs,
     requestTimeoutMs,
@@ -194,7 +202,12 @@ export function loadConfig(env: Env): Config {
     corsOrigins: (checkCorsOrigins(corsOrigins, auth.scheme), corsOrigins),
     securityHeaders: get(S.SECURITY_HEADERS),
     // Each backend's settings are read (and checked) whichever backend DATABASE_URL names.
-    storage: { url: database, poolSize: get(S.DATABASE_POOL_SIZE), sqliteSynchronous: get(S.SQLITE_SYNCHRONOUS) },
+    storage: {
+      url: database,
+      poolSize: get(S.DATABASE_POOL_SIZE),
+      sqliteSynchronous: get(S.SQLITE_SYNCHRONOUS),
+      idempotencyMaxKeys: get(S.IDEMPOTENCY_MAX_KEYS),
+    },
     redis: redisUrl === undefined ? undefined : { url: redisUrl },
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),

@@ -133,6 +133,24 @@ export const STRICT_VALIDATION = setting<boolean>(
   boolean,
   "`true`: PATCH applies the create rules to the fields it changes, and PUT/PATCH refuse an email held by another user (409). `false` is the contract's literal behaviour.",
 );
+export const REQUIRE_IF_MATCH = setting<boolean>(
+  'REQUIRE_IF_MATCH',
+  false,
+  boolean,
+  '`true`: PUT, PATCH and DELETE of a user need `If-Match` (428 `PRECONDITION_REQUIRED` without). See [Retries and concurrent edits](#retries-and-concurrent-edits).',
+);
+export const IDEMPOTENCY_KEY_TTL_SECONDS = setting<number>(
+  'IDEMPOTENCY_KEY_TTL_SECONDS',
+  86_400,
+  integer(1, 30 * 86_400),
+  "How long a create's `Idempotency-Key` and its reply are kept (seconds); a repeat within it gets the same reply.",
+);
+export const IDEMPOTENCY_MAX_KEYS = setting<number>(
+  'IDEMPOTENCY_MAX_KEYS',
+  100_000,
+  integer(1, 100_000_000),
+  'Users in memory only: idempotency keys kept at most; past it the oldest key is forgotten. The SQL stores keep every key until it expires.',
+);
 export const SHUTDOWN_TIMEOUT_MS = setting<number>(
   'SHUTDOWN_TIMEOUT_MS',
   10_000,

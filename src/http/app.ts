@@ -19,6 +19,7 @@ import type { Config } from '../config/index.js';
 import type { UserSchemas } from '../users/schema.js';
 import type { UserService } from '../users/service.js';
 import { userRoutes } from './routes/users.js';
+import type { Idempotency } from './idempotency.js';
 import { chatRoutes, type ChatRoutesOptions } from './routes/chat.js';
 import { RouteCatalog } from './catalog.js';
 import { frameworkErrors, registerErrorHandling } from './errors.js';
@@ -42,7 +43,8 @@ import { accessOf, isRateLimited, registerGate, registerProtection, requireAdmin
 
 export interface AppDependencies {
   logger: Logger;
-  users: { service: UserService; schemas: UserSchemas };
+  /** The user routes' service, schemas, and the idempotency keys of creates (idempotency.ts). */
+  users: { service: UserService; schemas: UserSchemas; idempotency: Idempotency };
   /** Served at /metrics and fed by every request; absent when METRICS=false. */
   metrics?: Metrics | undefined;
   /** The chat port actually bound (known only once it listens), for the browser console. */
@@ -214,6 +216,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     ...deps.users,
     strict: config.strictValidation,
     capped: config.maxUsers > 0,
+    requireIfMatch: config.requireIfMatch,
   });
   if (deps.chatMembers)
     await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });

@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { RosterError } from '../errors.js';
+import { digestOf, IDEMPOTENCY_KEY } from './idempotency.js';
 
 /** `*\/*+json` of docs/decisions.md: any media type whose subtype ends in `+json` (RFC 6839). */
 const STRUCTURED_JSON = /^[^/\s;]+\/[^/\s;]+\+json$/i;
@@ -14,7 +15,10 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
 export function registerJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
+  app.decorateRequest('bodyDigest', undefined);
   const parse = (request: FastifyRequest, body: string, done: (error: Error | null, value?: unknown) => void): void => {
+    // The fingerprint of a keyed create is of the body as received (http/idempotency.ts).
+    if (request.headers[IDEMPOTENCY_KEY] !== undefined) request.bodyDigest = digestOf(body);
     if (body.length === 0) {
       // An empty body with a JSON content type is not JSON where a body is expected; elsewhere (a
       // DELETE sent with a JSON content type, say) it is simply no body.

@@ -215,7 +215,8 @@ function finishDocument(
         if (status === '429') Object.assign(headers, { 'Retry-After': header('RetryAfter'), ...RATE_HEADERS });
         if (status.startsWith('2') && protection.rateLimited && protection.isLimited(fastifyUrl(path)))
           Object.assign(headers, RATE_HEADERS);
-        response.headers = headers;
+        // Headers a route declares of its own (an ETag, say) come after the common ones.
+        response.headers = { ...headers, ...(response.headers as Json | undefined) };
         if (status === '413')
           response.description = `${String(response.description)} (BODY_LIMIT: ${config.bodyLimit} bytes)`;
       }

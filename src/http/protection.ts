@@ -29,6 +29,8 @@ import { CONSOLE_PREFIX } from './console.js';
 import { clientKey } from '../edge/client-identity.js';
 import { API_PREFIX } from './prefix.js';
 import { ADMIN_ROLE } from '../config/roles.js';
+import { ETAG, IF_MATCH, IF_NONE_MATCH } from './conditional.js';
+import { IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED } from './idempotency.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -286,7 +288,15 @@ function corsOptions(origins: readonly string[]) {
       : (origin: string | undefined, callback: (error: Error | null, allow: boolean) => void) =>
           callback(null, origin !== undefined && origins.includes(origin)),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-API-Key', 'X-Request-Id'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'X-API-Key',
+      'X-Request-Id',
+      IDEMPOTENCY_KEY,
+      IF_MATCH,
+      IF_NONE_MATCH,
+    ],
     exposedHeaders: [
       'X-Request-Id',
       'WWW-Authenticate',
@@ -295,6 +305,8 @@ function corsOptions(origins: readonly string[]) {
       'RateLimit-Remaining',
       'RateLimit-Reset',
       'Allow',
+      ETAG,
+      IDEMPOTENT_REPLAYED,
     ],
     maxAge: 600,
     // A non-preflight OPTIONS from an allowed origin gets the preflight answer rather than the

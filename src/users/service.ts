@@ -4,16 +4,22 @@
  * `created_at` and `updated_at` as they write (store.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { emailExists, storeFull, userNotFound } from '../errors.js';
+import { emailExists, preconditionFailed, storeFull, userNotFound } from '../errors.js';
 import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
 import { SEED_USERS } from './seed.js';
-import type { Changes, NewUser, UserStore } from './store.js';
+import { CHANGED, type Changes, type Expected, type NewUser, type UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
+
+/**
+ * A write's precondition (If-Match, docs/decisions.md "Conditional writes"): the versions it may apply
+ * to (store.ts `Expected`), or `any` (`*`): the user must exist, and a missing one is 412, not 404.
+ */
+export type IfMatch = Expected | 'any';
 
 export interface UserServiceOptions {
   /** Larger `limit` values are clamped to this (docs/decisions.md). */
@@ -77,14 +83,14 @@ export class UserService {
   }
 
   /** Full update: existence (404) before validation (422); role resets to the default when omitted. */
-  async replace(id: string, body: unknown): Promise<User> {
-    const fields = await this.#validFor(id, () => this.validator.write(body));
-    return this.#apply(id, { ...fields, role: fields.role ?? DEFAULT_ROLE });
+  async replace(id: string, body: unknown, ifMatch?: IfMatch): Promise<User> {
+    const fields = await this.#validFor(id, () => this.validator.write(body), ifMatch);
+    return this.#apply(id, { ...fields, role: fields.role ?? DEFAULT_ROLE }, ifMatch);
   }
 
   /** Partial update: existence first; only the writable fields present in the body change. */
-  async update(id: string, body: unknown): Promise<User> {
-    return this.#apply(id, await this.#validFor(id, () => this.validator.patch(body)));
+  async update(id: string, body: unknown, ifMatch?: IfMatch): Promise<User> {
+    return this.#apply(id, await this.#validFor(id, () => this.validator.patch(body), ifMatch), ifMatch);
   }
 
   /**
@@ -93,11 +99,11 @@ export class UserService {
    * straight to the write, which answers 404 itself for a missing user, so a database store makes one
    * round trip per update instead of a read and then the write.
    */
-  async #validFor<T>(id: string, validate: () => T): Promise<T> {
+  async #validFor<T>(id: string, validate: () => T, ifMatch: IfMatch | undefined): Promise<T> {
     try {
       return validate();
     } catch (error) {
-      await this.get(id);
+      if (!(await this.store.get(id))) throw missing(id, ifMatch);
       throw error;
     }
   }
@@ -107,8 +113,10 @@ export class UserService {
     await this.store.seed(SEED_USERS.map((seed) => ({ id: randomUUID(), ...seed })));
   }
 
-  async remove(id: string): Promise<void> {
-    if (!(await this.store.remove(id))) throw userNotFound(id);
+  async remove(id: string, ifMatch?: IfMatch): Promise<void> {
+    const removed = await this.store.remove(id, { expected: expectedOf(ifMatch) });
+    if (removed === CHANGED) throw preconditionFailed();
+    if (!removed) throw missing(id, ifMatch);
     if (this.#stored !== undefined && this.#stored > 0) this.#stored--;
   }
 
@@ -132,10 +140,21 @@ export class UserService {
     if (this.#stored >= capacity) throw storeFull(capacity);
   }
 
-  async #apply(id: string, fields: Changes): Promise<User> {
-    const result = await this.store.update(id, fields, { uniqueEmail: this.options.strict });
-    if (result === 'not_found') throw userNotFound(id); // deleted between the check and the write
+  async #apply(id: string, fields: Changes, ifMatch: IfMatch | undefined): Promise<User> {
+    const result = await this.store.update(id, fields, {
+      uniqueEmail: this.options.strict,
+      expected: expectedOf(ifMatch),
+    });
+    if (result === 'not_found') throw missing(id, ifMatch); // or deleted between the check and the write
+    if (result === CHANGED) throw preconditionFailed();
     if (result === 'email_taken') throw emailExists();
     return result;
   }
 }
+
+/** What the store checks of If-Match: the versions listed; `*` asks only that the user exists. */
+const expectedOf = (ifMatch: IfMatch | undefined): Expected | undefined => (ifMatch === 'any' ? undefined : ifMatch);
+
+/** A missing user: 404, except under `If-Match: *`, which a missing user fails (412, RFC 9110 13.1.1). */
+const missing = (id: string, ifMatch: IfMatch | undefined) =>
+  ifMatch === 'any' ? preconditionFailed() : userNotFound(id);

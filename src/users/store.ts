@@ -6,6 +6,7 @@
  */
 import type { ListParams, ListResult } from './query.js';
 import type { User, UserFields } from './schema.js';
+import type { IdempotencyKeys } from './idempotency-keys.js';
 
 /**
  * The key under which email uniqueness is decided (docs/decisions.md): surrounding white space trimmed,
@@ -33,7 +34,20 @@ export type Changes = Partial<UserFields>;
 /** A user before it is stored: the store stamps `created_at` and `updated_at` (strictly increasing). */
 export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
 
+/**
+ * The versions of a user a write may apply to (If-Match): the write goes ahead only if the user's
+ * `updated_at` is one of these, checked atomically with the write. `updated_at` is a version because
+ * every store stamps each write of a user later than the one before (docs/decisions.md, "ETags").
+ */
+export type Expected = readonly string[];
+
+/** What the store answers a write whose `expected` versions the user no longer has. */
+export const CHANGED = 'changed';
+export type Changed = typeof CHANGED;
+
 export interface UserStore {
+  /** Idempotency keys of creates, kept where the users are (idempotency-keys.ts). */
+  readonly keys: IdempotencyKeys;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**
@@ -45,11 +59,16 @@ export interface UserStore {
   /**
    * Applies the changes to one user atomically, so concurrent updates never mix. With `uniqueEmail`,
    * refuses an email key held by another user. Resolves with the user as stored, `updated_at` stamped
-   * by the store as for `insert`.
+   * by the store as for `insert`. With `expected`, resolves `changed` (and writes nothing) unless the
+   * user's `updated_at` is one of them, decided in the same atomic step as the write.
    */
-  update(id: string, changes: Changes, options: { uniqueEmail: boolean }): Promise<User | 'not_found' | 'email_taken'>;
-  /** Returns false when there was no such user. */
-  remove(id: string): Promise<boolean>;
+  update(
+    id: string,
+    changes: Changes,
+    options: { uniqueEmail: boolean; expected?: Expected },
+  ): Promise<User | 'not_found' | 'email_taken' | Changed>;
+  /** Returns false when there was no such user; `changed` as `update` does for `expected`. */
+  remove(id: string, options?: { expected?: Expected }): Promise<boolean | Changed>;
   /** How many users are stored. */
   count(): Promise<number>;
   /**

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/index.js';
 import { buildApp } from '../../src/http/app.js';
+import { Idempotency } from '../../src/http/idempotency.js';
 import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { userSchemas } from '../../src/users/schema.js';
 import { UserService } from '../../src/users/service.js';
@@ -17,11 +18,15 @@ import { createUserValidator } from '../../src/users/validation.js';
 export async function restApp(t: TestContext, env: Record<string, string> = {}): Promise<FastifyInstance> {
   const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', ...env });
   const schemas = userSchemas(config.roles, config.strictValidation);
-  const service = new UserService(new MemoryUserStore(), createUserValidator(schemas), {
+  const store = new MemoryUserStore();
+  const service = new UserService(store, createUserValidator(schemas), {
     maxPageSize: config.maxPageSize,
     strict: config.strictValidation,
   });
-  const app = await buildApp(config, { logger: pino({ level: 'silent' }), users: { service, schemas } });
+  const app = await buildApp(config, {
+    logger: pino({ level: 'silent' }),
+    users: { service, schemas, idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs) },
+  });
   t.after(() => app.close());
   return app;
 }

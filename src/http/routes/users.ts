@@ -1,12 +1,23 @@
 /** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
-import type { FastifyInstance } from 'fastify';
-import { success, successSchema } from '../envelope.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { successSchema } from '../envelope.js';
 import { errorReplies } from '../error-replies.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from '../../users/schema.js';
 import type { UserService } from '../../users/service.js';
 import { listReplyJson, userReplyJson } from './user-json.js';
 import { JSON_CONTENT_TYPE } from '../../edge/raw-reply.js';
 import { DEFAULT_ROLE } from '../../config/roles.js';
+import {
+  conditionalHeaders,
+  ETAG,
+  etagHeader,
+  etagOf,
+  ifMatchOf,
+  notModified,
+  notModifiedReply,
+} from '../conditional.js';
+import { idempotentHeaders, type Idempotency } from '../idempotency.js';
+import type { User as UserRecord } from '../../users/schema.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -15,16 +26,26 @@ export interface UserRoutesOptions {
   strict: boolean;
   /** A MAX_USERS cap is in force: POST can answer 507. */
   capped: boolean;
+  /** Idempotency-Key on creates (http/idempotency.ts). */
+  idempotency: Idempotency;
+  /** REQUIRE_IF_MATCH: PUT, PATCH and DELETE without If-Match get 428. */
+  requireIfMatch: boolean;
 }
 
 type WithId = { Params: { id: string } };
 
+const RETRY_AFTER = { type: 'integer', description: 'IDEMPOTENCY_KEY_IN_USE: seconds until the repeat may be sent' };
+
 export async function userRoutes(
   app: FastifyInstance,
-  { service, schemas, strict, capped }: UserRoutesOptions,
+  { service, schemas, strict, capped, idempotency, requireIfMatch }: UserRoutesOptions,
 ): Promise<void> {
-  const one = successSchema(User, 'UserEnvelope');
+  const one = { ...successSchema(User, 'UserEnvelope'), headers: etagHeader };
   const conflict = strict ? ([409] as const) : [];
+  const required = requireIfMatch ? ([428] as const) : [];
+  /** A write's reply: the user and its new ETag. */
+  const written = (reply: FastifyReply, message: string, user: UserRecord) =>
+    reply.header(ETAG, etagOf(user)).type(JSON_CONTENT_TYPE).send(userReplyJson(message, user));
   const tags = ['users'];
 
   app.get<{ Querystring: ListQuery }>(
@@ -55,12 +76,15 @@ export async function userRoutes(
         description: 'Get one user by id',
         tags,
         params: UserId,
-        response: { 200: one, ...errorReplies(404) },
+        headers: conditionalHeaders('read'),
+        response: { 200: one, 304: notModifiedReply, ...errorReplies(404) },
       },
     },
     async (request, reply) => {
-      const json = userReplyJson('User retrieved', await service.get(request.params.id));
-      return reply.type(JSON_CONTENT_TYPE).send(json);
+      const user = await service.get(request.params.id);
+      reply.header(ETAG, etagOf(user));
+      if (notModified(request, user)) return reply.code(304).send();
+      return reply.type(JSON_CONTENT_TYPE).send(userReplyJson('User retrieved', user));
     },
   );
 
@@ -72,11 +96,24 @@ export async function userRoutes(
         summary: 'Create a user',
         description: 'Create a user; the email must not be held by another user (case-insensitive)',
         tags,
+        headers: conditionalHeaders('create'),
         body: schemas.write,
-        response: { 201: one, ...errorReplies(409, 413, 415, 422, ...(capped ? ([507] as const) : [])) },
+        response: {
+          ...errorReplies(409, 413, 415, 422, ...(capped ? ([507] as const) : [])),
+          201: { ...one, headers: { ...etagHeader, ...idempotentHeaders } },
+          409: { ...errorReplies(409)[409], headers: { ...idempotentHeaders, 'Retry-After': RETRY_AFTER } },
+        },
       },
     },
-    async (request, reply) => reply.code(201).send(success('User created', await service.create(request.body))),
+    async (request, reply) =>
+      idempotency.handle(request, reply, async () => {
+        const user = await service.create(request.body);
+        return {
+          status: 201,
+          headers: { [ETAG]: etagOf(user) },
+          body: userReplyJson('User created', user),
+        };
+      }),
   );
 
   app.put<WithId>(
@@ -88,11 +125,15 @@ export async function userRoutes(
         description: `Replace a user (role resets to "${DEFAULT_ROLE}" when omitted)`,
         tags,
         params: UserId,
+        headers: conditionalHeaders('write'),
         body: schemas.write,
-        response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
+        response: { 200: one, ...errorReplies(404, ...conflict, 412, 413, 415, 422, ...required) },
       },
     },
-    async (request) => success('User updated', await service.replace(request.params.id, request.body)),
+    async (request, reply) => {
+      const ifMatch = ifMatchOf(request, requireIfMatch);
+      return written(reply, 'User updated', await service.replace(request.params.id, request.body, ifMatch));
+    },
   );
 
   app.patch<WithId>(
@@ -104,14 +145,21 @@ export async function userRoutes(
         description: 'Update some fields of a user',
         tags,
         params: UserId,
+        headers: conditionalHeaders('write'),
         body: schemas.patch,
-        response: { 200: one, ...errorReplies(404, ...conflict, 413, 415, 422) },
+        response: { 200: one, ...errorReplies(404, ...conflict, 412, 413, 415, 422, ...required) },
       },
     },
-    async (request) => success('User updated', await service.update(request.params.id, request.body)),
+    async (request, reply) => {
+      const ifMatch = ifMatchOf(request, requireIfMatch);
+      return written(reply, 'User updated', await service.update(request.params.id, request.body, ifMatch));
+    },
   );
 
-  const deleted = { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404) };
+  const deleted = {
+    204: { type: 'null', description: 'Deleted; no body' },
+    ...errorReplies(404, 412, ...required),
+  };
   app.delete<WithId>(
     '/users/:id',
     {
@@ -121,11 +169,12 @@ export async function userRoutes(
         description: 'Delete a user',
         tags,
         params: UserId,
+        headers: conditionalHeaders('write'),
         response: deleted,
       },
     },
     async (request, reply) => {
-      await service.remove(request.params.id);
+      await service.remove(request.params.id, ifMatchOf(request, requireIfMatch));
       return reply.code(204).send();
     },
   );

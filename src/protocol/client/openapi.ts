@@ -291,10 +291,14 @@ export interface components {
      *     METHOD_NOT_ALLOWED (405): The path exists but not with this method; Allow lists the methods
      *     REQUEST_TIMEOUT (408): The headers or the whole request took longer than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS
      *     EMAIL_EXISTS (409): The email is held by another user (case-insensitive, trimmed)
+     *     IDEMPOTENCY_KEY_IN_USE (409): A create with this Idempotency-Key is still being processed; Retry-After says when to repeat it
+     *     PRECONDITION_FAILED (412): If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed
      *     PAYLOAD_TOO_LARGE (413): The body is larger than BODY_LIMIT
      *     UNSUPPORTED_MEDIA_TYPE (415): A body that is not JSON on POST, PUT or PATCH
      *     VALIDATION_ERROR (422): Invalid fields or parameters, each named in details
+     *     IDEMPOTENCY_KEY_REUSED (422): This Idempotency-Key was already used with a different request body
      *     UPGRADE_REQUIRED (426): A chat handshake with a WebSocket version other than 13
+     *     PRECONDITION_REQUIRED (428): With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match
      *     RATE_LIMITED (429): Over RATE_LIMIT; Retry-After and RateLimit-* say when to come back
      *     TOO_MANY_CONNECTIONS (429): A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT
      *     HEADERS_TOO_LARGE (431): The request headers are larger than Node's limit (16 KiB)
@@ -314,10 +318,14 @@ export interface components {
       | 'METHOD_NOT_ALLOWED'
       | 'REQUEST_TIMEOUT'
       | 'EMAIL_EXISTS'
+      | 'IDEMPOTENCY_KEY_IN_USE'
+      | 'PRECONDITION_FAILED'
       | 'PAYLOAD_TOO_LARGE'
       | 'UNSUPPORTED_MEDIA_TYPE'
       | 'VALIDATION_ERROR'
+      | 'IDEMPOTENCY_KEY_REUSED'
       | 'UPGRADE_REQUIRED'
+      | 'PRECONDITION_REQUIRED'
       | 'RATE_LIMITED'
       | 'TOO_MANY_CONNECTIONS'
       | 'HEADERS_TOO_LARGE'
@@ -526,28 +534,13 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
+      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details. IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was already used with a different request body */
       422: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "VALIDATION_ERROR",
-           *         "message": "The request is not valid",
-           *         "details": [
-           *           {
-           *             "field": "email",
-           *             "message": "must be a string of at most 254 characters shaped like local@domain.tld"
-           *           }
-           *         ]
-           *       }
-           *     }
-           */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
@@ -575,7 +568,10 @@ export interface operations {
   createUser: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of 1 to 255 characters, as a Structured Field String ("…"), unique per create: a repeat with the same key and body gets the first reply, with Idempotent-Replayed: true */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -596,6 +592,10 @@ export interface operations {
       201: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
+          /** @description The user's version, a strong entity-tag (its updated_at, quoted); it changes with every write */
+          ETag?: string;
+          /** @description Present on the replay of a reply kept under the Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
         };
         content: {
@@ -612,22 +612,17 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description EMAIL_EXISTS: The email is held by another user (case-insensitive, trimmed) */
+      /** @description EMAIL_EXISTS: The email is held by another user (case-insensitive, trimmed). IDEMPOTENCY_KEY_IN_USE: A create with this Idempotency-Key is still being processed; Retry-After says when to repeat it */
       409: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
+          /** @description Present on the replay of a reply kept under the Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          /** @description IDEMPOTENCY_KEY_IN_USE: seconds until the repeat may be sent */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "EMAIL_EXISTS",
-           *         "message": "A user with this email already exists"
-           *       }
-           *     }
-           */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
@@ -669,28 +664,13 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
+      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details. IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was already used with a different request body */
       422: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "VALIDATION_ERROR",
-           *         "message": "The request is not valid",
-           *         "details": [
-           *           {
-           *             "field": "email",
-           *             "message": "must be a string of at most 254 characters shaped like local@domain.tld"
-           *           }
-           *         ]
-           *       }
-           *     }
-           */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
@@ -737,7 +717,10 @@ export interface operations {
   getUser: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description ETags of copies the client holds, or *: 304 when one is current (weak comparison) */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description The user id */
         id: string;
@@ -750,206 +733,20 @@ export interface operations {
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
+          /** @description The user's version, a strong entity-tag (its updated_at, quoted); it changes with every write */
+          ETag?: string;
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['UserEnvelope'];
         };
       };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
+      /** @description Not modified: If-None-Match names the current ETag (or is *); no body */
+      304: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description NOT_FOUND: No route at this path. USER_NOT_FOUND: No user with this id */
-      404: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "INTERNAL_ERROR",
-           *         "message": "An unexpected error occurred"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  replaceUser: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @description The user id */
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "name": "Grace Hopper",
-         *       "email": "grace.hopper@example.com",
-         *       "role": "user"
-         *     }
-         */
-        'application/json': components['schemas']['UserInput'];
-      };
-    };
-    responses: {
-      /** @description Default Response */
-      200: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['UserEnvelope'];
-        };
-      };
-      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
-      400: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description NOT_FOUND: No route at this path. USER_NOT_FOUND: No user with this id */
-      404: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description PAYLOAD_TOO_LARGE: The body is larger than BODY_LIMIT (BODY_LIMIT: 1048576 bytes) */
-      413: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "PAYLOAD_TOO_LARGE",
-           *         "message": "The request body is too large"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description UNSUPPORTED_MEDIA_TYPE: A body that is not JSON on POST, PUT or PATCH */
-      415: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "UNSUPPORTED_MEDIA_TYPE",
-           *         "message": "The request body must be JSON (Content-Type: application/json)"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
-      422: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "VALIDATION_ERROR",
-           *         "message": "The request is not valid",
-           *         "details": [
-           *           {
-           *             "field": "email",
-           *             "message": "must be a string of at most 254 characters shaped like local@domain.tld"
-           *           }
-           *         ]
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
-      500: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "INTERNAL_ERROR",
-           *         "message": "An unexpected error occurred"
-           *       }
-           *     }
-           */
-          'application/json': components['schemas']['ErrorEnvelope'];
-        };
-      };
-    };
-  };
-  deleteUser: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @description The user id */
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Deleted; no body */
-      204: {
-        headers: {
-          'X-Request-Id': components['headers']['XRequestId'];
+          /** @description The user's version, a strong entity-tag (its updated_at, quoted); it changes with every write */
+          ETag?: string;
           [name: string]: unknown;
         };
         content?: never;
@@ -995,10 +792,13 @@ export interface operations {
       };
     };
   };
-  updateUser: {
+  replaceUser: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison) */
+        'if-match'?: string;
+      };
       path: {
         /** @description The user id */
         id: string;
@@ -1009,10 +809,12 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "name": "Grace Brewster Hopper"
+         *       "name": "Grace Hopper",
+         *       "email": "grace.hopper@example.com",
+         *       "role": "user"
          *     }
          */
-        'application/json': components['schemas']['UserPatch'];
+        'application/json': components['schemas']['UserInput'];
       };
     };
     responses: {
@@ -1020,6 +822,8 @@ export interface operations {
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
+          /** @description The user's version, a strong entity-tag (its updated_at, quoted); it changes with every write */
+          ETag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1043,6 +847,25 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description PRECONDITION_FAILED: If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "PRECONDITION_FAILED",
+           *         "message": "The user has changed since the ETag in If-Match was read"
+           *       }
+           *     }
+           */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
@@ -1084,8 +907,18 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
+      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details. IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was already used with a different request body */
       422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
+      500: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
           [name: string]: unknown;
@@ -1095,17 +928,219 @@ export interface operations {
            * @example {
            *       "status": "error",
            *       "error": {
-           *         "code": "VALIDATION_ERROR",
-           *         "message": "The request is not valid",
-           *         "details": [
-           *           {
-           *             "field": "email",
-           *             "message": "must be a string of at most 254 characters shaped like local@domain.tld"
-           *           }
-           *         ]
+           *         "code": "INTERNAL_ERROR",
+           *         "message": "An unexpected error occurred"
            *       }
            *     }
            */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  deleteUser: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison) */
+        'if-match'?: string;
+      };
+      path: {
+        /** @description The user id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted; no body */
+      204: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description NOT_FOUND: No route at this path. USER_NOT_FOUND: No user with this id */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description PRECONDITION_FAILED: If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "PRECONDITION_FAILED",
+           *         "message": "The user has changed since the ETag in If-Match was read"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "INTERNAL_ERROR",
+           *         "message": "An unexpected error occurred"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  updateUser: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison) */
+        'if-match'?: string;
+      };
+      path: {
+        /** @description The user id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "Grace Brewster Hopper"
+         *     }
+         */
+        'application/json': components['schemas']['UserPatch'];
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          /** @description The user's version, a strong entity-tag (its updated_at, quoted); it changes with every write */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UserEnvelope'];
+        };
+      };
+      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description NOT_FOUND: No route at this path. USER_NOT_FOUND: No user with this id */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description PRECONDITION_FAILED: If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed */
+      412: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "PRECONDITION_FAILED",
+           *         "message": "The user has changed since the ETag in If-Match was read"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description PAYLOAD_TOO_LARGE: The body is larger than BODY_LIMIT (BODY_LIMIT: 1048576 bytes) */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "PAYLOAD_TOO_LARGE",
+           *         "message": "The request body is too large"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description UNSUPPORTED_MEDIA_TYPE: A body that is not JSON on POST, PUT or PATCH */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "UNSUPPORTED_MEDIA_TYPE",
+           *         "message": "The request body must be JSON (Content-Type: application/json)"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details. IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was already used with a different request body */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
@@ -1164,28 +1199,13 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details */
+      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details. IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was already used with a different request body */
       422: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "status": "error",
-           *       "error": {
-           *         "code": "VALIDATION_ERROR",
-           *         "message": "The request is not valid",
-           *         "details": [
-           *           {
-           *             "field": "email",
-           *             "message": "must be a string of at most 254 characters shaped like local@domain.tld"
-           *           }
-           *         ]
-           *       }
-           *     }
-           */
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };

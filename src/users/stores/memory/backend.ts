@@ -7,5 +7,7 @@ export const memoryBackend: StoreBackend = {
   accepts: (url) => url === undefined,
   note: () =>
     'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL or SQLite',
-  open: async (_storage, deps) => ({ store: new MemoryUserStore({ clock: deps.clock }) }),
+  open: async (storage, deps) => ({
+    store: new MemoryUserStore({ clock: deps.clock, maxKeys: storage.idempotencyMaxKeys }),
+  }),
 };

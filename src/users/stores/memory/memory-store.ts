@@ -37,16 +37,34 @@ import {
 } from './field-indexes.js';
 import type { User } from '../../schema.js';
 import { SearchText, type Seq } from './search-text.js';
-import { emailKey, type Changes, type NewUser, type UserStore } from '../../store.js';
+import {
+  CHANGED,
+  emailKey,
+  type Changed,
+  type Changes,
+  type Expected,
+  type NewUser,
+  type UserStore,
+} from '../../store.js';
+import { MemoryIdempotencyKeys } from './idempotency-keys.js';
 
 export interface MemoryStoreOptions {
   /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
   indexChunkSize?: number;
   /** What stamps `created_at` and `updated_at`; a clock of its own by default. */
   clock?: Clock;
+  /** IDEMPOTENCY_MAX_KEYS: idempotency keys kept at most. */
+  maxKeys?: number;
 }
 
+/** IDEMPOTENCY_MAX_KEYS' default, for stores made without settings (tests, the bench). */
+const MAX_KEYS = 100_000;
+
 const creationOrder = (a: Seq, b: Seq): number => a - b;
+
+/** Whether a write's If-Match versions miss the user (store.ts: Expected). */
+const changedSince = (user: User, expected: Expected | undefined) =>
+  expected !== undefined && !expected.includes(user.updated_at);
 
 /**
  * Chunk size of the field indexes. Smaller than the creation indexes' (the search block): an insert's
@@ -58,6 +76,7 @@ const creationOrder = (a: Seq, b: Seq): number => a - b;
 const FIELD_CHUNK_SIZE = 128;
 
 export class MemoryUserStore implements UserStore {
+  readonly keys: MemoryIdempotencyKeys;
   /**
    * The users by sequence number; a removed user leaves `undefined`. Stored users are never mutated:
    * an update stores a new object in the user's place.
@@ -84,6 +103,7 @@ export class MemoryUserStore implements UserStore {
   constructor(options: MemoryStoreOptions = {}) {
     this.#chunkSize = options.indexChunkSize ?? DEFAULT_CHUNK_SIZE;
     this.#clock = options.clock ?? createClock();
+    this.keys = new MemoryIdempotencyKeys(options.maxKeys ?? MAX_KEYS);
     // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
     this.#creation = new OrderedIndex(creationOrder, {
       maxChunk: this.#chunkSize,
@@ -131,11 +151,12 @@ export class MemoryUserStore implements UserStore {
   async update(
     id: string,
     changes: Changes,
-    options: { uniqueEmail: boolean },
-  ): Promise<User | 'not_found' | 'email_taken'> {
+    options: { uniqueEmail: boolean; expected?: Expected },
+  ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     const seq = this.#byId.get(id);
     if (seq === undefined) return 'not_found';
     const before = this.#users[seq]!;
+    if (changedSince(before, options.expected)) return CHANGED;
     const next = Object.freeze(ownFields({ ...before, ...changes, updated_at: this.#clock.next() }));
     const oldKey = emailKey(before.email);
     const newKey = emailKey(next.email);
@@ -159,10 +180,11 @@ export class MemoryUserStore implements UserStore {
     return next;
   }
 
-  async remove(id: string): Promise<boolean> {
+  async remove(id: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     const seq = this.#byId.get(id);
     if (seq === undefined) return false;
     const user = this.#users[seq]!;
+    if (changedSince(user, options.expected)) return CHANGED;
     this.#byId.delete(id);
     this.#releaseEmail(emailKey(user.email), seq);
     this.#creation.remove(seq);

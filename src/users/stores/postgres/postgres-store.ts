@@ -25,7 +25,16 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { ListParams, ListResult } from '../../query.js';
 import type { User } from '../../schema.js';
-import { emailKey, type Changes, type NewUser, type UserStore } from '../../store.js';
+import {
+  CHANGED,
+  emailKey,
+  type Changed,
+  type Changes,
+  type Expected,
+  type NewUser,
+  type UserStore,
+} from '../../store.js';
+import { PostgresIdempotencyKeys } from './idempotency-keys.js';
 import { EngineFaults } from '../../../engine-faults.js';
 import {
   createPool,
@@ -51,6 +60,14 @@ import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } 
  * (migrations/006) so that within one instance it strictly increases. `$n` is the instance's key.
  */
 const stamp = (n: number) => `roster_stamp($${n})`;
+/**
+ * The `updated_at` of an update: the stamp, and in any case later than the row's own (two instances'
+ * stamps may share a microsecond), so that a user's `updated_at` strictly increases with each write
+ * and names its version (its ETag, docs/decisions.md).
+ */
+const restamp = (n: number) => `greatest(${stamp(n)}, users.updated_at + interval '1 microsecond')`;
+/** If-Match (store.ts: Expected) as SQL: the row's `updated_at`, formatted as users are served, is one of `$n`. */
+const isExpected = (n: number) => `to_char(users.updated_at, ${FORMAT}) = ANY($${n}::text[])`;
 /** Advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
 const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 0))`;
 /** Advisory lock on a user, taken first: while held, no one else changes the user's email key. */
@@ -71,11 +88,23 @@ const KEEPING_EMAIL = updateSet(2, false);
 const WITH_EMAIL = updateSet(2, true);
 const userOf = fromRow;
 
+/** A user's row as a write that changes its email (or removes it) holds it locked. */
+interface Locked {
+  email_key: string;
+  claims_email: boolean;
+  updated_at: string;
+}
+
+/** Whether a write's If-Match versions (store.ts: Expected) miss the locked row. */
+const changedSince = (held: Locked, expected: Expected | undefined) =>
+  expected !== undefined && !expected.includes(held.updated_at);
+
 /** A write lost a race with another transaction and is tried again from the start. */
 class Retry extends Error {}
 
 export class PostgresUserStore implements UserStore {
   readonly health: DatabaseHealth;
+  readonly keys: PostgresIdempotencyKeys;
   /** This instance's key for roster_stamp (migrations/006): random, so other instances never share it. */
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
   readonly #list: PostgresList;
@@ -88,6 +117,7 @@ export class PostgresUserStore implements UserStore {
   ) {
     this.health = new DatabaseHealth(pool, logger);
     this.#list = new PostgresList((text, values, named) => this.#query(text, values, named));
+    this.keys = new PostgresIdempotencyKeys((text, values, named) => this.#query(text, values, named));
   }
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
@@ -134,22 +164,25 @@ export class PostgresUserStore implements UserStore {
   async update(
     userId: string,
     changes: Changes,
-    options: { uniqueEmail: boolean },
-  ): Promise<User | 'not_found' | 'email_taken'> {
+    options: { uniqueEmail: boolean; expected?: Expected },
+  ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     // Ids are the service's UUIDs, but a path may carry anything (`%00`); stored form, like every string.
     const id = toStored(userId);
-    if (changes.email === undefined && !options.uniqueEmail) return this.#updateKeepingEmail(id, changes);
+    if (changes.email === undefined && !options.uniqueEmail)
+      return this.#updateKeepingEmail(id, changes, options.expected);
     return this.#retrying(() =>
-      this.#transaction((client) => this.#updateEmail(client, id, changes, options.uniqueEmail)),
+      this.#transaction((client) => this.#updateEmail(client, id, changes, options.uniqueEmail, options.expected)),
     );
   }
 
-  async remove(userId: string): Promise<boolean> {
+  async remove(userId: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     const id = toStored(userId);
     return this.#retrying(() =>
       this.#transaction(async (client) => {
         const held = await this.#lockUser(client, id, undefined);
         if (!held) return false;
+        // The row is locked (FOR UPDATE): its updated_at cannot change before the DELETE.
+        if (changedSince(held, options.expected)) return CHANGED;
         const heir = held.claims_email ? await this.#lockHeir(client, held.email_key, id) : undefined;
         await client.query('DELETE FROM users WHERE id = $1', [id]);
         if (heir) await client.query('UPDATE users SET claims_email = true WHERE id = $1', [heir]);
@@ -204,16 +237,27 @@ export class PostgresUserStore implements UserStore {
   }
 
   /** The common update: no email change, no uniqueness check, one statement (the user's row only). */
-  async #updateKeepingEmail(id: string, changes: Changes): Promise<User | 'not_found'> {
+  async #updateKeepingEmail(
+    id: string,
+    changes: Changes,
+    expected: Expected | undefined,
+  ): Promise<User | 'not_found' | Changed> {
     const set = KEEPING_EMAIL.values(changes);
+    const at = set.length + 2;
+    // If-Match is part of the UPDATE's WHERE: checked on the row as locked by the write itself (under
+    // READ COMMITTED, a write that waited for another's rechecks it on the row that one left).
     const { rows } = await this.#query<Row>(
-      `UPDATE users SET ${KEEPING_EMAIL.sql}, updated_at = ${stamp(set.length + 2)}
-       WHERE users.id = $1
+      `UPDATE users SET ${KEEPING_EMAIL.sql}, updated_at = ${restamp(at)}
+       WHERE users.id = $1${expected === undefined ? '' : ` AND ${isExpected(at + 1)}`}
        RETURNING ${columns('users.')}`,
-      [id, ...set, this.#instance],
+      expected === undefined ? [id, ...set, this.#instance] : [id, ...set, this.#instance, expected],
       true,
     );
-    return rows[0] ? userOf(rows[0]) : 'not_found';
+    if (rows[0]) return userOf(rows[0]);
+    if (expected === undefined) return 'not_found';
+    // Only on refusal: was it missing, or changed?
+    const { rows: found } = await this.#query('SELECT 1 FROM users WHERE id = $1', [id], true);
+    return found.length === 0 ? 'not_found' : CHANGED;
   }
 
   async #updateEmail(
@@ -221,10 +265,12 @@ export class PostgresUserStore implements UserStore {
     id: string,
     changes: Changes,
     uniqueEmail: boolean,
-  ): Promise<User | 'not_found' | 'email_taken'> {
+    expected: Expected | undefined,
+  ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     const email = changes.email === undefined ? undefined : emailColumns(changes.email);
     const held = await this.#lockUser(client, id, email?.email_key);
     if (!held) return 'not_found';
+    if (changedSince(held, expected)) return CHANGED;
     const newKey = email?.email_key ?? held.email_key;
     const { rows: others } = await client.query<{ claims: boolean }>(
       'SELECT bool_or(claims_email) AS claims FROM users WHERE email_key = $1 AND id <> $2',
@@ -240,7 +286,7 @@ export class PostgresUserStore implements UserStore {
       const set = WITH_EMAIL.values(changes);
       const at = set.length + 2;
       ({ rows } = await client.query<Row>(
-        `UPDATE users SET ${WITH_EMAIL.sql}, email_key = $${at}, claims_email = $${at + 1}, updated_at = ${stamp(at + 2)}
+        `UPDATE users SET ${WITH_EMAIL.sql}, email_key = $${at}, claims_email = $${at + 1}, updated_at = ${restamp(at + 2)}
          WHERE users.id = $1
          RETURNING ${columns('users.')}`,
         [id, ...set, newKey, claims, this.#instance],
@@ -265,19 +311,15 @@ export class PostgresUserStore implements UserStore {
    * changes it holds that lock), then the locks of that key (and `newKey`), then the user's row.
    * Undefined when there is no such user.
    */
-  async #lockUser(
-    client: pg.PoolClient,
-    id: string,
-    newKey: string | undefined,
-  ): Promise<{ email_key: string; claims_email: boolean } | undefined> {
+  async #lockUser(client: pg.PoolClient, id: string, newKey: string | undefined): Promise<Locked | undefined> {
     await client.query(`SELECT ${USER_LOCK}`, [id]);
     const { rows: seen } = await client.query<{ email_key: string }>('SELECT email_key FROM users WHERE id = $1', [id]);
     if (!seen[0]) return undefined;
     // Sorted, so that two transactions locking the same two keys take them in the same order.
     const keys = [...new Set([seen[0].email_key, newKey ?? seen[0].email_key])].sort();
     for (const key of keys) await client.query(`SELECT ${KEY_LOCK}`, [key]);
-    const { rows } = await client.query<{ email_key: string; claims_email: boolean }>(
-      'SELECT email_key, claims_email FROM users WHERE id = $1 FOR UPDATE',
+    const { rows } = await client.query<Locked>(
+      `SELECT email_key, claims_email, to_char(updated_at, ${FORMAT}) AS updated_at FROM users WHERE id = $1 FOR UPDATE`,
       [id],
     );
     if (!rows[0]) return undefined;

@@ -31,7 +31,16 @@ import { userBytes } from '../../heap-size.js';
 import { fromBlob, toBlob } from './blob-text.js';
 import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, UPDATE_USER, USER_COLUMNS, type Row } from './rows.js';
 import { searchColumn } from '../sql/columns.js';
-import { emailKey, type Changes, type NewUser, type UserStore } from '../../store.js';
+import {
+  CHANGED,
+  emailKey,
+  type Changed,
+  type Changes,
+  type Expected,
+  type NewUser,
+  type UserStore,
+} from '../../store.js';
+import { SqliteIdempotencyKeys } from './idempotency-keys.js';
 import { connect, isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
 import { migrateSqlite, readSqliteMigrations } from './migrations.js';
 
@@ -45,6 +54,7 @@ export const SQLITE_CACHED_BYTES = Math.floor(getHeapStatistics().heap_size_limi
 
 export class SqliteUserStore implements UserStore {
   readonly health: SqliteHealth;
+  readonly keys: SqliteIdempotencyKeys;
   readonly #db: Database.Database;
   readonly #lock: SqliteLock | undefined;
   /** Users per role (the role as the client sent it): the total of a list without search, and count(). */
@@ -75,6 +85,10 @@ export class SqliteUserStore implements UserStore {
     this.#lock = lock;
     this.#maxCachedBytes = options.cachedBytes;
     this.health = new SqliteHealth(logger, () => this.#probe());
+    this.keys = new SqliteIdempotencyKeys(
+      (sql) => this.#statement(sql),
+      (work) => this.#write(work),
+    );
     const roles = db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all();
     for (const { role, users } of roles as { role: Buffer; users: number }[]) this.#roles.set(fromBlob(role), users);
     const stamps = 'coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)';
@@ -178,12 +192,14 @@ export class SqliteUserStore implements UserStore {
   async update(
     id: string,
     changes: Changes,
-    options: { uniqueEmail: boolean },
-  ): Promise<User | 'not_found' | 'email_taken'> {
+    options: { uniqueEmail: boolean; expected?: Expected },
+  ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     return this.#write(() => {
-      const found = this.#statement('SELECT created_at, email_key FROM users WHERE id = ?').get(toBlob(id)) as
-        { created_at: number; email_key: string } | undefined;
+      const found = this.#statement('SELECT created_at, email_key, updated_at FROM users WHERE id = ?').get(
+        toBlob(id),
+      ) as { created_at: number; email_key: string; updated_at: number } | undefined;
       if (!found) return 'not_found';
+      if (changedSince(found.updated_at, options.expected)) return CHANGED;
       const rowid = found.created_at;
       const key = changes.email === undefined ? undefined : toStored(emailKey(changes.email));
       if (
@@ -208,8 +224,15 @@ export class SqliteUserStore implements UserStore {
     });
   }
 
-  async remove(id: string): Promise<boolean> {
+  async remove(id: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     return this.#write(() => {
+      // Synchronous: nothing writes between this read and the delete.
+      if (options.expected !== undefined) {
+        const updatedAt = this.#statement('SELECT updated_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as
+          number | undefined;
+        if (updatedAt === undefined) return false;
+        if (changedSince(updatedAt, options.expected)) return CHANGED;
+      }
       const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as
         { role: Buffer; created_at: number } | undefined;
       if (gone === undefined) return false;
@@ -343,6 +366,10 @@ export class SqliteUserStore implements UserStore {
     }
   }
 }
+
+/** Whether a write's If-Match versions (store.ts: Expected) miss the row's `updated_at` (microseconds). */
+const changedSince = (updatedAt: number, expected: Expected | undefined) =>
+  expected !== undefined && !expected.includes(formatMicros(updatedAt));
 
 /**
  * ORDER BY of a list (query.ts): by the field, ties in creation order (created_at, the rowid) in both

@@ -1,0 +1,101 @@
+/**
+ * ETags and conditional requests of a user (RFC 9110 §8.8.3, §13). A user's ETag is strong and names
+ * its version: its `updated_at`, which every store stamps later with each write of the user
+ * (docs/decisions.md "ETags"), quoted. Not a hash of the reply: it costs nothing to make, and a write
+ * that changes nothing still makes a new version.
+ *
+ * - `If-None-Match` (GET, HEAD): weak comparison; a match, or `*`, gives 304 with the ETag, no body.
+ * - `If-Match` (PUT, PATCH, DELETE): strong comparison, decided by the store in the same atomic step
+ *   as the write (users/store.ts `Expected`); `*` only asks that the user exists.
+ */
+import type { FastifyRequest } from 'fastify';
+import { RosterError } from '../errors.js';
+import type { User } from '../users/schema.js';
+import type { IfMatch } from '../users/service.js';
+import { IDEMPOTENCY_KEY } from './idempotency.js';
+
+export const ETAG = 'etag';
+export const IF_MATCH = 'if-match';
+export const IF_NONE_MATCH = 'if-none-match';
+
+export const etagOf = (user: User): string => `"${user.updated_at}"`;
+
+/** One entity-tag of a list: `W/"…"` or `"…"` (etagc: visible ASCII but `"`, and obs-text). */
+const ENTITY_TAG = /^\s*(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*$/;
+
+interface EntityTag {
+  weak: boolean;
+  opaque: string;
+}
+
+/**
+ * A header's list of entity-tags (several headers joined), `*`, or undefined when absent. Members that
+ * are not entity-tags are ignored: they can match nothing.
+ */
+function entityTags(value: string | string[] | undefined): '*' | EntityTag[] | undefined {
+  if (value === undefined) return undefined;
+  const joined = Array.isArray(value) ? value.join(',') : value;
+  if (joined.trim() === '*') return '*';
+  const tags: EntityTag[] = [];
+  for (const member of joined.split(',')) {
+    const match = ENTITY_TAG.exec(member);
+    if (match) tags.push({ weak: match[1] !== undefined, opaque: match[2]! });
+  }
+  return tags;
+}
+
+/** If-None-Match: whether the client's copy is current (weak comparison), so 304 is the reply. */
+export function notModified(request: FastifyRequest, user: User): boolean {
+  const tags = entityTags(request.headers[IF_NONE_MATCH]);
+  if (tags === undefined) return false;
+  if (tags === '*') return true;
+  const current = user.updated_at;
+  return tags.some((tag) => tag.opaque === current);
+}
+
+/**
+ * If-Match as the service takes it: `any` for `*`, else the versions of its strong entity-tags (a weak
+ * one never matches under strong comparison); undefined when absent, or 428 if REQUIRE_IF_MATCH.
+ */
+export function ifMatchOf(request: FastifyRequest, required: boolean): IfMatch | undefined {
+  const tags = entityTags(request.headers[IF_MATCH]);
+  if (tags === undefined) {
+    if (required) throw new RosterError('PRECONDITION_REQUIRED', ERROR_428);
+    return undefined;
+  }
+  return tags === '*' ? 'any' : tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
+}
+
+const ERROR_428 = 'This write needs an If-Match header with the ETag of the user (REQUIRE_IF_MATCH)';
+
+/** The ETag a reply carries, as the OpenAPI document describes it (response `headers`). */
+export const etagHeader = {
+  ETag: {
+    type: 'string',
+    description: "The user's version, a strong entity-tag (its updated_at, quoted); it changes with every write",
+  },
+};
+
+/** 304 of a read whose If-None-Match names the current ETag. */
+export const notModifiedReply = {
+  type: 'null',
+  description: 'Not modified: If-None-Match names the current ETag (or is *); no body',
+  headers: etagHeader,
+};
+
+const REQUEST_HEADERS = {
+  [IF_NONE_MATCH]: 'ETags of copies the client holds, or *: 304 when one is current (weak comparison)',
+  [IF_MATCH]:
+    'ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison)',
+  [IDEMPOTENCY_KEY]:
+    'A key of 1 to 255 characters, as a Structured Field String ("…"), unique per create: a repeat with the same key and body gets the first reply, with Idempotent-Replayed: true',
+};
+
+/** The conditional request headers each kind of user route takes, as its `headers` schema. */
+export function conditionalHeaders(kind: 'read' | 'create' | 'write') {
+  const name = kind === 'read' ? IF_NONE_MATCH : kind === 'create' ? IDEMPOTENCY_KEY : IF_MATCH;
+  return {
+    type: 'object',
+    properties: { [name]: { type: 'string', description: REQUEST_HEADERS[name] } },
+  } as const;
+}

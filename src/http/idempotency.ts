@@ -1,0 +1,131 @@
+/**
+ * `Idempotency-Key` on creates (IETF httpapi draft "The Idempotency-Key HTTP Header Field", with
+ * Stripe's semantics; docs/decisions.md "Retries"). The first request with a key claims it in the store
+ * (users/idempotency-keys.ts), under its principal and the SHA-256 of its body as received; its reply is
+ * kept with the key; a repeat within IDEMPOTENCY_KEY_TTL_SECONDS gets that reply byte for byte, with
+ * `Idempotent-Replayed: true`. The same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the
+ * first is still in flight, 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1.
+ *
+ * Kept: what the create itself decided, 201 and 409 EMAIL_EXISTS. Not kept (the key is released, and a
+ * repeat is processed afresh): every other error, among them 422 (a body to fix), 507 (the store may
+ * have room later), 5xx and 503 (nothing was done). 401, 403, 429, 413, 415 and a body that is not JSON
+ * are answered before the key is looked at, so they never claim it.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { clientKey } from '../edge/client-identity.js';
+import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
+import { envelopeOf, RosterError, type ErrorCode } from '../errors.js';
+import type { IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
+
+export const IDEMPOTENCY_KEY = 'idempotency-key';
+export const IDEMPOTENT_REPLAYED = 'idempotent-replayed';
+
+/** Errors that are the create's own answer, kept like a success: a repeat would only meet them again. */
+const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
+
+/**
+ * How long a claim without a reply counts as in flight: past every request's own deadline
+ * (REQUEST_TIMEOUT_MS, 30 s by default; a statement's, 5 s), so only a crashed instance leaves it;
+ * a repeat then takes the key over (and meets 409 EMAIL_EXISTS if that create had committed).
+ */
+export const LEASE_MS = 60_000;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** SHA-256 of the body as received (hex), when the request carries an Idempotency-Key. */
+    bodyDigest: string | undefined;
+  }
+}
+
+export const digestOf = (body: string): string => createHash('sha256').update(body).digest('hex');
+
+/** A Structured Field String (`"…"`, with `\"` and `\\`), or leniently a bare token of visible ASCII. */
+const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
+const BARE = /^[\x21-\x7e]+$/;
+const MAX_KEY = 255;
+
+const malformed = (why: string) =>
+  new RosterError(
+    'ERROR',
+    `Idempotency-Key ${why}: send a quoted string of 1 to ${MAX_KEY} visible ASCII characters, e.g. "8e03978e-40d5-43e8-bc93-6894a57f9324"`,
+  );
+
+/** The key of the request, undefined without one; 400 when malformed. */
+export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const value = request.headers[IDEMPOTENCY_KEY];
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) throw malformed('is sent more than once');
+  const text = value.trim();
+  const quoted = SF_STRING.exec(text);
+  const key = quoted ? quoted[1]!.replace(/\\(["\\])/g, '$1') : text.startsWith('"') ? undefined : text;
+  if (key === undefined || (!quoted && !BARE.test(key))) throw malformed('is not a string');
+  if (key.length === 0 || key.length > MAX_KEY) throw malformed(`must hold 1 to ${MAX_KEY} characters`);
+  return key;
+}
+
+/** Claims, replays and keeps the replies of keyed creates, in the store's `keys`. */
+export class Idempotency {
+  constructor(
+    private readonly keys: IdempotencyKeys,
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Runs `create` once per key: without a key, just runs it; with one, claims it first, then sends
+   * `create`'s reply and keeps it, or replays what the key holds.
+   */
+  async handle(request: FastifyRequest, reply: FastifyReply, create: () => Promise<SavedReply>): Promise<FastifyReply> {
+    const key = idempotencyKeyOf(request);
+    if (key === undefined) return send(reply, await create());
+    const now = this.now();
+    const claim: KeyClaim = {
+      principal: request.principal ? clientKey(request.principal, '') : 'anonymous',
+      key,
+      fingerprint: request.bodyDigest ?? digestOf(''),
+      token: randomUUID(),
+      now,
+      expiresAt: now + this.ttlMs,
+      leaseUntil: now + LEASE_MS,
+    };
+    const held = await this.keys.claim(claim);
+    if (held.state !== 'claimed') {
+      if (held.fingerprint !== claim.fingerprint)
+        throw new RosterError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
+      if (held.state === 'in_flight')
+        throw new RosterError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in progress', {
+          headers: { 'retry-after': '1' },
+        });
+      return send(reply.header(IDEMPOTENT_REPLAYED, 'true'), held.reply);
+    }
+    let saved: SavedReply;
+    try {
+      saved = await create();
+    } catch (error) {
+      if (!(error instanceof RosterError && KEPT_ERRORS.has(error.code))) {
+        await this.keys.release(claim).catch(() => undefined); // if this fails too, the lease ends the claim
+        throw error;
+      }
+      saved = { status: error.status, headers: error.headers ?? {}, body: JSON.stringify(envelopeOf(error)) };
+    }
+    // The create is done: its reply is sent even when it cannot be kept (the claim then ends with its lease).
+    await this.keys
+      .complete(claim, saved)
+      .catch((error: unknown) => request.log.warn({ err: error }, 'idempotency key not kept'));
+    return send(reply, saved);
+  }
+}
+
+function send(reply: FastifyReply, saved: SavedReply): FastifyReply {
+  return reply.code(saved.status).headers(saved.headers).type(JSON_CONTENT_TYPE).send(saved.body);
+}
+
+/** The headers of a create's reply, as the OpenAPI document describes them. */
+export const idempotentHeaders = {
+  'Idempotent-Replayed': {
+    type: 'string',
+    enum: ['true'],
+    description: 'Present on the replay of a reply kept under the Idempotency-Key',
+  },
+};
