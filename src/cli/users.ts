@@ -189,13 +189,15 @@ const ATTEMPT_MS = 30_000;
 async function call<T>(
   api: Api,
   send: (init: CallOptions) => Promise<Reply<T>>,
-): Promise<{ status: number; data?: T; error?: unknown; replayed?: boolean }> {
+): Promise<{ status: number; data?: T; error?: unknown; replayed?: boolean; attempts: number }> {
+  let attempts = 0;
   let sent: Request | undefined;
   let answered: Response | undefined;
   let reply: Reply<T> & { replayed?: boolean };
   try {
     reply = await send({
       fetch: async (request) => {
+        attempts++;
         sent = request;
         answered = undefined; // of this attempt: an earlier one may have been answered 503
         return (answered = await fetch(request, { signal: AbortSignal.timeout(ATTEMPT_MS) }));
@@ -215,7 +217,7 @@ async function call<T>(
   if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
   if (status === 401 || status === 403)
     throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
-  return { status, data: reply.data, error: reply.error, replayed: reply.replayed === true };
+  return { status, data: reply.data, error: reply.error, replayed: reply.replayed === true, attempts };
 }
 
 function notJson(request: Request | undefined, response: Response): Error {
@@ -304,11 +306,13 @@ async function importUsers(
       if (need === 'required' || (record[field] !== undefined && record[field] !== '')) body[field] = record[field];
     }
     // Sent as read: the API's validation, not this command's, says what a record may hold.
-    const { status, error, replayed } = await call(api, (init) =>
+    const { status, error, replayed, attempts } = await call(api, (init) =>
       api.client.createUser(body as UserInput, { ...init, idempotencyKey: importKey(body) }),
     );
-    // Already there: created by an earlier run (Roster replays its 201), or a user has the email.
-    if ((status === 201 && replayed) || (status === 409 && codeOf(error) === 'EMAIL_EXISTS')) present++;
+    // Already there: created by an earlier run (Roster replays its 201 to this run's first attempt),
+    // or a user has the email. A replay to a retry is this run's create, whose first answer was lost.
+    if ((status === 201 && replayed && attempts === 1) || (status === 409 && codeOf(error) === 'EMAIL_EXISTS'))
+      present++;
     else if (status === 201) imported++;
     else {
       refused++;

@@ -70,6 +70,23 @@ describe('typed client retries', () => {
   );
 
   test(
+    'a create whose 201 was lost (the front answered 503 after Roster created it) is retried and gets that same 201, replayed',
+    { timeout: TEST_MS },
+    async (t) => {
+      const { roster, front } = await setUp(t, first({ answer: 503, retryAfter: '0', forwardFirst: true }));
+      const { client, sleeps } = clientOf(front.api);
+      const reply = await client.createUser({ name: 'Lost Reply', email: 'lost.reply@example.com' });
+      assert.equal(reply.response.status, 201, JSON.stringify(reply.error));
+      assert.equal(reply.replayed, true, 'Idempotent-Replayed: true');
+      assert.deepEqual(sleeps, [0]);
+      const [only, ...more] = await usersWithEmail(roster.api, 'lost.reply@example.com');
+      assert.deepEqual(more, [], 'created once');
+      assert.equal(reply.data?.data.id, only?.id, "the first create's user");
+      assert.equal(reply.etag, `"${only?.updated_at as string}"`, 'its ETag');
+    },
+  );
+
+  test(
     'a 429 is retried too; without Retry-After the waits are the jittered backoff',
     { timeout: TEST_MS },
     async (t) => {
