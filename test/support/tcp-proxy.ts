@@ -7,6 +7,8 @@
  * - `stall()`: what clients send is held back, so the far end hears nothing and answers nothing; nothing
  *   is closed or refused (a peer that vanished without a reset). `resume()` lets the held bytes through;
  *   `restore()` instead cuts the stalled connections and relays new ones.
+ * - `loseReplies()`: requests go through, but the first byte of a reply drops the connection instead of
+ *   reaching the client (counted in `lostReplies`): the server did the work, the client never hears of it.
  */
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -30,6 +32,9 @@ export class TcpProxy {
   readonly #pairs = new Map<Socket, Socket>();
   #cut = false;
   #stalled = false;
+  #losingReplies = false;
+  /** Replies dropped by `loseReplies` instead of reaching their client. */
+  lostReplies = 0;
   /** Connections dropped on accept while cut (e.g. a client's reconnection attempts). */
   refused = 0;
   readonly #onRefused = new Set<() => void>();
@@ -64,6 +69,11 @@ export class TcpProxy {
       this.#dropAll();
     }
     this.#cut = false;
+  }
+
+  /** From now on (new connections), each reply drops its connection instead of reaching the client. */
+  loseReplies(): void {
+    this.#losingReplies = true;
   }
 
   /** From now on nothing clients send gets through, and nothing is closed or refused either. */
@@ -123,7 +133,13 @@ export class TcpProxy {
         to.destroy();
       });
     }
-    upstream.pipe(client);
+    if (this.#losingReplies) {
+      upstream.once('data', () => {
+        this.lostReplies++;
+        client.destroy();
+        upstream.destroy();
+      });
+    } else upstream.pipe(client);
     if (this.#stalled) this.#hold(client, upstream);
     else client.pipe(upstream);
   }

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { createClock } from '../../src/clock.js';
 import { queryUsers, type ListParams } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
-import type { NewUser, UserStore } from '../../src/users/store.js';
+import { CHANGED, type NewUser, type UserStore } from '../../src/users/store.js';
 import { TIMESTAMP } from '../support/index.js';
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
@@ -327,6 +327,73 @@ export function userStoreContract(
           const params: ListParams = { sort: 'created_at', descending, offset: 0, limit: 10 };
           assert.deepEqual(await store.list(params), queryUsers(users, params));
         }
+      }),
+    );
+
+    test(
+      'update and remove with expected versions: applied only while updated_at is one of them, else changed',
+      withStore(async (store) => {
+        const user = await insertOk(store, newUser());
+        for (const uniqueEmail of [false, true]) {
+          const email = uniqueEmail ? { email: `${randomUUID()}@example.com` } : {};
+          const stale = ['2000-01-01T00:00:00.000000'];
+          const before = (await store.get(user.id))!;
+          assert.equal(
+            await store.update(user.id, { name: 'No', ...email }, { uniqueEmail, expected: stale }),
+            CHANGED,
+          );
+          assert.deepEqual(await store.get(user.id), before, 'nothing written');
+          const current = before.updated_at;
+          const done = (await store.update(
+            user.id,
+            { name: `Yes ${uniqueEmail}`, ...email },
+            {
+              uniqueEmail,
+              expected: [...stale, current],
+            },
+          )) as User;
+          assert.equal(done.name, `Yes ${uniqueEmail}`);
+          assert.ok(done.updated_at > current, 'a new version');
+          assert.equal(await store.update(user.id, { name: 'Late' }, { uniqueEmail, expected: [current] }), CHANGED);
+        }
+        assert.equal(await store.update('nope', { name: 'x' }, { uniqueEmail: false, expected: [] }), 'not_found');
+        assert.equal(await store.remove(user.id, { expected: [] }), CHANGED);
+        assert.ok(await store.get(user.id));
+        assert.equal(await store.remove('nope', { expected: [] }), false);
+        assert.equal(await store.remove(user.id, { expected: [(await store.get(user.id))!.updated_at] }), true);
+        assert.equal(await store.get(user.id), undefined);
+      }),
+    );
+
+    test(
+      'idempotency keys: one claim at a time, the reply kept until expiry, released keys free',
+      withStore(async (store) => {
+        const claim = {
+          principal: 'p',
+          key: 'k',
+          fingerprint: 'f',
+          token: 't1',
+          now: 1_000,
+          expiresAt: 9_000,
+          leaseUntil: 5_000,
+        };
+        assert.deepEqual(await store.keys.claim(claim), { state: 'claimed' });
+        assert.deepEqual(await store.keys.claim({ ...claim, token: 't2' }), { state: 'in_flight', fingerprint: 'f' });
+        assert.deepEqual(await store.keys.claim({ ...claim, principal: 'q', token: 't3' }), { state: 'claimed' });
+        const reply = { status: 201, headers: { etag: '"v"' }, body: '{"status":"success"}' };
+        await store.keys.complete({ ...claim, token: 'other' }, reply); // not this claim's token: ignored
+        assert.equal((await store.keys.claim({ ...claim, token: 't4', now: 2_000 })).state, 'in_flight');
+        await store.keys.complete(claim, reply);
+        assert.deepEqual(await store.keys.claim({ ...claim, token: 't5', now: 8_999 }), {
+          state: 'done',
+          fingerprint: 'f',
+          reply,
+        });
+        assert.deepEqual(await store.keys.claim({ ...claim, token: 't6', now: 9_000, expiresAt: 20_000 }), {
+          state: 'claimed',
+        });
+        await store.keys.release({ ...claim, token: 't6' });
+        assert.deepEqual(await store.keys.claim({ ...claim, token: 't7', now: 9_001 }), { state: 'claimed' });
       }),
     );
 
