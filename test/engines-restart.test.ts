@@ -155,10 +155,10 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
       const attempts: { email: string; key: string | null; status: number }[] = [];
       const client = createRosterClient({ url: roster.api });
       const run = randomUUID().slice(0, 8);
-      const creates: { email: string; key: string; status?: number }[] = [];
+      const creates: { email: string; key: string; status?: number; code?: string }[] = [];
 
       /** One create, sent (and retried by the client) with its key; its last status kept. */
-      const create = async (entry: { email: string; key: string; status?: number }) => {
+      const create = async (entry: (typeof creates)[number]) => {
         const reply = await client
           .createUser(
             { name: `Chaos ${entry.email}`, email: entry.email },
@@ -171,8 +171,9 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
               },
             },
           )
-          .catch(() => ({ response: { status: 599 } }));
+          .catch(() => ({ response: { status: 599 }, error: undefined }));
         entry.status = reply.response.status;
+        entry.code = (reply.error as { error?: { code?: string } } | undefined)?.error?.code;
       };
 
       let stop = false;
@@ -198,21 +199,25 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
         await running;
       }
 
-      // A create the client gave up on (still 503 after its retries) is sent again, with its key.
-      for (const entry of creates.filter((c) => c.status !== 201)) {
-        const history = () =>
-          attempts
-            .filter((a) => a.email === entry.email)
-            .map((a) => a.status)
-            .join(', ');
-        assert.ok(entry.status === 503 || entry.status === 599, `${entry.email}: ${history()}`);
-        await create(entry);
-      }
-      assert.deepEqual(
-        creates.filter((c) => c.status !== 201).map((c) => `${c.email}: ${c.status}`),
-        [],
-        'every create ends in its 201 (never a 409: a retry that went through before is replayed)',
+      const statusesOf = (email: string) => attempts.filter((a) => a.email === email).map((a) => a.status);
+      // A create the client gave up on (still 503 after its retries, or its connection lost) is sent
+      // again, with its key.
+      for (const entry of creates.filter((c) => c.status === 503 || c.status === 599)) await create(entry);
+      // Every create ends in its 201, or in 409 EMAIL_EXISTS after a 503 of its own: a user whose insert
+      // the server could not confirm (the connection went with the restart) and whose key it released
+      // (docs/decisions.md, Idempotency-Key), so that the retry met the user it had made.
+      const unconfirmed = creates.filter(
+        (c) => c.status === 409 && c.code === 'EMAIL_EXISTS' && statusesOf(c.email).slice(0, -1).includes(503),
       );
+      assert.deepEqual(
+        creates
+          .filter((c) => c.status !== 201 && !unconfirmed.includes(c))
+          .map((c) => `${c.email}: ${statusesOf(c.email).join(', ')}`),
+        [],
+        'every create ends in its 201 (a retry of one that went through is replayed)',
+      );
+      if (unconfirmed.length > 0)
+        t.diagnostic(`${unconfirmed.length} of ${creates.length} creates: 503, then 409 EMAIL_EXISTS on the retry`);
       const refused = attempts.filter((a) => a.status === 503);
       assert.ok(refused.length > 0, 'the restart answered some create 503: else this test showed nothing');
       for (const entry of creates) {
