@@ -87,6 +87,27 @@ describe('typed client retries', () => {
   );
 
   test(
+    'a create answered 409 IDEMPOTENCY_KEY_IN_USE is asked again after Retry-After; a 409 EMAIL_EXISTS is not',
+    { timeout: TEST_MS },
+    async (t) => {
+      const { roster, front } = await setUp(t, first({ answer: 409, retryAfter: '1' }));
+      const { client, sleeps } = clientOf(front.api);
+      const reply = await client.createUser({ name: 'Busy Key', email: 'busy.key@example.com' });
+      assert.equal(reply.response.status, 201);
+      assert.deepEqual(sleeps, [1000]);
+      const taken = await client.createUser({ name: 'Busy Key', email: 'busy.key@example.com' });
+      assert.equal(taken.response.status, 409);
+      assert.equal((taken.error as Json).error.code, 'EMAIL_EXISTS');
+      assert.deepEqual(sleeps, [1000], 'an email taken is an answer, not a wait');
+      assert.deepEqual(
+        front.seen.map((seen) => seen.status),
+        [409, 201, 409],
+      );
+      assert.equal((await usersWithEmail(roster.api, 'busy.key@example.com')).length, 1);
+    },
+  );
+
+  test(
     'a 429 is retried too; without Retry-After the waits are the jittered backoff',
     { timeout: TEST_MS },
     async (t) => {

@@ -9,8 +9,11 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 
-/** What the front does with one request: answer `status` itself (before or after forwarding), or forward. */
-export type FlakyStep = { answer: 503 | 429; retryAfter?: string; forwardFirst?: boolean } | { forward: true };
+/**
+ * What the front does with one request: answer `status` itself (before or after forwarding), or
+ * forward. 409 is IDEMPOTENCY_KEY_IN_USE (a keyed create still being processed).
+ */
+export type FlakyStep = { answer: 503 | 429 | 409; retryAfter?: string; forwardFirst?: boolean } | { forward: true };
 
 export interface SeenRequest {
   method: string;
@@ -47,9 +50,9 @@ export async function flakyApi(
       const step = plan({ method, path }, seen.length);
       const record: SeenRequest = { method, path, headers: request.headers, body, status: 0 };
       seen.push(record);
-      const refuse = (status: 503 | 429, retryAfter?: string) => {
+      const refuse = (status: 503 | 429 | 409, retryAfter?: string) => {
         record.status = status;
-        const code = status === 503 ? 'SERVICE_UNAVAILABLE' : 'RATE_LIMITED';
+        const code = { 503: 'SERVICE_UNAVAILABLE', 429: 'RATE_LIMITED', 409: 'IDEMPOTENCY_KEY_IN_USE' }[status];
         response
           .writeHead(status, {
             'content-type': 'application/json',

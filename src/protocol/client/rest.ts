@@ -82,11 +82,6 @@ async function tagged<R extends { response: Response }>(reply: Promise<R>): Prom
   return { ...result, etag: headers.get(ETAG) ?? undefined, replayed: headers.get(IDEMPOTENT_REPLAYED) === 'true' };
 }
 
-/** The ETag of a reply (a user's GET, or a write's), undefined when it has none. */
-export function etagOf(response: Response): string | undefined {
-  return response.headers.get(ETAG) ?? undefined;
-}
-
 /** The document's paths start with /api/v1 (and /metrics, /livez, /readyz sit at the root): the base is what is before. */
 export function rootOf(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/api\/v1$/, '');

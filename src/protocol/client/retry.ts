@@ -1,6 +1,7 @@
 /**
- * The typed client's retries: a request Roster answered 503 (briefly unavailable) or 429 (rate limited)
- * is sent again, the same bytes and headers (so a create's Idempotency-Key too), after the wait the
+ * The typed client's retries: a request Roster answered 503 (briefly unavailable) or 429 (rate limited),
+ * or a keyed create answered 409 IDEMPOTENCY_KEY_IN_USE (its first attempt still being processed), is
+ * sent again, the same bytes and headers (so a create's Idempotency-Key too), after the wait the
  * reply's Retry-After asks for, or a jittered backoff when it names none. Only a request that is safe to
  * repeat is: GET, HEAD, OPTIONS, PUT and DELETE (idempotent by HTTP's definition), a POST that carries
  * an idempotency key, a PATCH that carries If-Match (a repeat whose first attempt went through fails
@@ -30,6 +31,20 @@ export interface RetryPolicy {
 
 /** The statuses that ask to be tried again later. */
 export const RETRIED_STATUSES: readonly number[] = [429, 503];
+
+/** The error code of a keyed create whose first attempt is still being processed (409, with Retry-After). */
+export const KEY_IN_USE = 'IDEMPOTENCY_KEY_IN_USE';
+
+/** Whether the reply asks for the same request again later. */
+async function asksAgain(request: Request, response: Response): Promise<boolean> {
+  if (RETRIED_STATUSES.includes(response.status)) return true;
+  if (response.status !== 409 || !request.headers.has(IDEMPOTENCY_KEY)) return false;
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => undefined)) as { error?: { code?: unknown } } | undefined;
+  return body?.error?.code === KEY_IN_USE;
+}
 
 export const DEFAULT_RETRY: RetryPolicy = {
   retries: 3,
@@ -98,7 +113,7 @@ export function retrying(
     const body = request.body === null ? null : await request.arrayBuffer();
     for (let retry = 0; ; retry++) {
       const response = await send(body === null ? new Request(request) : new Request(request, { body }));
-      if (!RETRIED_STATUSES.includes(response.status) || retry >= policy.retries) return response;
+      if (retry >= policy.retries || !(await asksAgain(request, response))) return response;
       const wait =
         retryAfterMs(response.headers.get(RETRY_AFTER), policy.now()) ??
         backoffDelay(retry, policy.backoff, policy.random);
