@@ -17,6 +17,7 @@ import { IDEMPOTENCY_KEY } from './idempotency.js';
 export const ETAG = 'etag';
 export const IF_MATCH = 'if-match';
 export const IF_NONE_MATCH = 'if-none-match';
+export const IF_UNMODIFIED_SINCE = 'if-unmodified-since';
 
 export const etagOf = (user: User): string => `"${user.updated_at}"`;
 
@@ -56,12 +57,15 @@ export function notModified(request: FastifyRequest, user: User): boolean {
 /**
  * If-Match as the service takes it: `any` for `*`, else the versions of its strong entity-tags (a weak
  * one never matches under strong comparison); undefined when absent, or 428 if REQUIRE_IF_MATCH.
+ * Without If-Match, a valid If-Unmodified-Since (RFC 9110 §13.1.4; an invalid date is ignored), which
+ * does not satisfy REQUIRE_IF_MATCH: a second is too coarse to tell two writes apart.
  */
 export function ifMatchOf(request: FastifyRequest, required: boolean): IfMatch | undefined {
   const tags = entityTags(request.headers[IF_MATCH]);
   if (tags === undefined) {
     if (required) throw new RosterError('PRECONDITION_REQUIRED', ERROR_428);
-    return undefined;
+    const since = Date.parse(request.headers[IF_UNMODIFIED_SINCE] ?? '');
+    return Number.isNaN(since) ? undefined : { unmodifiedSince: since };
   }
   return tags === '*' ? 'any' : tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
 }
@@ -87,15 +91,18 @@ const REQUEST_HEADERS = {
   [IF_NONE_MATCH]: 'ETags of copies the client holds, or *: 304 when one is current (weak comparison)',
   [IF_MATCH]:
     'ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison)',
+  [IF_UNMODIFIED_SINCE]:
+    'An HTTP-date, used only without If-Match: 412 PRECONDITION_FAILED when the user changed after it (updated_at, to the second)',
   [IDEMPOTENCY_KEY]:
     'A key of 1 to 255 characters, as a Structured Field String ("…"), unique per create: a repeat with the same key and body gets the first reply, with Idempotent-Replayed: true',
 };
 
 /** The conditional request headers each kind of user route takes, as its `headers` schema. */
 export function conditionalHeaders(kind: 'read' | 'create' | 'write') {
-  const name = kind === 'read' ? IF_NONE_MATCH : kind === 'create' ? IDEMPOTENCY_KEY : IF_MATCH;
+  const names: (keyof typeof REQUEST_HEADERS)[] =
+    kind === 'read' ? [IF_NONE_MATCH] : kind === 'create' ? [IDEMPOTENCY_KEY] : [IF_MATCH, IF_UNMODIFIED_SINCE];
   return {
     type: 'object',
-    properties: { [name]: { type: 'string', description: REQUEST_HEADERS[name] } },
+    properties: Object.fromEntries(names.map((name) => [name, { type: 'string', description: REQUEST_HEADERS[name] }])),
   } as const;
 }

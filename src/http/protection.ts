@@ -29,7 +29,7 @@ import { CONSOLE_PREFIX } from './console.js';
 import { clientKey } from '../edge/client-identity.js';
 import { API_PREFIX } from './prefix.js';
 import { ADMIN_ROLE } from '../config/roles.js';
-import { ETAG, IF_MATCH, IF_NONE_MATCH } from './conditional.js';
+import { ETAG, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE } from './conditional.js';
 import { IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED } from './idempotency.js';
 
 declare module 'fastify' {
@@ -296,6 +296,7 @@ function corsOptions(origins: readonly string[]) {
       IDEMPOTENCY_KEY,
       IF_MATCH,
       IF_NONE_MATCH,
+      IF_UNMODIFIED_SINCE,
     ],
     exposedHeaders: [
       'X-Request-Id',

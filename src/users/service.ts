@@ -16,10 +16,11 @@ export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 
 /**
- * A write's precondition (If-Match, docs/decisions.md "Conditional writes"): the versions it may apply
- * to (store.ts `Expected`), or `any` (`*`): the user must exist, and a missing one is 412, not 404.
+ * A write's precondition (docs/decisions.md "Retries and concurrent edits"): If-Match's versions it may
+ * apply to (store.ts `Expected`), or `any` (`*`): the user must exist, and a missing one is 412, not
+ * 404; or If-Unmodified-Since (milliseconds since the epoch, whole seconds).
  */
-export type IfMatch = Expected | 'any';
+export type IfMatch = Expected | 'any' | { unmodifiedSince: number };
 
 export interface UserServiceOptions {
   /** Larger `limit` values are clamped to this (docs/decisions.md). */
@@ -114,7 +115,7 @@ export class UserService {
   }
 
   async remove(id: string, ifMatch?: IfMatch): Promise<void> {
-    const removed = await this.store.remove(id, { expected: expectedOf(ifMatch) });
+    const removed = await this.store.remove(id, { expected: await this.#expected(id, ifMatch) });
     if (removed === CHANGED) throw preconditionFailed();
     if (!removed) throw missing(id, ifMatch);
     if (this.#stored !== undefined && this.#stored > 0) this.#stored--;
@@ -140,10 +141,24 @@ export class UserService {
     if (this.#stored >= capacity) throw storeFull(capacity);
   }
 
+  /**
+   * What the store checks of a precondition: If-Match's versions; nothing for `*` (existence only).
+   * If-Unmodified-Since is decided on the user as read, then made the version the write needs: a write
+   * in between makes it 412, so the check stays atomic with the write.
+   */
+  async #expected(id: string, ifMatch: IfMatch | undefined): Promise<Expected | undefined> {
+    if (ifMatch === undefined || ifMatch === 'any') return undefined;
+    if (!('unmodifiedSince' in ifMatch)) return ifMatch;
+    const user = await this.get(id);
+    const modified = Math.floor(Date.parse(`${user.updated_at}Z`) / 1000) * 1000;
+    if (modified > ifMatch.unmodifiedSince) throw preconditionFailed();
+    return [user.updated_at];
+  }
+
   async #apply(id: string, fields: Changes, ifMatch: IfMatch | undefined): Promise<User> {
     const result = await this.store.update(id, fields, {
       uniqueEmail: this.options.strict,
-      expected: expectedOf(ifMatch),
+      expected: await this.#expected(id, ifMatch),
     });
     if (result === 'not_found') throw missing(id, ifMatch); // or deleted between the check and the write
     if (result === CHANGED) throw preconditionFailed();
@@ -153,7 +168,6 @@ export class UserService {
 }
 
 /** What the store checks of If-Match: the versions listed; `*` asks only that the user exists. */
-const expectedOf = (ifMatch: IfMatch | undefined): Expected | undefined => (ifMatch === 'any' ? undefined : ifMatch);
 
 /** A missing user: 404, except under `If-Match: *`, which a missing user fails (412, RFC 9110 13.1.1). */
 const missing = (id: string, ifMatch: IfMatch | undefined) =>

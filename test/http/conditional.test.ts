@@ -138,6 +138,31 @@ for (const kit of TEST_STORES) {
       assert.deepEqual(replies.map((reply) => reply.status).sort(), [200, ...Array<number>(9).fill(412)]);
     });
 
+    test('If-Unmodified-Since (without If-Match): 412 when the user changed after the date', async (t) => {
+      const roster = await startOn(kit);
+      t.after(() => roster.stop());
+      const created = await newUser(roster, 6);
+      const url = `${roster.api}/users/${created.body.data.id}`;
+      const changedAt = Date.parse(`${created.body.data.updated_at}Z`);
+      const before = new Date(changedAt - 2000).toUTCString();
+      const after = new Date(changedAt + 2000).toUTCString();
+      const refused = await request(url, json('PATCH', { name: 'Old news' }, { 'if-unmodified-since': before }));
+      assert.equal(refused.status, 412);
+      assert.equal(refused.body.error.code, 'PRECONDITION_FAILED');
+      assert.equal((await request(url, { method: 'DELETE', headers: { 'if-unmodified-since': before } })).status, 412);
+      assert.equal((await request(url)).body.data.name, 'Cond 6');
+      const since = await request(url, json('PATCH', { name: 'Fresh' }, { 'if-unmodified-since': after }));
+      assert.equal(since.status, 200);
+      // Not a date: ignored (RFC 9110); If-Match, when present, decides instead.
+      assert.equal((await request(url, json('PATCH', { name: 'Any' }, { 'if-unmodified-since': 'soon' }))).status, 200);
+      const current = (await request(url)).headers.get('etag')!;
+      assert.equal(
+        (await request(url, json('PATCH', { name: 'M' }, { 'if-match': current, 'if-unmodified-since': before })))
+          .status,
+        200,
+      );
+    });
+
     test('REQUIRE_IF_MATCH: PUT, PATCH and DELETE without If-Match get 428', async (t) => {
       const roster = await startOn(kit, { REQUIRE_IF_MATCH: 'true' });
       t.after(() => roster.stop());
@@ -183,7 +208,8 @@ describe('the headers of issue 29 in CORS and the OpenAPI document', () => {
       headers: { origin, 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'if-match' },
     });
     const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').toLowerCase();
-    for (const name of ['idempotency-key', 'if-match', 'if-none-match']) assert.ok(allowed.includes(name), allowed);
+    for (const name of ['idempotency-key', 'if-match', 'if-none-match', 'if-unmodified-since'])
+      assert.ok(allowed.includes(name), allowed);
     const read = await fetch(`${roster.api}/users`, { headers: { origin } });
     const exposed = (read.headers.get('access-control-expose-headers') ?? '').toLowerCase();
     for (const name of ['etag', 'idempotent-replayed']) assert.ok(exposed.includes(name), exposed);
@@ -202,7 +228,7 @@ describe('the headers of issue 29 in CORS and the OpenAPI document', () => {
     assert.ok(one.get.responses['304'].headers.ETag);
     assert.ok(create.responses['201'].headers['Idempotent-Replayed']);
     for (const method of ['put', 'patch', 'delete']) {
-      assert.deepEqual(headerParameters(one[method]), ['if-match'], method);
+      assert.deepEqual(headerParameters(one[method]), ['if-match', 'if-unmodified-since'], method);
       for (const status of ['412', '428']) assert.ok(one[method].responses[status], `${method} ${status}`);
     }
     for (const method of ['put', 'patch']) assert.ok(one[method].responses['200'].headers.ETag, method);

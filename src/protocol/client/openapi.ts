@@ -798,6 +798,8 @@ export interface operations {
       header?: {
         /** @description ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison) */
         'if-match'?: string;
+        /** @description An HTTP-date, used only without If-Match: 412 PRECONDITION_FAILED when the user changed after it (updated_at, to the second) */
+        'if-unmodified-since'?: string;
       };
       path: {
         /** @description The user id */
@@ -944,6 +946,8 @@ export interface operations {
       header?: {
         /** @description ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison) */
         'if-match'?: string;
+        /** @description An HTTP-date, used only without If-Match: 412 PRECONDITION_FAILED when the user changed after it (updated_at, to the second) */
+        'if-unmodified-since'?: string;
       };
       path: {
         /** @description The user id */
@@ -1027,6 +1031,8 @@ export interface operations {
       header?: {
         /** @description ETags the write may apply to, or * (the user must exist): 412 PRECONDITION_FAILED when none is current (strong comparison) */
         'if-match'?: string;
+        /** @description An HTTP-date, used only without If-Match: 412 PRECONDITION_FAILED when the user changed after it (updated_at, to the second) */
+        'if-unmodified-since'?: string;
       };
       path: {
         /** @description The user id */
