@@ -89,6 +89,38 @@ test(
 );
 
 test(
+  'Replace all fields (PUT) over a change made meanwhile: refused with the current values; replaced only when asked',
+  { skip: noChromium, timeout: 60_000 },
+  async () => {
+    await withConsole(async (roster, browser) => {
+      const [seed] = (await request(`${roster.api}/users?sort=created_at&order=asc&limit=1`)).body.data.users as Json[];
+      const id = seed.id as string;
+      const { page, errors } = await openConsole(browser, roster.origin);
+      const sent = recordPreconditions(page);
+      await openEdit(page, seed.name as string);
+      const opened = (await request(`${roster.api}/users/${id}`)).headers.get('etag');
+      const meanwhile = await request(`${roster.api}/users/${id}`, { method: 'PATCH', body: { role: 'admin' } });
+      assert.equal(meanwhile.status, 200);
+
+      await page.locator('#user-name').fill('Replaced Name');
+      await page.getByRole('button', { name: /Replace all fields/ }).click();
+      await waitForText(page.locator('#user-conflict'), 'changed by someone else since you opened it');
+      await waitForText(page.locator('#user-conflict dd[data-field="role"]'), 'admin');
+      assert.equal(((await request(`${roster.api}/users/${id}`)).body.data as Json).name, seed.name, 'not replaced');
+      await page.getByRole('button', { name: 'Replace with my values' }).click();
+      await waitForText(page.locator('#users-notice'), 'Replaced Replaced Name (all fields).');
+      assert.deepEqual(sent, [
+        ['PUT', opened],
+        ['PUT', meanwhile.headers.get('etag')],
+      ]);
+      const now = (await request(`${roster.api}/users/${id}`)).body.data as Json;
+      assert.deepEqual([now.name, now.role], ['Replaced Name', seed.role], 'PUT replaces every field, the role too');
+      assert.deepEqual(errors, []);
+    });
+  },
+);
+
+test(
   'a delete sends If-Match; a user changed since the dialog opened is not deleted until confirmed again',
   { skip: noChromium, timeout: 60_000 },
   async () => {
