@@ -4,6 +4,7 @@
  * each page as it arrives, import posts each record as it is read, so neither holds the whole file.
  * On a terminal, stderr shows progress; import reports every refused record with the API's reason.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { clientApiUrl, read, ROSTER_API_KEY, ROSTER_BASIC, ROSTER_TOKEN } from '../config/client-settings.js';
@@ -49,7 +50,10 @@ export  writes every user (oldest first) to stdout: a JSON array (the default) o
 import  creates a user for each record of FILE ('-' for stdin): a JSON array of objects, JSON lines,
         or CSV with a header row (the format is told from --format, else the file name, else its
         first character). ${Object.keys(WRITTEN).join(', ')} are sent; ids and timestamps are the server's own.
-        Each refused record is reported on stderr with the API's reason; the rest go on.
+        Each record is sent with an idempotency key derived from its content, so a re-run (after a
+        failure, or of a corrected file) creates nobody twice: a record created before, or whose
+        email a user has, counts as already there. Each refused record is reported on stderr with
+        the API's reason; the rest go on. 503 and 429 replies are retried as Retry-After says.
 
 Options:
   --url URL           the API: default $API_URL, else http://127.0.0.1:$PORT/api/v1 (PORT 5000)
@@ -59,8 +63,8 @@ Options:
   -h, --help          show this help
 Prefer the environment variables to the options for secrets: a command line is visible to others.
 
-Exit status: 0 when everything was exported or imported; 1 when a record was refused or the API
-failed; 2 for a usage error.`;
+Exit status: 0 when everything was exported, or imported or already there; 1 when a record was
+refused or the API failed; 2 for a usage error.`;
 
 interface Api {
   /** The --url given, for messages. */
@@ -174,48 +178,46 @@ interface Reply<T> {
   response: Response;
 }
 
+/** How long one attempt may take before it counts as a failure to reach the API. */
+const ATTEMPT_MS = 30_000;
+
 /**
- * One operation of the typed client, retried while Roster is rate limiting or briefly unavailable;
- * a credential refused, an unreachable API and a reply that is not JSON become errors that say so.
+ * One operation of the typed client (which retries what Roster answers 503 or 429, when the request is
+ * safe to repeat: src/protocol/client/retry.ts); a credential refused, an unreachable API and a reply
+ * that is not JSON become errors that say so.
  */
 async function call<T>(
   api: Api,
   send: (init: CallOptions) => Promise<Reply<T>>,
-): Promise<{ status: number; data?: T; error?: unknown }> {
-  for (let attempt = 1; ; attempt++) {
-    let sent: Request | undefined;
-    let answered: Response | undefined;
-    let reply: Reply<T>;
-    try {
-      reply = await send({
-        signal: AbortSignal.timeout(30_000),
-        fetch: async (request) => {
-          sent = request;
-          return (answered = await fetch(request));
-        },
-      });
-    } catch (error) {
-      if (answered === undefined) {
-        const reason = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
-        const cause = reason?.code ?? reason?.errors?.[0]?.code ?? reason?.message ?? (error as Error).message;
-        throw new Error(`cannot reach the API at ${api.base}: ${cause}`);
-      }
-      // A success whose body openapi-fetch could not read as JSON.
-      throw notJson(sent, answered);
+): Promise<{ status: number; data?: T; error?: unknown; replayed?: boolean; attempts: number }> {
+  let attempts = 0;
+  let sent: Request | undefined;
+  let answered: Response | undefined;
+  let reply: Reply<T> & { replayed?: boolean };
+  try {
+    reply = await send({
+      fetch: async (request) => {
+        attempts++;
+        sent = request;
+        answered = undefined; // of this attempt: an earlier one may have been answered 503
+        return (answered = await fetch(request, { signal: AbortSignal.timeout(ATTEMPT_MS) }));
+      },
+    });
+  } catch (error) {
+    if (answered === undefined) {
+      const reason = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
+      const cause = reason?.code ?? reason?.errors?.[0]?.code ?? reason?.message ?? (error as Error).message;
+      throw new Error(`cannot reach the API at ${api.base}: ${cause}`);
     }
-    const { status } = reply.response;
-    // Rate limited, or briefly unavailable: wait as told (at most 10 s) and try again, five times.
-    if ((status === 429 || status === 503) && attempt < 5) {
-      const seconds = Math.min(10, Number(reply.response.headers.get('retry-after')) || 1);
-      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-      continue;
-    }
-    // openapi-fetch hands an error body that is not JSON over as its text.
-    if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
-    if (status === 401 || status === 403)
-      throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
-    return { status, data: reply.data, error: reply.error };
+    // A success whose body openapi-fetch could not read as JSON.
+    throw notJson(sent, answered);
   }
+  const { status } = reply.response;
+  // openapi-fetch hands an error body that is not JSON over as its text.
+  if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
+  if (status === 401 || status === 403)
+    throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
+  return { status, data: reply.data, error: reply.error, replayed: reply.replayed === true, attempts };
 }
 
 function notJson(request: Request | undefined, response: Response): Error {
@@ -264,6 +266,22 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   return 0;
 }
 
+/**
+ * A record's idempotency key: the SHA-256 of the body sent, as JSON in WRITTEN's order. The same record
+ * gets the same key in any file at any position, so a re-run (of the same file, or of a corrected one:
+ * records fixed, added, removed or moved) creates nothing twice while Roster keeps its keys (24 h; after
+ * that the email's uniqueness still answers 409). A key derived from the body never meets another body,
+ * so Roster's "same key, different body" (422) cannot arise; a corrected record is a new create.
+ */
+export function importKey(body: UserRecord): string {
+  const canonical = JSON.stringify(
+    Object.keys(WRITTEN)
+      .filter((field) => field in body)
+      .map((field) => [field, body[field]]),
+  );
+  return `roster-import-${createHash('sha256').update(canonical).digest('hex')}`;
+}
+
 async function importUsers(
   api: Api,
   input: NodeJS.ReadableStream,
@@ -271,6 +289,7 @@ async function importUsers(
   progress: Progress,
 ): Promise<number> {
   let imported = 0;
+  let present = 0;
   let refused = 0;
   let number = 0;
   for await (const record of records(input, format)) {
@@ -287,16 +306,28 @@ async function importUsers(
       if (need === 'required' || (record[field] !== undefined && record[field] !== '')) body[field] = record[field];
     }
     // Sent as read: the API's validation, not this command's, says what a record may hold.
-    const { status, error } = await call(api, (init) => api.client.createUser(body as UserInput, init));
-    if (status === 201) imported++;
+    const { status, error, replayed, attempts } = await call(api, (init) =>
+      api.client.createUser(body as UserInput, { ...init, idempotencyKey: importKey(body) }),
+    );
+    // Already there: created by an earlier run (Roster replays its 201 to this run's first attempt),
+    // or a user has the email. A replay to a retry is this run's create, whose first answer was lost.
+    if ((status === 201 && replayed && attempts === 1) || (status === 409 && codeOf(error) === 'EMAIL_EXISTS'))
+      present++;
+    else if (status === 201) imported++;
     else {
       refused++;
       progress.done();
       process.stderr.write(`roster users import: ${label} refused: ${status} ${reasonOf(error)}\n`);
     }
-    progress.update(`imported ${imported}, refused ${refused}`);
+    progress.update(`imported ${imported}, already there ${present}, refused ${refused}`);
   }
   progress.done();
-  process.stderr.write(`roster users import: ${imported} imported, ${refused} refused (of ${number} records)\n`);
+  process.stderr.write(
+    `roster users import: ${imported} imported, ${present} already there, ${refused} refused (of ${number} records)\n`,
+  );
   return refused === 0 ? 0 : 1;
+}
+
+function codeOf(json: unknown): string | undefined {
+  return (json as { error?: { code?: string } } | undefined)?.error?.code;
 }

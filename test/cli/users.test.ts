@@ -8,7 +8,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { Cli, freePort, redirectingApi, request, TEST_MS, type Json, rosterFor } from '../support/index.js';
+import {
+  Cli,
+  flakyApi,
+  freePort,
+  redirectingApi,
+  request,
+  TEST_MS,
+  type FlakyStep,
+  type Json,
+  rosterFor,
+} from '../support/index.js';
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'roster-users-'));
@@ -26,6 +36,14 @@ const EXTRA = [
   { name: 'Grace "Amazing" Hopper, RADM', email: 'grace@example.com', role: 'admin' },
   { name: 'Two\nLines', email: 'two.lines@example.com', role: 'user' },
 ];
+
+const PEOPLE = [1, 2, 3, 4, 5].map((n) => ({ name: `Person ${n}`, email: `person${n}@example.com` }));
+
+/** The emails of the users on `api` but the seeds, sorted. */
+async function emailsOn(api: string): Promise<string[]> {
+  const list = await request(`${api}/users?search=person&limit=100`);
+  return (list.body.data.users as Json[]).map((user) => user.email as string).sort();
+}
 
 describe('roster users', () => {
   test('--version prints the package version', { timeout: TEST_MS }, async (t) => {
@@ -71,7 +89,9 @@ describe('roster users', () => {
       writeFileSync(file, exported.stdout.text);
       const target = await rosterFor(t);
       const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
-      assert.equal(imported.exit?.code, 1, imported.describe()); // the three seed users exist there already
+      // The three seed users exist there already: counted as such, not as refused.
+      assert.equal(imported.exit?.code, 0, imported.describe());
+      assert.match(imported.stderr.text, /: 8 imported, 3 already there, 0 refused \(of 11 records\)\n$/);
       const list = await request(`${target.api}/users?sort=created_at&order=asc&limit=100`);
       assert.deepEqual(
         (list.body.data.users as Json[]).slice(3).map((user) => user.name),
@@ -82,7 +102,7 @@ describe('roster users', () => {
 
   for (const format of ['json', 'csv'] as const) {
     test(
-      `export --format ${format}, then import into another Roster: same users; the seeds refused as EMAIL_EXISTS`,
+      `export --format ${format}, then import into another Roster: same users; the seeds already there (EMAIL_EXISTS)`,
       { timeout: TEST_MS },
       async (t) => {
         const source = await rosterFor(t);
@@ -98,10 +118,9 @@ describe('roster users', () => {
 
         const target = await rosterFor(t);
         const imported = await run(t, ['users', 'import', file], { API_URL: target.api });
-        assert.equal(imported.exit?.code, 1, `some refused: ${imported.describe()}`);
+        assert.equal(imported.exit?.code, 0, `none refused: ${imported.describe()}`);
         const report = imported.stderr.lines;
-        assert.equal(report.filter((line) => / refused: 409 EMAIL_EXISTS: /.test(line)).length, 3, imported.describe());
-        assert.equal(report.at(-1), 'roster users import: 2 imported, 3 refused (of 5 records)');
+        assert.deepEqual(report, ['roster users import: 2 imported, 3 already there, 0 refused (of 5 records)']);
 
         const list = await request(`${target.api}/users?sort=created_at&order=asc`);
         const added = (list.body.data.users as Json[]).slice(3).map(({ name, email, role }) => ({ name, email, role }));
@@ -135,7 +154,95 @@ describe('roster users', () => {
         cli.stderr.text,
         /^roster users import: record 4 \(padded@example.com\) refused: 422 VALIDATION_ERROR: .*name/m,
       );
-      assert.match(cli.stderr.text, /1 imported, 3 refused \(of 4 records\)\n$/);
+      assert.match(cli.stderr.text, /1 imported, 0 already there, 3 refused \(of 4 records\)\n$/);
+    },
+  );
+
+  test(
+    'import run twice on the same file creates each user once; the second run finds them all there',
+    { timeout: TEST_MS },
+    async (t) => {
+      const target = await rosterFor(t);
+      const file = join(tempDir(t), 'people.jsonl');
+      writeFileSync(file, PEOPLE.map((person) => JSON.stringify(person)).join('\n'));
+      const runs = [];
+      for (let n = 0; n < 2; n++) runs.push(await run(t, ['users', 'import', file, '--url', target.api]));
+      assert.deepEqual(
+        runs.map((cli) => [cli.exit?.code, cli.stderr.lines.at(-1)]),
+        [
+          [0, 'roster users import: 5 imported, 0 already there, 0 refused (of 5 records)'],
+          [0, 'roster users import: 0 imported, 5 already there, 0 refused (of 5 records)'],
+        ],
+        runs.map((cli) => cli.describe()).join('\n'),
+      );
+      assert.deepEqual(await emailsOn(target.api), PEOPLE.map((person) => person.email).sort());
+    },
+  );
+
+  test(
+    'import after a failure midway (503s, one of them after Roster had created the user) creates each user once when run again',
+    { timeout: TEST_MS },
+    async (t) => {
+      const target = await rosterFor(t);
+      let creates = 0;
+      let healed = false;
+      // Creates 1 and 2 go through; create 3 reaches Roster but its 201 is lost to a 503; 4 and 5 get
+      // 503 without reaching it. Retry-After is past the client's longest wait: it gives up at once.
+      const front = await flakyApi(t, target.origin, ({ method }): FlakyStep => {
+        if (method !== 'POST' || healed) return { forward: true };
+        creates++;
+        if (creates <= 2) return { forward: true };
+        return { answer: 503, retryAfter: '3600', forwardFirst: creates === 3 };
+      });
+      const file = join(tempDir(t), 'people.json');
+      writeFileSync(file, JSON.stringify(PEOPLE));
+      const failed = await run(t, ['users', 'import', file, '--url', front.api]);
+      assert.equal(failed.exit?.code, 1, failed.describe());
+      assert.equal(
+        failed.stderr.lines.at(-1),
+        'roster users import: 2 imported, 0 already there, 3 refused (of 5 records)',
+        failed.describe(),
+      );
+      assert.equal((await emailsOn(target.api)).length, 3, 'records 1 to 3 were created');
+
+      // Run again, Roster reachable: 1 to 3 are there (replayed), 4 and 5 are created; nobody twice.
+      healed = true;
+      const again = await run(t, ['users', 'import', file, '--url', front.api]);
+      assert.equal(again.exit?.code, 0, again.describe());
+      assert.equal(
+        again.stderr.lines.at(-1),
+        'roster users import: 2 imported, 3 already there, 0 refused (of 5 records)',
+      );
+      assert.deepEqual(await emailsOn(target.api), PEOPLE.map((person) => person.email).sort());
+      const keys = front.seen.filter((seen) => seen.method === 'POST').map((seen) => seen.headers['idempotency-key']);
+      assert.equal(keys.length, 10);
+      assert.deepEqual(keys.slice(5), keys.slice(0, 5), 'each record sent with the same key on both runs');
+      assert.equal(new Set(keys).size, 5, 'a key per record');
+    },
+  );
+
+  test(
+    'a create whose reply was lost and that the client retried counts as imported, not as already there',
+    { timeout: TEST_MS },
+    async (t) => {
+      const target = await rosterFor(t);
+      let creates = 0;
+      const front = await flakyApi(t, target.origin, ({ method }): FlakyStep =>
+        method === 'POST' && ++creates === 1 ? { answer: 503, retryAfter: '0', forwardFirst: true } : { forward: true },
+      );
+      const cli = new Cli(t, ['users', 'import', '-', '--url', front.api]);
+      cli.child.stdin.end(JSON.stringify(PEOPLE[0]));
+      await cli.exited(20_000);
+      assert.equal(cli.exit?.code, 0, cli.describe());
+      assert.equal(
+        cli.stderr.lines.at(-1),
+        'roster users import: 1 imported, 0 already there, 0 refused (of 1 records)',
+      );
+      assert.deepEqual(
+        front.seen.map((seen) => seen.status),
+        [503, 201],
+      );
+      assert.deepEqual(await emailsOn(target.api), [PEOPLE[0]!.email]);
     },
   );
 

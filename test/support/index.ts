@@ -16,8 +16,8 @@
  * check against (schemas.ts), raw WebSocket frames and a client that speaks them (frames.ts,
  * raw-client.ts), a raw HTTP exchange (raw-http.ts), log lines (log.ts), formats (formats.ts), a TCP
  * proxy that plays network failures (tcp-proxy.ts), credentials (credentials.ts), the engines
- * (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts), and a
- * redirecting API (redirect.ts).
+ * (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts), a
+ * redirecting API (redirect.ts), and an HTTP front that plays 503 and 429 outages (flaky-http.ts).
  *
  * The benchmark imports roster.ts and postgres.ts by name instead: its Roster server is a process whose
  * memory it measures, which must not carry the rest of the kit's libraries.
@@ -29,6 +29,7 @@ export * from './chat-history.js';
 export * from './cli.js';
 export * from './console.js';
 export * from './credentials.js';
+export * from './flaky-http.js';
 export * from './formats.js';
 export * from './frames.js';
 export * from './hardened.js';

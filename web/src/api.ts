@@ -142,9 +142,31 @@ export interface Health {
 
 export const health = () => call<Health>((init) => client.getHealth(init)) as Promise<Health>;
 
+/** A user as read, with the ETag its reply carried (undefined from a Roster without ETags). */
+export interface TaggedUser {
+  user: User;
+  etag: string | undefined;
+}
+
+/** One user, with the ETag that a save or a delete sends back as If-Match. */
+export async function getUser(id: string): Promise<TaggedUser> {
+  let etag: string | undefined;
+  const user = (await call(async (init) => {
+    const reply = await client.getUser(id, init);
+    etag = reply.etag;
+    return reply;
+  })) as User;
+  return { user, etag };
+}
+
+/** If-Match, when the console has the user's ETag: Roster answers 412 PRECONDITION_FAILED if the user changed since. */
+const ifMatch = (etag: string | undefined) => (etag === undefined ? {} : { ifMatch: etag });
+
+/** A create, sent with an Idempotency-Key of its own, so the client's retries (503, 429) create it once. */
 export const createUser = (fields: UserFields) => call((init) => client.createUser(fields, init)) as Promise<User>;
-export const replaceUser = (id: string, fields: UserFields) =>
-  call((init) => client.replaceUser(id, fields, init)) as Promise<User>;
-export const updateUser = (id: string, fields: Partial<UserFields>) =>
-  call((init) => client.updateUser(id, fields, init)) as Promise<User>;
-export const deleteUser = (id: string) => call((init) => client.deleteUser(id, init)) as Promise<void>;
+export const replaceUser = (id: string, fields: UserFields, etag?: string) =>
+  call((init) => client.replaceUser(id, fields, { ...init, ...ifMatch(etag) })) as Promise<User>;
+export const updateUser = (id: string, fields: Partial<UserFields>, etag?: string) =>
+  call((init) => client.updateUser(id, fields, { ...init, ...ifMatch(etag) })) as Promise<User>;
+export const deleteUser = (id: string, etag?: string) =>
+  call((init) => client.deleteUser(id, { ...init, ...ifMatch(etag) })) as Promise<void>;

@@ -7,11 +7,13 @@ import {
   ApiError,
   createUser,
   deleteUser,
+  getUser,
   listUsers,
   replaceUser,
   updateUser,
   type FieldDetail,
   type ListQuery,
+  type TaggedUser,
   type User,
   type UserFields,
   type UserPage,
@@ -36,7 +38,15 @@ const SORT_LABELS: Record<string, string> = {
 } satisfies Record<components['schemas']['UserSortField'], string>;
 const SEARCH_DELAY_MS = 250;
 
-type Mode = { kind: 'create' } | { kind: 'edit'; user: User };
+/**
+ * What the dialog edits. An edit holds the user as read when the dialog opened (the values a PATCH is
+ * compared with) and its ETag, sent as If-Match on save: a save over someone else's change meanwhile is
+ * refused (412) instead of undoing it.
+ */
+type Mode = { kind: 'create' } | { kind: 'edit'; user: User; etag: string | undefined };
+
+/** The words of a save or a delete refused because the user changed since the dialog opened (412). */
+const CHANGED_MEANWHILE = 'was changed by someone else since you opened it';
 
 export class UsersPanel {
   readonly #filters = byId('user-filters', HTMLFormElement);
@@ -64,6 +74,11 @@ export class UsersPanel {
   readonly #formError = byId('user-form-error', HTMLElement);
   readonly #submit = byId('user-submit', HTMLButtonElement);
   readonly #put = byId('user-put', HTMLButtonElement);
+  readonly #conflict = byId('user-conflict', HTMLElement);
+  readonly #conflictText = byId('user-conflict-text', HTMLElement);
+  readonly #conflictValues = byId('user-conflict-values', HTMLElement);
+  readonly #reapply = byId('user-reapply', HTMLButtonElement);
+  readonly #discard = byId('user-discard', HTMLButtonElement);
   readonly #inputs: Record<Field, HTMLInputElement | HTMLSelectElement> = {
     name: byId('user-name', HTMLInputElement),
     email: byId('user-email', HTMLInputElement),
@@ -85,7 +100,9 @@ export class UsersPanel {
   #loading: AbortController | null = null;
   #searchTimer: number | undefined;
   #mode: Mode = { kind: 'create' };
-  #deleting: User | null = null;
+  /** After a 412: the user as it is now, and the save to send again over it if asked. */
+  #conflicted: { current: TaggedUser; action: 'put' | 'patch' } | null = null;
+  #deleting: TaggedUser | null = null;
   /** Where focus goes back to when a dialog closes. */
   #returnFocus: HTMLElement | null = null;
 
@@ -330,7 +347,7 @@ export class UsersPanel {
       },
       h('span', { class: 'copy-icon', 'aria-hidden': 'true' }),
     );
-    edit.addEventListener('click', () => this.#openUserDialog({ kind: 'edit', user }));
+    edit.addEventListener('click', () => this.#openUserDialog({ kind: 'edit', user, etag: undefined }));
     remove.addEventListener('click', () => this.#openDeleteDialog(user));
     copy.addEventListener('click', () => void this.#copyId(user));
     return h(
@@ -395,6 +412,17 @@ export class UsersPanel {
     });
     wireClose(this.#dialog);
     this.#dialog.addEventListener('close', () => this.#restoreFocus());
+    // After a 412: send the same changes again over the current user, or leave it as it now is.
+    this.#reapply.addEventListener('click', () => {
+      const conflicted = this.#conflicted;
+      if (!conflicted || this.#mode.kind !== 'edit') return;
+      this.#mode.etag = conflicted.current.etag;
+      void this.#saveUser(conflicted.action);
+    });
+    this.#discard.addEventListener('click', () => {
+      this.#dialog.close();
+      this.load();
+    });
     // A field's error is cleared once the user changes it.
     for (const field of FIELDS) {
       this.#inputs[field].addEventListener('input', () => {
@@ -426,8 +454,39 @@ export class UsersPanel {
     this.#setBusy(false);
     this.#dialog.showModal();
     this.#inputs.name.focus();
+    if (mode.kind === 'edit') void this.#readEdited(mode);
   }
 
+  /**
+   * An edit starts from the user as Roster has it now, and its ETag: the form waits (read-only) for the
+   * read, then shows those values. Should the read fail, the list's values stay and a save goes without
+   * If-Match.
+   */
+  async #readEdited(mode: Mode & { kind: 'edit' }): Promise<void> {
+    this.#setBusy(true, true);
+    try {
+      const { user, etag } = await getUser(mode.user.id);
+      if (this.#mode !== mode || !this.#dialog.open) return;
+      mode.user = user;
+      mode.etag = etag;
+      this.#dialogTitle.textContent = `Edit ${user.name}`;
+      this.#fillRoles(user.role);
+      this.#inputs.name.value = user.name;
+      this.#inputs.email.value = user.email;
+    } catch (error) {
+      if (this.#mode !== mode) return;
+      if (error instanceof ApiError && error.status === 404) {
+        this.#showFormError('This user no longer exists; it may have been deleted meanwhile.');
+        this.load();
+        this.#setBusy(false, false);
+        this.#submit.disabled = true;
+        this.#put.disabled = true;
+        return;
+      }
+      this.#showFormError(error instanceof ApiError ? describe(error) : 'Could not read this user.');
+    }
+    this.#setBusy(false);
+  }
   /**
    * The configured roles, plus the user's current role should it be another (PATCH stores any string).
    * A new user (`current` null) starts at "default", sent as no role at all: the service applies its own
@@ -492,8 +551,8 @@ export class UsersPanel {
       let saved: User;
       if (action === 'create') saved = await createUser(fields);
       else if (!user) return;
-      else if (action === 'put') saved = await replaceUser(user.id, fields);
-      else saved = await updateUser(user.id, changes);
+      else if (action === 'put') saved = await replaceUser(user.id, fields, this.#editTag());
+      else saved = await updateUser(user.id, changes, this.#editTag());
       this.#returnFocus = action === 'create' ? this.#add : this.#returnFocus;
       this.#dialog.close();
       this.#announce(
@@ -506,12 +565,41 @@ export class UsersPanel {
       await this.#load();
       this.#restoreFocus();
     } catch (error) {
-      this.#showSaveError(error);
+      if (error instanceof ApiError && error.status === 412 && user && action !== 'create')
+        await this.#showConflict(user, action);
+      else this.#showSaveError(error);
     } finally {
       this.#setBusy(false);
     }
   }
 
+  #editTag(): string | undefined {
+    return this.#mode.kind === 'edit' ? this.#mode.etag : undefined;
+  }
+
+  /**
+   * A save refused with 412: someone changed the user since the dialog opened. Their values (read now)
+   * are shown; the form keeps this user's; "Re-apply my changes" sends the same save over theirs (a
+   * PATCH only the fields changed here), "Cancel my changes" keeps theirs.
+   */
+  async #showConflict(opened: User, action: 'put' | 'patch'): Promise<void> {
+    let current: TaggedUser;
+    try {
+      current = await getUser(opened.id);
+    } catch (error) {
+      this.#showSaveError(error instanceof ApiError && error.status === 404 ? error : new Error('unreadable'));
+      return;
+    }
+    this.#conflicted = { current, action };
+    const { user } = current;
+    this.#conflictText.textContent = `${opened.name} ${CHANGED_MEANWHILE}. It now reads:`;
+    this.#conflictValues.replaceChildren(
+      ...FIELDS.flatMap((field) => [h('dt', {}, FIELD_LABELS[field]), h('dd', { 'data-field': field }, user[field])]),
+    );
+    this.#reapply.replaceChildren(action === 'put' ? 'Replace with my values' : 'Re-apply my changes');
+    this.#conflict.hidden = false;
+    this.#reapply.focus();
+  }
   #showSaveError(error: unknown): void {
     if (!(error instanceof ApiError)) {
       this.#showFormError('Something went wrong. Try again.');
@@ -571,12 +659,21 @@ export class UsersPanel {
     for (const field of FIELDS) this.#setFieldError(field, null);
     this.#formError.hidden = true;
     this.#formError.replaceChildren();
+    this.#conflict.hidden = true;
+    this.#conflicted = null;
   }
 
-  #setBusy(busy: boolean): void {
+  /** While a save is out, or (`reading`) while the user is read: the buttons wait, and the fields too while reading. */
+  #setBusy(busy: boolean, reading = false): void {
     this.#form.setAttribute('aria-busy', String(busy));
     this.#submit.disabled = busy;
     this.#put.disabled = busy;
+    this.#reapply.disabled = busy;
+    for (const field of FIELDS) {
+      const input = this.#inputs[field];
+      if (input instanceof HTMLInputElement) input.readOnly = reading;
+      else input.disabled = reading;
+    }
   }
 
   // ---- Delete -----------------------------------------------------------------------------------
@@ -592,27 +689,58 @@ export class UsersPanel {
 
   #openDeleteDialog(user: User): void {
     this.#clearNotice();
-    this.#deleting = user;
+    const deleting: TaggedUser = { user, etag: undefined };
+    this.#deleting = deleting;
     this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
+    this.#showDeleted(user);
+    this.#deleteError.hidden = true;
+    this.#deleteConfirm.replaceChildren('Delete');
+    this.#deleteConfirm.disabled = true;
+    this.#deleteDialog.showModal();
+    void this.#readDeleted(deleting);
+  }
+
+  #showDeleted(user: User, before: string[] = []): void {
     this.#deleteText.replaceChildren(
+      ...before,
       h('strong', {}, user.name),
       ' (',
       breakableEmail(user.email),
       ') will be removed. This cannot be undone.',
     );
-    this.#deleteError.hidden = true;
-    this.#deleteConfirm.disabled = false;
-    this.#deleteDialog.showModal();
+  }
+
+  /** The user as it is now and its ETag, sent as If-Match: a delete of a user changed meanwhile is refused (412). */
+  async #readDeleted(deleting: TaggedUser): Promise<void> {
+    try {
+      const { user, etag } = await getUser(deleting.user.id);
+      deleting.user = user;
+      deleting.etag = etag;
+      if (this.#deleting === deleting) this.#showDeleted(user);
+    } catch {
+      // Deleted already, or unreadable: the delete itself says which (404 is shown as done).
+    }
+    if (this.#deleting === deleting) this.#deleteConfirm.disabled = false;
   }
 
   async #confirmDelete(): Promise<void> {
-    const user = this.#deleting;
-    if (!user || this.#deleteConfirm.disabled) return;
+    const deleting = this.#deleting;
+    if (!deleting || this.#deleteConfirm.disabled) return;
+    const { user } = deleting;
     this.#deleteConfirm.disabled = true;
     try {
-      await deleteUser(user.id);
+      await deleteUser(user.id, deleting.etag);
       this.#announce(`Deleted ${user.name}.`);
     } catch (error) {
+      if (error instanceof ApiError && error.status === 412) {
+        // Changed since the dialog opened: show it as it is now, and ask again.
+        const opened = user.name;
+        deleting.etag = undefined;
+        await this.#readDeleted(deleting);
+        this.#showDeleted(deleting.user, [`${opened} ${CHANGED_MEANWHILE}. Now `]);
+        this.#deleteConfirm.replaceChildren('Delete anyway');
+        return;
+      }
       if (!(error instanceof ApiError && error.status === 404)) {
         this.#deleteError.textContent =
           error instanceof ApiError ? describe(error) : 'Something went wrong. Try again.';
@@ -662,6 +790,8 @@ function wireClose(dialog: HTMLDialogElement): void {
     button.addEventListener('click', () => dialog.close());
   }
 }
+
+const FIELD_LABELS: Record<Field, string> = { name: 'Name', email: 'Email', role: 'Role' };
 
 function isField(field: string): field is Field {
   return (FIELDS as readonly string[]).includes(field);

@@ -5,3 +5,5 @@
  */
 export * from './rest.js';
 export * from './chat.js';
+export * from './retry.js';
+export * from '../http-headers.js';

@@ -6,7 +6,16 @@
  * (`ErrorEnvelope`) of the status answered. Runs in the browser console and in Node (`roster users`).
  */
 import createClient from 'openapi-fetch';
+import {
+  ETAG,
+  IDEMPOTENCY_KEY,
+  idempotencyKeyField,
+  IDEMPOTENT_REPLAYED,
+  IF_MATCH,
+  IF_NONE_MATCH,
+} from '../http-headers.js';
 import type { components, operations, paths } from './openapi.js';
+import { DEFAULT_RETRY, newIdempotencyKey, retrying, type RetryPolicy } from './retry.js';
 
 export type { components, operations, paths } from './openapi.js';
 
@@ -40,6 +49,11 @@ export interface RosterClientOptions {
   headers?: Record<string, string>;
   /** The fetch to use; the global one when absent. */
   fetch?: (request: Request) => Promise<Response>;
+  /**
+   * How 503 and 429 replies are retried (retry.ts): DEFAULT_RETRY's fields, each replaceable; `false`
+   * retries nothing.
+   */
+  retry?: Partial<RetryPolicy> | false;
 }
 
 /** What each call may add: a signal, headers of its own, the fetch's credentials mode, another fetch. */
@@ -48,8 +62,25 @@ export type CallOptions = {
   signal?: AbortSignal;
   headers?: Record<string, string>;
   credentials?: 'omit' | 'same-origin' | 'include';
+  /** Sends each attempt (the retries are around it); the client's fetch when absent. */
   fetch?: (request: Request) => Promise<Response>;
+  /** Sent as If-Match: the ETag the caller last saw; Roster answers 412 if the user changed since. */
+  ifMatch?: string;
+  /** Sent as If-None-Match on a read: Roster answers 304 while the user still has this ETag. */
+  ifNoneMatch?: string;
 };
+
+/** A create's options: its idempotency key, a random one when absent (then the same on each retry). */
+export type CreateOptions = CallOptions & { idempotencyKey?: string };
+
+/** What openapi-fetch resolves to, plus the user's ETag and whether the reply was a replay (a create's stored reply). */
+type Tagged<R extends { response: Response }> = R & { etag: string | undefined; replayed: boolean };
+
+async function tagged<R extends { response: Response }>(reply: Promise<R>): Promise<Tagged<R>> {
+  const result = await reply;
+  const { headers } = result.response;
+  return { ...result, etag: headers.get(ETAG) ?? undefined, replayed: headers.get(IDEMPOTENT_REPLAYED) === 'true' };
+}
 
 /** The document's paths start with /api/v1 (and /metrics, /livez, /readyz sit at the root): the base is what is before. */
 export function rootOf(url: string): string {
@@ -57,6 +88,26 @@ export function rootOf(url: string): string {
 }
 
 export function createRosterClient(options: RosterClientOptions) {
+  const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request));
+  const policy = options.retry === false ? { ...DEFAULT_RETRY, retries: 0 } : { ...DEFAULT_RETRY, ...options.retry };
+  /**
+   * A call's options for openapi-fetch: its precondition headers, and its fetch with the retries around
+   * it. Health and the probes are asked once: their 503 is the answer (a door or an engine is down).
+   */
+  const sent = (
+    { ifMatch, ifNoneMatch, fetch, ...init }: CallOptions,
+    extra: Record<string, string> = {},
+    retried = true,
+  ) => ({
+    ...init,
+    headers: {
+      ...init.headers,
+      ...extra,
+      ...(ifMatch !== undefined ? { [IF_MATCH]: ifMatch } : {}),
+      ...(ifNoneMatch !== undefined ? { [IF_NONE_MATCH]: ifNoneMatch } : {}),
+    },
+    fetch: retried ? retrying(fetch ?? baseFetch, policy) : (fetch ?? baseFetch),
+  });
   const http = createClient<paths>({
     baseUrl: rootOf(options.url),
     ...(options.headers ? { headers: options.headers } : {}),
@@ -64,31 +115,45 @@ export function createRosterClient(options: RosterClientOptions) {
     // custom headers such as X-API-Key across origins; it drops only Authorization). Roster redirects nowhere.
     ...(options.headers && Object.keys(options.headers).length > 0 ? { redirect: 'error' as const } : {}),
     // Looked up on each request, so a fetch replaced after the client was made is the one used.
-    fetch: options.fetch ?? ((request: Request) => globalThis.fetch(request)),
+    fetch: baseFetch,
   });
   const operations = {
     listUsers: (query: ListUsersQuery = {}, init: CallOptions = {}) =>
-      http.GET('/api/v1/users', { params: { query }, ...init }),
+      http.GET('/api/v1/users', { params: { query }, ...sent(init) }),
+    /** The user and its `etag`, for a later If-Match. */
     getUser: (id: string, init: CallOptions = {}) =>
-      http.GET('/api/v1/users/{id}', { params: { path: { id } }, ...init }),
-    createUser: (body: UserInput, init: CallOptions = {}) =>
-      http.POST('/api/v1/users', { body: body as Schemas['UserInput'], ...init }),
+      tagged(http.GET('/api/v1/users/{id}', { params: { path: { id } }, ...sent(init) })),
+    /** Sent with an Idempotency-Key (retried with the same one); `replayed` when Roster answered a stored reply. */
+    createUser: (body: UserInput, { idempotencyKey = newIdempotencyKey(), ...init }: CreateOptions = {}) =>
+      tagged(
+        http.POST('/api/v1/users', {
+          body: body as Schemas['UserInput'],
+          ...sent(init, { [IDEMPOTENCY_KEY]: idempotencyKeyField(idempotencyKey) }),
+        }),
+      ),
     replaceUser: (id: string, body: UserInput, init: CallOptions = {}) =>
-      http.PUT('/api/v1/users/{id}', { params: { path: { id } }, body: body as Schemas['UserInput'], ...init }),
+      tagged(
+        http.PUT('/api/v1/users/{id}', {
+          params: { path: { id } },
+          body: body as Schemas['UserInput'],
+          ...sent(init),
+        }),
+      ),
+    /** Retried on 503 and 429 only with `ifMatch` (a repeat without it could apply twice). */
     updateUser: (id: string, body: UserPatch, init: CallOptions = {}) =>
-      http.PATCH('/api/v1/users/{id}', { params: { path: { id } }, body, ...init }),
+      tagged(http.PATCH('/api/v1/users/{id}', { params: { path: { id } }, body, ...sent(init) })),
     deleteUser: (id: string, init: CallOptions = {}) =>
-      http.DELETE('/api/v1/users/{id}', { params: { path: { id } }, ...init }),
+      http.DELETE('/api/v1/users/{id}', { params: { path: { id } }, ...sent(init) }),
     listChatMembers: (query: ListChatMembersQuery = {}, init: CallOptions = {}) =>
-      http.GET('/api/v1/chat/members', { params: { query }, ...init }),
-    getHealth: (init: CallOptions = {}) => http.GET('/api/v1/health', init),
-    getDocs: (init: CallOptions = {}) => http.GET('/api/v1/docs', init),
-    getOpenApi: (init: CallOptions = {}) => http.GET('/api/v1/openapi.json', init),
-    getAsyncApi: (init: CallOptions = {}) => http.GET('/api/v1/asyncapi.json', init),
-    getLiveness: (init: CallOptions = {}) => http.GET('/livez', init),
-    getReadiness: (init: CallOptions = {}) => http.GET('/readyz', init),
+      http.GET('/api/v1/chat/members', { params: { query }, ...sent(init) }),
+    getHealth: (init: CallOptions = {}) => http.GET('/api/v1/health', sent(init, {}, false)),
+    getDocs: (init: CallOptions = {}) => http.GET('/api/v1/docs', sent(init)),
+    getOpenApi: (init: CallOptions = {}) => http.GET('/api/v1/openapi.json', sent(init)),
+    getAsyncApi: (init: CallOptions = {}) => http.GET('/api/v1/asyncapi.json', sent(init)),
+    getLiveness: (init: CallOptions = {}) => http.GET('/livez', sent(init, {}, false)),
+    getReadiness: (init: CallOptions = {}) => http.GET('/readyz', sent(init, {}, false)),
     /** The Prometheus text (METRICS on). */
-    getMetrics: (init: CallOptions = {}) => http.GET('/metrics', { parseAs: 'text', ...init }),
+    getMetrics: (init: CallOptions = {}) => http.GET('/metrics', { parseAs: 'text', ...sent(init) }),
   } satisfies Record<OperationName, unknown>;
   return { ...operations, http };
 }

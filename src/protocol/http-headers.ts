@@ -1,0 +1,25 @@
+/**
+ * The HTTP headers of retries and concurrent edits (issue 29), named once for the service and its
+ * clients: a create's idempotency key and the mark of a replayed reply, a user's entity tag and the
+ * preconditions on it, and how long to wait before trying again. Lower case, as Node and fetch hand
+ * header names over; HTTP names are case-insensitive.
+ */
+export const IDEMPOTENCY_KEY = 'idempotency-key';
+export const IDEMPOTENT_REPLAYED = 'idempotent-replayed';
+export const ETAG = 'etag';
+export const IF_MATCH = 'if-match';
+export const IF_NONE_MATCH = 'if-none-match';
+export const RETRY_AFTER = 'retry-after';
+
+/** The longest idempotency key the service takes (characters). */
+export const IDEMPOTENCY_KEY_MAX = 255;
+
+/**
+ * An idempotency key as the header's Structured Field String (RFC 8941 §3.3.3): in double quotes, with
+ * `"` and `\` escaped. Only printable ASCII may be sent, 1 to IDEMPOTENCY_KEY_MAX characters.
+ */
+export function idempotencyKeyField(key: string): string {
+  if (key.length < 1 || key.length > IDEMPOTENCY_KEY_MAX || !/^[\x20-\x7e]+$/.test(key))
+    throw new RangeError(`an idempotency key is 1 to ${IDEMPOTENCY_KEY_MAX} printable ASCII characters`);
+  return `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
