@@ -42,9 +42,11 @@ export interface BusRoom {
   /**
    * A message from another instance's member, for every member here. `id`: its place in the shared
    * history, for the members that asked for ids; `own`: a chat of this instance's members coming back
-   * with its id (only the members that asked for ids still need it).
+   * with its id (only the members that asked for ids still need it). `joining`, with a join: the ids of
+   * members here who joined after it in the room's order (the bus's), who are not told of it (the
+   * joiner is told of theirs instead).
    */
-  deliver(message: SharedMessage, id?: string, own?: boolean): void;
+  deliver(message: SharedMessage, id?: string, own?: boolean, joining?: Iterable<string>): void;
 }
 
 /** A history the instances share (Redis): the bus numbers each chat as it publishes it. */

@@ -55,7 +55,8 @@ export interface Member {
   /**
    * Queues `payloads[from]`, `payloads[from + 1]`, … in order, as one write. Every member is handed the
    * same array (members who joined during the window start past their own join), so whatever is built
-   * from it once can be shared. Same rules as `deliver`.
+   * from it once can be shared; only the few not told of some of them (a join of another instance
+   * before theirs) get a list of their own, after the others. Same rules as `deliver`.
    */
   deliverMany(payloads: readonly Buffer[], from: number): void;
   /**
@@ -126,6 +127,8 @@ export class ChatRoom {
   #notices: Buffer[] = [];
   /** Members who joined while notices were pending: the index of their own join notice. */
   readonly #joinedAt = new Map<Member, number>();
+  /** Members not to be handed some of the pending notices (joins before theirs, bus.ts): their indexes. */
+  readonly #skips = new Map<Member, number[]>();
   /** Cancels the scheduled flush of the pending notices. */
   #cancelFlush: (() => void) | undefined;
   /** Replays under way, and the ones waiting for a place (started in order). */
@@ -143,7 +146,7 @@ export class ChatRoom {
     bus.attach({
       localCount: () => this.size,
       localMembers: () => [...this.#records.values()],
-      deliver: (message, id, own) => this.#fromElsewhere(message, id, own),
+      deliver: (message, id, own, joining) => this.#fromElsewhere(message, id, own, joining),
     });
     this.#maxFrame = (options.maxPayload ?? Infinity) + FRAME_ALLOWANCE;
     this.#maxBacklog = options.maxBacklog ?? Infinity;
@@ -314,6 +317,7 @@ export class ChatRoom {
     this.#listeners.delete(member);
     this.#records.delete(member.id);
     this.#joinedAt.delete(member);
+    this.#skips.delete(member);
     const notice = leaveNotice(this.#online(), timestamp());
     this.#notice(notice);
     this.bus.publish(notice, this.size, { leave: member.id });
@@ -328,13 +332,21 @@ export class ChatRoom {
     if (notices.length === 0) return;
     this.#notices = [];
     const joinedAt = this.#joinedAt;
+    const skips = this.#skips;
     for (const member of this.#members.values()) {
+      if (skips.has(member)) continue; // below, each with a list of its own, after the shared one
       // A member that joined in the window hears only of what came after its own join.
       const from = (joinedAt.get(member) ?? -1) + 1;
       if (from >= notices.length) continue;
       this.#deliver(member, from === notices.length - 1 ? notices[from]! : notices, from);
     }
+    for (const [member, skipped] of skips) {
+      const from = (joinedAt.get(member) ?? -1) + 1;
+      const own = notices.filter((_, index) => index >= from && !skipped.includes(index));
+      if (own.length > 0) this.#deliver(member, own.length === 1 ? own[0]! : own, 0);
+    }
     joinedAt.clear();
+    skips.clear();
   }
 
   /**
@@ -371,8 +383,19 @@ export class ChatRoom {
    * count is this instance's view of the room (the bus has already taken in the sender's new count).
    * `own`: a chat of this instance coming back from the shared history with its id, for the listeners.
    */
-  #fromElsewhere(message: SharedMessage, id?: string, own?: boolean): void {
-    if (message.type !== 'chat') return this.#notice({ ...message, online_count: this.#online() });
+  #fromElsewhere(message: SharedMessage, id?: string, own?: boolean, joining?: Iterable<string>): void {
+    if (message.type !== 'chat') {
+      // A join: the members here who joined after it in the room's order are not told of it.
+      if (joining)
+        for (const joiner of joining) {
+          const member = this.#members.get(joiner);
+          if (!member) continue;
+          const skipped = this.#skips.get(member);
+          if (skipped) skipped.push(this.#notices.length);
+          else this.#skips.set(member, [this.#notices.length]);
+        }
+      return this.#notice({ ...message, online_count: this.#online() });
+    }
     if (own) {
       if (id === undefined || this.#listeners.size === 0) return;
       this.#flushNotices();

@@ -30,6 +30,15 @@ const published: [name: string, envelope: Envelope][] = [
     },
   ],
   [
+    'a join with its member, for its sender to know it back',
+    {
+      i: 'instance-a',
+      n: 2,
+      m: { type: 'user_join', message: 'A user joined', online_count: 2, timestamp: AT } as Envelope['m'],
+      j: 'c-2',
+    },
+  ],
+  [
     'a leave',
     {
       i: 'instance-a',
@@ -73,6 +82,7 @@ const ignored: [name: string, text: string][] = [
   ['a message whose text is not a string', `{"i":"x","n":1,"m":{"type":"chat","message":5,"timestamp":"${AT}"}}`],
   ['a message that is not an object', '{"i":"x","n":1,"m":"chat"}'],
   ['a message that is null', '{"i":"x","n":1,"m":null}'],
+  ['a join whose member is not a string', `{"i":"x","n":1,"j":7}`],
 ];
 
 describe('the Redis bus codec', () => {

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import type { Member } from '../../src/chat/room.js';
+import type { BusRoom, SharedMessage } from '../../src/chat/bus.js';
+import { ChatRoom, type Member } from '../../src/chat/room.js';
 import {
   barrier,
   ChatClient,
@@ -476,5 +477,40 @@ describe('delivery failures', () => {
     for (const x of [a, b, c]) {
       assert.ok(!x.messages.some((m) => m.type === 'user_leave'), 'no second user_leave');
     }
+  });
+});
+
+const TIMESTAMP_AT = '2026-11-27T06:00:00.000000';
+
+describe('joins of other instances', () => {
+  /** A member that keeps the types of the frames it is handed. */
+  function member(id: string): Member & { types: string[] } {
+    const types: string[] = [];
+    const keep = (payload: Buffer) => types.push((JSON.parse(payload.toString()) as { type: string }).type);
+    return {
+      id,
+      types,
+      deliver: keep,
+      deliverMany: (payloads, from) => payloads.slice(from).forEach(keep),
+      replay() {},
+      drop() {},
+    };
+  }
+
+  test('a join the bus relayed before a member’s own is not told to that member; the others get it', async () => {
+    let bus: BusRoom | undefined;
+    const room = new ChatRoom({}, { attach: (attached) => (bus = attached), publish() {}, remoteCount: () => 0 });
+    const [a, b, c] = [member('a'), member('b'), member('c')];
+    room.join(a);
+    room.join(b);
+    const join = { type: 'user_join', message: 'A user joined the chat', online_count: 3, timestamp: TIMESTAMP_AT };
+    // b and c joined after the remote join in the bus's order: c, joining after it in the same window.
+    bus!.deliver(join as SharedMessage, undefined, false, ['b', 'c', 'gone']);
+    room.join(c);
+    bus!.deliver(join as SharedMessage, undefined, false, []);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(a.types, ['system', 'user_join', 'user_join', 'user_join', 'user_join']);
+    assert.deepEqual(b.types, ['system', 'user_join', 'user_join']);
+    assert.deepEqual(c.types, ['system', 'user_join']);
   });
 });

@@ -14,6 +14,15 @@
  *   this instance's members only, is counted, and is reported once when the bus is back. ioredis
  *   reconnects by itself; the health check says `chat_bus: down` meanwhile, and the counts of the other
  *   instances expire, so the room's count falls back to this instance's.
+ * - Order of joins: the room's order of joins is the order Redis relays them in (one server, one order
+ *   for every subscriber), so each pair of members that join at once gets one `user_join`, to the one
+ *   relayed first. A member that joins here is *joining* until its own join comes back on the channel:
+ *   a join of another instance that arrives meanwhile was relayed before it, so it is not told of that
+ *   one (that member is told of this one, which reaches it later). Joins here among themselves keep the
+ *   room's local order, which is their publication order. The bus keeps this state, not the room: it
+ *   alone sees the relay and whether there is one. Without Redis (down, not subscribed) there is no
+ *   room-wide order: nobody is joining, as when the bus (re)connects; nor is anyone for longer than
+ *   `ttlMs`, after which a publication that never came back counts as lost.
  *
  * This file holds the connections, their state and the fan-out (publishing, reading the channel,
  * counting the other instances); the rest is one concern a file: the envelope on the channel
@@ -102,6 +111,8 @@ export class RedisBus implements ChatBus, Dependency {
   #answerScheduled = false;
   #closing = false;
   #settleStart: () => void = () => {};
+  /** Members here whose join is out but not yet back from Redis, and when it went out (oldest first). */
+  readonly #joining = new Map<string, number>();
 
   constructor(url: string, logger: Logger, options: Partial<RedisBusOptions> = {}, faults = new EngineFaults()) {
     this.#log = logger.child({ component: 'chat_bus' });
@@ -187,8 +198,17 @@ export class RedisBus implements ChatBus, Dependency {
 
   publish(message: SharedMessage, localCount: number, presence?: Presence): void {
     const envelope: Envelope = { i: this.#id, n: localCount, m: message };
-    if (presence) this.#presence.publish(envelope, presence);
-    else this.#send(envelope);
+    if (!presence) {
+      this.#send(envelope);
+    } else if ('leave' in presence) {
+      this.#joining.delete(presence.leave);
+      this.#presence.publish(envelope, presence);
+    } else {
+      envelope.j = presence.join.id;
+      // Joining only if its join comes back to this instance: sent, and while subscribed.
+      if (this.#presence.publish(envelope, presence) && this.#subscribed)
+        this.#joining.set(presence.join.id, performance.now());
+    }
   }
 
   remoteCount(): number {
@@ -259,6 +279,7 @@ export class RedisBus implements ChatBus, Dependency {
   };
 
   #beat(): void {
+    this.#stillJoining();
     this.#presence.beat({ i: this.#id, n: this.#room?.localCount() ?? 0 }, this.#options.ttlMs);
     // Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first.
     if (this.#pub.status === 'ready') this.#presence.reap(timestamp()).catch(ignore);
@@ -268,6 +289,7 @@ export class RedisBus implements ChatBus, Dependency {
 
   /** This instance's member hash written anew (after an outage, or after being reaped), alive, hello. */
   #sync(): void {
+    this.#joining.clear(); // no order to wait for across a gap: everyone here has joined
     this.#presence.sync(this.#room?.localMembers() ?? [], this.#options.ttlMs, this.#options.history);
   }
 
@@ -278,8 +300,10 @@ export class RedisBus implements ChatBus, Dependency {
       return;
     }
     if (envelope.i === this.#id) {
+      // Own join back: from now on its member comes after every join Redis relays.
+      if (envelope.j !== undefined) this.#joining.delete(envelope.j);
       // Own chat back with its id: for the members here that asked for ids.
-      if (envelope.s !== undefined && envelope.m) this.#room?.deliver(envelope.m, envelope.s, true);
+      else if (envelope.s !== undefined && envelope.m) this.#room?.deliver(envelope.m, envelope.s, true);
       // Reaped while alive (Redis did not hear this instance for ttlMs): its members are written anew.
       else if (envelope.r && envelope.b && !this.#closing) this.#sync();
       return;
@@ -299,7 +323,19 @@ export class RedisBus implements ChatBus, Dependency {
     }
     this.#peers.set(envelope.i, { count: envelope.n, heardAt: performance.now() });
     if (envelope.h) this.#answerSoon();
-    if (envelope.m) this.#room?.deliver(envelope.m, envelope.s);
+    if (envelope.m?.type === 'user_join' && this.#stillJoining())
+      this.#room?.deliver(envelope.m, undefined, false, this.#joining.keys());
+    else if (envelope.m) this.#room?.deliver(envelope.m, envelope.s);
+  }
+
+  /** Whether any member here is joining; a join out for longer than `ttlMs` no longer is (lost). */
+  #stillJoining(): boolean {
+    const since = performance.now() - this.#options.ttlMs;
+    for (const [id, at] of this.#joining) {
+      if (at >= since) break; // oldest first: the rest are newer
+      this.#joining.delete(id);
+    }
+    return this.#joining.size > 0;
   }
 
   /** One heartbeat answers every hello of this turn (instances often start together). */
@@ -327,6 +363,7 @@ export class RedisBus implements ChatBus, Dependency {
   }
 
   #down(): void {
+    this.#joining.clear(); // no relay, no order: what arrives later is after everyone here
     this.#reason ??= 'connection to Redis closed';
     if (this.#closing || this.#reported === 'down') return;
     this.#reported = 'down';

@@ -21,6 +21,8 @@ export interface Envelope {
   r?: 1;
   /** The chat's id in the shared history. */
   s?: string;
+  /** A join's member (its connection id): the sender knows its own join when Redis relays it back (bus.ts). */
+  j?: string;
 }
 
 /** What the parts of the bus (presence, history) need of it to publish. */
@@ -49,10 +51,11 @@ export function decode(text: string): Envelope | undefined {
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  const { i, n, m, s } = value as Partial<Record<keyof Envelope, unknown>>;
+  const { i, n, m, s, j } = value as Partial<Record<keyof Envelope, unknown>>;
   if (typeof i !== 'string' || !Number.isSafeInteger(n) || (n as number) < 0) return undefined;
   if (m !== undefined && !isShared(m)) return undefined;
   if (s !== undefined && (typeof s !== 'string' || !isMessageId(s))) return undefined;
+  if (j !== undefined && typeof j !== 'string') return undefined;
   const envelope = value as Envelope;
   // Only the contract's fields travel on: ids are the room's to add, for the members that asked.
   if (envelope.m?.type === 'chat')

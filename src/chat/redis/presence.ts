@@ -23,13 +23,18 @@ export class RedisPresence {
   /**
    * A join or leave with its publication. Never dropped for being behind: the hash must follow every
    * join and leave. Lost while Redis is away, it is rewritten whole when the bus is back (`sync`).
+   * False when it could not go out.
    */
-  publish(envelope: Envelope, presence: Presence): void {
+  publish(envelope: Envelope, presence: Presence): boolean {
     const text = JSON.stringify(envelope);
     const [op, id, record] =
       'join' in presence ? ['j', presence.join.id, recordText(presence.join)] : ['l', presence.leave, ''];
     const { pub, channel } = this.#link;
-    this.#link.send(envelope, () => pub.rosterPresence(this.#key('members'), channel, text, op, id, record), true);
+    return this.#link.send(
+      envelope,
+      () => pub.rosterPresence(this.#key('members'), channel, text, op, id, record),
+      true,
+    );
   }
 
   /** The heartbeat: alive for `ttlMs` more, and this instance's count published. */
