@@ -6,10 +6,13 @@
  * `Idempotent-Replayed: true`. The same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the
  * first is still in flight, 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1.
  *
- * Kept: what the create itself decided, 201 and 409 EMAIL_EXISTS. Not kept (the key is released, and a
- * repeat is processed afresh): every other error, among them 422 (a body to fix), 507 (the store may
- * have room later), 5xx and 503 (nothing was done). 401, 403, 429, 413, 415 and a body that is not JSON
- * are answered before the key is looked at, so they never claim it.
+ * Kept: what the create itself decided, 201 and 409 EMAIL_EXISTS. The 201 is stored by the store with
+ * the user, in one atomic step (users/store.ts: Keep), so a create whose outcome this instance could
+ * not see (a database timeout, a connection lost at COMMIT: 503) is either wholly there, and its repeat
+ * gets the 201, or wholly absent, and its repeat creates it. Not kept (the key is released, unless a
+ * reply was stored meanwhile, and a repeat is processed afresh): every other error, among them 422 (a
+ * body to fix), 507 (the store may have room later), 5xx and 503. 401, 403, 429, 413, 415 and a body
+ * that is not JSON are answered before the key is looked at, so they never claim it.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -27,7 +30,8 @@ const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
 /**
  * How long a claim without a reply counts as in flight: past every request's own deadline
  * (REQUEST_TIMEOUT_MS, 30 s by default; a statement's, 5 s), so only a crashed instance leaves it;
- * a repeat then takes the key over (and meets 409 EMAIL_EXISTS if that create had committed).
+ * a repeat then takes the key over (a create of the crashed instance committed its reply with it, and
+ * a late one of a live instance finds the claim no longer its own and stores nothing).
  */
 export const LEASE_MS = 60_000;
 
@@ -73,12 +77,17 @@ export class Idempotency {
   ) {}
 
   /**
-   * Runs `create` once per key: without a key, just runs it; with one, claims it first, then sends
-   * `create`'s reply and keeps it, or replays what the key holds.
+   * Runs `create` once per key: without a key, just runs it; with one, claims it first and gives
+   * `create` the claim, under which `create` stores its reply together with what it creates (the
+   * store's `insert` with `keep`); or replays what the key holds.
    */
-  async handle(request: FastifyRequest, reply: FastifyReply, create: () => Promise<SavedReply>): Promise<FastifyReply> {
+  async handle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    create: (claim: KeyClaim | undefined) => Promise<SavedReply>,
+  ): Promise<FastifyReply> {
     const key = idempotencyKeyOf(request);
-    if (key === undefined) return send(reply, await create());
+    if (key === undefined) return send(reply, await create(undefined));
     const now = this.now();
     const claim: KeyClaim = {
       principal: request.principal ? clientKey(request.principal, '') : 'anonymous',
@@ -99,21 +108,26 @@ export class Idempotency {
         });
       return send(reply.header(IDEMPOTENT_REPLAYED, 'true'), held.reply);
     }
-    let saved: SavedReply;
+    let created: SavedReply;
     try {
-      saved = await create();
+      created = await create(claim);
     } catch (error) {
       if (!(error instanceof RosterError && KEPT_ERRORS.has(error.code))) {
-        await this.keys.release(claim).catch(() => undefined); // if this fails too, the lease ends the claim
+        // Deletes nothing if the create stored its reply after all (it committed, unseen by this request);
+        // if the release fails too, the lease ends the claim.
+        await this.keys.release(claim).catch(() => undefined);
         throw error;
       }
-      saved = { status: error.status, headers: error.headers ?? {}, body: JSON.stringify(envelopeOf(error)) };
+      // The create's own refusal, nothing stored: its reply is kept here, and sent even when it cannot
+      // be kept (the claim then ends with its lease).
+      const refused = { status: error.status, headers: error.headers ?? {}, body: JSON.stringify(envelopeOf(error)) };
+      await this.keys
+        .complete(claim, refused)
+        .catch((failure: unknown) => request.log.warn({ err: failure }, 'idempotency key not kept'));
+      return send(reply, refused);
     }
-    // The create is done: its reply is sent even when it cannot be kept (the claim then ends with its lease).
-    await this.keys
-      .complete(claim, saved)
-      .catch((error: unknown) => request.log.warn({ err: error }, 'idempotency key not kept'));
-    return send(reply, saved);
+    // A success was kept by `create` itself, with what it stored.
+    return send(reply, created);
   }
 }
 

@@ -4,6 +4,7 @@
  * Kept where the users are (a Map, a SQLite table, a PostgreSQL table), so that any instance on the
  * same database answers a repeat; every backend's `UserStore.keys` is one of these.
  */
+import { tryAgainShortly, type RosterError } from '../errors.js';
 
 /** A reply as it was sent, kept so that a repeat gets the same bytes. */
 export interface SavedReply {
@@ -38,9 +39,16 @@ export interface IdempotencyKeys {
    * one holds it (or its holder expired, or left it in flight past its lease), otherwise what holds it.
    */
   claim(claim: KeyClaim): Promise<Claimed>;
-  /** Keeps the reply of this request's claim until the claim expires. */
+  /**
+   * Keeps the reply of this request's claim until the claim expires. A create's 201 is not kept
+   * through this but with the user itself (store.ts: `insert`'s `keep`).
+   */
   complete(claim: KeyClaim, reply: SavedReply): Promise<void>;
-  /** Forgets this request's claim: the reply is not one to keep, and a repeat is processed afresh. */
+  /**
+   * Forgets this request's claim if it holds no reply yet: the reply is not one to keep, and a repeat
+   * is processed afresh. A claim whose reply was stored (a create that committed although this request
+   * saw it fail) stays, and its repeat gets that reply.
+   */
   release(claim: KeyClaim): Promise<void>;
 }
 
@@ -65,3 +73,7 @@ export function claimedOf(row: KeyRow): Claimed {
     },
   };
 }
+
+/** The answer to a keyed create whose claim is no longer its own: nothing was stored. */
+export const claimLost = (): RosterError =>
+  tryAgainShortly("This request's Idempotency-Key was released or taken over meanwhile; try again shortly");

@@ -9,7 +9,7 @@ import type { ListResult } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
 import { SEED_USERS } from './seed.js';
-import { CHANGED, type Changes, type Expected, type NewUser, type UserStore } from './store.js';
+import { CHANGED, type Changes, type Expected, type Keep, type NewUser, type UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 
 export const DEFAULT_PAGE = 1;
@@ -71,13 +71,16 @@ export class UserService {
     return user;
   }
 
-  /** Create: required keys, then formats (both in the validator), then email uniqueness. */
-  async create(body: unknown): Promise<User> {
+  /**
+   * Create: required keys, then formats (both in the validator), then email uniqueness. With `keep`
+   * (a keyed create), its reply is stored with the user, atomically (store.ts: Keep).
+   */
+  async create(body: unknown, keep?: Keep): Promise<User> {
     const fields = this.validator.write(body);
     await this.#admit();
     // The validator copied the writable fields alone (fields.ts); the store keeps the table's order.
     const user: NewUser = { ...fields, id: randomUUID(), role: fields.role ?? DEFAULT_ROLE };
-    const stored = await this.store.insert(user);
+    const stored = await this.store.insert(user, keep);
     if (stored === 'email_taken') throw emailExists();
     if (this.#stored !== undefined) this.#stored++;
     return stored;

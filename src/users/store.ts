@@ -6,7 +6,7 @@
  */
 import type { ListParams, ListResult } from './query.js';
 import type { User, UserFields } from './schema.js';
-import type { IdempotencyKeys } from './idempotency-keys.js';
+import type { IdempotencyKeys, KeyClaim, SavedReply } from './idempotency-keys.js';
 
 /**
  * The key under which email uniqueness is decided (docs/decisions.md): surrounding white space trimmed,
@@ -41,6 +41,15 @@ export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
  */
 export type Expected = readonly string[];
 
+/**
+ * A keyed create's claim (http/idempotency.ts) and how its reply is made from the user as stored: the
+ * store keeps that reply under the claim in the same atomic step as the user (docs/decisions.md).
+ */
+export interface Keep {
+  claim: KeyClaim;
+  replyOf: (user: User) => SavedReply;
+}
+
 /** What the store answers a write whose `expected` versions the user no longer has. */
 export const CHANGED = 'changed';
 export type Changed = typeof CHANGED;
@@ -54,8 +63,11 @@ export interface UserStore {
    * Stores a new user unless another user holds the same email key. Atomic. Resolves with the user as
    * stored, time-stamped by the store: the memory and SQLite stores by the injected clock (clock.ts),
    * PostgreSQL by the database's, so that timestamps are ordered across instances (docs/decisions.md).
+   * With `keep`, the user and `keep.replyOf(user)`, stored as its claim's reply, are one atomic step:
+   * both or neither. A claim no longer held by its token (released, or taken over past its lease) is a
+   * 503 and stores nothing; `email_taken` stores nothing either, and leaves the claim as it was.
    */
-  insert(user: NewUser): Promise<User | 'email_taken'>;
+  insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'>;
   /**
    * Applies the changes to one user atomically, so concurrent updates never mix. With `uniqueEmail`,
    * refuses an email key held by another user. Resolves with the user as stored, `updated_at` stamped

@@ -26,8 +26,8 @@ import {
   type JsonResponse,
   type Running,
 } from '../support/index.js';
-import { serviceUnavailable } from '../../src/errors.js';
-import type { NewUser, UserStore } from '../../src/users/store.js';
+import { serviceUnavailable, tryAgainShortly } from '../../src/errors.js';
+import type { UserStore } from '../../src/users/store.js';
 import { migrate } from '../../src/users/stores/postgres/migrations.js';
 import { PostgresUserStore } from '../../src/users/stores/postgres/postgres-store.js';
 import { readMigrations } from '../../src/users/stores/sql/migrations.js';
@@ -37,23 +37,29 @@ import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 const silent = pino({ level: 'silent' });
 const TEST_MS = 60_000;
 
-/** The store, with its inserts held at a gate or failing while the test says so. */
+/**
+ * The store, with its inserts held at a gate or failing while the test says so; `unseen`: the insert
+ * is carried out, then fails as a client-side timeout after the server committed would (503).
+ */
 function controlled(inner: UserStore) {
   const control = {
-    mode: 'pass' as 'pass' | 'hold' | 'fail',
+    mode: 'pass' as 'pass' | 'hold' | 'fail' | 'unseen',
     entered: deferred<void>(),
     gate: deferred<void>(),
   };
   const store = new Proxy(inner, {
     get(target, property) {
       if (property === 'insert')
-        return async (user: NewUser) => {
+        return async (...args: Parameters<UserStore['insert']>) => {
           if (control.mode === 'fail') throw serviceUnavailable('The database is unreachable; try again shortly');
           if (control.mode === 'hold') {
             control.entered.resolve();
             await control.gate.promise;
           }
-          return target.insert(user);
+          const stored = await target.insert(...args);
+          if (control.mode === 'unseen')
+            throw tryAgainShortly('The database did not answer in time; try again shortly');
+          return stored;
         };
       const value = Reflect.get(target, property, target) as unknown;
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
@@ -163,6 +169,28 @@ for (const kit of TEST_STORES) {
       const invalid = await create(running, JSON.stringify({ name: 'No email' }), '"key-7"');
       assert.equal(invalid.status, 422);
       assert.equal((await create(running, body(7), '"key-7"')).status, 201);
+    });
+
+    test('a create stored although its instance saw a 503: the retry gets the 201 replayed, one user exists', async () => {
+      const { running, control } = await roster();
+      control.mode = 'unseen';
+      const unseen = await create(running, body(11), '"unseen"');
+      assert.equal(unseen.status, 503, unseen.text);
+      control.mode = 'pass';
+      const retried = await create(running, body(11), '"unseen"');
+      assert.equal(retried.status, 201, retried.text);
+      assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+      const found = await request(`${running.api}/users?search=${encodeURIComponent('idem11@example.com')}`);
+      assert.deepEqual(
+        (found.body.data.users as { id: string }[]).map((user) => user.id),
+        [retried.body.data.id],
+        'exactly one user, the one the replayed 201 names',
+      );
+      const stored = await request(`${running.api}/users/${retried.body.data.id}`);
+      assert.deepEqual(stored.body.data, retried.body.data);
+      assert.equal(stored.headers.get('etag'), retried.headers.get('etag'));
+      // And again: the same bytes.
+      assert.equal((await create(running, body(11), '"unseen"')).text, retried.text);
     });
 
     test('a key expires after IDEMPOTENCY_KEY_TTL_SECONDS', async () => {

@@ -398,6 +398,49 @@ export function userStoreContract(
     );
 
     test(
+      'a keyed insert stores the user and its key’s reply together; a release then deletes nothing',
+      withStore(async (store) => {
+        const claim = {
+          principal: 'p',
+          key: 'k',
+          fingerprint: 'f',
+          token: 't1',
+          now: 1_000,
+          expiresAt: 9_000,
+          leaseUntil: 5_000,
+        };
+        const replyOf = (user: User) => ({ status: 201, headers: { etag: `"${user.updated_at}"` }, body: user.id });
+        const user = newUser();
+        assert.deepEqual(await store.keys.claim(claim), { state: 'claimed' });
+        const stored = await store.insert(user, { claim, replyOf });
+        assert.notEqual(stored, 'email_taken');
+        const reply = replyOf(stored as User);
+        const repeat = { ...claim, token: 't2', now: 2_000 };
+        assert.deepEqual(await store.keys.claim(repeat), { state: 'done', fingerprint: 'f', reply });
+        // A release that finds the reply stored (the create committed, unseen by its request) deletes nothing.
+        await store.keys.release(claim);
+        assert.deepEqual(await store.keys.claim(repeat), { state: 'done', fingerprint: 'f', reply });
+
+        // The email taken: nothing stored, the claim left in flight, and a release then frees it.
+        const other = { ...claim, key: 'k2', token: 't3' };
+        assert.deepEqual(await store.keys.claim(other), { state: 'claimed' });
+        const twin = newUser({ email: user.email });
+        assert.equal(await store.insert(twin, { claim: other, replyOf }), 'email_taken');
+        assert.equal(await store.get(twin.id), undefined);
+        assert.equal((await store.keys.claim({ ...other, token: 't4' })).state, 'in_flight');
+        await store.keys.release(other);
+        assert.deepEqual(await store.keys.claim({ ...other, token: 't5' }), { state: 'claimed' });
+
+        // A claim no longer the request's own (released, or taken over past its lease): 503, nothing stored.
+        const late = newUser();
+        await assert.rejects(store.insert(late, { claim: other, replyOf }), { status: 503 });
+        assert.equal(await store.get(late.id), undefined);
+        assert.equal((await store.keys.claim({ ...other, token: 't6' })).state, 'in_flight');
+        assert.equal(await store.count(), 1);
+      }),
+    );
+
+    test(
       'seed stores the users in order into an empty store, and nothing into one that holds users',
       withStore(async (store) => {
         const seeds = [newUser({ name: 'First' }), newUser({ name: 'Second' })];

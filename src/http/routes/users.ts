@@ -18,6 +18,7 @@ import {
 } from '../conditional.js';
 import { idempotentHeaders, type Idempotency } from '../idempotency.js';
 import type { User as UserRecord } from '../../users/schema.js';
+import type { SavedReply } from '../../users/idempotency-keys.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -106,13 +107,14 @@ export async function userRoutes(
       },
     },
     async (request, reply) =>
-      idempotency.handle(request, reply, async () => {
-        const user = await service.create(request.body);
-        return {
-          status: 201,
-          headers: { [ETAG]: etagOf(user) },
-          body: userReplyJson('User created', user),
-        };
+      idempotency.handle(request, reply, async (claim) => {
+        // With a key, the store keeps this reply with the user (store.ts: Keep): the bytes made there
+        // are the ones sent.
+        let kept: SavedReply | undefined;
+        const replyOf = (user: UserRecord): SavedReply =>
+          (kept = { status: 201, headers: { [ETAG]: etagOf(user) }, body: userReplyJson('User created', user) });
+        const user = await service.create(request.body, claim && { claim, replyOf });
+        return kept ?? replyOf(user);
       }),
   );
 

@@ -40,13 +40,24 @@ export class MemoryIdempotencyKeys implements IdempotencyKeys {
   }
 
   async complete(claim: KeyClaim, reply: SavedReply): Promise<void> {
-    const entry = this.#entries.get(idOf(claim));
-    if (entry?.token === claim.token) entry.reply = reply;
+    this.keep(claim, reply);
   }
 
   async release(claim: KeyClaim): Promise<void> {
     const id = idOf(claim);
-    if (this.#entries.get(id)?.token === claim.token) this.#entries.delete(id);
+    const entry = this.#entries.get(id);
+    if (entry?.token === claim.token && entry.reply === undefined) this.#entries.delete(id);
+  }
+
+  /** Whether this request still holds its claim (the store's keyed insert asks, in the same turn as it writes). */
+  holds(claim: KeyClaim): boolean {
+    return this.#entries.get(idOf(claim))?.token === claim.token;
+  }
+
+  /** Keeps the reply of this request's claim, synchronously. */
+  keep(claim: KeyClaim, reply: SavedReply): void {
+    const entry = this.#entries.get(idOf(claim));
+    if (entry?.token === claim.token) entry.reply = reply;
   }
 
   /** Drops expired keys from the oldest on, then the oldest while the cap would be passed. */

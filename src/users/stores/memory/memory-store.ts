@@ -43,10 +43,12 @@ import {
   type Changed,
   type Changes,
   type Expected,
+  type Keep,
   type NewUser,
   type UserStore,
 } from '../../store.js';
 import { MemoryIdempotencyKeys } from './idempotency-keys.js';
+import { claimLost } from '../../idempotency-keys.js';
 
 export interface MemoryStoreOptions {
   /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
@@ -130,7 +132,9 @@ export class MemoryUserStore implements UserStore {
     return { users: this.#usersOf(this.#page(order, wanted, params.offset, params.limit)), total: inRole.size };
   }
 
-  async insert(fields: NewUser): Promise<User | 'email_taken'> {
+  async insert(fields: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
+    // All in one turn: the claim checked, the user stored and the key's reply kept (store.ts: Keep).
+    if (keep && !this.keys.holds(keep.claim)) throw claimLost();
     const key = emailKey(fields.email);
     if (this.#byEmail.has(key)) return 'email_taken';
     if (this.#byId.has(fields.id)) throw new Error(`duplicate user id ${fields.id}`);
@@ -138,6 +142,8 @@ export class MemoryUserStore implements UserStore {
     // Exactly the user's own fields, in the contract's order, whatever else `fields` carries; frozen,
     // as the same object goes to every reader until the user changes.
     const user = Object.freeze(ownFields({ ...fields, created_at: now, updated_at: now }));
+    // The reply is made before anything is stored: if making it failed, nothing would be.
+    const reply = keep?.replyOf(user);
     const seq: Seq = this.#users.push(user) - 1;
     this.#byId.set(user.id, seq);
     this.#holdEmail(key, seq);
@@ -145,6 +151,7 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
     for (const field of INDEXED) this.#fields[field].insert(seq);
+    if (keep) this.keys.keep(keep.claim, reply!);
     return user;
   }
 

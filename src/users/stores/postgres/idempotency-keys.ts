@@ -2,12 +2,17 @@
  * Idempotency keys in PostgreSQL (migrations/007), shared by every instance on the database. A claim is
  * one INSERT … ON CONFLICT of its own, committed at once: of two instances claiming one key, exactly
  * one inserts (or takes over an expired or abandoned row), and the other reads what holds the key.
- * The user is inserted after the claim, and the reply stored after that: a crash between leaves the
- * key in flight until its lease ends, and a repeat then takes it over (docs/decisions.md).
+ * The user is inserted after the claim, in one transaction with its reply (postgres-store.ts: `insert`
+ * with `keep`): that transaction first locks the claim's row (`lock`), so it inserts nothing once the
+ * claim was released or taken over, and a repeat or a release meeting the row waits for its COMMIT.
+ * A create whose outcome its instance could not see (a timeout, a connection lost at COMMIT) is thus
+ * either wholly there, reply included, or wholly absent. A crash after the claim leaves the key in
+ * flight until its lease ends, and a repeat then takes it over (docs/decisions.md).
  */
 import type pg from 'pg';
 import { toStored } from '../sql/stored-text.js';
 import {
+  claimLost,
   claimedOf,
   type Claimed,
   type IdempotencyKeys,
@@ -16,7 +21,7 @@ import {
   type SavedReply,
 } from '../../idempotency-keys.js';
 
-type Query = <R extends pg.QueryResultRow>(
+export type Query = <R extends pg.QueryResultRow>(
   text: string,
   values: unknown[],
   named?: boolean,
@@ -63,17 +68,33 @@ export class PostgresIdempotencyKeys implements IdempotencyKeys {
   }
 
   async complete(claim: KeyClaim, reply: SavedReply): Promise<void> {
+    await this.keep(this.query, claim, reply);
+  }
+
+  /** Deletes nothing once a reply is stored; one racing the create's transaction waits for its COMMIT. */
+  async release(claim: KeyClaim): Promise<void> {
     await this.query(
-      'UPDATE idempotency_keys SET status = $4, headers = $5, body = $6 WHERE principal = $1 AND key = $2 AND token = $3',
-      [toStored(claim.principal), claim.key, claim.token, reply.status, JSON.stringify(reply.headers), reply.body],
+      'DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND token = $3 AND status IS NULL',
+      [toStored(claim.principal), claim.key, claim.token],
       true,
     );
   }
 
-  async release(claim: KeyClaim): Promise<void> {
-    await this.query(
-      'DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND token = $3',
+  /** Locks this request's claim row in the caller's transaction; 503 (claimLost) when it holds it no more. */
+  async lock(query: Query, claim: KeyClaim): Promise<void> {
+    const { rowCount } = await query(
+      'SELECT 1 FROM idempotency_keys WHERE principal = $1 AND key = $2 AND token = $3 FOR UPDATE',
       [toStored(claim.principal), claim.key, claim.token],
+      true,
+    );
+    if (rowCount !== 1) throw claimLost();
+  }
+
+  /** Stores the reply of this request's claim, through `query` (the caller's transaction, or the pool). */
+  async keep(query: Query, claim: KeyClaim, reply: SavedReply): Promise<void> {
+    await query(
+      'UPDATE idempotency_keys SET status = $4, headers = $5, body = $6 WHERE principal = $1 AND key = $2 AND token = $3',
+      [toStored(claim.principal), claim.key, claim.token, reply.status, JSON.stringify(reply.headers), reply.body],
       true,
     );
   }

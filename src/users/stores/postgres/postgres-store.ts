@@ -31,10 +31,11 @@ import {
   type Changed,
   type Changes,
   type Expected,
+  type Keep,
   type NewUser,
   type UserStore,
 } from '../../store.js';
-import { PostgresIdempotencyKeys } from './idempotency-keys.js';
+import { PostgresIdempotencyKeys, type Query } from './idempotency-keys.js';
 import { EngineFaults } from '../../../engine-faults.js';
 import {
   createPool,
@@ -146,9 +147,25 @@ export class PostgresUserStore implements UserStore {
     return this.#list.list(params);
   }
 
-  async insert(user: NewUser): Promise<User | 'email_taken'> {
+  async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
+    if (!keep) return this.#insertRow((text, values, named) => this.#query(text, values, named), user);
+    // A keyed create (store.ts: Keep): the claim's row locked first, so nothing is inserted once the
+    // claim is no longer this request's; then the user and its reply, committed together.
+    return this.#guard(() =>
+      this.#transaction(async (client) => {
+        const query: Query = (text, values, named) => client.query(named ? prepared(text, values) : { text, values });
+        await this.keys.lock(query, keep.claim);
+        const stored = await this.#insertRow(query, user);
+        if (stored !== 'email_taken') await this.keys.keep(query, keep.claim, keep.replyOf(stored));
+        return stored;
+      }),
+    );
+  }
+
+  /** The INSERT of a user, one statement: `email_taken` when another user claims its email key. */
+  async #insertRow(query: Query, user: NewUser): Promise<User | 'email_taken'> {
     const row = toRow(user);
-    const { rows } = await this.#query<{ created_at: string }>(
+    const { rows } = await query<{ created_at: string }>(
       `WITH now AS (SELECT ${stamp(row.length + 1)} AS last)
        INSERT INTO users (${INSERT_COLUMNS.join(', ')}, created_at, updated_at, claims_email)
        SELECT ${row.map((_, at) => `$${at + 1}`).join(', ')}, now.last, now.last, true FROM now

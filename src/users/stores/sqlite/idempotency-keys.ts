@@ -42,20 +42,32 @@ export class SqliteIdempotencyKeys implements IdempotencyKeys {
   }
 
   async complete(claim: KeyClaim, reply: SavedReply): Promise<void> {
-    this.write(() =>
-      this.statement(
-        'UPDATE idempotency_keys SET status = ?, headers = ?, body = ? WHERE principal = ? AND key = ? AND token = ?',
-      ).run(reply.status, JSON.stringify(reply.headers), reply.body, claim.principal, claim.key, claim.token),
-    );
+    this.write(() => this.keep(claim, reply));
   }
 
   async release(claim: KeyClaim): Promise<void> {
     this.write(() =>
-      this.statement('DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND token = ?').run(
+      this.statement(
+        'DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND token = ? AND status IS NULL',
+      ).run(claim.principal, claim.key, claim.token),
+    );
+  }
+
+  /** Whether this request still holds its claim; the store's keyed insert asks inside its transaction. */
+  holds(claim: KeyClaim): boolean {
+    return (
+      this.statement('SELECT 1 FROM idempotency_keys WHERE principal = ? AND key = ? AND token = ?').get(
         claim.principal,
         claim.key,
         claim.token,
-      ),
+      ) !== undefined
     );
+  }
+
+  /** Keeps the reply of this request's claim: one statement, in whatever transaction the caller runs. */
+  keep(claim: KeyClaim, reply: SavedReply): void {
+    this.statement(
+      'UPDATE idempotency_keys SET status = ?, headers = ?, body = ? WHERE principal = ? AND key = ? AND token = ?',
+    ).run(reply.status, JSON.stringify(reply.headers), reply.body, claim.principal, claim.key, claim.token);
   }
 }

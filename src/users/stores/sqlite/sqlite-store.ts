@@ -37,10 +37,12 @@ import {
   type Changed,
   type Changes,
   type Expected,
+  type Keep,
   type NewUser,
   type UserStore,
 } from '../../store.js';
 import { SqliteIdempotencyKeys } from './idempotency-keys.js';
+import { claimLost } from '../../idempotency-keys.js';
 import { connect, isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
 import { migrateSqlite, readSqliteMigrations } from './migrations.js';
 
@@ -175,18 +177,41 @@ export class SqliteUserStore implements UserStore {
     });
   }
 
-  async insert(user: NewUser): Promise<User | 'email_taken'> {
+  async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
     const key = toStored(emailKey(user.email));
+    if (keep) return this.#insertKept(user, key, keep);
     return this.#write(() => {
-      if (this.#statement('SELECT 1 FROM users WHERE email_key = ? LIMIT 1').get(key)) return 'email_taken';
-      const id = toBlob(user.id);
-      if (this.#statement('SELECT 1 FROM users WHERE id = ?').get(id)) throw new Error(`duplicate user id ${user.id}`);
-      const now = this.#next();
-      this.#statement(INSERT_USER).run(...toRow(user, now));
+      const stored = this.#insertRow(user, key);
+      if (stored === 'email_taken') return stored;
       this.#counted(user.role, 1);
-      const stamp = formatMicros(now);
-      return this.#cached(now, ownFields({ ...user, created_at: stamp, updated_at: stamp }));
+      return this.#cached(stored.now, stored.user);
     });
+  }
+
+  /** A keyed create: the claim checked, the user and its key's reply stored, in one transaction (store.ts: Keep). */
+  #insertKept(user: NewUser, key: string, keep: Keep): User | 'email_taken' {
+    const kept = this.#db.transaction(() => {
+      if (!this.keys.holds(keep.claim)) throw claimLost();
+      const stored = this.#insertRow(user, key);
+      if (stored !== 'email_taken') this.keys.keep(keep.claim, keep.replyOf(stored.user));
+      return stored;
+    });
+    const stored = this.#write(() => kept.immediate());
+    if (stored === 'email_taken') return stored;
+    // Only once committed: the counts and the cache follow what the file holds.
+    this.#counted(user.role, 1);
+    return this.#cached(stored.now, stored.user);
+  }
+
+  /** Inserts the user unless its email key is held; the caller counts and caches it. */
+  #insertRow(user: NewUser, key: string): { now: number; user: User } | 'email_taken' {
+    if (this.#statement('SELECT 1 FROM users WHERE email_key = ? LIMIT 1').get(key)) return 'email_taken';
+    const id = toBlob(user.id);
+    if (this.#statement('SELECT 1 FROM users WHERE id = ?').get(id)) throw new Error(`duplicate user id ${user.id}`);
+    const now = this.#next();
+    this.#statement(INSERT_USER).run(...toRow(user, now));
+    const stamp = formatMicros(now);
+    return { now, user: ownFields({ ...user, created_at: stamp, updated_at: stamp }) };
   }
 
   async update(
