@@ -70,6 +70,15 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** Claims, replays and keeps the replies of keyed creates, in the store's `keys`. */
 export class Idempotency {
+  /**
+   * Claims this instance let go of but could not release (the database was away): released again at
+   * the next claim of the same key, before it, and every RELEASE_RETRY_MS meanwhile, until their lease
+   * ends. Without this, a retry after an outage would meet its own dead claim (409 IN_USE) for the
+   * whole lease. A release deletes only a claim without a reply, so a late one is always safe.
+   */
+  readonly #unreleased = new Map<string, KeyClaim>();
+  #retrying: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly keys: IdempotencyKeys,
     private readonly ttlMs: number,
@@ -98,6 +107,8 @@ export class Idempotency {
       expiresAt: now + this.ttlMs,
       leaseUntil: now + LEASE_MS,
     };
+    const stale = this.#unreleased.get(claimId(claim));
+    if (stale) await this.#release(stale); // a failure here is the database still away: its 503
     const held = await this.keys.claim(claim);
     if (held.state !== 'claimed') {
       if (held.fingerprint !== claim.fingerprint)
@@ -113,9 +124,8 @@ export class Idempotency {
       created = await create(claim);
     } catch (error) {
       if (!(error instanceof RosterError && KEPT_ERRORS.has(error.code))) {
-        // Deletes nothing if the create stored its reply after all (it committed, unseen by this request);
-        // if the release fails too, the lease ends the claim.
-        await this.keys.release(claim).catch(() => undefined);
+        // Deletes nothing if the create stored its reply after all (it committed, unseen by this request).
+        await this.#release(claim).catch(() => this.#releaseLater(claim));
         throw error;
       }
       // The create's own refusal, nothing stored: its reply is kept here, and sent even when it cannot
@@ -129,7 +139,32 @@ export class Idempotency {
     // A success was kept by `create` itself, with what it stored.
     return send(reply, created);
   }
+
+  async #release(claim: KeyClaim): Promise<void> {
+    await this.keys.release(claim);
+    this.#unreleased.delete(claimId(claim));
+  }
+
+  #releaseLater(claim: KeyClaim): void {
+    if (this.#unreleased.size >= MAX_UNRELEASED) this.#unreleased.delete(this.#unreleased.keys().next().value!);
+    this.#unreleased.set(claimId(claim), claim);
+    this.#retrying ??= setInterval(() => {
+      const now = this.now();
+      for (const held of this.#unreleased.values())
+        if (held.leaseUntil <= now) this.#unreleased.delete(claimId(held));
+        else this.#release(held).catch(() => undefined);
+      if (this.#unreleased.size === 0) {
+        clearInterval(this.#retrying);
+        this.#retrying = undefined;
+      }
+    }, RELEASE_RETRY_MS).unref();
+  }
 }
+
+const RELEASE_RETRY_MS = 500;
+/** Unreleased claims remembered at most (the oldest forgotten first: its lease still ends it). */
+const MAX_UNRELEASED = 10_000;
+const claimId = (claim: KeyClaim): string => `${claim.principal}\n${claim.key}`;
 
 function send(reply: FastifyReply, saved: SavedReply): FastifyReply {
   return reply.code(saved.status).headers(saved.headers).type(JSON_CONTENT_TYPE).send(saved.body);

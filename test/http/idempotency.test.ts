@@ -46,9 +46,26 @@ function controlled(inner: UserStore) {
     mode: 'pass' as 'pass' | 'hold' | 'fail' | 'unseen',
     entered: deferred<void>(),
     gate: deferred<void>(),
+    /** How many releases of a claim fail next, as they do while the database is away. */
+    failedReleases: 0,
   };
+  const keys = new Proxy(inner.keys, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (property === 'release')
+        return async (...args: Parameters<UserStore['keys']['release']>) => {
+          if (control.failedReleases > 0) {
+            control.failedReleases--;
+            throw serviceUnavailable('The database is unreachable; try again shortly');
+          }
+          return target.release(...args);
+        };
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
   const store = new Proxy(inner, {
     get(target, property) {
+      if (property === 'keys') return keys;
       if (property === 'insert')
         return async (...args: Parameters<UserStore['insert']>) => {
           if (control.mode === 'fail') throw serviceUnavailable('The database is unreachable; try again shortly');
@@ -191,6 +208,25 @@ for (const kit of TEST_STORES) {
       assert.equal(stored.headers.get('etag'), retried.headers.get('etag'));
       // And again: the same bytes.
       assert.equal((await create(running, body(11), '"unseen"')).text, retried.text);
+    });
+
+    test('a claim whose release failed with the database away does not hold the key: the retry creates', async () => {
+      const { running, control } = await roster();
+      for (const [mode, n, replayed] of [
+        ['fail', 12, null],
+        ['unseen', 13, 'true'],
+      ] as const) {
+        control.mode = mode;
+        control.failedReleases = 1;
+        const outage = await create(running, body(n), `"released-${n}"`);
+        assert.equal(outage.status, 503, outage.text);
+        control.mode = 'pass';
+        // At once, well inside the lease: not 409 IDEMPOTENCY_KEY_IN_USE from the request that is over.
+        const retried = await create(running, body(n), `"released-${n}"`);
+        assert.equal(retried.status, 201, `${mode}: ${retried.text}`);
+        assert.equal(retried.headers.get('idempotent-replayed'), replayed, mode);
+        assert.equal(await usersWith(running, `idem${n}@example.com`), 1, mode);
+      }
     });
 
     test('a key expires after IDEMPOTENCY_KEY_TTL_SECONDS', async () => {
