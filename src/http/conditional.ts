@@ -12,12 +12,9 @@ import type { FastifyRequest } from 'fastify';
 import { RosterError } from '../errors.js';
 import type { User } from '../users/schema.js';
 import type { IfMatch } from '../users/service.js';
-import { IDEMPOTENCY_KEY } from './idempotency.js';
+import { ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE } from '../protocol/http-headers.js';
 
-export const ETAG = 'etag';
-export const IF_MATCH = 'if-match';
-export const IF_NONE_MATCH = 'if-none-match';
-export const IF_UNMODIFIED_SINCE = 'if-unmodified-since';
+export { ETAG, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE };
 
 export const etagOf = (user: User): string => `"${user.updated_at}"`;
 

@@ -20,9 +20,9 @@ import { clientKey } from '../edge/client-identity.js';
 import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
 import { envelopeOf, RosterError, type ErrorCode } from '../errors.js';
 import type { IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
+import { IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX, IDEMPOTENT_REPLAYED } from '../protocol/http-headers.js';
 
-export const IDEMPOTENCY_KEY = 'idempotency-key';
-export const IDEMPOTENT_REPLAYED = 'idempotent-replayed';
+export { IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED };
 
 /** Errors that are the create's own answer, kept like a success: a repeat would only meet them again. */
 const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
@@ -47,7 +47,7 @@ export const digestOf = (body: string): string => createHash('sha256').update(bo
 /** A Structured Field String (`"…"`, with `\"` and `\\`), or leniently a bare token of visible ASCII. */
 const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
 const BARE = /^[\x21-\x7e]+$/;
-const MAX_KEY = 255;
+const MAX_KEY = IDEMPOTENCY_KEY_MAX;
 
 const malformed = (why: string) =>
   new RosterError(

@@ -1,5 +1,5 @@
 /**
- * The HTTP headers of retries and concurrent edits (issue 29), named once for the service and its
+ * The HTTP headers of retries and concurrent edits, named once for the service and its
  * clients: a create's idempotency key and the mark of a replayed reply, a user's entity tag and the
  * preconditions on it, and how long to wait before trying again. Lower case, as Node and fetch hand
  * header names over; HTTP names are case-insensitive.
@@ -9,6 +9,7 @@ export const IDEMPOTENT_REPLAYED = 'idempotent-replayed';
 export const ETAG = 'etag';
 export const IF_MATCH = 'if-match';
 export const IF_NONE_MATCH = 'if-none-match';
+export const IF_UNMODIFIED_SINCE = 'if-unmodified-since';
 export const RETRY_AFTER = 'retry-after';
 
 /** The longest idempotency key the service takes (characters). */
