@@ -21,6 +21,11 @@ function recordPreconditions(page: Page): [string, string | undefined][] {
   return writes;
 }
 
+/** The first user created (a seed user). */
+async function oldestUser(api: string): Promise<Json> {
+  return ((await request(`${api}/users?sort=created_at&order=asc&limit=1`)).body.data.users as Json[])[0]!;
+}
+
 /** Opens the edit form of `name` and waits until it has read the user (the fields are editable). */
 async function openEdit(page: Page, name: string): Promise<void> {
   await page.getByRole('button', { name: `Edit ${name}` }).click();
@@ -36,7 +41,7 @@ test(
   { skip: noChromium, timeout: 60_000 },
   async () => {
     await withConsole(async (roster, browser) => {
-      const [seed] = (await request(`${roster.api}/users?sort=created_at&order=asc&limit=1`)).body.data.users as Json[];
+      const seed = await oldestUser(roster.api);
       const id = seed.id as string;
       const name = seed.name as string;
       const stored = async () => (await request(`${roster.api}/users/${id}`)).body.data as Json;
@@ -93,7 +98,7 @@ test(
   { skip: noChromium, timeout: 60_000 },
   async () => {
     await withConsole(async (roster, browser) => {
-      const [seed] = (await request(`${roster.api}/users?sort=created_at&order=asc&limit=1`)).body.data.users as Json[];
+      const seed = await oldestUser(roster.api);
       const id = seed.id as string;
       const { page, errors } = await openConsole(browser, roster.origin);
       const sent = recordPreconditions(page);
@@ -125,7 +130,7 @@ test(
   { skip: noChromium, timeout: 60_000 },
   async () => {
     await withConsole(async (roster, browser) => {
-      const [seed] = (await request(`${roster.api}/users?sort=created_at&order=asc&limit=1`)).body.data.users as Json[];
+      const seed = await oldestUser(roster.api);
       const id = seed.id as string;
       const { page, errors } = await openConsole(browser, roster.origin);
       const sent = recordPreconditions(page);

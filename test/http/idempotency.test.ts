@@ -60,7 +60,7 @@ function controlled(inner: UserStore) {
           }
           return target.release(...args);
         };
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      return bound(value, target);
     },
   });
   const store = new Proxy(inner, {
@@ -78,12 +78,15 @@ function controlled(inner: UserStore) {
             throw tryAgainShortly('The database did not answer in time; try again shortly');
           return stored;
         };
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      return bound(Reflect.get(target, property, target), target);
     },
   });
   return { store, control };
 }
+
+/** A property read through a proxy: a method stays bound to the object it belongs to. */
+const bound = (value: unknown, target: object): unknown =>
+  typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
 
 const create = (roster: Running, body: string, key?: string, headers: Record<string, string> = {}) =>
   request(`${roster.api}/users`, {

@@ -13,6 +13,17 @@ import type { User } from '../../src/users/schema.js';
 import { CHANGED, type NewUser, type UserStore } from '../../src/users/store.js';
 import { TIMESTAMP } from '../support/index.js';
 
+/** A claim of an idempotency key as the key tests start from (times in ms since the epoch). */
+const CLAIM = {
+  principal: 'p',
+  key: 'k',
+  fingerprint: 'f',
+  token: 't1',
+  now: 1_000,
+  expiresAt: 9_000,
+  leaseUntil: 5_000,
+};
+
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(
   name: string,
@@ -368,15 +379,7 @@ export function userStoreContract(
     test(
       'idempotency keys: one claim at a time, the reply kept until expiry, released keys free',
       withStore(async (store) => {
-        const claim = {
-          principal: 'p',
-          key: 'k',
-          fingerprint: 'f',
-          token: 't1',
-          now: 1_000,
-          expiresAt: 9_000,
-          leaseUntil: 5_000,
-        };
+        const claim = CLAIM;
         assert.deepEqual(await store.keys.claim(claim), { state: 'claimed' });
         assert.deepEqual(await store.keys.claim({ ...claim, token: 't2' }), { state: 'in_flight', fingerprint: 'f' });
         assert.deepEqual(await store.keys.claim({ ...claim, principal: 'q', token: 't3' }), { state: 'claimed' });
@@ -400,15 +403,7 @@ export function userStoreContract(
     test(
       'a keyed insert stores the user and its key’s reply together; a release then deletes nothing',
       withStore(async (store) => {
-        const claim = {
-          principal: 'p',
-          key: 'k',
-          fingerprint: 'f',
-          token: 't1',
-          now: 1_000,
-          expiresAt: 9_000,
-          leaseUntil: 5_000,
-        };
+        const claim = CLAIM;
         const replyOf = (user: User) => ({ status: 201, headers: { etag: `"${user.updated_at}"` }, body: user.id });
         const user = newUser();
         assert.deepEqual(await store.keys.claim(claim), { state: 'claimed' });
