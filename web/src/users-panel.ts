@@ -21,21 +21,12 @@ import {
 import type { components } from '@roster/protocol';
 import { breakableEmail, byId, h, hiddenText, timeElement } from './dom.js';
 import { problems, type UserField } from './user-rules.js';
-import { DEFAULT_QUERY, readView, writeView } from './view-url.js';
+import { DEFAULT_QUERY, readView, SORT_LABELS, writeView } from './view-url.js';
 
 /** The fields the form edits: writable fields of the generated `UserInput`, as the compiler checks. */
 const FIELDS = ['name', 'email', 'role'] as const satisfies readonly (keyof components['schemas']['UserInput'])[];
 type Field = (typeof FIELDS)[number];
 
-/** Words for each field the list sorts by: every one of the generated `UserSortField`, as the compiler checks. */
-const SORT_LABELS: Record<string, string> = {
-  id: 'id',
-  name: 'name',
-  email: 'email',
-  role: 'role',
-  created_at: 'creation time',
-  updated_at: 'update time',
-} satisfies Record<components['schemas']['UserSortField'], string>;
 const SEARCH_DELAY_MS = 250;
 
 /**

@@ -4,10 +4,20 @@
  * other than the defaults are written.
  */
 import type { ListQuery } from './api.js';
+import type { components } from '@roster/protocol';
 
 export const DEFAULT_QUERY: ListQuery = { page: 1, limit: 10, role: '', search: '', sort: 'created_at', order: 'desc' };
 
-const SORTS = ['name', 'email', 'role', 'created_at', 'updated_at', 'id'];
+/** Words for each field the list sorts by: every one of the generated `UserSortField`, as the compiler checks. */
+export const SORT_LABELS: Record<string, string> = {
+  id: 'id',
+  name: 'name',
+  email: 'email',
+  role: 'role',
+  created_at: 'creation time',
+  updated_at: 'update time',
+} satisfies Record<components['schemas']['UserSortField'], string>;
+const SORTS = Object.keys(SORT_LABELS);
 const LIMIT_MAX = 1000;
 
 /** The view named by a query string; what is missing or unreadable is the default. */
