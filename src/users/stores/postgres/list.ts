@@ -127,8 +127,7 @@ export class PostgresList {
    * whole rows for the skipped entries cost 4.5 s for the last page at 1 000 000 users. And as the
    * total is known first, a page in the far half is read in the reversed order (the same index scanned
    * backwards) from the other end: total − offset − limit entries at most, so no walk passes half the
-   * users. Which end is decided in the statement (each branch runs only when its condition holds), by
-   * the total of its own snapshot.
+   * users. Which end is decided in the statement, by the total of its own snapshot.
    */
   async #page(params: ListParams, values: unknown[], where: string): Promise<ListResult> {
     const counted = `SELECT coalesce(sum(users), 0)::bigint AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
@@ -136,22 +135,21 @@ export class PostgresList {
     const t = '(SELECT total FROM t)';
     // id sorts walk an index of ids (the primary key, users_role_id); the others end with (created_at, seq).
     const keys = sortedField(params.sort) === 'id' ? ['id'] : ['created_at', 'seq'];
-    const walk = (reversed: boolean, when: string, page: string) =>
-      `(SELECT ${keys.join(', ')} FROM users WHERE ${where} AND ${when}
-        ORDER BY ${orderBy(params, '', reversed)} ${page})`;
+    // Each walk is cut off by its LIMIT: 0 where the other end is nearer (or the page is past the
+    // last user), and a LIMIT of 0 never starts its scan. (A condition in WHERE would do the same, but
+    // put a node between the scan and the LIMIT that every skipped entry passes through.)
+    const walk = (reversed: boolean, when: string, count: string, skip: string) =>
+      `(SELECT ${keys.join(', ')} FROM users WHERE ${where}
+        ORDER BY ${orderBy(params, '', reversed)}
+        LIMIT CASE WHEN ${offset} < ${t} AND ${when} THEN ${count} ELSE 0 END OFFSET ${skip})`;
     const { rows } = await this.query<Row & { total: string; id: string | null }>(
       `WITH t AS MATERIALIZED (${counted})
        SELECT ${t} AS total, ${columns('u.')}
        FROM (SELECT) one
        LEFT JOIN (
-         (${walk(false, `${offset} < ${t} AND ${offset} <= ${t} - ${offset}`, `LIMIT ${limit} OFFSET ${offset}`)}
+         (${walk(false, `${offset} <= ${t} - ${offset}`, limit, offset)}
           UNION ALL
-          ${walk(
-            true,
-            `${offset} < ${t} AND ${offset} > ${t} - ${offset}`,
-            // LIMIT is evaluated even where the branch does not run: never negative.
-            `LIMIT greatest(least(${limit}, ${t} - ${offset}), 0) OFFSET greatest(${t} - ${offset} - ${limit}, 0)`,
-          )}) k
+          ${walk(true, `${offset} > ${t} - ${offset}`, `least(${limit}, ${t} - ${offset})`, `greatest(${t} - ${offset} - ${limit}, 0)`)}) k
          -- Each key fetches its row through the unique index on the key, whatever the planner guessed
          -- about how many keys there are (it may not know LIMIT's value): never a read of the table.
          -- (LIMIT 1, which the unique key holds anyway, keeps the planner from making this a plain join.)
