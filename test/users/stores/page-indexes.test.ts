@@ -16,11 +16,13 @@ import { createClock } from '../../../src/clock.js';
 import { queryUsers, type ListParams } from '../../../src/users/query.js';
 import type { User } from '../../../src/users/schema.js';
 import type { UserStore } from '../../../src/users/store.js';
+import { EngineFaults } from '../../../src/engine-faults.js';
+import { createPool } from '../../../src/users/stores/postgres/connection.js';
 import { migrate } from '../../../src/users/stores/postgres/migrations.js';
 import { PostgresUserStore } from '../../../src/users/stores/postgres/postgres-store.js';
 import { INSERT_COLUMNS, toRow as toPostgresRow } from '../../../src/users/stores/postgres/rows.js';
 import { readMigrations } from '../../../src/users/stores/sql/migrations.js';
-import { connect } from '../../../src/users/stores/sqlite/connection.js';
+import { connect, SQLITE_CACHE_KIB } from '../../../src/users/stores/sqlite/connection.js';
 import { migrateSqlite, readSqliteMigrations } from '../../../src/users/stores/sqlite/migrations.js';
 import { INSERT_USER, microsOf, toRow as toSqliteRow } from '../../../src/users/stores/sqlite/rows.js';
 import { SqliteUserStore } from '../../../src/users/stores/sqlite/sqlite-store.js';
@@ -100,6 +102,8 @@ describe('SQLite: a file the previous version filled', () => {
         .pluck()
         .all();
       for (const name of PAGE_INDEXES_SQLITE) assert.ok(indexes.includes(name), name);
+      // Pages of the indexes stay in memory between walks, up to the bound.
+      assert.equal(store.database.pragma('cache_size', { simple: true }), -SQLITE_CACHE_KIB);
       // Every page statement the lists prepare walks one covering index in the page's order: no sort.
       const db = store.database;
       const prepare = db.prepare.bind(db);
@@ -191,6 +195,17 @@ describe('PostgreSQL: a database the previous version filled', { skip: DATABASE_
       }
     } finally {
       await schema.drop();
+    }
+  });
+
+  test("the store's connections run without JIT compilation, which a page's generic plan would pay each time", async () => {
+    const pool = createPool({ url: DATABASE_URL!, poolSize: 2 }, new EngineFaults(silent));
+    try {
+      const clients = await Promise.all([pool.connect(), pool.connect()]);
+      for (const client of clients) assert.equal((await client.query('SHOW jit')).rows[0].jit, 'off');
+      for (const client of clients) client.release();
+    } finally {
+      await pool.end();
     }
   });
 
