@@ -61,15 +61,15 @@ async function assertListsEqualNaive(store: UserStore, users: readonly User[]): 
   }
 }
 
-const PAGE_INDEXES_SQLITE = [
-  'users_created',
-  'users_role_id',
-  'users_role_updated_at',
-  'users_role_name',
-  'users_role_name_desc',
-  'users_role_email',
-  'users_role_email_desc',
-];
+const PAGE_INDEXES_SQLITE = {
+  users_created: '(created_at)',
+  users_role_id: '(role, id)',
+  users_name: '(name, created_at, role)',
+  users_name_desc: '(name DESC, created_at, role)',
+  users_email: '(email, created_at, role)',
+  users_email_desc: '(email DESC, created_at, role)',
+  users_updated_at: '(updated_at, role)',
+};
 
 describe('SQLite: a file the previous version filled', () => {
   const folder = mkdtempSync(join(tmpdir(), 'roster-page-indexes-'));
@@ -97,11 +97,16 @@ describe('SQLite: a file the previous version filled', () => {
     try {
       const versions = store.database.prepare('SELECT version FROM schema_migrations').pluck().all();
       assert.ok(versions.includes('003_page_indexes'), JSON.stringify(versions));
-      const indexes = store.database
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'users'")
-        .pluck()
-        .all();
-      for (const name of PAGE_INDEXES_SQLITE) assert.ok(indexes.includes(name), name);
+      const indexes = new Map(
+        (
+          store.database
+            .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'users'")
+            .all() as { name: string; sql: string | null }[]
+        ).map((index) => [index.name, index.sql]),
+      );
+      for (const [name, columns] of Object.entries(PAGE_INDEXES_SQLITE)) {
+        assert.equal(indexes.get(name), `CREATE INDEX ${name} ON users ${columns}`);
+      }
       // Pages of the indexes stay in memory between walks, up to the bound.
       assert.equal(store.database.pragma('cache_size', { simple: true }), -SQLITE_CACHE_KIB);
       // Every page statement the lists prepare walks one covering index in the page's order: no sort.

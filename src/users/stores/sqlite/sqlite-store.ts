@@ -408,11 +408,11 @@ const changedSince = (updatedAt: number, expected: Expected | undefined) =>
   expected !== undefined && !expected.includes(formatMicros(updatedAt));
 
 /**
- * The index that holds a page's order (and `params.role`'s users only, where it is given), entries
- * ending with the rowid, from migrations 001 and 003: the page is a walk of it alone, in either
- * direction. Named, not left to the planner: its choice follows the statistics of ANALYZE, which a
- * file may lack or hold only for older indexes, and then it picked an index of the role and sorted
- * all its users (hundreds of milliseconds at 1 000 000 users) instead of walking the right one.
+ * The index that holds a page's order, entries ending with the rowid and, for a role filter, holding
+ * the role (migrations 001 and 003): the page is a walk of it alone, in either direction, testing the
+ * role in each entry. Named, not left to the planner: its choice follows the statistics of ANALYZE,
+ * which a file may lack or hold only for older indexes, and then it picked an index of the role and
+ * sorted all its users (hundreds of milliseconds at 1 000 000 users) instead of walking this one.
  */
 function pageIndex(params: ListParams): string {
   const field = sortedField(params.sort);
@@ -421,9 +421,10 @@ function pageIndex(params: ListParams): string {
   if (field === undefined || field === 'created_at' || (role && field === 'role')) {
     return role ? 'users_role' : 'users_created';
   }
-  if (field === 'id' || field === 'updated_at') return role ? `users_role_${field}` : `users_${field}`;
+  if (field === 'id') return role ? 'users_role_id' : 'users_id';
+  if (field === 'updated_at') return 'users_updated_at';
   if (field === 'role') return params.descending ? 'users_role_desc' : 'users_role';
-  return `users_${role ? 'role_' : ''}${field}${params.descending ? '_desc' : ''}`;
+  return `users_${field}${params.descending ? '_desc' : ''}`;
 }
 
 /**
