@@ -61,7 +61,15 @@ export function createPool(database: { url: string; poolSize: number }, faults: 
   // listens only while a client is idle. Unheard, the event would end the process, so every client
   // gets a listener for its whole life. The statement it was serving fails by itself (503), and the
   // pool discards the client when it is released with that error.
-  pool.on('connect', (client) => client.on('error', (error) => faults.report('database', error)));
+  pool.on('connect', (client) => {
+    client.on('error', (error) => faults.report('database', error));
+    // No JIT compilation: it is for long analytical queries. A page's prepared statement is planned
+    // once without its LIMIT and OFFSET (a generic plan), whose estimated cost passes jit_above_cost,
+    // and every execution then compiled its expressions again: 300 to 600 ms for a page that takes
+    // one. Sent before any statement of the connection (a client runs its queries in order); if it
+    // fails, so does the connection, and the statement that needed it reports that.
+    client.query('SET jit = off').catch(() => undefined);
+  });
   // The pool re-emits an idle client's error here; the client's own listener has reported it already.
   pool.on('error', () => {});
   return pool;
