@@ -96,7 +96,12 @@ export function rootOf(url: string): string {
 export function nextListQuery(response: Response): ListUsersQuery | undefined {
   const next = nextLinkOf(response.headers.get(LINK));
   if (next === undefined) return undefined;
-  return Object.fromEntries(new URL(next, 'http://roster.invalid').searchParams) as ListUsersQuery;
+  const { limit, page, ...rest } = Object.fromEntries(new URL(next, 'http://roster.invalid').searchParams);
+  return {
+    ...rest,
+    ...(limit === undefined ? {} : { limit: Number(limit) }),
+    ...(page === undefined ? {} : { page: Number(page) }),
+  };
 }
 
 export function createRosterClient(options: RosterClientOptions) {
