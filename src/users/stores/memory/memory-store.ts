@@ -407,8 +407,8 @@ export class MemoryUserStore implements UserStore {
     const field = order.field;
     // Creation order (created_at, or a sort where every user ties): created_at alone places the cursor.
     if (field === undefined) {
-      const at = index.firstRank((seq) => users[seq]!.created_at > created);
-      return order.read === 'reversed' ? index.size - index.firstRank((seq) => users[seq]!.created_at >= created) : at;
+      if (order.read === 'reversed') return index.size - index.firstRank((seq) => users[seq]!.created_at >= created);
+      return index.firstRank((seq) => users[seq]!.created_at > created);
     }
     const key = codePointOrderKey(after.key);
     /** -1, 0 or 1 as `seq` comes before, at or after the cursor in the index's own (ascending) order. */
