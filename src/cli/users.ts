@@ -11,7 +11,9 @@ import { clientApiUrl, read, ROSTER_API_KEY, ROSTER_BASIC, ROSTER_TOKEN } from '
 import {
   createRosterClient,
   type CallOptions,
+  nextListQuery,
   type components,
+  type ListUsersQuery,
   type RosterClient,
   type User,
   type UserInput,
@@ -189,7 +191,7 @@ const ATTEMPT_MS = 30_000;
 async function call<T>(
   api: Api,
   send: (init: CallOptions) => Promise<Reply<T>>,
-): Promise<{ status: number; data?: T; error?: unknown; replayed?: boolean; attempts: number }> {
+): Promise<{ status: number; data?: T; error?: unknown; replayed?: boolean; attempts: number; response: Response }> {
   let attempts = 0;
   let sent: Request | undefined;
   let answered: Response | undefined;
@@ -217,7 +219,14 @@ async function call<T>(
   if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
   if (status === 401 || status === 403)
     throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
-  return { status, data: reply.data, error: reply.error, replayed: reply.replayed === true, attempts };
+  return {
+    status,
+    data: reply.data,
+    error: reply.error,
+    replayed: reply.replayed === true,
+    attempts,
+    response: reply.response,
+  };
 }
 
 function notJson(request: Request | undefined, response: Response): Error {
@@ -242,13 +251,18 @@ async function write(out: NodeJS.WritableStream, text: string): Promise<void> {
 
 async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream, progress: Progress): Promise<number> {
   let written = 0;
-  for (let page = 1; ; page++) {
-    const { status, data, error } = await call(api, (init) =>
-      api.client.listUsers({ sort: 'created_at', order: 'asc', limit: 100, page }, init),
-    );
+  // By cursor (`after`, from each page's Link: rel="next"): each page costs the API the same however
+  // deep, and users created or deleted meanwhile do not shift the pages under the walk.
+  for (
+    let query: ListUsersQuery | undefined = { sort: 'created_at', order: 'asc', limit: 100 }, first = true;
+    query;
+    first = false
+  ) {
+    const asked: ListUsersQuery = query;
+    const { status, data, error, response } = await call(api, (init) => api.client.listUsers(asked, init));
     if (status !== 200 || !data) throw new Error(`listing users failed: ${status} ${reasonOf(error)}`);
     // Nothing is written before the API has answered once: a failure leaves stdout empty.
-    if (page === 1) await write(out, format === 'csv' ? `${FIELDS.join(',')}\r\n` : '[');
+    if (first) await write(out, format === 'csv' ? `${FIELDS.join(',')}\r\n` : '[');
     const { users, pagination } = data.data;
     for (const user of users) {
       const line =
@@ -259,7 +273,7 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
       written++;
     }
     progress.update(`exported ${written} of ${pagination.total} users`);
-    if (users.length === 0 || page >= pagination.pages) break;
+    query = nextListQuery(response);
   }
   if (format === 'json') await write(out, written === 0 ? ']\n' : '\n]\n');
   progress.done();

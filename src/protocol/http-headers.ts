@@ -11,6 +11,24 @@ export const IF_MATCH = 'if-match';
 export const IF_NONE_MATCH = 'if-none-match';
 export const IF_UNMODIFIED_SINCE = 'if-unmodified-since';
 export const RETRY_AFTER = 'retry-after';
+/** Web links (RFC 8288): a list page names the next one with `rel="next"`. */
+export const LINK = 'link';
+
+/**
+ * The target of the `rel="next"` link of a Link header value (RFC 8288 §3), or undefined. Links are
+ * `<target>` followed by `;`-separated parameters, several joined by commas; a comma inside `<…>` or a
+ * quoted string belongs to it. By hand: the service writes one plain link, and the link-header packages
+ * on npm pull in more than this reads.
+ */
+export function nextLinkOf(header: string | null | undefined): string | undefined {
+  if (!header) return undefined;
+  for (const link of header.matchAll(/<([^>]*)>((?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:"(?:[^"\\]|\\.)*"|[^;,\s]*))?)*)/g)) {
+    const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^;,\s]+))/i.exec(link[2]!);
+    const relations = (rel?.[1] ?? rel?.[2] ?? '').toLowerCase().split(/\s+/);
+    if (relations.includes('next')) return link[1];
+  }
+  return undefined;
+}
 
 /** The longest idempotency key the service takes (characters). */
 export const IDEMPOTENCY_KEY_MAX = 255;

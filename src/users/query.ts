@@ -19,14 +19,62 @@ export interface ListParams {
   search?: string | undefined;
   sort: string;
   descending: boolean;
-  /** Index of the first user of the page: (page - 1) * limit. */
+  /** Index of the first user of the page: (page - 1) * limit. Ignored (0) with `after`. */
   offset: number;
   limit: number;
+  /** A cursor's position (cursor.ts): the page holds the users after it in the list's order. */
+  after?: Position | undefined;
 }
 
 export interface ListResult {
   users: User[];
   total: number;
+  /**
+   * The position of the page's last user when more users follow it: where the next page starts. A store
+   * may leave it out of a page-number page; the service then takes it from the last user (positionOf),
+   * which is exact in every store whose creation order is `created_at` order alone.
+   */
+  next?: Position | undefined;
+}
+
+/**
+ * A place in a list's order, between users: just after the user whose sort key (sortKey) is `key` and
+ * whose place in creation order is `created_at`, with PostgreSQL's `seq` where instances may stamp the
+ * same `created_at` (stores/postgres/list.ts). It holds values, not a rank, so it stays where it is
+ * while users are written around it: a walk from cursor to cursor never repeats a user and never skips
+ * one that existed throughout.
+ */
+export interface Position {
+  key: string;
+  created_at: string;
+  /** PostgreSQL's tiebreaker within one `created_at` (a decimal bigint); other stores leave it out. */
+  seq?: string | undefined;
+}
+
+/** Where `user` stands in a list sorted by `sort`. */
+export function positionOf(user: User, sort: string): Position {
+  return { key: sortKey(user, sort), created_at: user.created_at };
+}
+
+/**
+ * Where the page after `result` starts when more users follow it: the store's `next`, or, on a
+ * page-number page that a store left without it, its last user's position.
+ */
+export function nextPosition(params: ListParams, result: ListResult): Position | undefined {
+  if (result.next !== undefined || params.after !== undefined) return result.next;
+  const last = result.users.at(-1);
+  const more = last !== undefined && params.offset + result.users.length < result.total;
+  return more ? positionOf(last, params.sort) : undefined;
+}
+
+/**
+ * The list's order on positions: by key (code points; descending when asked), ties in creation order
+ * in both directions. `created_at` is unique in one instance's users, so it decides every tie here.
+ */
+export function comparePositions(a: Position, b: Position, descending: boolean): number {
+  const byKey = compareCodePoints(a.key, b.key);
+  if (byKey !== 0) return descending ? -byKey : byKey;
+  return a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0;
 }
 
 /** The value a user sorts by: a field it lacks sorts as the empty string (contract). */
@@ -87,8 +135,13 @@ export function queryUsers(usersInCreationOrder: Iterable<User>, params: ListPar
   // Array.prototype.sort is stable, so ties keep creation order in both directions.
   const keyed = kept.map((user) => ({ user, key: sortKey(user, params.sort) }));
   keyed.sort((a, b) => direction * compareCodePoints(a.key, b.key));
-  return {
-    users: keyed.slice(params.offset, params.offset + params.limit).map((entry) => entry.user),
-    total: kept.length,
-  };
+  const { after } = params;
+  const from =
+    after === undefined
+      ? params.offset
+      : keyed.filter((entry) => comparePositions(positionOf(entry.user, params.sort), after, params.descending) <= 0)
+          .length;
+  const users = keyed.slice(from, from + params.limit).map((entry) => entry.user);
+  const more = from + users.length < keyed.length && users.length > 0;
+  return { users, total: kept.length, ...(more && { next: positionOf(users.at(-1)!, params.sort) }) };
 }

@@ -6,6 +6,7 @@
  */
 import { Type, type Static, type TSchema } from 'typebox';
 import { ADMIN_ROLE, DEFAULT_ROLE } from '../config/roles.js';
+import { CURSOR_MAX_LENGTH } from './cursor.js';
 import {
   EMAIL_PATTERN,
   FIELDS,
@@ -194,6 +195,16 @@ export const ListQuery = Type.Object({
     }),
   ),
   order: Type.Optional(Type.String({ description: '"desc" (default) sorts descending, anything else ascending' })),
+  after: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: CURSOR_MAX_LENGTH,
+      description:
+        'Cursor: the users after the place it names, as taken from the `Link: rel="next"` header of the page before. ' +
+        'An extension beside page numbers: leave `page` out, and keep role, search, sort and order as they were ' +
+        '(limit may change). pagination.page is then 0.',
+    }),
+  ),
 });
 export type ListQuery = Static<typeof ListQuery>;
 

@@ -4,8 +4,9 @@
  * `created_at` and `updated_at` as they write (store.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { emailExists, preconditionFailed, storeFull, userNotFound } from '../errors.js';
-import type { ListResult } from './query.js';
+import { emailExists, preconditionFailed, storeFull, userNotFound, validationFailed } from '../errors.js';
+import { decodeCursor, encodeCursor, type CursorList } from './cursor.js';
+import { nextPosition, type ListParams, type Position } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
 import { SEED_USERS } from './seed.js';
@@ -14,6 +15,11 @@ import type { UserValidator } from './validation.js';
 
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
+/** `pagination.page` of a page asked for by cursor (`after`), which has no page number (docs/decisions.md). */
+export const CURSOR_PAGE = 0;
+
+/** A list page, and the cursor of the next one when more users follow it (`Link: rel="next"`). */
+export type ListPage = UserList & { next?: string };
 
 /**
  * A write's precondition (docs/decisions.md "Retries and concurrent edits"): If-Match's versions it may
@@ -50,19 +56,27 @@ export class UserService {
     private readonly options: UserServiceOptions,
   ) {}
 
-  async list(query: ListQuery): Promise<UserList> {
+  async list(query: ListQuery): Promise<ListPage> {
     // page and limit arrive as validated digit strings (see ListQuery); a huge limit is clamped.
-    const page = query.page === undefined ? DEFAULT_PAGE : Number(query.page);
     const limit = Math.min(query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit), this.options.maxPageSize);
-    const { users, total }: ListResult = await this.store.list({
+    const list: CursorList = {
       role: query.role,
       search: query.search,
       sort: query.sort ?? 'created_at',
       descending: (query.order ?? 'desc') === 'desc',
-      offset: (page - 1) * limit,
-      limit,
-    });
-    return { users, pagination: { total, page, limit, pages: Math.ceil(total / limit) } };
+    };
+    const after = query.after === undefined ? undefined : afterOf(list, query);
+    const page = after !== undefined ? CURSOR_PAGE : query.page === undefined ? DEFAULT_PAGE : Number(query.page);
+    const offset = after !== undefined ? 0 : (page - 1) * limit;
+    const params: ListParams = { ...list, offset, limit, after };
+    const result = await this.store.list(params);
+    const { users, total } = result;
+    const position = nextPosition(params, result);
+    return {
+      users,
+      pagination: { total, page, limit, pages: Math.ceil(total / limit) },
+      ...(position && { next: encodeCursor(list, position) }),
+    };
   }
 
   async get(id: string): Promise<User> {
@@ -168,6 +182,23 @@ export class UserService {
     if (result === 'email_taken') throw emailExists();
     return result;
   }
+}
+
+/** The position of the list's cursor `after`; 422 for one that is not this list's, or with `page`. */
+function afterOf(list: CursorList, query: ListQuery): Position {
+  if (query.page !== undefined)
+    throw validationFailed([
+      { field: 'page', message: 'must be left out when after is given (a cursor names its page)' },
+    ]);
+  const position = decodeCursor(list, query.after!);
+  if (position === undefined)
+    throw validationFailed([
+      {
+        field: 'after',
+        message: 'is not a cursor of this list: altered, or made for another role, search, sort or order',
+      },
+    ]);
+  return position;
 }
 
 /** What the store checks of If-Match: the versions listed; `*` asks only that the user exists. */

@@ -100,6 +100,44 @@ describe('roster users', () => {
     },
   );
 
+  test(
+    'export walks the list by cursor (Link: rel="next"), page after page, every user once, oldest first',
+    { timeout: TEST_MS },
+    async (t) => {
+      const source = await rosterFor(t);
+      // Past two pages of the export's 100: 3 seeds and 217 more.
+      for (let batch = 0; batch < 217; batch += 31) {
+        const made = Array.from({ length: Math.min(31, 217 - batch) }, (_, i) =>
+          request(`${source.api}/users`, {
+            method: 'POST',
+            body: { name: `Walker ${batch + i}`, email: `walker${batch + i}@example.com` },
+          }),
+        );
+        for (const reply of await Promise.all(made)) assert.equal(reply.status, 201);
+      }
+      const front = await flakyApi(t, source.origin, (): FlakyStep => ({ forward: true }));
+      const exported = await run(t, ['users', 'export', '--url', front.api]);
+      assert.equal(exported.exit?.code, 0, exported.describe());
+      const users = JSON.parse(exported.stdout.text) as Json[];
+      const everyone = [
+        ...(await request(`${source.api}/users?sort=created_at&order=asc&limit=100&page=1`)).body.data.users,
+        ...(await request(`${source.api}/users?sort=created_at&order=asc&limit=100&page=2`)).body.data.users,
+        ...(await request(`${source.api}/users?sort=created_at&order=asc&limit=100&page=3`)).body.data.users,
+      ] as Json[];
+      assert.equal(users.length, 220);
+      assert.deepEqual(users, everyone);
+      const lists = front.seen.filter(({ method }) => method === 'GET').map(({ path }) => new URL(path, 'http://x'));
+      assert.equal(lists.length, 3, 'one request a page');
+      assert.equal(lists[0]!.searchParams.get('after'), null);
+      for (const url of lists.slice(1)) {
+        assert.notEqual(url.searchParams.get('after'), null, url.href);
+        assert.equal(url.searchParams.get('page'), null, url.href);
+        assert.equal(url.searchParams.get('sort'), 'created_at');
+        assert.equal(url.searchParams.get('order'), 'asc');
+      }
+    },
+  );
+
   for (const format of ['json', 'csv'] as const) {
     test(
       `export --format ${format}, then import into another Roster: same users; the seeds already there (EMAIL_EXISTS)`,

@@ -47,10 +47,34 @@ describe('the client generated from the OpenAPI document, against a live Roster'
       .flatMap((item) => Object.values(item).map((operation) => operation.operationId))
       .filter((id) => !id.endsWith('Head') && !id.startsWith('options'))
       .sort();
+    // walkUsers is listUsers, page after page.
     const methods: OperationName[] = Object.keys(client)
-      .filter((key) => key !== 'http')
+      .filter((key) => key !== 'http' && key !== 'walkUsers')
       .sort() as OperationName[];
     assert.deepEqual(methods, served);
+  });
+
+  test('walkUsers: every page of a list by its Link rel="next", then none; a refused page ends the walk', async () => {
+    for (let n = 0; n < 5; n++)
+      assert.equal(
+        (await client.createUser({ name: `Walk ${n}`, email: `walk${n}@example.com` })).response.status,
+        201,
+      );
+    const query = { search: 'walk', sort: 'name', order: 'asc', limit: 2 };
+    const pages: string[][] = [];
+    for await (const page of client.walkUsers(query)) {
+      assert.equal(page.response.status, 200);
+      pages.push(page.data!.data.users.map((user) => user.name));
+    }
+    assert.deepEqual(pages, [['Walk 0', 'Walk 1'], ['Walk 2', 'Walk 3'], ['Walk 4']]);
+    const refusedPages = [];
+    for await (const page of client.walkUsers({ ...query, after: 'not-a-cursor' })) refusedPages.push(page);
+    assert.equal(refusedPages.length, 1);
+    refused(refusedPages[0]!, 422, 'VALIDATION_ERROR');
+    for (let n = 0; n < 5; n++) {
+      const { data } = await client.listUsers({ search: `walk${n}@` });
+      assert.equal((await client.deleteUser(data!.data.users[0]!.id)).response.status, 204);
+    }
   });
 
   test('createUser, getUser, replaceUser, updateUser, deleteUser: each reply and its errors', async () => {

@@ -150,6 +150,102 @@ function suite(store: TestStore): void {
       assert.deepEqual(body.error.details.map((d: { field: string }) => d.field).sort(), ['limit', 'page']);
     });
   });
+
+  describe('cursor (after) and Link: rel="next"', () => {
+    /** The pages of a walk from `query`, following each Link rel="next" (root-relative) until none. */
+    const walk = async (query: string) => {
+      const pages: { users: { name: string }[]; pagination: Record<string, number>; link: string | null }[] = [];
+      for (let url: string | undefined = `${roster.api}/users${query}`; url !== undefined;) {
+        const response = await request(url);
+        assert.equal(response.status, 200, response.text);
+        const link = response.headers.get('link');
+        pages.push({ ...response.body.data, link });
+        const next = link === null ? undefined : /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
+        if (link !== null) assert.ok(next?.startsWith('/api/v1/users?'), link);
+        url = next === undefined ? undefined : new URL(next, roster.api).href;
+      }
+      return pages;
+    };
+    const allNames = async (query: string) => [
+      ...(await names(`${query}&limit=5&page=1`)),
+      ...(await names(`${query}&limit=5&page=2`)),
+    ];
+
+    test("a walk by Link visits every user once, in the list's order; the last page has no Link", async () => {
+      for (const query of [
+        '?sort=name&order=asc',
+        '?sort=email',
+        '?sort=role&order=asc',
+        '?sort=created_at',
+        '?sort=nope',
+      ]) {
+        const pages = await walk(`${query}&limit=2`);
+        assert.deepEqual(
+          pages.flatMap((page) => page.users.map((user) => user.name)),
+          await allNames(query),
+          query,
+        );
+        assert.equal(pages.length, 4, `${query}: 7 users by 2`);
+        assert.equal(pages.at(-1)!.link, null, `${query}: no Link on the last page`);
+        for (const page of pages.slice(0, -1)) assert.notEqual(page.link, null);
+        // The first page was asked by number; the others by cursor, which have none.
+        assert.deepEqual(pages[0]!.pagination, { total: 7, page: 1, limit: 2, pages: 4 });
+        for (const page of pages.slice(1)) assert.deepEqual(page.pagination, { total: 7, page: 0, limit: 2, pages: 4 });
+      }
+    });
+
+    test('the next URL keeps role, search, sort, order and limit as sent, and drops page', async () => {
+      const query = '?role=user&search=%20&sort=name&order=asc&limit=1&page=1';
+      const pages = await walk(query);
+      const next = new URL(/^<([^>]+)>/.exec(pages[0]!.link!)![1]!, roster.api);
+      assert.deepEqual([...next.searchParams.keys()].sort(), ['after', 'limit', 'order', 'role', 'search', 'sort']);
+      assert.equal(next.searchParams.get('search'), ' ');
+      assert.equal(next.searchParams.get('role'), 'user');
+      assert.deepEqual(
+        pages.flatMap((page) => page.users.map((user) => user.name)),
+        await names('?role=user&search=%20&sort=name&order=asc&limit=5'),
+      );
+      assert.ok(pages.length > 2);
+    });
+
+    test('a page that no user follows has no Link, by page number too', async () => {
+      const response = await request(`${roster.api}/users?limit=5&page=2`);
+      assert.equal(response.headers.get('link'), null);
+      assert.notEqual((await request(`${roster.api}/users?limit=5&page=1`)).headers.get('link'), null);
+    });
+
+    test('a cursor altered, malformed, or of another list, and after with page: 422 VALIDATION_ERROR naming the parameter', async () => {
+      const first = await request(`${roster.api}/users?sort=name&order=asc&limit=2&role=user`);
+      const after = new URL(/^<([^>]+)>/.exec(first.headers.get('link')!)![1]!, roster.api).searchParams.get('after')!;
+      const flipped = `${after.slice(0, 3)}${after[3] === 'A' ? 'B' : 'A'}${after.slice(4)}`;
+      const cases: [string, string][] = [
+        [`?sort=name&order=asc&limit=2&role=user&after=nonsense`, 'after'],
+        [`?sort=name&order=asc&limit=2&role=user&after=${encodeURIComponent(flipped)}`, 'after'],
+        [`?sort=name&order=asc&limit=2&role=user&after=${after.slice(0, -1)}`, 'after'],
+        [`?sort=email&order=asc&limit=2&role=user&after=${after}`, 'after'],
+        [`?sort=name&limit=2&role=user&after=${after}`, 'after'],
+        [`?sort=name&order=asc&limit=2&role=admin&after=${after}`, 'after'],
+        [`?sort=name&order=asc&limit=2&after=${after}`, 'after'],
+        [`?sort=name&order=asc&limit=2&role=user&search=a&after=${after}`, 'after'],
+        [`?sort=name&order=asc&limit=2&role=user&page=2&after=${after}`, 'page'],
+        [`?after=`, 'after'],
+      ];
+      for (const [query, field] of cases) {
+        const { status, body } = await request(`${roster.api}/users${query}`);
+        assert.equal(status, 422, query);
+        assert.equal(body.status, 'error');
+        assert.equal(body.error.code, 'VALIDATION_ERROR', query);
+        assert.deepEqual(
+          body.error.details.map((d: { field: string }) => d.field),
+          [field],
+          query,
+        );
+      }
+      // The same cursor with another limit is still this list's.
+      const other = await request(`${roster.api}/users?sort=name&order=asc&limit=3&role=user&after=${after}`);
+      assert.equal(other.status, 200, other.text);
+    });
+  });
 }
 
 for (const store of TEST_STORES) {

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { createClock } from '../../src/clock.js';
-import { queryUsers, type ListParams } from '../../src/users/query.js';
+import { nextPosition, queryUsers, type ListParams, type ListResult } from '../../src/users/query.js';
 import type { User } from '../../src/users/schema.js';
 import { CHANGED, type NewUser, type UserStore } from '../../src/users/store.js';
 import { TIMESTAMP } from '../support/index.js';
@@ -23,6 +23,65 @@ const CLAIM = {
   expiresAt: 9_000,
   leaseUntil: 5_000,
 };
+
+/** A list's page and total, without the position of its next page (which a store may leave out, query.ts). */
+const listed = ({ users, total }: ListResult) => ({ users, total });
+
+/** The generated writes and list queries of the property tests. */
+// Few distinct values, so that sort keys tie often; astral and accented letters test code-point order.
+const names = fc.constantFrom(
+  'Ada',
+  'ada',
+  'ADA',
+  'Émile',
+  'Zoë',
+  'bob',
+  '😀',
+  '\uffff',
+  'ab',
+  'a',
+  '',
+  'ΟΔΟΣ',
+  'x\u0000y',
+);
+const emails = fc.constantFrom('a@x.io', 'A@x.io', 'b@y.io', 'ada@corp.io', 'zed@corp.io', 'e@😀.io');
+const roles = fc.constantFrom('admin', 'user', 'guest');
+// Inserts outweigh removals so that stores grow to dozens of users, past several index chunks.
+const operation = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('insert' as const),
+      name: names,
+      email: emails,
+      role: roles,
+      n: fc.nat(999_999),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('update' as const),
+      pick: fc.nat(),
+      name: fc.option(names),
+      email: fc.option(emails),
+      role: fc.option(roles),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
+);
+const query = fc.record({
+  role: fc.option(roles, { nil: undefined }),
+  search: fc.option(
+    fc.constantFrom('a', 'A', 'ad', 'corp', '😀', 'x.io', 'zz', '', 'io', '\u0000', 'ς', 'σ', 'a.a', '.', '@'),
+    { nil: undefined },
+  ),
+  sort: fc.constantFrom('created_at', 'updated_at', 'id', 'name', 'email', 'role', 'nope', '__proto__'),
+  descending: fc.boolean(),
+  offset: fc.oneof(fc.constant(0), fc.nat(20), fc.nat(120)),
+  limit: fc.integer({ min: 1, max: 30 }),
+});
+type Operation = typeof operation extends fc.Arbitrary<infer T> ? T : never;
 
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(
@@ -216,7 +275,7 @@ export function userStoreContract(
         ];
         for (const query of queries) {
           const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, ...query };
-          assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(query));
+          assert.deepEqual(listed(await store.list(params)), listed(queryUsers(users, params)), JSON.stringify(query));
         }
       }),
     );
@@ -248,7 +307,11 @@ export function userStoreContract(
               for (const offset of offsets.filter((at) => at >= 0)) {
                 for (const limit of [1, 2, 7, 50]) {
                   const params: ListParams = { role, sort, descending, offset, limit };
-                  assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+                  assert.deepEqual(
+                    listed(await store.list(params)),
+                    listed(queryUsers(users, params)),
+                    JSON.stringify(params),
+                  );
                 }
               }
             }
@@ -257,60 +320,38 @@ export function userStoreContract(
       }),
     );
 
+    /** Applies one generated write to the store and to the model (every stored user, in creation order). */
+    const apply = async (store: UserStore, users: User[], operation: Operation): Promise<void> => {
+      if (operation.op === 'insert') {
+        // Emails mostly unique per insert; a taken one (by case or through an update) is refused.
+        const user = newUser({
+          name: operation.name,
+          email: `${operation.n}.${operation.email}`,
+          role: operation.role,
+        });
+        const taken = users.some((other) => other.email.toLowerCase() === user.email.toLowerCase());
+        if (taken) assert.equal(await store.insert(user), 'email_taken');
+        else users.push(await insertOk(store, user));
+      } else if (users.length > 0) {
+        const at = operation.pick % users.length;
+        const target = users[at]!;
+        if (operation.op === 'remove') {
+          assert.equal(await store.remove(target.id), true);
+          users.splice(at, 1);
+        } else {
+          const changes = {
+            ...(operation.name === null ? {} : { name: operation.name }),
+            ...(operation.email === null ? {} : { email: operation.email }),
+            ...(operation.role === null ? {} : { role: operation.role }),
+          };
+          const changed = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+          assert.deepEqual(changed, { ...target, ...changes, updated_at: changed.updated_at });
+          users[at] = changed as User;
+        }
+      }
+    };
+
     test('property: after any sequence of writes, every list query equals the naive filter-sort-slice', async () => {
-      // Few distinct values, so that sort keys tie often; astral and accented letters test code-point order.
-      const names = fc.constantFrom(
-        'Ada',
-        'ada',
-        'ADA',
-        'Émile',
-        'Zoë',
-        'bob',
-        '😀',
-        '\uffff',
-        'ab',
-        'a',
-        '',
-        'ΟΔΟΣ',
-        'x\u0000y',
-      );
-      const emails = fc.constantFrom('a@x.io', 'A@x.io', 'b@y.io', 'ada@corp.io', 'zed@corp.io', 'e@😀.io');
-      const roles = fc.constantFrom('admin', 'user', 'guest');
-      // Inserts outweigh removals so that stores grow to dozens of users, past several index chunks.
-      const operation = fc.oneof(
-        {
-          weight: 5,
-          arbitrary: fc.record({
-            op: fc.constant('insert' as const),
-            name: names,
-            email: emails,
-            role: roles,
-            n: fc.nat(999_999),
-          }),
-        },
-        {
-          weight: 3,
-          arbitrary: fc.record({
-            op: fc.constant('update' as const),
-            pick: fc.nat(),
-            name: fc.option(names),
-            email: fc.option(emails),
-            role: fc.option(roles),
-          }),
-        },
-        { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
-      );
-      const query = fc.record({
-        role: fc.option(roles, { nil: undefined }),
-        search: fc.option(
-          fc.constantFrom('a', 'A', 'ad', 'corp', '😀', 'x.io', 'zz', '', 'io', '\u0000', 'ς', 'σ', 'a.a', '.', '@'),
-          { nil: undefined },
-        ),
-        sort: fc.constantFrom('created_at', 'updated_at', 'id', 'name', 'email', 'role', 'nope', '__proto__'),
-        descending: fc.boolean(),
-        offset: fc.oneof(fc.constant(0), fc.nat(20), fc.nat(120)),
-        limit: fc.integer({ min: 1, max: 30 }),
-      });
       await fc.assert(
         fc.asyncProperty(
           fc.array(operation, { maxLength: 150, size: 'max' }),
@@ -319,38 +360,127 @@ export function userStoreContract(
             const store = await makeStore();
             try {
               const users: User[] = []; // the model: every stored user, in creation order
-              for (const operation of operations) {
-                if (operation.op === 'insert') {
-                  // Emails mostly unique per insert; a taken one (by case or through an update) is refused.
-                  const user = newUser({
-                    name: operation.name,
-                    email: `${operation.n}.${operation.email}`,
-                    role: operation.role,
-                  });
-                  const taken = users.some((other) => other.email.toLowerCase() === user.email.toLowerCase());
-                  if (taken) assert.equal(await store.insert(user), 'email_taken');
-                  else users.push(await insertOk(store, user));
-                } else if (users.length > 0) {
-                  const at = operation.pick % users.length;
-                  const target = users[at]!;
-                  if (operation.op === 'remove') {
-                    assert.equal(await store.remove(target.id), true);
-                    users.splice(at, 1);
-                  } else {
-                    const changes = {
-                      ...(operation.name === null ? {} : { name: operation.name }),
-                      ...(operation.email === null ? {} : { email: operation.email }),
-                      ...(operation.role === null ? {} : { role: operation.role }),
-                    };
-                    const changed = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
-                    assert.deepEqual(changed, { ...target, ...changes, updated_at: changed.updated_at });
-                    users[at] = changed as User;
-                  }
-                }
-              }
+              for (const operation of operations) await apply(store, users, operation);
               for (const params of queries) {
-                assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+                assert.deepEqual(
+                  listed(await store.list(params)),
+                  listed(queryUsers(users, params)),
+                  JSON.stringify(params),
+                );
               }
+            } finally {
+              await store.close();
+            }
+          },
+        ),
+        { numRuns },
+      );
+    });
+
+    /** The whole list of `params` walked by cursor from its page-number page at `params.offset`, page by page. */
+    const walk = async (store: UserStore, params: ListParams, between?: () => Promise<void>): Promise<User[][]> => {
+      const pages: User[][] = [];
+      let asked: ListParams = params;
+      let page = await store.list(asked);
+      pages.push(page.users);
+      for (let after = nextPosition(asked, page); after !== undefined; after = nextPosition(asked, page)) {
+        await between?.();
+        asked = { ...params, offset: 0, after };
+        page = await store.list(asked);
+        pages.push(page.users);
+      }
+      return pages;
+    };
+
+    test('property: a cursor walk from any page of any list query equals the naive list, page by page', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(operation, { maxLength: 120, size: 'max' }),
+          fc.array(query, { minLength: 1, maxLength: 6 }),
+          async (operations, queries) => {
+            const store = await makeStore();
+            try {
+              const users: User[] = [];
+              for (const operation of operations) await apply(store, users, operation);
+              for (const params of queries) {
+                const label = JSON.stringify(params);
+                const whole = queryUsers(users, { ...params, offset: 0, limit: users.length + 1 });
+                let expected = queryUsers(users, params);
+                let asked: ListParams = params;
+                let page = await store.list(asked);
+                const walked = [...page.users];
+                // Each cursor page equals the naive one after the same position, total and cursor included.
+                for (;;) {
+                  assert.deepEqual(
+                    { users: page.users, total: page.total },
+                    { users: expected.users, total: expected.total },
+                    label,
+                  );
+                  const next = nextPosition(asked, page);
+                  assert.equal(next !== undefined, expected.next !== undefined, `${label}: more follow`);
+                  if (next === undefined) break;
+                  assert.deepEqual({ key: next.key, created_at: next.created_at }, expected.next, label);
+                  asked = { ...params, offset: 0, after: next };
+                  page = await store.list(asked);
+                  expected = queryUsers(users, { ...params, offset: 0, after: expected.next });
+                  walked.push(...page.users);
+                }
+                assert.deepEqual(walked, whole.users.slice(params.offset), label);
+              }
+            } finally {
+              await store.close();
+            }
+          },
+        ),
+        { numRuns },
+      );
+    });
+
+    test('property: writes between the pages of a cursor walk never make it repeat a user or skip one that stayed', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(operation, { minLength: 10, maxLength: 80, size: 'max' }),
+          query,
+          fc.array(fc.array(operation, { maxLength: 4 }), { maxLength: 40 }),
+          async (operations, params, interleaved) => {
+            const store = await makeStore();
+            try {
+              const users: User[] = [];
+              for (const operation of operations) await apply(store, users, operation);
+              const start = { ...params, offset: 0, limit: Math.max(1, params.limit % 7) };
+              const before = new Set(users.map((user) => user.id));
+              // What the list looks at of a user: its filters and its sort key.
+              const seenBy = (user: User) =>
+                JSON.stringify([user.role, user.name, user.email, start.sort === 'updated_at' && user.updated_at]);
+              const moved = new Set<string>();
+              let turn = 0;
+              const pages = await walk(store, start, async () => {
+                for (const operation of interleaved[turn++ % Math.max(1, interleaved.length)] ?? []) {
+                  const was = new Map(users.map((user) => [user.id, seenBy(user)]));
+                  await apply(store, users, operation);
+                  for (const user of users)
+                    if (was.has(user.id) && was.get(user.id) !== seenBy(user)) moved.add(user.id);
+                }
+              });
+              const label = JSON.stringify(start);
+              // Users listed before the walk and still there, never changed in what the list looks at
+              // (so never moved in its order): each must be walked exactly once, in order.
+              const stayed = (user: User) => before.has(user.id) && !moved.has(user.id);
+              const expected = queryUsers(users, { ...start, limit: users.length + 1 }).users.filter(stayed);
+              const walked = pages.flat();
+              const ids = walked.map((user) => user.id);
+              const seen = new Set<string>();
+              for (const user of walked) {
+                // A user seen twice must have moved ahead of the cursor (a write changed its sort key).
+                if (seen.has(user.id)) assert.ok(moved.has(user.id), `${label}: ${user.id} repeated`);
+                seen.add(user.id);
+              }
+              const stayedIds = new Set(expected.map((user) => user.id));
+              assert.deepEqual(
+                ids.filter((id, at) => stayedIds.has(id) && ids.indexOf(id) === at),
+                expected.map((user) => user.id),
+                `${label}: every user that stayed, once, in order`,
+              );
             } finally {
               await store.close();
             }

@@ -19,6 +19,8 @@ import {
 import { idempotentHeaders, type Idempotency } from '../idempotency.js';
 import type { User as UserRecord } from '../../users/schema.js';
 import type { SavedReply } from '../../users/idempotency-keys.js';
+import { LINK } from '../../protocol/http-headers.js';
+import { API_PREFIX } from '../prefix.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -34,6 +36,27 @@ export interface UserRoutesOptions {
 }
 
 type WithId = { Params: { id: string } };
+
+/** The list's Link header, as the OpenAPI document describes it. */
+const linkHeader = {
+  Link: {
+    type: 'string',
+    description:
+      'When more users follow this page: `<URL>; rel="next"` (RFC 8288), the next page by cursor: this list\'s ' +
+      'path with its role, search, sort, order and limit, and `after`. Absent on the last page.',
+  },
+};
+
+/** The list parameters a next page keeps, as the client sent them; `page` gives way to `after`. */
+const KEPT_PARAMETERS = ['role', 'search', 'sort', 'order', 'limit'] as const;
+
+/** The root-relative URL of the page after the cursor `after`, in the same list. */
+function nextPageUrl(query: ListQuery, after: string): string {
+  const next = new URLSearchParams();
+  for (const name of KEPT_PARAMETERS) if (query[name] !== undefined) next.set(name, query[name]);
+  next.set('after', after);
+  return `${API_PREFIX}/users?${next.toString()}`;
+}
 
 const RETRY_AFTER = { type: 'integer', description: 'IDEMPOTENCY_KEY_IN_USE: seconds until the repeat may be sent' };
 
@@ -55,16 +78,22 @@ export async function userRoutes(
       schema: {
         operationId: 'listUsers',
         summary: 'List users',
-        description: 'List users with role filter, search, sort and pagination',
+        description:
+          'List users with role filter, search, sort and pagination, by page number or by cursor (`after`): ' +
+          'a page that more users follow names the next one in `Link: <…>; rel="next"`',
         tags,
         querystring: ListQuery,
-        response: { 200: successSchema(UserList, 'UserListEnvelope'), ...errorReplies(422) },
+        response: {
+          200: { ...successSchema(UserList, 'UserListEnvelope'), headers: linkHeader },
+          ...errorReplies(422),
+        },
       },
     },
     // The reply is JSON text already (user-json.ts), sent as it is; the schema above still describes it.
     async (request, reply) => {
-      const json = listReplyJson('Users retrieved', await service.list(request.query));
-      return reply.type(JSON_CONTENT_TYPE).send(json);
+      const page = await service.list(request.query);
+      if (page.next !== undefined) reply.header(LINK, `<${nextPageUrl(request.query, page.next)}>; rel="next"`);
+      return reply.type(JSON_CONTENT_TYPE).send(listReplyJson('Users retrieved', page));
     },
   );
 

@@ -12,7 +12,7 @@ export interface paths {
     };
     /**
      * List users
-     * @description List users with role filter, search, sort and pagination
+     * @description List users with role filter, search, sort and pagination, by page number or by cursor (`after`): a page that more users follow names the next one in `Link: <…>; rel="next"`
      */
     get: operations['listUsers'];
     put?: never;
@@ -507,6 +507,8 @@ export interface operations {
         sort?: components['schemas']['UserSortField'] | string;
         /** @description "desc" (default) sorts descending, anything else ascending */
         order?: string;
+        /** @description Cursor: the users after the place it names, as taken from the `Link: rel="next"` header of the page before. An extension beside page numbers: leave `page` out, and keep role, search, sort and order as they were (limit may change). pagination.page is then 0. */
+        after?: string;
       };
       header?: never;
       path?: never;
@@ -518,6 +520,8 @@ export interface operations {
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
+          /** @description When more users follow this page: `<URL>; rel="next"` (RFC 8288), the next page by cursor: this list's path with its role, search, sort, order and limit, and `after`. Absent on the last page. */
+          Link?: string;
           [name: string]: unknown;
         };
         content: {

@@ -13,6 +13,8 @@ import {
   IDEMPOTENT_REPLAYED,
   IF_MATCH,
   IF_NONE_MATCH,
+  LINK,
+  nextLinkOf,
 } from '../http-headers.js';
 import type { components, operations, paths } from './openapi.js';
 import { DEFAULT_RETRY, newIdempotencyKey, retrying, type RetryPolicy } from './retry.js';
@@ -87,6 +89,21 @@ export function rootOf(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/api\/v1$/, '');
 }
 
+/**
+ * The query of the page that a list reply names in `Link: <…>; rel="next"` (the same list, by cursor),
+ * or undefined on the last page. The link is read as Roster writes it: its own query string, root-relative.
+ */
+export function nextListQuery(response: Response): ListUsersQuery | undefined {
+  const next = nextLinkOf(response.headers.get(LINK));
+  if (next === undefined) return undefined;
+  const { limit, page, ...rest } = Object.fromEntries(new URL(next, 'http://roster.invalid').searchParams);
+  return {
+    ...rest,
+    ...(limit === undefined ? {} : { limit: Number(limit) }),
+    ...(page === undefined ? {} : { page: Number(page) }),
+  };
+}
+
 export function createRosterClient(options: RosterClientOptions) {
   const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request));
   const policy = options.retry === false ? { ...DEFAULT_RETRY, retries: 0 } : { ...DEFAULT_RETRY, ...options.retry };
@@ -155,7 +172,19 @@ export function createRosterClient(options: RosterClientOptions) {
     /** The Prometheus text (METRICS on). */
     getMetrics: (init: CallOptions = {}) => http.GET('/metrics', { parseAs: 'text', ...sent(init) }),
   } satisfies Record<OperationName, unknown>;
-  return { ...operations, http };
+  /**
+   * Every page of a list, by cursor: the page `query` asks for, then each page its reply names in
+   * `Link: rel="next"`, until the last. A walk neither repeats nor skips a user that stays in place
+   * while it runs, whatever is written meanwhile. A reply other than 200 is yielded and ends the walk.
+   */
+  async function* walkUsers(query: ListUsersQuery = {}, init: CallOptions = {}) {
+    for (let asked: ListUsersQuery | undefined = query; asked !== undefined;) {
+      const reply = await operations.listUsers(asked, init);
+      yield reply;
+      asked = reply.response.status === 200 ? nextListQuery(reply.response) : undefined;
+    }
+  }
+  return { ...operations, walkUsers, http };
 }
 
 export type RosterClient = ReturnType<typeof createRosterClient>;

@@ -54,7 +54,13 @@ async function assertListsEqualNaive(store: UserStore, users: readonly User[]): 
       for (const descending of [false, true]) {
         for (const offset of [0, Math.floor(total / 2) - 3, Math.floor(total / 2) + 2, total - 10, total - 1]) {
           const params: ListParams = { role, sort, descending, offset, limit: 10 };
-          assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+          const { users: page, total: counted } = await store.list(params);
+          const expected = queryUsers(users, params);
+          assert.deepEqual(
+            { users: page, total: counted },
+            { users: expected.users, total: expected.total },
+            JSON.stringify(params),
+          );
         }
       }
     }

@@ -24,7 +24,15 @@ import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
 import type { Clock } from '../../../clock.js';
 import { createClock } from '../../../clock.js';
 import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
-import { codePointOrderKey, sortedField, type ListParams, type ListResult } from '../../query.js';
+import {
+  codePointOrderKey,
+  comparePositions,
+  positionOf,
+  sortedField,
+  type ListParams,
+  type ListResult,
+  type Position,
+} from '../../query.js';
 import {
   fieldIndexes,
   INDEXED,
@@ -124,6 +132,7 @@ export class MemoryUserStore implements UserStore {
     const inRole = role === undefined ? this.#creation : this.#creationByRole.get(role);
     if (!inRole || inRole.size === 0) return { users: [], total: 0 };
     const order = this.#orderOf(params, inRole);
+    if (params.after !== undefined) return this.#listAfter(params, params.after, inRole, order);
     if (params.search !== undefined) {
       const matches = this.#text.find(this.#creation, this.#users, params.search.toLowerCase(), role);
       return { users: this.#pageOfMatches(matches, order, params.offset, params.limit), total: matches.length };
@@ -343,11 +352,105 @@ export class MemoryUserStore implements UserStore {
     }
   }
 
+  // ---- The cursor's page (`after`): the users after a position (query.ts: Position), found by key. ----
+
+  /**
+   * The page after `after`: its place in the order is found in O(log n) by comparing keys (the
+   * users' own place may have moved, or they may be gone), then read as a page-number page from
+   * there. One user more than the page is read, to tell whether more follow (`next`).
+   */
+  #listAfter(params: ListParams, after: Position, inRole: OrderedIndex<Seq>, order: Order): ListResult {
+    const { role, limit } = params;
+    let seqs: Seq[];
+    let total: number;
+    if (params.search !== undefined) {
+      // Search reads every user anyway; the matches are put in order and those after the cursor kept.
+      const matches = this.#text.find(this.#creation, this.#users, params.search.toLowerCase(), role);
+      const ordered = this.#orderedMatches(matches, order);
+      const users = this.#users;
+      const from = ordered.findIndex(
+        (seq) => comparePositions(positionOf(users[seq]!, params.sort), after, params.descending) > 0,
+      );
+      seqs = from < 0 ? [] : ordered.slice(from, from + limit + 1);
+      total = matches.length;
+    } else {
+      const start = this.#rankAfter(order, after);
+      const wanted = role === undefined || order.index === inRole ? undefined : role;
+      seqs =
+        wanted === undefined
+          ? this.#page(order, undefined, start, limit + 1)
+          : this.#walk(order, wanted, start, limit + 1);
+      total = inRole.size;
+    }
+    const users = this.#usersOf(seqs.slice(0, limit));
+    const more = seqs.length > limit;
+    return { users, total, ...(more && { next: positionOf(users.at(-1)!, params.sort) }) };
+  }
+
+  /** How many users of the order (all roles of its index) come before `after`, from the keys, in O(log n). */
+  #rankAfter(order: Order, after: Position): number {
+    const { index } = order;
+    const users = this.#users;
+    const odd = this.#oddKeys;
+    const created = after.created_at;
+    if (order.read === 'byRole') {
+      // Whole roles before the cursor's, then the users of its role created up to it.
+      const key = codePointOrderKey(after.key);
+      let rank = 0;
+      for (const [role, inRole] of this.#creationByRole) {
+        const roleKey = codePointOrderKey(role);
+        if (order.descending === true ? roleKey > key : roleKey < key) rank += inRole.size;
+        else if (roleKey === key) rank += inRole.firstRank((seq) => users[seq]!.created_at > created);
+      }
+      return rank;
+    }
+    const field = order.field;
+    // Creation order (created_at, or a sort where every user ties): created_at alone places the cursor.
+    if (field === undefined) {
+      if (order.read === 'reversed') return index.size - index.firstRank((seq) => users[seq]!.created_at >= created);
+      return index.firstRank((seq) => users[seq]!.created_at > created);
+    }
+    const key = codePointOrderKey(after.key);
+    /** -1, 0 or 1 as `seq` comes before, at or after the cursor in the index's own (ascending) order. */
+    const versus = (seq: Seq): number => {
+      const own = keyOf(odd, users, seq, field);
+      if (own !== key) return own < key ? -1 : 1;
+      const stamp = users[seq]!.created_at;
+      return stamp < created ? -1 : stamp > created ? 1 : 0;
+    };
+    if (order.read === 'ascending') return index.firstRank((seq) => versus(seq) > 0);
+    if (order.read === 'reversed') return index.size - index.firstRank((seq) => versus(seq) >= 0);
+    // Descending groups: every key above the cursor's, then its own group up to the cursor.
+    const above = index.size - index.firstRank((seq) => keyOf(odd, users, seq, field) > key);
+    const ownGroup =
+      index.firstRank((seq) => versus(seq) > 0) - index.firstRank((seq) => keyOf(odd, users, seq, field) >= key);
+    return above + ownGroup;
+  }
+
+  /** Up to `limit` users of `role` from position `start` of the order on (all roles counted in `start`). */
+  #walk(order: Order, role: string, start: number, limit: number): Seq[] {
+    const out: Seq[] = [];
+    const batch = Math.max(limit, 256);
+    for (let at = start; at < order.index.size && out.length < limit; at += batch) {
+      for (const seq of this.#page(order, undefined, at, batch)) {
+        if (this.#users[seq]!.role === role && out.push(seq) === limit) break;
+      }
+    }
+    return out;
+  }
+
+  // ---- End of the cursor's page. ----
+
   /**
    * The asked page of search matches, which arrive in creation order: sliced as they are (or reversed)
    * for creation order; otherwise only the matches are sorted, never all users.
    */
   #pageOfMatches(matches: Seq[], order: Order, offset: number, limit: number): User[] {
+    return this.#usersOf(this.#orderedMatches(matches, order).slice(offset, offset + limit));
+  }
+
+  /** The search matches (in creation order) in the asked order. */
+  #orderedMatches(matches: Seq[], order: Order): Seq[] {
     let ordered = matches;
     if (order.field === undefined) {
       if (order.read === 'reversed') ordered = matches.slice().reverse();
@@ -365,7 +468,7 @@ export class MemoryUserStore implements UserStore {
       if (descending && order.read !== 'reversed')
         ordered = reverseWithinTies(ordered, (seq) => keyOf(odd, users, seq, field));
     }
-    return this.#usersOf(ordered.slice(offset, offset + limit));
+    return ordered;
   }
 
   #roleIndex(role: string): OrderedIndex<Seq> {

@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { SEARCHABLE_FIELDS } from '../../fields.js';
-import { sortedField, type ListParams, type ListResult } from '../../query.js';
+import { positionOf, sortedField, type ListParams, type ListResult, type Position } from '../../query.js';
 import { searchColumn } from '../sql/columns.js';
 import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
 import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './rows.js';
@@ -78,14 +78,15 @@ export class PostgresList {
       }
     }
     const where = filters.length === 0 ? 'true' : filters.join(' AND ');
+    if (params.after !== undefined) return this.#listAfter(params, params.after, where, values, needle);
     values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
     if (needle === undefined) return this.#page(params, values, where);
     const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
     // One statement, so the page and the total come from the same snapshot; the total is known even
     // when the page lies beyond the last user.
     const page = (total: string, named: boolean) =>
-      this.query<Row & { total: string | null; changes?: string; id: string | null }>(
-        `SELECT t.*, ${columns('p.')}
+      this.query<Row & { total: string | null; changes?: string; id: string | null; seq: string | null }>(
+        `SELECT t.*, ${columns('p.')}, p.seq
          FROM (${total}) t
          LEFT JOIN LATERAL (
            SELECT ${RAW_COLUMNS}, seq FROM users WHERE ${where}
@@ -95,7 +96,8 @@ export class PostgresList {
         values,
         named,
       );
-    const usersOf = (rows: (Row & { id: string | null })[]) => rows.filter((row) => row.id !== null).map(userOf);
+    const usersOf = (rows: (Row & { id: string | null; seq: string | null })[]) =>
+      rows.filter((row) => row.id !== null);
     // With search, the total is counted unless this instance counted it already after the same number
     // of changes to users (migration 005), read with the page: then it is the count of this snapshot.
     // Otherwise the page is read again with the count (a second statement, so that both come from one
@@ -105,7 +107,7 @@ export class PostgresList {
     const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
     if (known) {
       const { rows } = await page(changes, false);
-      if (rows[0]!.changes === known.changes) return { users: usersOf(rows), total: known.total };
+      if (rows[0]!.changes === known.changes) return numberedPage(params, usersOf(rows), known.total);
     }
     const { rows } = await page(
       `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
@@ -113,7 +115,7 @@ export class PostgresList {
     );
     const total = Number(rows[0]!.total);
     this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
-    return { users: usersOf(rows), total };
+    return numberedPage(params, usersOf(rows), total);
   }
 
   /**
@@ -142,9 +144,9 @@ export class PostgresList {
       `(SELECT ${keys.join(', ')} FROM users WHERE ${where}
         ORDER BY ${orderBy(params, '', reversed)}
         LIMIT CASE WHEN ${offset} < ${t} AND ${when} THEN ${count} ELSE 0 END OFFSET ${skip})`;
-    const { rows } = await this.query<Row & { total: string; id: string | null }>(
+    const { rows } = await this.query<Row & { total: string; id: string | null; seq: string | null }>(
       `WITH t AS MATERIALIZED (${counted})
-       SELECT ${t} AS total, ${columns('u.')}
+       SELECT ${t} AS total, ${columns('u.')}, u.seq
        FROM (SELECT) one
        LEFT JOIN (
          (${walk(false, `${offset} <= ${t} - ${offset}`, limit, offset)}
@@ -161,14 +163,124 @@ export class PostgresList {
       values,
       true,
     );
-    return { users: rows.filter((row) => row.id !== null).map(userOf), total: Number(rows[0]!.total) };
+    return numberedPage(
+      params,
+      rows.filter((row) => row.id !== null),
+      Number(rows[0]!.total),
+    );
   }
+
+  // ---- The cursor's page (`after`): a keyset WHERE on the list's order, read from its index. ----
+
+  /**
+   * The page after `after` (query.ts: Position): the rows whose (sort value, created_at, seq) come
+   * after the cursor's in the list's order, read from the sort's index from the cursor on, up to one
+   * row more than the page, which tells whether more follow. The total comes as on a page-number page:
+   * the kept count per role, or the search's count (remembered per instance, as `list` does), in the
+   * same statement, so from the same snapshot.
+   */
+  async #listAfter(
+    params: ListParams,
+    after: Position,
+    where: string,
+    filterValues: unknown[],
+    needle: string | undefined,
+  ): Promise<ListResult> {
+    const values = [...filterValues];
+    const keyset = keysetAfter(params, after, values);
+    values.push(params.limit + 1);
+    const limit = `$${values.length}`;
+    const page = (total: string, named: boolean) =>
+      this.query<Row & { total: string | null; changes?: string; id: string | null; seq: string | null }>(
+        `SELECT t.*, ${columns('p.')}, p.seq
+         FROM (${total}) t
+         LEFT JOIN LATERAL (
+           SELECT ${RAW_COLUMNS}, seq FROM users WHERE ${where} AND ${keyset}
+           ORDER BY ${orderBy(params, '')} LIMIT ${limit}
+         ) p ON true
+         ORDER BY ${orderBy(params, 'p.')}`,
+        values,
+        named,
+      );
+    const cursorPage = (rows: (Row & { id: string | null; seq: string | null })[], total: number): ListResult => {
+      const found = rows.filter((row) => row.id !== null);
+      const kept = found.slice(0, params.limit);
+      const users = kept.map(userOf);
+      const more = found.length > params.limit;
+      return {
+        users,
+        total,
+        ...(more && { next: { ...positionOf(users.at(-1)!, params.sort), seq: kept.at(-1)!.seq! } }),
+      };
+    };
+    if (needle === undefined) {
+      const total = `SELECT coalesce(sum(users), 0) AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
+      const { rows } = await page(total, true);
+      return cursorPage(rows, Number(rows[0]!.total));
+    }
+    const key = JSON.stringify([params.role ?? null, needle]);
+    const known = this.#searchTotals.get(key);
+    const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
+    if (known) {
+      const { rows } = await page(changes, false);
+      if (rows[0]!.changes === known.changes) return cursorPage(rows, known.total);
+    }
+    const { rows } = await page(
+      `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
+      false,
+    );
+    const total = Number(rows[0]!.total);
+    this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
+    return cursorPage(rows, total);
+  }
+
+  // ---- End of the cursor's page. ----
 
   #rememberTotal(key: string, total: SearchTotal): void {
     this.#searchTotals.delete(key);
     if (this.#searchTotals.size >= SEARCH_TOTALS) this.#searchTotals.delete(this.#searchTotals.keys().next().value!);
     this.#searchTotals.set(key, total);
   }
+}
+
+/**
+ * The largest seq: a cursor that carries none (made where creation order is `created_at` alone) places
+ * itself after every user of its `created_at`.
+ */
+const LAST_SEQ = '9223372036854775807';
+
+/**
+ * The cursor's condition in orderBy's order, its values appended to `values`: after the cursor's
+ * (value, created_at, seq). A descending value is `<=` then `<`, so that the value's index (with
+ * created_at and seq after it) is read from the cursor on.
+ */
+function keysetAfter(params: ListParams, after: Position, values: unknown[]): string {
+  const field = sortedField(params.sort);
+  const at = (value: unknown) => `$${values.push(value)}`;
+  const creation = () =>
+    `(created_at, seq) > (${at(after.created_at)}::timestamp, ${at(after.seq ?? LAST_SEQ)}::bigint)`;
+  if (field === undefined) return creation();
+  if (field === 'created_at')
+    return params.descending
+      ? `(created_at, seq) < (${at(after.created_at)}::timestamp, ${at(after.seq ?? '0')}::bigint)`
+      : creation();
+  const key = field === 'updated_at' ? after.key : toStored(after.key);
+  if (field === 'id') return `id ${params.descending ? '<' : '>'} ${at(key)}`;
+  if (!params.descending)
+    return `(${field}, created_at, seq) > (${at(key)}, ${at(after.created_at)}::timestamp, ${at(after.seq ?? LAST_SEQ)}::bigint)`;
+  const value = at(key);
+  return `${field} <= ${value} AND (${field} < ${value} OR ${creation()})`;
+}
+
+/** A page asked by number and, when more users follow it, the position of its last user with its seq. */
+function numberedPage(params: ListParams, rows: (Row & { seq: string | null })[], total: number): ListResult {
+  const users = rows.map(userOf);
+  const more = users.length > 0 && params.offset + users.length < total;
+  return {
+    users,
+    total,
+    ...(more && { next: { ...positionOf(users.at(-1)!, params.sort), seq: rows.at(-1)!.seq! } }),
+  };
 }
 
 /**

@@ -25,7 +25,7 @@ import type { Logger } from 'pino';
 import { createClock, formatMicros, type Clock } from '../../../clock.js';
 import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
 import { likePattern, toStored } from '../sql/stored-text.js';
-import { sortedField, type ListParams, type ListResult } from '../../query.js';
+import { positionOf, sortedField, type ListParams, type ListResult, type Position } from '../../query.js';
 import type { User } from '../../schema.js';
 import { userBytes } from '../../heap-size.js';
 import { fromBlob, toBlob } from './blob-text.js';
@@ -156,6 +156,7 @@ export class SqliteUserStore implements UserStore {
         for (const _ of SEARCHABLE_FIELDS) values.push(needle);
       }
       const where = filters.length === 0 ? '' : `WHERE ${filters.join(' AND ')}`;
+      if (params.after !== undefined) return this.#listAfter(params, params.after, filters, values);
       const select = `SELECT created_at FROM users ${where} ORDER BY ${orderBy(params)}`;
       if (params.search !== undefined) {
         // A search reads every row anyway: one pass gives the matches in order, hence the total and the page.
@@ -187,6 +188,38 @@ export class SqliteUserStore implements UserStore {
       return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
     });
   }
+
+  // ---- The cursor's page (`after`): a keyset WHERE on the list's order, read from its index. ----
+
+  /**
+   * The page after `after` (query.ts: Position): the users whose (sort value, rowid) come after the
+   * cursor's in the list's order, read from the sort's index (each ends with the rowid, so the cursor's
+   * place is one seek) up to one user more than the page, which tells whether more follow.
+   */
+  #listAfter(params: ListParams, after: Position, filters: string[], values: unknown[]): ListResult {
+    const where = [...filters, keysetAfter(params)].join(' AND ');
+    const keyset = keysetValues(params, after);
+    // Without search, the page's own index is named, as for a page by number (pageIndex).
+    const index = params.search === undefined ? ` INDEXED BY ${pageIndex(params)}` : '';
+    const rowids = this.#statement(
+      `SELECT created_at FROM users${index} WHERE ${where} ORDER BY ${orderBy(params)} LIMIT ?`,
+    )
+      .pluck()
+      .all(...values, ...keyset, params.limit + 1) as number[];
+    const total =
+      params.search !== undefined
+        ? (this.#statement(`SELECT count(*) FROM users WHERE ${filters.join(' AND ')}`)
+            .pluck()
+            .get(...values) as number)
+        : params.role === undefined
+          ? this.#count()
+          : (this.#roles.get(params.role) ?? 0);
+    const users = rowids.slice(0, params.limit).map((rowid) => this.#userAt(rowid));
+    const more = rowids.length > params.limit;
+    return { users, total, ...(more && { next: positionOf(users.at(-1)!, params.sort) }) };
+  }
+
+  // ---- End of the cursor's page. ----
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
     const key = toStored(emailKey(user.email));
@@ -425,6 +458,28 @@ function pageIndex(params: ListParams): string {
   if (field === 'updated_at') return 'users_updated_at';
   if (field === 'role') return params.descending ? 'users_role_desc' : 'users_role';
   return `users_${field}${params.descending ? '_desc' : ''}`;
+}
+
+/**
+ * The cursor's condition (`?`s: keysetValues) in orderBy's order: after the cursor's (value, rowid). A
+ * descending value is `<=` then `<` so that SQLite reads the `DESC` index from the cursor on.
+ */
+function keysetAfter(params: ListParams): string {
+  const field = sortedField(params.sort);
+  if (field === undefined) return 'created_at > ?';
+  const before = params.descending ? '<' : '>';
+  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${field} ${before} ?`;
+  return `${field} ${before}= ? AND (${field} ${before} ? OR created_at > ?)`;
+}
+
+/** keysetAfter's values for `after`: blobs for text, microseconds for stamps. */
+function keysetValues(params: ListParams, after: Position): unknown[] {
+  const field = sortedField(params.sort);
+  const created = microsOf(after.created_at);
+  if (field === undefined || field === 'created_at') return [created];
+  if (field === 'updated_at') return [microsOf(after.key)];
+  const key = toBlob(after.key);
+  return field === 'id' ? [key] : [key, key, created];
 }
 
 /**

@@ -1,0 +1,71 @@
+/**
+ * The list's cursor (`after`): an opaque string that holds a position (query.ts: Position) and a
+ * digest of the list it was made for (role, search, sort, order). A cursor is read back only by the
+ * same list: one altered, cut short or made for another list is refused, so a walk cannot silently
+ * jump to another order's place. The digest is a check, not a secret: a client that forges a well-formed
+ * cursor only asks for the users after some place of a list it may read whole anyway.
+ *
+ * By hand: it is a few lines over node:crypto and base64url; no package does this shape.
+ */
+import { createHash } from 'node:crypto';
+import { FIELDS, type FieldSpec } from './fields.js';
+import type { Position } from './query.js';
+
+/** The list a cursor belongs to: what must be the same on every page of one walk. */
+export interface CursorList {
+  role?: string | undefined;
+  search?: string | undefined;
+  sort: string;
+  descending: boolean;
+}
+
+/** Longest cursor accepted, in characters: a position of the longest sort key (an email) fits many times. */
+export const CURSOR_MAX_LENGTH = 4096;
+
+const STAMP = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$/;
+const SEQ = /^[0-9]{1,18}$/;
+const STAMPED: readonly string[] = FIELDS.filter((field: FieldSpec) => field.stamp !== undefined).map(
+  (field) => field.name,
+);
+
+/** Whether `text` is a time as users' stamps are written, one that exists (no 30 February). */
+function isStamp(text: string): boolean {
+  if (!STAMP.test(text)) return false;
+  const time = Date.parse(`${text.slice(0, 19)}Z`);
+  return !Number.isNaN(time) && new Date(time).toISOString().slice(0, 19) === text.slice(0, 19);
+}
+
+/** Digest bytes kept: 96 bits, so that an accidental change is never taken for a cursor. */
+const DIGEST_BYTES = 12;
+
+function digest(list: CursorList, payload: string): string {
+  const of = JSON.stringify([list.role ?? null, list.search ?? null, list.sort, list.descending, payload]);
+  return createHash('sha256').update(of).digest().subarray(0, DIGEST_BYTES).toString('base64url');
+}
+
+export function encodeCursor(list: CursorList, position: Position): string {
+  const fields = [position.key, position.created_at, ...(position.seq === undefined ? [] : [position.seq])];
+  const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
+  return `${payload}.${digest(list, payload)}`;
+}
+
+/** The position `cursor` holds, or undefined if it is not a cursor of this list. */
+export function decodeCursor(list: CursorList, cursor: string): Position | undefined {
+  const dot = cursor.indexOf('.');
+  if (dot < 0 || cursor.length > CURSOR_MAX_LENGTH) return undefined;
+  const payload = cursor.slice(0, dot);
+  if (cursor.slice(dot + 1) !== digest(list, payload)) return undefined;
+  let fields: unknown;
+  try {
+    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(fields) || fields.length < 2 || fields.length > 3) return undefined;
+  const [key, createdAt, seq] = fields as unknown[];
+  if (typeof key !== 'string' || typeof createdAt !== 'string' || !isStamp(createdAt)) return undefined;
+  // A stamp's key goes to the SQL stores as a time: it must be one.
+  if (STAMPED.includes(list.sort) && !isStamp(key)) return undefined;
+  if (seq !== undefined && (typeof seq !== 'string' || !SEQ.test(seq))) return undefined;
+  return { key, created_at: createdAt, ...(seq !== undefined && { seq }) };
+}
