@@ -46,6 +46,9 @@ import { claimLost } from '../../idempotency-keys.js';
 import { connect, isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
 import { migrateSqlite, readSqliteMigrations } from './migrations.js';
 
+/** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
+const TRIGRAM = 3;
+
 /** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
 export const SQLITE_CACHED_USERS = 20_000;
 /**
@@ -138,43 +141,103 @@ export class SqliteUserStore implements UserStore {
 
   async list(params: ListParams): Promise<ListResult> {
     return this.#read(() => {
+      // Every user holds the empty needle: a search for it is the list without search.
+      const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
+      if (needle !== '') {
+        return [...needle].length >= TRIGRAM
+          ? this.#searchIndexed(params, needle)
+          : this.#searchScanned(params, needle);
+      }
       const filters: string[] = [];
       const values: unknown[] = [];
       if (params.role !== undefined) {
         filters.push('role = ?');
         values.push(toBlob(params.role));
       }
-      if (params.search !== undefined) {
-        const needle = toStored(params.search.toLowerCase());
-        // instr() finds the needle at whole characters; only a needle whose first character may be the
-        // inside of an escape (sql/stored-text.ts) needs the alignment confirmed.
-        const test =
-          likePattern(needle) === undefined
-            ? (column: string) => `roster_contains_aligned(${column}, ?)`
-            : (column: string) => `instr(${column}, ?) > 0`;
-        filters.push(`(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`);
-        for (const _ of SEARCHABLE_FIELDS) values.push(needle);
-      }
-      const where = filters.length === 0 ? '' : `WHERE ${filters.join(' AND ')}`;
-      const select = `SELECT created_at FROM users ${where} ORDER BY ${orderBy(params)}`;
-      if (params.search !== undefined) {
-        // A search reads every row anyway: one pass gives the matches in order, hence the total and the page.
-        const matches = this.#statement(select)
-          .pluck()
-          .all(...values) as number[];
-        return {
-          users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)),
-          total: matches.length,
-        };
-      }
       // Without search, the total is the count kept per role: no count of the table.
       const total = params.role === undefined ? this.#count() : (this.#roles.get(params.role) ?? 0);
       if (params.offset >= total || params.limit <= 0) return { users: [], total };
-      const rowids = this.#statement(`${select} LIMIT ? OFFSET ?`)
+      const where = filters.length === 0 ? '' : `WHERE ${filters.join(' AND ')}`;
+      const rowids = this.#statement(
+        `SELECT created_at FROM users ${where} ORDER BY ${orderBy(params)} LIMIT ? OFFSET ?`,
+      )
         .pluck()
         .all(...values, params.limit, params.offset) as number[];
       return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
     });
+  }
+
+  /**
+   * A search through the trigram index (migrations/sqlite/004_search_index.sql): the needle as one
+   * phrase, which only a column holding the whole needle matches. The total is the count of the index's
+   * matches; a page in creation order (the default) is read in the index's own rowid order, and any
+   * other order sorts the matches alone.
+   */
+  #searchIndexed(params: ListParams, needle: string): ListResult {
+    // Inside an FTS5 string only the double quote is special, written twice.
+    const filters = ['users_search MATCH ?'];
+    const values: unknown[] = [`"${needle.replaceAll('"', '""')}"`];
+    // The index finds the needle anywhere in the stored text; only a needle whose first character may
+    // be the inside of an escape (sql/stored-text.ts) needs its hits confirmed at whole characters.
+    if (likePattern(needle) === undefined) {
+      filters.push(
+        `(${SEARCHABLE_FIELDS.map((field) => `roster_contains_aligned(users.${searchColumn(field)}, ?)`).join(' OR ')})`,
+      );
+      for (const _ of SEARCHABLE_FIELDS) values.push(needle);
+    }
+    if (params.role !== undefined) {
+      filters.push('users.role = ?');
+      values.push(toBlob(params.role));
+    }
+    const field = sortedField(params.sort);
+    const inCreationOrder = field === undefined || field === 'created_at';
+    // The users table only when a filter or the order reads it: the index alone gives rowids in order.
+    const from =
+      filters.length > 1 || !inCreationOrder
+        ? 'users_search JOIN users ON users.created_at = users_search.rowid'
+        : 'users_search';
+    const where = `WHERE ${filters.join(' AND ')}`;
+    const total = this.#statement(`SELECT count(*) FROM ${from} ${where}`)
+      .pluck()
+      .get(...values) as number;
+    if (params.offset >= total || params.limit <= 0) return { users: [], total };
+    const order = inCreationOrder
+      ? `users_search.rowid ${field === undefined || !params.descending ? 'ASC' : 'DESC'}`
+      : orderBy(params);
+    const rowids = this.#statement(`SELECT users_search.rowid FROM ${from} ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
+      .pluck()
+      .all(...values, params.limit, params.offset) as number[];
+    return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
+  }
+
+  /**
+   * A search for a needle of one or two characters, which has no trigram: a scan of the table
+   * (docs/decisions.md says why). One pass gives the matches in order, hence the total and the page.
+   */
+  #searchScanned(params: ListParams, needle: string): ListResult {
+    const filters: string[] = [];
+    const values: unknown[] = [];
+    if (params.role !== undefined) {
+      filters.push('role = ?');
+      values.push(toBlob(params.role));
+    }
+    // instr() finds the needle at whole characters; only a needle whose first character may be the
+    // inside of an escape (sql/stored-text.ts) needs the alignment confirmed.
+    const test =
+      likePattern(needle) === undefined
+        ? (column: string) => `roster_contains_aligned(${column}, ?)`
+        : (column: string) => `instr(${column}, ?) > 0`;
+    filters.push(`(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`);
+    for (const _ of SEARCHABLE_FIELDS) values.push(needle);
+    const matches = this.#statement(
+      `SELECT created_at FROM users WHERE ${filters.join(' AND ')} ORDER BY ${orderBy(params)}`,
+    )
+      .pluck()
+      .all(...values) as number[];
+    return {
+      users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)),
+      total: matches.length,
+    };
   }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
