@@ -16,8 +16,14 @@ import { MemoryUserStore } from '../../../../src/users/stores/memory/memory-stor
 import { queryUsers, type ListParams } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
 import { fromBlob, toBlob } from '../../../../src/users/stores/sqlite/blob-text.js';
-import { DatabaseInUse } from '../../../../src/users/stores/sqlite/connection.js';
-import { migrateSqliteFile, readSqliteMigrations } from '../../../../src/users/stores/sqlite/migrations.js';
+import { connect, DatabaseInUse } from '../../../../src/users/stores/sqlite/connection.js';
+import {
+  migrateSqlite,
+  migrateSqliteFile,
+  readSqliteMigrations,
+} from '../../../../src/users/stores/sqlite/migrations.js';
+import { INSERT_USER, microsOf, toRow } from '../../../../src/users/stores/sqlite/rows.js';
+import { formatMicros } from '../../../../src/clock.js';
 import { SqliteUserStore } from '../../../../src/users/stores/sqlite/sqlite-store.js';
 import { userStoreContract } from '../../store-contract.js';
 import { ROSTER } from '../../../support/index.js';
@@ -200,6 +206,83 @@ describe('SqliteUserStore on a file', () => {
       const recorded = store.database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
       assert.deepEqual(recorded, versions);
       assert.equal(store.database.pragma('journal_mode', { simple: true }), 'wal');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a file the previous version filled gets the search index at start-up, and search finds exactly what it should', async () => {
+    const path = fileOf();
+    const migrations = await readSqliteMigrations();
+    const before = migrations.findIndex((migration) => migration.version === '004_search_index');
+    assert.ok(before > 0, JSON.stringify(migrations.map((migration) => migration.version)));
+    // The file as the version before the index leaves it: its migrations only, users written as its store writes them.
+    const names = [
+      'Ada Hansen',
+      'ADA Eriksen',
+      'İstanbul',
+      'Straße',
+      'ΟΔΟΣ',
+      'x\u0000y\u0001z',
+      'lone \ud800',
+      '😀 "q" *',
+    ];
+    const users: User[] = [];
+    const db = connect({ path, synchronous: 'NORMAL' });
+    try {
+      migrateSqlite(db, migrations.slice(0, before));
+      const insert = db.prepare(INSERT_USER);
+      for (const [i, name] of names.entries()) {
+        const at = microsOf('2025-01-01T00:00:00.000000') + i;
+        const stamp = formatMicros(at);
+        const user = { id: randomUUID(), name, email: `${i}.${name}@x.io`, role: i % 2 ? 'admin' : 'user' };
+        insert.run(...toRow(user, at));
+        users.push({ ...user, created_at: stamp, updated_at: stamp });
+      }
+    } finally {
+      db.close();
+    }
+    const store = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent);
+    try {
+      const applied = store.database.prepare('SELECT version FROM schema_migrations').pluck().all();
+      assert.ok(applied.includes('004_search_index'), JSON.stringify(applied));
+      // The index against the users table, row by row (FTS5 checks the external content with rank 1).
+      store.database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
+      const hits = store.database.prepare(`SELECT count(*) FROM users_search WHERE users_search MATCH '"ada"'`);
+      assert.equal(hits.pluck().get(), 2, 'the users already in the file are indexed');
+      const searches = [
+        'ada',
+        'sen',
+        'İst',
+        'i̇st',
+        'STRASSE',
+        'straß',
+        'οδος',
+        'x\u0000y',
+        '\u0000',
+        '\ud800',
+        '"q"',
+        '*',
+        'ha',
+        'x',
+      ];
+      const check = async () => {
+        for (const search of searches) {
+          for (const role of [undefined, 'admin']) {
+            const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, search, role };
+            assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+          }
+        }
+      };
+      await check();
+      // And the triggers keep it in step with every write from now on.
+      const renamed = (await store.update(users[1]!.id, { name: 'Sen Sen' }, { uniqueEmail: false })) as User;
+      users[1] = renamed;
+      assert.equal(await store.remove(users[0]!.id), true);
+      users.shift();
+      users.push((await store.insert({ id: randomUUID(), name: 'Ada New', email: 'new@x.io', role: 'admin' })) as User);
+      await check();
+      store.database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
     } finally {
       await store.close();
     }
