@@ -45,6 +45,7 @@ import { SqliteIdempotencyKeys } from './idempotency-keys.js';
 import { claimLost } from '../../idempotency-keys.js';
 import { connect, isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
 import { migrateSqlite, readSqliteMigrations } from './migrations.js';
+import { KEPT_MATCHES, KeptNeedle, KeptSearches, type Searched } from './kept-searches.js';
 
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
 const TRIGRAM = 3;
@@ -78,13 +79,18 @@ export class SqliteUserStore implements UserStore {
   readonly #cache = new Map<number, { user: User; bytes: number }>();
   #cachedBytes = 0;
   readonly #maxCachedBytes: number;
+  /** Totals of recent searches, and their matches while few, kept exact by every write (kept-searches.ts). */
+  readonly #kept = new KeptSearches();
+  /** Matches kept per needle at most (KEPT_MATCHES unless the tests ask for fewer). */
+  readonly #keptMatches: number;
 
   private constructor(
     db: Database.Database,
     lock: SqliteLock | undefined,
     logger: Logger,
-    options: { cachedBytes: number; clock: Clock },
+    options: { cachedBytes: number; clock: Clock; keptMatches: number },
   ) {
+    this.#keptMatches = options.keptMatches;
     this.#db = db;
     this.#clock = options.clock;
     this.#lock = lock;
@@ -103,12 +109,13 @@ export class SqliteUserStore implements UserStore {
   /**
    * Locks the file against other Roster processes (DatabaseInUse if one holds it), opens it, applies
    * pending migrations, and returns the store. `cachedBytes` bounds the cache of decoded users
-   * (SQLITE_CACHED_BYTES unless given); `clock` stamps the writes, as the memory store's does.
+   * (SQLITE_CACHED_BYTES unless given); `clock` stamps the writes, as the memory store's does;
+   * `keptMatches` bounds the matches kept per needle searched (KEPT_MATCHES unless given; kept-searches.ts).
    */
   static async open(
     config: SqliteFile,
     logger: Logger,
-    options: { cachedBytes?: number; clock?: Clock } = {},
+    options: { cachedBytes?: number; clock?: Clock; keptMatches?: number } = {},
   ): Promise<SqliteUserStore> {
     const migrations = await readSqliteMigrations();
     const lock = config.path === ':memory:' ? undefined : new SqliteLock(config.path);
@@ -123,6 +130,7 @@ export class SqliteUserStore implements UserStore {
       return new SqliteUserStore(db, lock, logger, {
         cachedBytes: options.cachedBytes ?? SQLITE_CACHED_BYTES,
         clock: options.clock ?? createClock(),
+        keptMatches: options.keptMatches ?? KEPT_MATCHES,
       });
     } catch (error) {
       db?.close();
@@ -143,11 +151,7 @@ export class SqliteUserStore implements UserStore {
     return this.#read(() => {
       // Every user holds the empty needle: a search for it is the list without search.
       const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
-      if (needle !== '') {
-        return [...needle].length >= TRIGRAM
-          ? this.#searchIndexed(params, needle)
-          : this.#searchScanned(params, needle);
-      }
+      if (needle !== '') return this.#search(params, needle);
       const filters: string[] = [];
       const values: unknown[] = [];
       if (params.role !== undefined) {
@@ -168,76 +172,135 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * A search through the trigram index (migrations/sqlite/004_search_index.sql): the needle as one
-   * phrase, which only a column holding the whole needle matches. The total is the count of the index's
-   * matches; a page in creation order (the default) is read in the index's own rowid order, and any
-   * other order sorts the matches alone.
+   * A search. Its total is kept (kept-searches.ts): counted at the first search of the needle, then kept
+   * exact by every write. Its page comes from the matches kept while they are few; otherwise, from the
+   * trigram index for a needle of three characters or more, or by walking the list's order until the
+   * page is full for a shorter one, which then matches more than KEPT_MATCHES users: a page needs few rows.
    */
-  #searchIndexed(params: ListParams, needle: string): ListResult {
-    // Inside an FTS5 string only the double quote is special, written twice.
-    const filters = ['users_search MATCH ?'];
-    const values: unknown[] = [`"${needle.replaceAll('"', '""')}"`];
-    // The index finds the needle anywhere in the stored text; only a needle whose first character may
-    // be the inside of an escape (sql/stored-text.ts) needs its hits confirmed at whole characters.
-    if (likePattern(needle) === undefined) {
-      filters.push(
-        `(${SEARCHABLE_FIELDS.map((field) => `roster_contains_aligned(users.${searchColumn(field)}, ?)`).join(' OR ')})`,
-      );
-      for (const _ of SEARCHABLE_FIELDS) values.push(needle);
+  #search(params: ListParams, needle: string): ListResult {
+    const kept = this.#kept.get(needle) ?? this.#kept.keep(needle, this.#countMatches(needle));
+    const total = kept.total(params.role);
+    if (params.offset >= total || params.limit <= 0) return { users: [], total };
+    const rowids = kept.matches
+      ? this.#pageOfMatches(params, kept.matches)
+      : [...needle].length >= TRIGRAM
+        ? this.#pageIndexed(params, needle)
+        : this.#pageWalked(params, needle);
+    return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
+  }
+
+  /**
+   * The users matching `needle`, read once: through the trigram index (migrations/sqlite/004) when the
+   * needle has a trigram, by a scan of the table when it is one or two characters (docs/decisions.md).
+   */
+  #countMatches(needle: string): KeptNeedle {
+    const { from, where, values } = this.#matching(needle);
+    const few = this.#statement(`SELECT users.created_at, users.role FROM ${from} WHERE ${where} LIMIT ?`)
+      .raw()
+      .all(...values, this.#keptMatches + 1) as [number, Buffer][];
+    if (few.length <= this.#keptMatches) {
+      const matches = new Map(few.map(([rowid, role]) => [rowid, fromBlob(role)]));
+      const counts = new Map<string, number>();
+      for (const role of matches.values()) counts.set(role, (counts.get(role) ?? 0) + 1);
+      return new KeptNeedle(needle, counts, matches, this.#keptMatches);
     }
+    const counts = this.#statement(`SELECT users.role, count(*) FROM ${from} WHERE ${where} GROUP BY users.role`)
+      .raw()
+      .all(...values) as [Buffer, number][];
+    return new KeptNeedle(
+      needle,
+      counts.map(([role, users]) => [fromBlob(role), users]),
+      undefined,
+      this.#keptMatches,
+    );
+  }
+
+  /**
+   * FROM and WHERE of the users matching `needle`. With a trigram, the needle is one phrase of the
+   * index, which only a column holding the whole needle matches (inside an FTS5 string only the double
+   * quote is special, written twice). Without, instr() on each column. Either finds the needle anywhere
+   * in the stored text; only a needle whose first character may be the inside of an escape
+   * (sql/stored-text.ts) needs its hits confirmed at whole characters.
+   */
+  #matching(needle: string): { from: string; where: string; values: unknown[] } {
+    const aligned = likePattern(needle) !== undefined;
+    const test = (column: string) =>
+      aligned ? `instr(users.${column}, ?) > 0` : `roster_contains_aligned(users.${column}, ?)`;
+    const anyField = `(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`;
+    const needles = SEARCHABLE_FIELDS.map(() => needle);
+    if ([...needle].length < TRIGRAM) return { from: 'users', where: anyField, values: needles };
+    const match = `"${needle.replaceAll('"', '""')}"`;
+    const from = 'users_search JOIN users ON users.created_at = users_search.rowid';
+    if (aligned) return { from, where: 'users_search MATCH ?', values: [match] };
+    return { from, where: `users_search MATCH ? AND ${anyField}`, values: [match, ...needles] };
+  }
+
+  /** A page of the matches kept: sorted here in creation order, by SQLite for any other order. */
+  #pageOfMatches(params: ListParams, matches: Map<number, string>): number[] {
+    const rowids: number[] = [];
+    for (const [rowid, role] of matches) if (params.role === undefined || role === params.role) rowids.push(rowid);
+    const field = sortedField(params.sort);
+    if (field === undefined || field === 'created_at') {
+      rowids.sort(field === undefined || !params.descending ? (a, b) => a - b : (a, b) => b - a);
+      return rowids.slice(params.offset, params.offset + params.limit);
+    }
+    // The matches first (CROSS JOIN keeps that order of the loops), each read by its rowid, then sorted.
+    return this.#statement(
+      `SELECT users.created_at FROM json_each(?) AS matches CROSS JOIN users ON users.created_at = matches.value
+       ORDER BY ${orderBy(params, 'users.')} LIMIT ? OFFSET ?`,
+    )
+      .pluck()
+      .all(JSON.stringify(rowids), params.limit, params.offset) as number[];
+  }
+
+  /**
+   * A page through the trigram index: in creation order (the default) straight from the index's own
+   * rowid order; in any other order, the matches alone sorted.
+   */
+  #pageIndexed(params: ListParams, needle: string): number[] {
+    const matching = this.#matching(needle);
+    const values = [...matching.values];
+    let where = matching.where;
     if (params.role !== undefined) {
-      filters.push('users.role = ?');
+      where += ' AND users.role = ?';
       values.push(toBlob(params.role));
     }
     const field = sortedField(params.sort);
     const inCreationOrder = field === undefined || field === 'created_at';
     // The users table only when a filter or the order reads it: the index alone gives rowids in order.
-    const from =
-      filters.length > 1 || !inCreationOrder
-        ? 'users_search JOIN users ON users.created_at = users_search.rowid'
-        : 'users_search';
-    const where = `WHERE ${filters.join(' AND ')}`;
-    const total = this.#statement(`SELECT count(*) FROM ${from} ${where}`)
-      .pluck()
-      .get(...values) as number;
-    if (params.offset >= total || params.limit <= 0) return { users: [], total };
+    const from = where === 'users_search MATCH ?' && inCreationOrder ? 'users_search' : matching.from;
     const order = inCreationOrder
       ? `users_search.rowid ${field === undefined || !params.descending ? 'ASC' : 'DESC'}`
-      : orderBy(params);
-    const rowids = this.#statement(`SELECT users_search.rowid FROM ${from} ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
+      : orderBy(params, 'users.');
+    return this.#statement(`SELECT users_search.rowid FROM ${from} WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
       .pluck()
       .all(...values, params.limit, params.offset) as number[];
-    return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
   }
 
   /**
-   * A search for a needle of one or two characters, which has no trigram: a scan of the table
-   * (docs/decisions.md says why). One pass gives the matches in order, hence the total and the page.
+   * A page of a needle of one or two characters that more than KEPT_MATCHES users hold: the list's
+   * order walked (its index) until the page is full, which at that share of the users takes few rows.
+   * `+role`: the role does not pick the index, the order does, so that no match list is sorted.
    */
-  #searchScanned(params: ListParams, needle: string): ListResult {
-    const filters: string[] = [];
-    const values: unknown[] = [];
+  #pageWalked(params: ListParams, needle: string): number[] {
+    const matching = this.#matching(needle);
+    const values = [...matching.values];
+    let where = matching.where;
     if (params.role !== undefined) {
-      filters.push('role = ?');
+      where += ' AND +users.role = ?';
       values.push(toBlob(params.role));
     }
-    // instr() finds the needle at whole characters; only a needle whose first character may be the
-    // inside of an escape (sql/stored-text.ts) needs the alignment confirmed.
-    const test =
-      likePattern(needle) === undefined
-        ? (column: string) => `roster_contains_aligned(${column}, ?)`
-        : (column: string) => `instr(${column}, ?) > 0`;
-    filters.push(`(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`);
-    for (const _ of SEARCHABLE_FIELDS) values.push(needle);
-    const matches = this.#statement(
-      `SELECT created_at FROM users WHERE ${filters.join(' AND ')} ORDER BY ${orderBy(params)}`,
+    return this.#statement(
+      `SELECT users.created_at FROM users WHERE ${where} ORDER BY ${orderBy(params, 'users.')} LIMIT ? OFFSET ?`,
     )
       .pluck()
-      .all(...values) as number[];
-    return {
-      users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)),
-      total: matches.length,
-    };
+      .all(...values, params.limit, params.offset) as number[];
+  }
+
+  /** Tells the kept searches (kept-searches.ts) of a committed write: the user as it was (undefined: created) and is. */
+  #searchesChanged(rowid: number, before: NewUser | undefined, after: NewUser): void {
+    if (this.#kept.empty) return;
+    this.#kept.changed(rowid, before && searchedOf(before), searchedOf(after));
   }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
@@ -247,6 +310,7 @@ export class SqliteUserStore implements UserStore {
       const stored = this.#insertRow(user, key);
       if (stored === 'email_taken') return stored;
       this.#counted(user.role, 1);
+      this.#searchesChanged(stored.now, undefined, user);
       return this.#cached(stored.now, stored.user);
     });
   }
@@ -263,6 +327,7 @@ export class SqliteUserStore implements UserStore {
     if (stored === 'email_taken') return stored;
     // Only once committed: the counts and the cache follow what the file holds.
     this.#counted(user.role, 1);
+    this.#searchesChanged(stored.now, undefined, user);
     return this.#cached(stored.now, stored.user);
   }
 
@@ -308,6 +373,7 @@ export class SqliteUserStore implements UserStore {
         this.#counted(before.role, -1);
         this.#counted(next.role, 1);
       }
+      this.#searchesChanged(rowid, before, next);
       return this.#cached(rowid, next);
     });
   }
@@ -321,11 +387,14 @@ export class SqliteUserStore implements UserStore {
         if (updatedAt === undefined) return false;
         if (changedSince(updatedAt, options.expected)) return CHANGED;
       }
-      const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as
-        { role: Buffer; created_at: number } | undefined;
+      const gone = this.#statement(`DELETE FROM users WHERE id = ? RETURNING role, created_at, ${SEARCHED_COLUMNS}`)
+        .raw()
+        .get(toBlob(id)) as [Buffer, number, ...(string | null)[]] | undefined;
       if (gone === undefined) return false;
-      this.#uncache(gone.created_at);
-      this.#counted(fromBlob(gone.role), -1);
+      const [role, rowid, ...texts] = gone;
+      this.#uncache(rowid);
+      this.#counted(fromBlob(role), -1);
+      if (!this.#kept.empty) this.#kept.changed(rowid, { role: fromBlob(role), texts }, undefined);
       return true;
     });
   }
@@ -342,6 +411,7 @@ export class SqliteUserStore implements UserStore {
     });
     this.#write(() => all.immediate());
     for (const user of users) this.#counted(user.role, 1);
+    this.#kept.clear();
     return true;
   }
 
@@ -455,6 +525,21 @@ export class SqliteUserStore implements UserStore {
   }
 }
 
+/** The stored lower-cased texts of the searchable fields, as a delete returns them. */
+const SEARCHED_COLUMNS = SEARCHABLE_FIELDS.map(searchColumn).join(', ');
+
+/** A user as the kept searches see it: its role and the stored lower-cased texts rows.ts writes. */
+function searchedOf(user: NewUser): Searched {
+  const fields = user as unknown as Readonly<Record<string, string | undefined>>;
+  return {
+    role: user.role,
+    texts: SEARCHABLE_FIELDS.map((field) => {
+      const value = fields[field];
+      return value === undefined ? null : toStored(value.toLowerCase());
+    }),
+  };
+}
+
 /** Whether a write's If-Match versions (store.ts: Expected) miss the row's `updated_at` (microseconds). */
 const changedSince = (updatedAt: number, expected: Expected | undefined) =>
   expected !== undefined && !expected.includes(formatMicros(updatedAt));
@@ -463,10 +548,10 @@ const changedSince = (updatedAt: number, expected: Expected | undefined) =>
  * ORDER BY of a list (query.ts): by the field, ties in creation order (created_at, the rowid) in both
  * directions; id, created_at and updated_at are unique. Any other `sort` ties every user: creation order.
  */
-function orderBy(params: ListParams): string {
+function orderBy(params: ListParams, table = ''): string {
   const direction = params.descending ? 'DESC' : 'ASC';
   const field = sortedField(params.sort);
-  if (field === undefined) return 'created_at';
-  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${field} ${direction}`;
-  return `${field} ${direction}, created_at`;
+  if (field === undefined) return `${table}created_at`;
+  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${table}${field} ${direction}`;
+  return `${table}${field} ${direction}, ${table}created_at`;
 }

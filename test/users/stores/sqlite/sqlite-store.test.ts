@@ -36,6 +36,11 @@ const fileOf = () => join(folder, `${randomUUID()}.db`);
 userStoreContract('SqliteUserStore (:memory:)', () =>
   SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent),
 );
+// And with no matches kept for any needle searched (sqlite/kept-searches.ts), so that every page of a
+// search comes from the trigram index or a walk of the list's order, as at a large store.
+userStoreContract('SqliteUserStore (:memory:, no matches kept)', () =>
+  SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent, { keptMatches: 0 }),
+);
 // A file with synchronous=FULL runs the contract in the loop over every backend (store-contract.test.ts).
 
 describe('SQLite text', () => {
