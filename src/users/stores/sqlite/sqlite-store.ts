@@ -173,19 +173,21 @@ export class SqliteUserStore implements UserStore {
 
   /**
    * A search. Its total is kept (kept-searches.ts): counted at the first search of the needle, then kept
-   * exact by every write. Its page comes from the matches kept while they are few; otherwise, from the
-   * trigram index for a needle of three characters or more, or by walking the list's order until the
-   * page is full for a shorter one, which then matches more than KEPT_MATCHES users: a page needs few rows.
+   * exact by every write. Its page comes from the matches kept while they are few. Otherwise, knowing
+   * the total, the store takes the cheaper of two ways: walk the list's order (its index) testing each
+   * user until the page is full, about (offset + limit) × users / total rows; or read the matches,
+   * from the trigram index (a needle of three characters or more: in creation order straight from the
+   * index's rowid order, in any other order the matches alone sorted).
    */
   #search(params: ListParams, needle: string): ListResult {
     const kept = this.#kept.get(needle) ?? this.#kept.keep(needle, this.#countMatches(needle));
     const total = kept.total(params.role);
     if (params.offset >= total || params.limit <= 0) return { users: [], total };
-    const rowids = kept.matches
-      ? this.#pageOfMatches(params, kept.matches)
-      : [...needle].length >= TRIGRAM
-        ? this.#pageIndexed(params, needle)
-        : this.#pageWalked(params, needle);
+    let rowids: number[];
+    if (kept.matches) rowids = this.#pageOfMatches(params, kept.matches);
+    else if ([...needle].length < TRIGRAM || ((params.offset + params.limit) * this.#count()) / total < total) {
+      rowids = this.#pageWalked(params, needle);
+    } else rowids = this.#pageIndexed(params, needle);
     return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
   }
 
@@ -222,13 +224,16 @@ export class SqliteUserStore implements UserStore {
    * in the stored text; only a needle whose first character may be the inside of an escape
    * (sql/stored-text.ts) needs its hits confirmed at whole characters.
    */
-  #matching(needle: string): { from: string; where: string; values: unknown[] } {
+  #matching(
+    needle: string,
+    indexed = [...needle].length >= TRIGRAM,
+  ): { from: string; where: string; values: unknown[] } {
     const aligned = likePattern(needle) !== undefined;
     const test = (column: string) =>
       aligned ? `instr(users.${column}, ?) > 0` : `roster_contains_aligned(users.${column}, ?)`;
     const anyField = `(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`;
     const needles = SEARCHABLE_FIELDS.map(() => needle);
-    if ([...needle].length < TRIGRAM) return { from: 'users', where: anyField, values: needles };
+    if (!indexed) return { from: 'users', where: anyField, values: needles };
     const match = `"${needle.replaceAll('"', '""')}"`;
     const from = 'users_search JOIN users ON users.created_at = users_search.rowid';
     if (aligned) return { from, where: 'users_search MATCH ?', values: [match] };
@@ -278,16 +283,18 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * A page of a needle of one or two characters that more than KEPT_MATCHES users hold: the list's
-   * order walked (its index) until the page is full, which at that share of the users takes few rows.
-   * `+role`: the role does not pick the index, the order does, so that no match list is sorted.
+   * A page found by walking the list's order (its index) and testing each user, until the page is
+   * full: for a needle many users hold, few rows. In creation order a role filter walks the role's
+   * index (its entries are in rowid order); in any other order `+role` keeps the role from picking the
+   * index, so that the order does, and no match list is sorted.
    */
   #pageWalked(params: ListParams, needle: string): number[] {
-    const matching = this.#matching(needle);
+    const matching = this.#matching(needle, false);
     const values = [...matching.values];
     let where = matching.where;
     if (params.role !== undefined) {
-      where += ' AND +users.role = ?';
+      const field = sortedField(params.sort);
+      where += field === undefined || field === 'created_at' ? ' AND users.role = ?' : ' AND +users.role = ?';
       values.push(toBlob(params.role));
     }
     return this.#statement(
