@@ -173,11 +173,10 @@ export class SqliteUserStore implements UserStore {
 
   /**
    * A search. Its total is kept (kept-searches.ts): counted at the first search of the needle, then kept
-   * exact by every write. Its page comes from the matches kept while they are few. Otherwise, knowing
-   * the total, the store takes the cheaper of two ways: walk the list's order (its index) testing each
-   * user until the page is full, about (offset + limit) × users / total rows; or read the matches,
-   * from the trigram index (a needle of three characters or more: in creation order straight from the
-   * index's rowid order, in any other order the matches alone sorted).
+   * exact by every write. Its page comes from the matches kept while they are few. Otherwise, for a
+   * needle of three characters or more, from the trigram index: in creation order (the default)
+   * straight from the index's rowid order; in another order, the matches alone sorted, unless walking
+   * that order reads fewer rows. A shorter needle, which more than KEPT_MATCHES users then hold, walks.
    */
   #search(params: ListParams, needle: string): ListResult {
     const kept = this.#kept.get(needle) ?? this.#kept.keep(needle, this.#countMatches(needle));
@@ -185,10 +184,19 @@ export class SqliteUserStore implements UserStore {
     if (params.offset >= total || params.limit <= 0) return { users: [], total };
     let rowids: number[];
     if (kept.matches) rowids = this.#pageOfMatches(params, kept.matches);
-    else if ([...needle].length < TRIGRAM || ((params.offset + params.limit) * this.#count()) / total < total) {
+    else if ([...needle].length < TRIGRAM || (!inCreationOrder(params) && this.#walkIsShorter(params, total))) {
       rowids = this.#pageWalked(params, needle);
     } else rowids = this.#pageIndexed(params, needle);
     return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
+  }
+
+  /**
+   * Whether walking the list's order, testing each user until the page is full (about
+   * (offset + limit) × users / total rows, the matches being spread through the order), reads fewer
+   * rows than sorting the `total` matches.
+   */
+  #walkIsShorter(params: ListParams, total: number): boolean {
+    return (params.offset + params.limit) * this.#count() < total * total;
   }
 
   /**
@@ -244,9 +252,8 @@ export class SqliteUserStore implements UserStore {
   #pageOfMatches(params: ListParams, matches: Map<number, string>): number[] {
     const rowids: number[] = [];
     for (const [rowid, role] of matches) if (params.role === undefined || role === params.role) rowids.push(rowid);
-    const field = sortedField(params.sort);
-    if (field === undefined || field === 'created_at') {
-      rowids.sort(field === undefined || !params.descending ? (a, b) => a - b : (a, b) => b - a);
+    if (inCreationOrder(params)) {
+      rowids.sort(sortedField(params.sort) === undefined || !params.descending ? (a, b) => a - b : (a, b) => b - a);
       return rowids.slice(params.offset, params.offset + params.limit);
     }
     // The matches first (CROSS JOIN keeps that order of the loops), each read by its rowid, then sorted.
@@ -270,12 +277,11 @@ export class SqliteUserStore implements UserStore {
       where += ' AND users.role = ?';
       values.push(toBlob(params.role));
     }
-    const field = sortedField(params.sort);
-    const inCreationOrder = field === undefined || field === 'created_at';
+    const inOrder = inCreationOrder(params);
     // The users table only when a filter or the order reads it: the index alone gives rowids in order.
-    const from = where === 'users_search MATCH ?' && inCreationOrder ? 'users_search' : matching.from;
-    const order = inCreationOrder
-      ? `users_search.rowid ${field === undefined || !params.descending ? 'ASC' : 'DESC'}`
+    const from = where === 'users_search MATCH ?' && inOrder ? 'users_search' : matching.from;
+    const order = inOrder
+      ? `users_search.rowid ${sortedField(params.sort) === undefined || !params.descending ? 'ASC' : 'DESC'}`
       : orderBy(params, 'users.');
     return this.#statement(`SELECT users_search.rowid FROM ${from} WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
       .pluck()
@@ -293,8 +299,7 @@ export class SqliteUserStore implements UserStore {
     const values = [...matching.values];
     let where = matching.where;
     if (params.role !== undefined) {
-      const field = sortedField(params.sort);
-      where += field === undefined || field === 'created_at' ? ' AND users.role = ?' : ' AND +users.role = ?';
+      where += inCreationOrder(params) ? ' AND users.role = ?' : ' AND +users.role = ?';
       values.push(toBlob(params.role));
     }
     return this.#statement(
@@ -550,6 +555,12 @@ function searchedOf(user: NewUser): Searched {
 /** Whether a write's If-Match versions (store.ts: Expected) miss the row's `updated_at` (microseconds). */
 const changedSince = (updatedAt: number, expected: Expected | undefined) =>
   expected !== undefined && !expected.includes(formatMicros(updatedAt));
+
+/** Whether the list is in creation order (rowid order), either way: by created_at, or by no sortable field. */
+function inCreationOrder(params: ListParams): boolean {
+  const field = sortedField(params.sort);
+  return field === undefined || field === 'created_at';
+}
 
 /**
  * ORDER BY of a list (query.ts): by the field, ties in creation order (created_at, the rowid) in both

@@ -293,6 +293,36 @@ describe('SqliteUserStore on a file', () => {
     }
   });
 
+  test('a search page in another order walks that order when most users match, or sorts the matches when few do', async () => {
+    // No matches kept, so that pages come from the index or the walk, as at a large store.
+    const store = await SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent, { keptMatches: 0 });
+    try {
+      const users: User[] = [];
+      for (let i = 0; i < 60; i++) {
+        const name = i % 6 === 0 ? `Ada ${i}` : `Hansen ${60 - i} "Sen"`;
+        const role = i % 3 ? 'user' : 'admin';
+        users.push((await store.insert({ id: randomUUID(), name, email: `${i}@x.io`, role })) as User);
+      }
+      for (const search of ['sen', 'SEN', '"sen"', 'ada', 'en', 'a']) {
+        for (const sort of ['name', 'email', 'created_at']) {
+          for (const [offset, limit] of [
+            [0, 1],
+            [3, 2],
+            [0, 100],
+            [40, 30],
+          ] as const) {
+            for (const role of [undefined, 'admin']) {
+              const params: ListParams = { sort, descending: offset === 3, offset, limit, search, role };
+              assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+            }
+          }
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   test('the list runs on indexes: no sort of the whole table for a page in any field order', async () => {
     const store = await SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent);
     try {
