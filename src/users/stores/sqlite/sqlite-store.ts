@@ -49,6 +49,8 @@ import { KEPT_MATCHES, KeptNeedle, KeptSearches, type Searched } from './kept-se
 
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
 const TRIGRAM = 3;
+/** Rows walked in an index for the cost of one row read by its rowid (a rough figure: pages at random). */
+const ROW_READS_PER_LOOKUP = 8;
 
 /** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
 export const SQLITE_CACHED_USERS = 20_000;
@@ -180,7 +182,11 @@ export class SqliteUserStore implements UserStore {
    */
   #search(params: ListParams, needle: string): ListResult {
     const kept = this.#kept.get(needle) ?? this.#kept.keep(needle, this.#countMatches(needle));
-    const total = kept.total(params.role);
+    const total =
+      params.role === undefined
+        ? kept.total(undefined)!
+        : (kept.total(params.role) ??
+          kept.counted(params.role, this.#countRole(needle, params.role, kept.total(undefined)!)));
     if (params.offset >= total || params.limit <= 0) return { users: [], total };
     let rowids: number[];
     if (kept.matches) rowids = this.#pageOfMatches(params, kept.matches);
@@ -200,29 +206,53 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * The users matching `needle`, read once: through the trigram index (migrations/sqlite/004) when the
-   * needle has a trigram, by a scan of the table when it is one or two characters (docs/decisions.md).
+   * The users matching `needle`, counted once. A needle of one or two characters has no trigram: one
+   * scan of the table (docs/decisions.md) counts every role. A longer one is counted in the trigram
+   * index (migrations/sqlite/004), which knows no roles: each role is counted when a search first
+   * filters by it (#countRole). While the matches are at most `keptMatches`, they are kept too.
    */
   #countMatches(needle: string): KeptNeedle {
     const { from, where, values } = this.#matching(needle);
-    const few = this.#statement(`SELECT users.created_at, users.role FROM ${from} WHERE ${where} LIMIT ?`)
-      .raw()
-      .all(...values, this.#keptMatches + 1) as [number, Buffer][];
-    if (few.length <= this.#keptMatches) {
-      const matches = new Map(few.map(([rowid, role]) => [rowid, fromBlob(role)]));
-      const counts = new Map<string, number>();
-      for (const role of matches.values()) counts.set(role, (counts.get(role) ?? 0) + 1);
-      return new KeptNeedle(needle, counts, matches, this.#keptMatches);
+    let total: number | undefined;
+    if (from !== 'users') {
+      const counted = where === 'users_search MATCH ?' ? 'users_search' : from;
+      total = this.#statement(`SELECT count(*) FROM ${counted} WHERE ${where}`)
+        .pluck()
+        .get(...values) as number;
     }
+    if (total === undefined || total <= this.#keptMatches) {
+      const few = this.#statement(`SELECT users.created_at, users.role FROM ${from} WHERE ${where} LIMIT ?`)
+        .raw()
+        .all(...values, this.#keptMatches + 1) as [number, Buffer][];
+      if (few.length <= this.#keptMatches) {
+        const matches = new Map(few.map(([rowid, role]) => [rowid, fromBlob(role)]));
+        const counts = new Map<string, number>();
+        for (const role of matches.values()) counts.set(role, (counts.get(role) ?? 0) + 1);
+        return new KeptNeedle(needle, matches.size, counts, matches, this.#keptMatches);
+      }
+    }
+    if (total !== undefined) return new KeptNeedle(needle, total, undefined, undefined, this.#keptMatches);
     const counts = this.#statement(`SELECT users.role, count(*) FROM ${from} WHERE ${where} GROUP BY users.role`)
       .raw()
       .all(...values) as [Buffer, number][];
-    return new KeptNeedle(
-      needle,
-      counts.map(([role, users]) => [fromBlob(role), users]),
-      undefined,
-      this.#keptMatches,
-    );
+    const perRole = counts.map(([role, users]): [string, number] => [fromBlob(role), users]);
+    const all = perRole.reduce((sum, [, users]) => sum + users, 0);
+    return new KeptNeedle(needle, all, perRole, undefined, this.#keptMatches);
+  }
+
+  /**
+   * The users of `role` matching `needle`, which has trigrams, counted the cheaper way: the role's
+   * users read in its index and tested, or the needle's matches in the trigram index each read for its
+   * role (a read of a row by rowid costs several of a walk through an index).
+   */
+  #countRole(needle: string, role: string, matches: number): number {
+    const users = this.#roles.get(role) ?? 0;
+    if (users === 0) return 0;
+    const indexed = users > matches * ROW_READS_PER_LOOKUP;
+    const { from, where, values } = this.#matching(needle, indexed);
+    return this.#statement(`SELECT count(*) FROM ${from} WHERE ${where} AND users.role = ?`)
+      .pluck()
+      .get(...values, toBlob(role)) as number;
   }
 
   /**
