@@ -49,8 +49,6 @@ import { KEPT_MATCHES, KeptNeedle, KeptSearches, type Searched } from './kept-se
 
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
 const TRIGRAM = 3;
-/** Rows walked in an index for the cost of one row read by its rowid (a rough figure: pages at random). */
-const ROW_READS_PER_LOOKUP = 8;
 
 /** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
 export const SQLITE_CACHED_USERS = 20_000;
@@ -241,14 +239,14 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * The users of `role` matching `needle`, which has trigrams, counted the cheaper way: the role's
-   * users read in its index and tested, or the needle's matches in the trigram index each read for its
-   * role (a read of a row by rowid costs several of a walk through an index).
+   * The users of `role` matching `needle`, which has trigrams, counted the cheaper way: each user of
+   * the role (found in its index) read and tested, or each of the needle's matches (found in the
+   * trigram index) read for its role; both read one row per user, so the fewer users win.
    */
   #countRole(needle: string, role: string, matches: number): number {
     const users = this.#roles.get(role) ?? 0;
     if (users === 0) return 0;
-    const indexed = users > matches * ROW_READS_PER_LOOKUP;
+    const indexed = users > matches;
     const { from, where, values } = this.#matching(needle, indexed);
     return this.#statement(`SELECT count(*) FROM ${from} WHERE ${where} AND users.role = ?`)
       .pluck()
