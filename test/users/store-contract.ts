@@ -490,6 +490,216 @@ export function userStoreContract(
       );
     });
 
+    /**
+     * Names and emails whose lower-cased text is hard to search: characters that toLowerCase() turns
+     * into two ('İ'), that it leaves alone though other foldings do not ('ß', 'ſ'), a final sigma,
+     * the escapes of the SQL stores (U+0000, U+0001, lone surrogates, the private-use characters that
+     * escapes carry), and the metacharacters of FTS5, LIKE, GLOB and SQL quoting.
+     */
+    const HARD_NAMES = [
+      'İstanbul İİ',
+      'STRASSE Straße ß',
+      'ſtadt Long S',
+      'ΟΔΟΣ Σίσυφος σς',
+      'x\u0000y\u0001z \u0000\u0000',
+      'lone \ud800 high \udc00 low',
+      '\ue000 private \ue7ff',
+      '😀😀 smile 😀',
+      '"quoted" and ""doubled""',
+      "O'Brien '' it's",
+      'percent 100% under_score \\back',
+      'glob *star* ?q [ab] [^c]',
+      'fts NEAR(a b) AND OR NOT col:x ^head * + -',
+      'Ada ADA ada',
+      'ab',
+      'a',
+    ];
+    const HARD_EMAILS = ['ada@corp.io', 'O.Brien@x.io', 'İ@x.io', 'ß@straße.de', 'sen.hansen@example.com'];
+    /** Needles of one, two, three and more characters, with every kind of difficulty above. */
+    const HARD_NEEDLES = [
+      'a',
+      'A',
+      'İ',
+      'i̇',
+      'i',
+      'ß',
+      'ss',
+      'SS',
+      'ſ',
+      's',
+      'Σ',
+      'σ',
+      'ς',
+      'ος',
+      'ΟΣ',
+      'σς',
+      '\u0000',
+      '\u0001',
+      '\u0000y',
+      'x\u0000y',
+      '\u0000\u0000',
+      '\u0000\u0000\u0000',
+      '\ud800',
+      '\udc00',
+      ' \ud800 ',
+      '\ue000',
+      '\ue000 p',
+      '\u0002',
+      '\u0003',
+      '\u0001\u0003',
+      '😀',
+      '😀😀',
+      '😀 s',
+      '"',
+      '""',
+      '"quoted"',
+      "'",
+      "''",
+      "o'brien",
+      '%',
+      '100%',
+      '_',
+      'r_s',
+      '\\',
+      '\\back',
+      '*',
+      '*star*',
+      '?',
+      '[ab]',
+      '[^c]',
+      'near(',
+      'near(a b)',
+      ' and ',
+      'or not',
+      'col:x',
+      '^head',
+      '* + -',
+      'sen',
+      'hansen',
+      'ada',
+      'corp.io',
+      '@',
+      'no such text anywhere',
+    ];
+
+    test(
+      'search equals the pure query for needles of one, two and three or more characters, metacharacters, escapes and case',
+      withStore(async (store) => {
+        const users: User[] = [];
+        for (const [i, name] of HARD_NAMES.entries()) {
+          const email = `${i}.${HARD_EMAILS[i % HARD_EMAILS.length]!}`;
+          users.push(await insertOk(store, newUser({ name, email, role: i % 3 ? 'user' : 'admin' })));
+        }
+        // Every piece of one to four characters (code points) of every name, as written and upper-cased.
+        const pieces = new Set(HARD_NEEDLES);
+        for (const { name } of users) {
+          const characters = [...name];
+          for (let length = 1; length <= 4; length++) {
+            for (let at = 0; at + length <= characters.length; at++) {
+              const piece = characters.slice(at, at + length).join('');
+              pieces.add(piece);
+              pieces.add(piece.toUpperCase());
+            }
+          }
+        }
+        for (const search of pieces) {
+          for (const params of [
+            { sort: 'created_at', descending: true, offset: 0, limit: 100, search },
+            { sort: 'name', descending: false, offset: 1, limit: 3, search, role: 'user' },
+          ]) {
+            assert.deepEqual(
+              listed(await store.list(params)),
+              listed(queryUsers(users, params)),
+              JSON.stringify(params),
+            );
+          }
+        }
+      }),
+    );
+
+    test('model: writes and searches interleaved, every search’s total and page equal the model’s', async () => {
+      const texts = fc.constantFrom(...HARD_NAMES, 'Hansen', 'Eriksen', 'sen', 'SEN', 'Ada');
+      const roles = fc.constantFrom('admin', 'user');
+      const needles = fc.oneof(
+        fc.constantFrom(...HARD_NEEDLES),
+        // Short runs of a small alphabet, so that random needles hit often.
+        fc.string({
+          unit: fc.constantFrom('a', 'd', 'A', 's', 'e', 'n', 'ß', 'İ', '"', '*', '\u0000', '😀'),
+          minLength: 1,
+          maxLength: 4,
+        }),
+      );
+      const step = fc.oneof(
+        {
+          weight: 4,
+          arbitrary: fc.record({ op: fc.constant('insert' as const), name: texts, email: texts, role: roles }),
+        },
+        {
+          weight: 3,
+          arbitrary: fc.record({
+            op: fc.constant('update' as const),
+            pick: fc.nat(),
+            name: fc.option(texts),
+            email: fc.option(texts),
+            role: fc.option(roles),
+          }),
+        },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
+        {
+          weight: 4,
+          arbitrary: fc.record({
+            op: fc.constant('search' as const),
+            search: needles,
+            role: fc.option(roles, { nil: undefined }),
+            sort: fc.constantFrom('created_at', 'name', 'email', 'nope'),
+            descending: fc.boolean(),
+            offset: fc.oneof(fc.constant(0), fc.nat(12)),
+            limit: fc.integer({ min: 1, max: 8 }),
+          }),
+        },
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { maxLength: 80, size: 'max' }), async (steps) => {
+          const store = await makeStore();
+          try {
+            const users: User[] = []; // the model, in creation order
+            let serial = 0;
+            for (const next of steps) {
+              if (next.op === 'search') {
+                const { op: _, ...params } = next;
+                assert.deepEqual(
+                  listed(await store.list(params)),
+                  listed(queryUsers(users, params)),
+                  JSON.stringify(params),
+                );
+              } else if (next.op === 'insert') {
+                // The text as a name, and inside a unique email (the email rule is the service's, not the store's).
+                const email = `${serial++}${next.email}@x.io`;
+                users.push(await insertOk(store, newUser({ name: next.name, email, role: next.role })));
+              } else if (users.length > 0) {
+                const at = next.pick % users.length;
+                const target = users[at]!;
+                if (next.op === 'remove') {
+                  assert.equal(await store.remove(target.id), true);
+                  users.splice(at, 1);
+                } else {
+                  const changes = {
+                    ...(next.name === null ? {} : { name: next.name }),
+                    ...(next.email === null ? {} : { email: `${serial++}${next.email}@y.io` }),
+                    ...(next.role === null ? {} : { role: next.role }),
+                  };
+                  users[at] = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+                }
+              }
+            }
+          } finally {
+            await store.close();
+          }
+        }),
+        { numRuns },
+      );
+    });
+
     test(
       'the store stamps created_at itself: timestamps given with a new user are not kept',
       withStore(async (store) => {

@@ -45,6 +45,10 @@ import { SqliteIdempotencyKeys } from './idempotency-keys.js';
 import { claimLost } from '../../idempotency-keys.js';
 import { connect, isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
 import { migrateSqlite, readSqliteMigrations } from './migrations.js';
+import { KEPT_MATCHES, KeptNeedle, KeptSearches, type Searched } from './kept-searches.js';
+
+/** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
+const TRIGRAM = 3;
 
 /** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
 export const SQLITE_CACHED_USERS = 20_000;
@@ -75,13 +79,18 @@ export class SqliteUserStore implements UserStore {
   readonly #cache = new Map<number, { user: User; bytes: number }>();
   #cachedBytes = 0;
   readonly #maxCachedBytes: number;
+  /** Totals of recent searches, and their matches while few, kept exact by every write (kept-searches.ts). */
+  readonly #kept = new KeptSearches();
+  /** Matches kept per needle at most (KEPT_MATCHES unless the tests ask for fewer). */
+  readonly #keptMatches: number;
 
   private constructor(
     db: Database.Database,
     lock: SqliteLock | undefined,
     logger: Logger,
-    options: { cachedBytes: number; clock: Clock },
+    options: { cachedBytes: number; clock: Clock; keptMatches: number },
   ) {
+    this.#keptMatches = options.keptMatches;
     this.#db = db;
     this.#clock = options.clock;
     this.#lock = lock;
@@ -100,12 +109,13 @@ export class SqliteUserStore implements UserStore {
   /**
    * Locks the file against other Roster processes (DatabaseInUse if one holds it), opens it, applies
    * pending migrations, and returns the store. `cachedBytes` bounds the cache of decoded users
-   * (SQLITE_CACHED_BYTES unless given); `clock` stamps the writes, as the memory store's does.
+   * (SQLITE_CACHED_BYTES unless given); `clock` stamps the writes, as the memory store's does;
+   * `keptMatches` bounds the matches kept per needle searched (KEPT_MATCHES unless given; kept-searches.ts).
    */
   static async open(
     config: SqliteFile,
     logger: Logger,
-    options: { cachedBytes?: number; clock?: Clock } = {},
+    options: { cachedBytes?: number; clock?: Clock; keptMatches?: number } = {},
   ): Promise<SqliteUserStore> {
     const migrations = await readSqliteMigrations();
     const lock = config.path === ':memory:' ? undefined : new SqliteLock(config.path);
@@ -120,6 +130,7 @@ export class SqliteUserStore implements UserStore {
       return new SqliteUserStore(db, lock, logger, {
         cachedBytes: options.cachedBytes ?? SQLITE_CACHED_BYTES,
         clock: options.clock ?? createClock(),
+        keptMatches: options.keptMatches ?? KEPT_MATCHES,
       });
     } catch (error) {
       db?.close();
@@ -138,39 +149,32 @@ export class SqliteUserStore implements UserStore {
 
   async list(params: ListParams): Promise<ListResult> {
     return this.#read(() => {
+      // Every user holds the empty needle: a search for it is the list without search.
+      const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
       const filters: string[] = [];
       const values: unknown[] = [];
       if (params.role !== undefined) {
         filters.push('role = ?');
         values.push(toBlob(params.role));
       }
-      if (params.search !== undefined) {
-        const needle = toStored(params.search.toLowerCase());
-        // instr() finds the needle at whole characters; only a needle whose first character may be the
-        // inside of an escape (sql/stored-text.ts) needs the alignment confirmed.
-        const test =
-          likePattern(needle) === undefined
-            ? (column: string) => `roster_contains_aligned(${column}, ?)`
-            : (column: string) => `instr(${column}, ?) > 0`;
-        filters.push(`(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`);
-        for (const _ of SEARCHABLE_FIELDS) values.push(needle);
+      if (params.after !== undefined) {
+        // A search's cursor page tests each user it walks (the matches spread through the order); its
+        // total is the search's kept one.
+        if (needle === '') return this.#listAfter(params, params.after, filters, values, this.#roleTotal(params.role));
+        const { where, values: needles } = this.#matching(needle, false);
+        return this.#listAfter(
+          params,
+          params.after,
+          [...filters, where],
+          [...values, ...needles],
+          this.#searchTotal(params, needle),
+        );
       }
-      const where = filters.length === 0 ? '' : `WHERE ${filters.join(' AND ')}`;
-      if (params.after !== undefined) return this.#listAfter(params, params.after, filters, values);
-      const select = `SELECT created_at FROM users ${where} ORDER BY ${orderBy(params)}`;
-      if (params.search !== undefined) {
-        // A search reads every row anyway: one pass gives the matches in order, hence the total and the page.
-        const matches = this.#statement(select)
-          .pluck()
-          .all(...values) as number[];
-        return {
-          users: matches.slice(params.offset, params.offset + params.limit).map((rowid) => this.#userAt(rowid)),
-          total: matches.length,
-        };
-      }
+      if (needle !== '') return this.#search(params, needle);
       // Without search, the total is the count kept per role: no count of the table.
-      const total = params.role === undefined ? this.#count() : (this.#roles.get(params.role) ?? 0);
+      const total = this.#roleTotal(params.role);
       if (params.offset >= total || params.limit <= 0) return { users: [], total };
+      const where = filters.length === 0 ? '' : `WHERE ${filters.join(' AND ')}`;
       // A page costs a walk over the index entries before it (each index holds the order and ends with
       // the rowid, so only the index is read). As the total is known, a page in the far half is read in
       // the reversed order from the other end (the same index walked backwards), then turned round: no
@@ -196,30 +200,208 @@ export class SqliteUserStore implements UserStore {
    * cursor's in the list's order, read from the sort's index (each ends with the rowid, so the cursor's
    * place is one seek) up to one user more than the page, which tells whether more follow.
    */
-  #listAfter(params: ListParams, after: Position, filters: string[], values: unknown[]): ListResult {
+  #listAfter(params: ListParams, after: Position, filters: string[], values: unknown[], total: number): ListResult {
     const where = [...filters, keysetAfter(params)].join(' AND ');
     const keyset = keysetValues(params, after);
     // Without search, the page's own index is named, as for a page by number (pageIndex).
-    const index = params.search === undefined ? ` INDEXED BY ${pageIndex(params)}` : '';
+    const index = filters.length <= (params.role === undefined ? 0 : 1) ? ` INDEXED BY ${pageIndex(params)}` : '';
     const rowids = this.#statement(
       `SELECT created_at FROM users${index} WHERE ${where} ORDER BY ${orderBy(params)} LIMIT ?`,
     )
       .pluck()
       .all(...values, ...keyset, params.limit + 1) as number[];
-    const total =
-      params.search !== undefined
-        ? (this.#statement(`SELECT count(*) FROM users WHERE ${filters.join(' AND ')}`)
-            .pluck()
-            .get(...values) as number)
-        : params.role === undefined
-          ? this.#count()
-          : (this.#roles.get(params.role) ?? 0);
     const users = rowids.slice(0, params.limit).map((rowid) => this.#userAt(rowid));
     const more = rowids.length > params.limit;
     return { users, total, ...(more && { next: positionOf(users.at(-1)!, params.sort) }) };
   }
 
   // ---- End of the cursor's page. ----
+
+  /** Users of `role` (every user without one): the count kept per role, no count of the table. */
+  #roleTotal(role: string | undefined): number {
+    return role === undefined ? this.#count() : (this.#roles.get(role) ?? 0);
+  }
+
+  /** The kept counts (and, while few, matches) of `needle`, counted at its first search. */
+  #keptNeedle(needle: string): KeptNeedle {
+    return this.#kept.get(needle) ?? this.#kept.keep(needle, this.#countMatches(needle));
+  }
+
+  /** A search's total (of its role, if any): kept, or counted once and then kept. */
+  #searchTotal(params: ListParams, needle: string, kept = this.#keptNeedle(needle)): number {
+    if (params.role === undefined) return kept.total(undefined)!;
+    return (
+      kept.total(params.role) ?? kept.counted(params.role, this.#countRole(needle, params.role, kept.total(undefined)!))
+    );
+  }
+
+  /**
+   * A search. Its total is kept (kept-searches.ts): counted at the first search of the needle, then kept
+   * exact by every write. Its page comes from the matches kept while they are few. Otherwise, for a
+   * needle of three characters or more, from the trigram index: in creation order (the default)
+   * straight from the index's rowid order; in another order, the matches alone sorted, unless walking
+   * that order reads fewer rows. A shorter needle, which more than KEPT_MATCHES users then hold, walks.
+   */
+  #search(params: ListParams, needle: string): ListResult {
+    const kept = this.#keptNeedle(needle);
+    const total = this.#searchTotal(params, needle, kept);
+    if (params.offset >= total || params.limit <= 0) return { users: [], total };
+    let rowids: number[];
+    if (kept.matches) rowids = this.#pageOfMatches(params, kept.matches);
+    else if ([...needle].length < TRIGRAM || (!inCreationOrder(params) && this.#walkIsShorter(params, total))) {
+      rowids = this.#pageWalked(params, needle);
+    } else rowids = this.#pageIndexed(params, needle);
+    return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
+  }
+
+  /**
+   * Whether walking the list's order, testing each user until the page is full (about
+   * (offset + limit) × users / total rows, the matches being spread through the order), reads fewer
+   * rows than sorting the `total` matches.
+   */
+  #walkIsShorter(params: ListParams, total: number): boolean {
+    return (params.offset + params.limit) * this.#count() < total * total;
+  }
+
+  /**
+   * The users matching `needle`, counted once. A needle of one or two characters has no trigram: one
+   * scan of the table (docs/decisions.md) counts every role. A longer one is counted in the trigram
+   * index (migrations/sqlite/004), which knows no roles: each role is counted when a search first
+   * filters by it (#countRole). While the matches are at most `keptMatches`, they are kept too.
+   */
+  #countMatches(needle: string): KeptNeedle {
+    const { from, where, values } = this.#matching(needle);
+    let total: number | undefined;
+    if (from !== 'users') {
+      const counted = where === 'users_search MATCH ?' ? 'users_search' : from;
+      total = this.#statement(`SELECT count(*) FROM ${counted} WHERE ${where}`)
+        .pluck()
+        .get(...values) as number;
+    }
+    if (total === undefined || total <= this.#keptMatches) {
+      const few = this.#statement(`SELECT users.created_at, users.role FROM ${from} WHERE ${where} LIMIT ?`)
+        .raw()
+        .all(...values, this.#keptMatches + 1) as [number, Buffer][];
+      if (few.length <= this.#keptMatches) {
+        const matches = new Map(few.map(([rowid, role]) => [rowid, fromBlob(role)]));
+        const counts = new Map<string, number>();
+        for (const role of matches.values()) counts.set(role, (counts.get(role) ?? 0) + 1);
+        return new KeptNeedle(needle, matches.size, counts, matches, this.#keptMatches);
+      }
+    }
+    if (total !== undefined) return new KeptNeedle(needle, total, undefined, undefined, this.#keptMatches);
+    const counts = this.#statement(`SELECT users.role, count(*) FROM ${from} WHERE ${where} GROUP BY users.role`)
+      .raw()
+      .all(...values) as [Buffer, number][];
+    const perRole = counts.map(([role, users]): [string, number] => [fromBlob(role), users]);
+    const all = perRole.reduce((sum, [, users]) => sum + users, 0);
+    return new KeptNeedle(needle, all, perRole, undefined, this.#keptMatches);
+  }
+
+  /**
+   * The users of `role` matching `needle`, which has trigrams, counted the cheaper way: each user of
+   * the role (found in its index) read and tested, or each of the needle's matches (found in the
+   * trigram index) read for its role; both read one row per user, so the fewer users win.
+   */
+  #countRole(needle: string, role: string, matches: number): number {
+    const users = this.#roles.get(role) ?? 0;
+    if (users === 0) return 0;
+    const indexed = users > matches;
+    const { from, where, values } = this.#matching(needle, indexed);
+    return this.#statement(`SELECT count(*) FROM ${from} WHERE ${where} AND users.role = ?`)
+      .pluck()
+      .get(...values, toBlob(role)) as number;
+  }
+
+  /**
+   * FROM and WHERE of the users matching `needle`. With a trigram, the needle is one phrase of the
+   * index, which only a column holding the whole needle matches (inside an FTS5 string only the double
+   * quote is special, written twice). Without, instr() on each column. Either finds the needle anywhere
+   * in the stored text; only a needle whose first character may be the inside of an escape
+   * (sql/stored-text.ts) needs its hits confirmed at whole characters.
+   */
+  #matching(
+    needle: string,
+    indexed = [...needle].length >= TRIGRAM,
+  ): { from: string; where: string; values: unknown[] } {
+    const aligned = likePattern(needle) !== undefined;
+    const test = (column: string) =>
+      aligned ? `instr(users.${column}, ?) > 0` : `roster_contains_aligned(users.${column}, ?)`;
+    const anyField = `(${SEARCHABLE_FIELDS.map((field) => test(searchColumn(field))).join(' OR ')})`;
+    const needles = SEARCHABLE_FIELDS.map(() => needle);
+    if (!indexed) return { from: 'users', where: anyField, values: needles };
+    const match = `"${needle.replaceAll('"', '""')}"`;
+    const from = 'users_search JOIN users ON users.created_at = users_search.rowid';
+    if (aligned) return { from, where: 'users_search MATCH ?', values: [match] };
+    return { from, where: `users_search MATCH ? AND ${anyField}`, values: [match, ...needles] };
+  }
+
+  /** A page of the matches kept: sorted here in creation order, by SQLite for any other order. */
+  #pageOfMatches(params: ListParams, matches: Map<number, string>): number[] {
+    const rowids: number[] = [];
+    for (const [rowid, role] of matches) if (params.role === undefined || role === params.role) rowids.push(rowid);
+    if (inCreationOrder(params)) {
+      rowids.sort(sortedField(params.sort) === undefined || !params.descending ? (a, b) => a - b : (a, b) => b - a);
+      return rowids.slice(params.offset, params.offset + params.limit);
+    }
+    // The matches first (CROSS JOIN keeps that order of the loops), each read by its rowid, then sorted.
+    return this.#statement(
+      `SELECT users.created_at FROM json_each(?) AS matches CROSS JOIN users ON users.created_at = matches.value
+       ORDER BY ${orderBy(params, false, 'users.')} LIMIT ? OFFSET ?`,
+    )
+      .pluck()
+      .all(JSON.stringify(rowids), params.limit, params.offset) as number[];
+  }
+
+  /**
+   * A page through the trigram index: in creation order (the default) straight from the index's own
+   * rowid order; in any other order, the matches alone sorted.
+   */
+  #pageIndexed(params: ListParams, needle: string): number[] {
+    const matching = this.#matching(needle);
+    const values = [...matching.values];
+    let where = matching.where;
+    if (params.role !== undefined) {
+      where += ' AND users.role = ?';
+      values.push(toBlob(params.role));
+    }
+    const inOrder = inCreationOrder(params);
+    // The users table only when a filter or the order reads it: the index alone gives rowids in order.
+    const from = where === 'users_search MATCH ?' && inOrder ? 'users_search' : matching.from;
+    const order = inOrder
+      ? `users_search.rowid ${sortedField(params.sort) === undefined || !params.descending ? 'ASC' : 'DESC'}`
+      : orderBy(params, false, 'users.');
+    return this.#statement(`SELECT users_search.rowid FROM ${from} WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
+      .pluck()
+      .all(...values, params.limit, params.offset) as number[];
+  }
+
+  /**
+   * A page found by walking the list's order (its index) and testing each user, until the page is
+   * full: for a needle many users hold, few rows. In creation order a role filter walks the role's
+   * index (its entries are in rowid order); in any other order `+role` keeps the role from picking the
+   * index, so that the order does, and no match list is sorted.
+   */
+  #pageWalked(params: ListParams, needle: string): number[] {
+    const matching = this.#matching(needle, false);
+    const values = [...matching.values];
+    let where = matching.where;
+    if (params.role !== undefined) {
+      where += inCreationOrder(params) ? ' AND users.role = ?' : ' AND +users.role = ?';
+      values.push(toBlob(params.role));
+    }
+    return this.#statement(
+      `SELECT users.created_at FROM users WHERE ${where} ORDER BY ${orderBy(params, false, 'users.')} LIMIT ? OFFSET ?`,
+    )
+      .pluck()
+      .all(...values, params.limit, params.offset) as number[];
+  }
+
+  /** Tells the kept searches (kept-searches.ts) of a committed write: the user as it was (undefined: created) and is. */
+  #searchesChanged(rowid: number, before: NewUser | undefined, after: NewUser): void {
+    if (this.#kept.empty) return;
+    this.#kept.changed(rowid, before && searchedOf(before), searchedOf(after));
+  }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
     const key = toStored(emailKey(user.email));
@@ -228,6 +410,7 @@ export class SqliteUserStore implements UserStore {
       const stored = this.#insertRow(user, key);
       if (stored === 'email_taken') return stored;
       this.#counted(user.role, 1);
+      this.#searchesChanged(stored.now, undefined, user);
       return this.#cached(stored.now, stored.user);
     });
   }
@@ -244,6 +427,7 @@ export class SqliteUserStore implements UserStore {
     if (stored === 'email_taken') return stored;
     // Only once committed: the counts and the cache follow what the file holds.
     this.#counted(user.role, 1);
+    this.#searchesChanged(stored.now, undefined, user);
     return this.#cached(stored.now, stored.user);
   }
 
@@ -289,6 +473,7 @@ export class SqliteUserStore implements UserStore {
         this.#counted(before.role, -1);
         this.#counted(next.role, 1);
       }
+      this.#searchesChanged(rowid, before, next);
       return this.#cached(rowid, next);
     });
   }
@@ -302,11 +487,14 @@ export class SqliteUserStore implements UserStore {
         if (updatedAt === undefined) return false;
         if (changedSince(updatedAt, options.expected)) return CHANGED;
       }
-      const gone = this.#statement('DELETE FROM users WHERE id = ? RETURNING role, created_at').get(toBlob(id)) as
-        { role: Buffer; created_at: number } | undefined;
+      const gone = this.#statement(`DELETE FROM users WHERE id = ? RETURNING role, created_at, ${SEARCHED_COLUMNS}`)
+        .raw()
+        .get(toBlob(id)) as [Buffer, number, ...(string | null)[]] | undefined;
       if (gone === undefined) return false;
-      this.#uncache(gone.created_at);
-      this.#counted(fromBlob(gone.role), -1);
+      const [role, rowid, ...texts] = gone;
+      this.#uncache(rowid);
+      this.#counted(fromBlob(role), -1);
+      if (!this.#kept.empty) this.#kept.changed(rowid, { role: fromBlob(role), texts }, undefined);
       return true;
     });
   }
@@ -323,6 +511,7 @@ export class SqliteUserStore implements UserStore {
     });
     this.#write(() => all.immediate());
     for (const user of users) this.#counted(user.role, 1);
+    this.#kept.clear();
     return true;
   }
 
@@ -436,9 +625,30 @@ export class SqliteUserStore implements UserStore {
   }
 }
 
+/** The stored lower-cased texts of the searchable fields, as a delete returns them. */
+const SEARCHED_COLUMNS = SEARCHABLE_FIELDS.map(searchColumn).join(', ');
+
+/** A user as the kept searches see it: its role and the stored lower-cased texts rows.ts writes. */
+function searchedOf(user: NewUser): Searched {
+  const fields = user as unknown as Readonly<Record<string, string | undefined>>;
+  return {
+    role: user.role,
+    texts: SEARCHABLE_FIELDS.map((field) => {
+      const value = fields[field];
+      return value === undefined ? null : toStored(value.toLowerCase());
+    }),
+  };
+}
+
 /** Whether a write's If-Match versions (store.ts: Expected) miss the row's `updated_at` (microseconds). */
 const changedSince = (updatedAt: number, expected: Expected | undefined) =>
   expected !== undefined && !expected.includes(formatMicros(updatedAt));
+
+/** Whether the list is in creation order (rowid order), either way: by created_at, or by no sortable field. */
+function inCreationOrder(params: ListParams): boolean {
+  const field = sortedField(params.sort);
+  return field === undefined || field === 'created_at';
+}
 
 /**
  * The index that holds a page's order, entries ending with the rowid and, for a role filter, holding
@@ -488,11 +698,11 @@ function keysetValues(params: ListParams, after: Position): unknown[] {
  * `reversed`: the same order backwards, every term's direction turned; an index serves it walked the
  * other way.
  */
-function orderBy(params: ListParams, reversed = false): string {
+function orderBy(params: ListParams, reversed = false, table = ''): string {
   const [asc, desc] = reversed ? ['DESC', 'ASC'] : ['ASC', 'DESC'];
   const direction = params.descending ? desc : asc;
   const field = sortedField(params.sort);
-  if (field === undefined) return `created_at ${asc}`;
-  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${field} ${direction}`;
-  return `${field} ${direction}, created_at ${asc}`;
+  if (field === undefined) return `${table}created_at ${asc}`;
+  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${table}${field} ${direction}`;
+  return `${table}${field} ${direction}, ${table}created_at ${asc}`;
 }

@@ -13,14 +13,23 @@ import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { MemoryUserStore } from '../../../../src/users/stores/memory/memory-store.js';
-import { queryUsers, type ListParams } from '../../../../src/users/query.js';
+import { queryUsers, type ListParams, type ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
 import { fromBlob, toBlob } from '../../../../src/users/stores/sqlite/blob-text.js';
-import { DatabaseInUse } from '../../../../src/users/stores/sqlite/connection.js';
-import { migrateSqliteFile, readSqliteMigrations } from '../../../../src/users/stores/sqlite/migrations.js';
+import { connect, DatabaseInUse } from '../../../../src/users/stores/sqlite/connection.js';
+import {
+  migrateSqlite,
+  migrateSqliteFile,
+  readSqliteMigrations,
+} from '../../../../src/users/stores/sqlite/migrations.js';
+import { INSERT_USER, microsOf, toRow } from '../../../../src/users/stores/sqlite/rows.js';
+import { formatMicros } from '../../../../src/clock.js';
 import { SqliteUserStore } from '../../../../src/users/stores/sqlite/sqlite-store.js';
 import { userStoreContract } from '../../store-contract.js';
 import { ROSTER } from '../../../support/index.js';
+
+/** A list's page and total (the cursor to the next page is the cursor tests' business). */
+const listed = ({ users, total }: ListResult) => ({ users, total });
 
 const silent = pino({ level: 'silent' });
 const folder = mkdtempSync(join(tmpdir(), 'roster-sqlite-'));
@@ -29,6 +38,11 @@ const fileOf = () => join(folder, `${randomUUID()}.db`);
 
 userStoreContract('SqliteUserStore (:memory:)', () =>
   SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent),
+);
+// And with no matches kept for any needle searched (sqlite/kept-searches.ts), so that every page of a
+// search comes from the trigram index or a walk of the list's order, as at a large store.
+userStoreContract('SqliteUserStore (:memory:, no matches kept)', () =>
+  SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent, { keptMatches: 0 }),
 );
 // A file with synchronous=FULL runs the contract in the loop over every backend (store-contract.test.ts).
 
@@ -150,7 +164,11 @@ describe('SqliteUserStore on a file', () => {
           for (const search of searches) {
             for (const role of [undefined, 'user\u0000', 'admin']) {
               const params: ListParams = { sort, descending, offset: 0, limit: 100, search, role };
-              assert.deepEqual(await store.list(params), queryUsers(users, params), JSON.stringify(params));
+              assert.deepEqual(
+                listed(await store.list(params)),
+                listed(queryUsers(users, params)),
+                JSON.stringify(params),
+              );
             }
           }
         }
@@ -200,6 +218,121 @@ describe('SqliteUserStore on a file', () => {
       const recorded = store.database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
       assert.deepEqual(recorded, versions);
       assert.equal(store.database.pragma('journal_mode', { simple: true }), 'wal');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a file the previous version filled gets the search index at start-up, and search finds exactly what it should', async () => {
+    const path = fileOf();
+    const migrations = await readSqliteMigrations();
+    const before = migrations.findIndex((migration) => migration.version === '004_search_index');
+    assert.ok(before > 0, JSON.stringify(migrations.map((migration) => migration.version)));
+    // The file as the version before the index leaves it: its migrations only, users written as its store writes them.
+    const names = [
+      'Ada Hansen',
+      'ADA Eriksen',
+      'İstanbul',
+      'Straße',
+      'ΟΔΟΣ',
+      'x\u0000y\u0001z',
+      'lone \ud800',
+      '😀 "q" *',
+    ];
+    const users: User[] = [];
+    const db = connect({ path, synchronous: 'NORMAL' });
+    try {
+      migrateSqlite(db, migrations.slice(0, before));
+      const insert = db.prepare(INSERT_USER);
+      for (const [i, name] of names.entries()) {
+        const at = microsOf('2025-01-01T00:00:00.000000') + i;
+        const stamp = formatMicros(at);
+        const user = { id: randomUUID(), name, email: `${i}.${name}@x.io`, role: i % 2 ? 'admin' : 'user' };
+        insert.run(...toRow(user, at));
+        users.push({ ...user, created_at: stamp, updated_at: stamp });
+      }
+    } finally {
+      db.close();
+    }
+    const store = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent);
+    try {
+      const applied = store.database.prepare('SELECT version FROM schema_migrations').pluck().all();
+      assert.ok(applied.includes('004_search_index'), JSON.stringify(applied));
+      // The index against the users table, row by row (FTS5 checks the external content with rank 1).
+      store.database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
+      const hits = store.database.prepare(`SELECT count(*) FROM users_search WHERE users_search MATCH '"ada"'`);
+      assert.equal(hits.pluck().get(), 2, 'the users already in the file are indexed');
+      const searches = [
+        'ada',
+        'sen',
+        'İst',
+        'i̇st',
+        'STRASSE',
+        'straß',
+        'οδος',
+        'x\u0000y',
+        '\u0000',
+        '\ud800',
+        '"q"',
+        '*',
+        'ha',
+        'x',
+      ];
+      const check = async () => {
+        for (const search of searches) {
+          for (const role of [undefined, 'admin']) {
+            const params: ListParams = { sort: 'created_at', descending: true, offset: 0, limit: 100, search, role };
+            assert.deepEqual(
+              listed(await store.list(params)),
+              listed(queryUsers(users, params)),
+              JSON.stringify(params),
+            );
+          }
+        }
+      };
+      await check();
+      // And the triggers keep it in step with every write from now on.
+      const renamed = (await store.update(users[1]!.id, { name: 'Sen Sen' }, { uniqueEmail: false })) as User;
+      users[1] = renamed;
+      assert.equal(await store.remove(users[0]!.id), true);
+      users.shift();
+      users.push((await store.insert({ id: randomUUID(), name: 'Ada New', email: 'new@x.io', role: 'admin' })) as User);
+      await check();
+      store.database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a search page in another order walks that order when most users match, or sorts the matches when few do', async () => {
+    // No matches kept, so that pages come from the index or the walk, as at a large store.
+    const store = await SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent, { keptMatches: 0 });
+    try {
+      const users: User[] = [];
+      for (let i = 0; i < 60; i++) {
+        const name = i % 6 === 0 ? `Ada ${i}` : `Hansen ${60 - i} "Sen"`;
+        const role = i % 3 ? 'user' : 'admin';
+        users.push((await store.insert({ id: randomUUID(), name, email: `${i}@x.io`, role })) as User);
+      }
+      for (const search of ['sen', 'SEN', '"sen"', 'ada', 'en', 'a']) {
+        for (const sort of ['name', 'email', 'created_at']) {
+          for (const [offset, limit] of [
+            [0, 1],
+            [3, 2],
+            [0, 100],
+            [40, 30],
+          ] as const) {
+            for (const role of [undefined, 'admin']) {
+              const params: ListParams = { sort, descending: offset === 3, offset, limit, search, role };
+              assert.deepEqual(
+                listed(await store.list(params)),
+                listed(queryUsers(users, params)),
+                JSON.stringify(params),
+              );
+            }
+          }
+        }
+      }
     } finally {
       await store.close();
     }
