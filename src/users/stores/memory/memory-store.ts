@@ -8,8 +8,9 @@
  * - one sorted index per field (id, name, email, updated_at), each ordered by (value, creation order)
  *   and kept up to date on every write. Sorting by role needs no index of its own: it is the per-role
  *   creation indexes read one after the other in role order (ties keep creation order both ways).
- * A role filter with another sort walks that sort's index and skips other roles: it reads only as far
- * as the page, never sorts. Only search must look at every user (search-text.ts); it then orders just
+ * A role filter with another sort walks that sort's index and skips other roles: each chunk of a field
+ * index counts its users per role (ordered-index.ts: tags), so whole chunks before the page are skipped
+ * by their counts, and only the chunk where the page starts and the page itself are read user by user. Only search must look at every user (search-text.ts); it then orders just
  * the matches.
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
@@ -98,6 +99,8 @@ export class MemoryUserStore implements UserStore {
   readonly #creation: OrderedIndex<Seq>;
   readonly #creationByRole = new Map<string, OrderedIndex<Seq>>();
   readonly #fields: Record<IndexedField, OrderedIndex<Seq>>;
+  /** A small number per role ever stored, the field indexes' tag (ordered-index.ts) for it. */
+  readonly #roleNumbers = new Map<string, number>();
   readonly #text = new SearchText();
   readonly #chunkSize: number;
   readonly #clock: Clock;
@@ -111,7 +114,9 @@ export class MemoryUserStore implements UserStore {
       maxChunk: this.#chunkSize,
       changed: (chunk) => this.#text.forget(chunk),
     });
-    this.#fields = fieldIndexes(this.#users, this.#oddKeys, options.indexChunkSize ?? FIELD_CHUNK_SIZE);
+    this.#fields = fieldIndexes(this.#users, this.#oddKeys, options.indexChunkSize ?? FIELD_CHUNK_SIZE, (seq) =>
+      this.#roleNumber(this.#users[seq]!.role),
+    );
   }
 
   async get(id: string): Promise<User | undefined> {
@@ -180,7 +185,13 @@ export class MemoryUserStore implements UserStore {
     this.#users[seq] = next;
     this.#noteOddKeys(seq);
     for (const field of moved) this.#fields[field].insert(seq);
-    if (before.role !== next.role) this.#roleIndex(next.role).insert(seq);
+    if (before.role !== next.role) {
+      this.#roleIndex(next.role).insert(seq);
+      // The indexes the user stayed in count it under its new role.
+      const from = this.#roleNumber(before.role);
+      const to = this.#roleNumber(next.role);
+      for (const field of INDEXED) if (!moved.includes(field)) this.#fields[field].retag(seq, from, to);
+    }
     if (oldKey !== newKey) this.#holdEmail(newKey, seq);
     // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
     if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
@@ -237,7 +248,8 @@ export class MemoryUserStore implements UserStore {
 
   /**
    * Up to `limit` users from position `offset` of the order: found by rank in O(log n) when every
-   * user of the index counts; with `role`, by walking the index and skipping other roles.
+   * user of the index counts; with `role`, by walking the index and skipping other roles, from the
+   * chunk where the page starts (#roleWalkStart).
    */
   #page(order: Order, role: string | undefined, offset: number, limit: number): Seq[] {
     const { index } = order;
@@ -252,8 +264,9 @@ export class MemoryUserStore implements UserStore {
     }
     // Walk the order group by group, skipping other roles and the first `offset` users.
     const out: Seq[] = [];
-    let skip = offset;
-    for (const group of this.#groups(order)) {
+    const start = this.#roleWalkStart(order, role, offset);
+    let skip = offset - start.skipped;
+    for (const group of this.#groups(order, start.rank)) {
       for (const seq of group) {
         if (this.#users[seq]!.role !== role) continue;
         if (skip > 0) skip--;
@@ -261,6 +274,32 @@ export class MemoryUserStore implements UserStore {
       }
     }
     return out;
+  }
+
+  /**
+   * Where a walk of the users of `role` in the order can start to reach position `offset` among them:
+   * the rank to read from (the first for ascending reads, the highest for the others) and how many users
+   * of the role come before it in the order. Whole chunks are skipped by their counts per role; reading
+   * backwards by descending groups, the start is moved up to the end of a group of equal keys, as the
+   * group is read forwards.
+   */
+  #roleWalkStart(order: Order, role: string, offset: number): { rank: number; skipped: number } {
+    const { index } = order;
+    const tag = this.#roleNumber(role);
+    if (order.read === 'ascending') return index.skipTagged(tag, offset);
+    let { rank, skipped } = index.skipTaggedDown(tag, offset);
+    if (order.read === 'descendingGroups' && rank > 0 && rank < index.size) {
+      const field = order.field!;
+      const odd = this.#oddKeys;
+      const users = this.#users;
+      const value = keyOf(odd, users, index.at(rank)!, field);
+      if (keyOf(odd, users, index.at(rank - 1)!, field) === value) {
+        const end = index.firstRank((seq) => keyOf(odd, users, seq, field) > value);
+        for (const seq of index.slice(rank, end - rank)) if (users[seq]!.role === role) skipped--;
+        rank = end;
+      }
+    }
+    return { rank: rank - 1, skipped };
   }
 
   /** The per-role creation indexes in ascending (or descending) code-point order of the role. */
@@ -315,27 +354,26 @@ export class MemoryUserStore implements UserStore {
   }
 
   /**
-   * The order as runs of users to read forwards. Descending groups: the group of equal keys holding
-   * the last not yet read user spans ascending ranks [lo, hi]; it is read forwards, then the one before.
+   * The order from rank `from` on (the first rank read; for reads other than ascending, the highest) as
+   * runs of users to read forwards. Descending groups: the group of equal keys holding the last not yet
+   * read user spans ascending ranks [lo, hi]; it is read forwards, then the one before. `from` must end
+   * a group there.
    */
-  *#groups(order: Order): Generator<readonly Seq[]> {
+  *#groups(order: Order, from: number): Generator<readonly Seq[]> {
     const { index } = order;
     if (order.read === 'ascending') {
-      yield* index.chunks();
+      for (let rank = from; rank < index.size; rank += 512) yield index.slice(rank, 512);
       return;
     }
-    if (order.read === 'byRole') {
-      for (const inRole of this.#rolesInOrder(order.descending === true)) yield* inRole.chunks();
-      return;
-    }
+    if (order.read === 'byRole') throw new Error('the role order with a role filter is one role index');
     if (order.read === 'reversed') {
-      for (let rank = index.size - 1; rank >= 0; rank -= 64) yield index.sliceDown(rank, 64);
+      for (let rank = from; rank >= 0; rank -= 64) yield index.sliceDown(rank, 64);
       return;
     }
     const field = order.field!;
     const odd = this.#oddKeys;
     const users = this.#users;
-    for (let hi = index.size - 1; hi >= 0;) {
+    for (let hi = from; hi >= 0;) {
       const value = keyOf(odd, users, index.at(hi)!, field);
       const lo = index.firstRank((seq) => keyOf(odd, users, seq, field) >= value);
       for (let from = lo; from <= hi; from += 512) yield index.slice(from, Math.min(512, hi - from + 1));
@@ -366,6 +404,15 @@ export class MemoryUserStore implements UserStore {
         ordered = reverseWithinTies(ordered, (seq) => keyOf(odd, users, seq, field));
     }
     return this.#usersOf(ordered.slice(offset, offset + limit));
+  }
+
+  #roleNumber(role: string): number {
+    let number = this.#roleNumbers.get(role);
+    if (number === undefined) {
+      number = this.#roleNumbers.size;
+      this.#roleNumbers.set(role, number);
+    }
+    return number;
   }
 
   #roleIndex(role: string): OrderedIndex<Seq> {

@@ -9,6 +9,9 @@
  * of Python's sortedcontainers: items live in chunks of bounded size, kept in order; an insert
  * is a binary search over the chunks' last items, then one within a chunk, then a short splice.
  * Ranks come from the chunks' start offsets, recomputed lazily from the first chunk a write touched.
+ *
+ * With `tag`, each chunk also counts its items per tag (a small integer: the memory store tags users
+ * by role), so a walk that wants only one tag skips whole chunks by their counts.
  */
 
 /** Chunks split above this size by default. 1 000 000 items make about 2 700 chunks of 256..512. */
@@ -19,7 +22,10 @@ export class OrderedIndex<T> {
   readonly #maxChunk: number;
   readonly #changed: ((chunk: readonly T[]) => void) | undefined;
   readonly #key: ((item: T) => string) | undefined;
+  readonly #tag: ((item: T) => number) | undefined;
   readonly #chunks: T[][] = [];
+  /** With `tag`: per chunk, its items' count per tag (missing entries count 0). */
+  readonly #tagCounts: number[][] = [];
   /**
    * With `key`: the key of each chunk's last item. The search for an item's chunk then compares
    * strings held here instead of calling `compare`, which for the store reads two users through a
@@ -37,13 +43,20 @@ export class OrderedIndex<T> {
    * sequence). Tests pass a tiny `maxChunk` to exercise splits with few items. `changed` hears of
    * every chunk whose contents change, for caches kept per chunk (search-text.ts). `key`, if given,
    * must agree with `compare`: a smaller key means an earlier item, equal keys leave it to `compare`.
+   * `tag`, if given, is read when an item comes in and when it goes (retag() moves an item between tags).
    */
   constructor(
     compare: (a: T, b: T) => number,
-    options: { maxChunk?: number; changed?: (chunk: readonly T[]) => void; key?: (item: T) => string } = {},
+    options: {
+      maxChunk?: number;
+      changed?: (chunk: readonly T[]) => void;
+      key?: (item: T) => string;
+      tag?: (item: T) => number;
+    } = {},
   ) {
     this.#compare = compare;
     this.#key = options.key;
+    this.#tag = options.tag;
     this.#maxChunk = Math.max(2, options.maxChunk ?? DEFAULT_CHUNK_SIZE);
     this.#changed = options.changed;
   }
@@ -57,6 +70,7 @@ export class OrderedIndex<T> {
     if (this.#chunks.length === 0) {
       this.#chunks.push([item]);
       this.#fence(0, true);
+      this.#counted(0, true);
       this.#stale(0);
       return;
     }
@@ -72,6 +86,7 @@ export class OrderedIndex<T> {
       // start a new chunk rather than split, so those indexes fill their chunks completely.
       this.#chunks.push([item]);
       this.#fence(c + 1, true);
+      this.#counted(c + 1, true);
     } else {
       chunk.splice(at, 0, item);
       this.#changed?.(chunk);
@@ -83,7 +98,12 @@ export class OrderedIndex<T> {
         this.#changed?.(this.#chunks[c]!);
         this.#fence(c + 1, true);
         this.#fence(c, false);
-      } else if (at === chunk.length - 1) this.#fence(c, false);
+        this.#counted(c + 1, true);
+        this.#counted(c, false);
+      } else {
+        if (at === chunk.length - 1) this.#fence(c, false);
+        this.#count(c, item, 1);
+      }
     }
     this.#stale(c);
   }
@@ -110,9 +130,65 @@ export class OrderedIndex<T> {
     if (chunk.length === 0) {
       this.#chunks.splice(c, 1);
       if (this.#key) this.#lastKeys.splice(c, 1);
-    } else if (i === chunk.length) this.#fence(c, false);
+      if (this.#tag) this.#tagCounts.splice(c, 1);
+    } else {
+      if (i === chunk.length) this.#fence(c, false);
+      this.#count(c, item, -1);
+    }
     this.#stale(c);
     return true;
+  }
+
+  /**
+   * The item (at its place, found by comparison) now has tag `to` instead of `from`: for a change of
+   * tag that leaves its sort key alone.
+   */
+  retag(item: T, from: number, to: number): boolean {
+    const found = this.#find(item);
+    if (!found) return false;
+    const counts = this.#tagCounts[found[2]];
+    if (counts) {
+      counts[from] = (counts[from] ?? 0) - 1;
+      counts[to] = (counts[to] ?? 0) + 1;
+    }
+    return true;
+  }
+
+  /**
+   * Where a walk of the items tagged `tag` that skips the first `skip` of them can start: the rank of
+   * the first item of a chunk, and how many tagged items come before it (at most `skip`). Whole chunks
+   * are skipped by their counts. Needs `tag`.
+   */
+  skipTagged(tag: number, skip: number): { rank: number; skipped: number } {
+    const counts = this.#tagCounts;
+    const chunks = this.#chunks;
+    let rank = 0;
+    let skipped = 0;
+    for (let c = 0; c < chunks.length; c++) {
+      const n = counts[c]![tag] ?? 0;
+      if (skipped + n > skip) break;
+      skipped += n;
+      rank += chunks[c]!.length;
+    }
+    return { rank, skipped };
+  }
+
+  /**
+   * The same from the end: a chunk's first rank `rank` such that the items from `rank` on hold
+   * `skipped` (at most `skip`) items tagged `tag`. A walk down starts at `rank - 1`.
+   */
+  skipTaggedDown(tag: number, skip: number): { rank: number; skipped: number } {
+    const counts = this.#tagCounts;
+    const chunks = this.#chunks;
+    let rank = this.#size;
+    let skipped = 0;
+    for (let c = chunks.length - 1; c >= 0; c--) {
+      const n = counts[c]![tag] ?? 0;
+      if (skipped + n > skip) break;
+      skipped += n;
+      rank -= chunks[c]!.length;
+    }
+    return { rank, skipped };
   }
 
   #find(item: T): [chunk: T[], position: number, chunkIndex: number] | undefined {
@@ -193,6 +269,26 @@ export class OrderedIndex<T> {
 
   *[Symbol.iterator](): IterableIterator<T> {
     for (const chunk of this.#chunks) yield* chunk;
+  }
+
+  /** Counts the tags of chunk `c` afresh, as a new entry (`added`) or in place of the old one. */
+  #counted(c: number, added: boolean): void {
+    const tag = this.#tag;
+    if (!tag) return;
+    const counts: number[] = [];
+    for (const item of this.#chunks[c]!) {
+      const t = tag(item);
+      counts[t] = (counts[t] ?? 0) + 1;
+    }
+    if (added) this.#tagCounts.splice(c, 0, counts);
+    else this.#tagCounts[c] = counts;
+  }
+
+  #count(c: number, item: T, by: number): void {
+    if (!this.#tag) return;
+    const counts = this.#tagCounts[c]!;
+    const t = this.#tag(item);
+    counts[t] = (counts[t] ?? 0) + by;
   }
 
   /** Keeps the last key of chunk `c`, as a new entry (`added`) or in place of the old one. */
