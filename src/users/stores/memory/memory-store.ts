@@ -37,7 +37,7 @@ import {
   type Order,
 } from './field-indexes.js';
 import type { User } from '../../schema.js';
-import { foundOf, KeptMatches, SearchText, type Found, type Seq } from './search-text.js';
+import { foundOf, KeptMatches, SearchText, type Seq } from './search-text.js';
 import {
   CHANGED,
   emailKey,
@@ -250,11 +250,21 @@ export class MemoryUserStore implements UserStore {
       this.#kept.keep(needle, found);
     }
     const total = role === undefined ? found.length : (found.roles.get(role) ?? 0);
-    if (order.field !== undefined)
-      return { users: this.#pageOfMatches(this.#inRole(found, role), order, offset, limit), total };
-    // Creation order: the matches are in it already, so the page is read off them, forwards or back.
-    const { seqs, length } = found;
-    const down = order.read === 'reversed';
+    // In creation order the matches are read off as they are, forwards or back; in another order, off
+    // their sorted copy, which the kept result holds until its users change.
+    let seqs: ArrayLike<Seq> = found.seqs;
+    const { length } = found;
+    let down = order.read === 'reversed';
+    if (order.field !== undefined) {
+      const name = `${order.field} ${order.read} ${order.descending === true}`;
+      let sorted = this.#kept.order(found, name);
+      if (!sorted) {
+        sorted = Int32Array.from(this.#sorted(found.seqs.subarray(0, length), order));
+        this.#kept.keepOrder(found, name, sorted);
+      }
+      seqs = sorted;
+      down = false;
+    }
     const page: Seq[] = [];
     if (role === undefined) {
       for (let i = offset; i < length && page.length < limit; i++) page.push(seqs[down ? length - 1 - i : i]!);
@@ -268,16 +278,6 @@ export class MemoryUserStore implements UserStore {
       }
     }
     return { users: this.#usersOf(page), total };
-  }
-
-  /** The matches of `found` in `role` (every one without a role), ascending. */
-  #inRole(found: Found, role: string | undefined): Seq[] {
-    const out: Seq[] = [];
-    for (let i = 0; i < found.length; i++) {
-      const seq = found.seqs[i]!;
-      if (role === undefined || this.#users[seq]!.role === role) out.push(seq);
-    }
-    return out;
   }
 
   /**
@@ -436,29 +436,21 @@ export class MemoryUserStore implements UserStore {
     }
   }
 
-  /**
-   * The asked page of search matches, which arrive in creation order: sliced as they are (or reversed)
-   * for creation order; otherwise only the matches are sorted, never all users.
-   */
-  #pageOfMatches(matches: Seq[], order: Order, offset: number, limit: number): User[] {
-    let ordered = matches;
-    if (order.field === undefined) {
-      if (order.read === 'reversed') ordered = matches.slice().reverse();
-    } else {
-      const field = order.field;
-      const odd = this.#oddKeys;
-      const users = this.#users;
-      const keyed = matches.map((seq) => ({ seq, key: keyOf(odd, users, seq, field) }));
-      // Array sort is stable and the matches are in creation order, so ties stay in creation order.
-      keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      const descending = order.read === 'byRole' ? order.descending === true : order.read !== 'ascending';
-      if (descending) keyed.reverse();
-      ordered = keyed.map((item) => item.seq);
-      // Reversing also reversed ties; descending order keeps them in creation order.
-      if (descending && order.read !== 'reversed')
-        ordered = reverseWithinTies(ordered, (seq) => keyOf(odd, users, seq, field));
-    }
-    return this.#usersOf(ordered.slice(offset, offset + limit));
+  /** Search matches (ascending) in a field's order: only the matches are sorted, never all users. */
+  #sorted(matches: Int32Array, order: Order): Seq[] {
+    const field = order.field!;
+    const odd = this.#oddKeys;
+    const users = this.#users;
+    const keyed = Array.from(matches, (seq) => ({ seq, key: keyOf(odd, users, seq, field) }));
+    // Array sort is stable and the matches are in creation order, so ties stay in creation order.
+    keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const descending = order.read === 'byRole' ? order.descending === true : order.read !== 'ascending';
+    if (descending) keyed.reverse();
+    const ordered = keyed.map((item) => item.seq);
+    // Reversing also reversed ties; descending order keeps them in creation order.
+    return descending && order.read !== 'reversed'
+      ? reverseWithinTies(ordered, (seq) => keyOf(odd, users, seq, field))
+      : ordered;
   }
 
   #roleNumber(role: string): number {

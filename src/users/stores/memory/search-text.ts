@@ -129,7 +129,12 @@ export interface Found {
   seqs: Int32Array;
   length: number;
   roles: Map<string, number>;
+  /** The same users sorted in other orders (by the order's name), until one of them changes. */
+  orders?: Map<string, Int32Array>;
 }
+
+/** Sorted copies kept per result: the two orders asked last. */
+const ORDERS_KEPT = 2;
 
 /** What a scan found (sequence numbers, ascending), counted by role. */
 export function foundOf(seqs: readonly Seq[], users: UserColumn): Found {
@@ -139,6 +144,12 @@ export function foundOf(seqs: readonly Seq[], users: UserColumn): Found {
     roles.set(role, (roles.get(role) ?? 0) + 1);
   }
   return { seqs: Int32Array.from(seqs), length: seqs.length, roles };
+}
+
+/** Whether `found` holds `seq`. */
+function holds(found: Found, seq: Seq): boolean {
+  const at = firstAtOrAbove(found, seq);
+  return at < found.length && found.seqs[at] === seq;
 }
 
 /** Whether `needle` (lower-cased) is in one of the lower-cased searchable fields `parts`. */
@@ -153,6 +164,9 @@ export const searchedParts = (user: User): string[] =>
  * (the same needle, any role, any page) costs its page rather than a scan, also right after a write.
  * Each write tests the user it changes against every kept needle (a few `includes`) and adds or removes
  * it; nothing else is invalidated.
+ *
+ * A result also keeps the sorted copies of itself asked last (ORDERS_KEPT), until any of its users changes.
+ * So kept results hold at most three times `maxSeqs` users.
  *
  * Why not an n-gram index, which would also answer a needle seen for the first time: with about 38
  * distinct trigrams per user it holds about 38 million postings at a million users, 40 to 150 MB (index
@@ -194,6 +208,17 @@ export class KeptMatches {
     this.#held += found.length;
   }
 
+  /** `found` sorted in the order named `name`, if kept. */
+  order(found: Found, name: string): Int32Array | undefined {
+    return found.orders?.get(name);
+  }
+
+  keepOrder(found: Found, name: string, sorted: Int32Array): void {
+    found.orders ??= new Map();
+    if (found.orders.size >= ORDERS_KEPT) found.orders.delete(found.orders.keys().next().value!);
+    found.orders.set(name, sorted);
+  }
+
   /** A new user, with a sequence number above every other. */
   inserted(seq: Seq, user: User): void {
     if (this.#kept.size === 0) return;
@@ -204,6 +229,8 @@ export class KeptMatches {
   /** The user at `seq` went from `before` to `after`. */
   updated(seq: Seq, before: User, after: User): void {
     if (this.#kept.size === 0) return;
+    // Every update changes updated_at at least: sorted copies holding the user are out of date.
+    for (const found of this.#kept.values()) if (found.orders && holds(found, seq)) found.orders = undefined;
     if (before.role === after.role && SEARCHABLE_FIELDS.every((field) => before[field] === after[field])) return;
     const was = searchedParts(before);
     const is = searchedParts(after);
@@ -229,6 +256,7 @@ export class KeptMatches {
     found.seqs.copyWithin(at + 1, at, found.length);
     found.seqs[at] = seq;
     found.length++;
+    found.orders = undefined;
     this.#held++;
     found.roles.set(role, (found.roles.get(role) ?? 0) + 1);
   }
@@ -237,6 +265,7 @@ export class KeptMatches {
     const at = firstAtOrAbove(found, seq);
     found.seqs.copyWithin(at, at + 1, found.length);
     found.length--;
+    found.orders = undefined;
     this.#held--;
     found.roles.set(role, found.roles.get(role)! - 1);
   }

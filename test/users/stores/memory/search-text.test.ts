@@ -145,3 +145,13 @@ test('a kept result follows a user whose name stops and starts matching, and a r
   assert.equal((await search('ada')).total, 0);
   assert.ok(ada);
 });
+
+test('a kept sorted copy of a result follows an update that changes only updated_at', async () => {
+  const store = new MemoryUserStore({ indexChunkSize: 2 });
+  const newest = async () =>
+    (await store.list({ search: 'ada', sort: 'updated_at', descending: true, offset: 0, limit: 1 })).users[0]!.id;
+  for (const id of ['a', 'b', 'c']) await store.insert({ id, name: `Ada ${id}`, email: `${id}@x.io`, role: 'user' });
+  assert.equal(await newest(), 'c');
+  await store.update('a', { role: 'user' }, { uniqueEmail: false });
+  assert.equal(await newest(), 'a');
+});
