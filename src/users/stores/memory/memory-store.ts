@@ -10,8 +10,10 @@
  *   creation indexes read one after the other in role order (ties keep creation order both ways).
  * A role filter with another sort walks that sort's index and skips other roles: each chunk of a field
  * index counts its users per role (ordered-index.ts: tags), so whole chunks before the page are skipped
- * by their counts, and only the chunk where the page starts and the page itself are read user by user. Only search must look at every user (search-text.ts); it then orders just
- * the matches.
+ * by their counts, and only the chunk where the page starts and the page itself are read user by user.
+ * Only search looks at every user, the first time a needle is asked (search-text.ts: SearchText); the
+ * result is then kept, exact through writes, for the needle's next pages and orders (KeptMatches). Only
+ * the matches are ever sorted.
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
  * `created_at` strictly increasing (docs/decisions.md); indexes break ties by (`created_at`, `id`) all the same.

@@ -9,6 +9,9 @@
  * the users where the needle was found, rather than calling `includes` per field and user. A hit
  * counts only if it lies wholly inside one part, so the result is exactly what query.ts's search
  * finds.
+ *
+ * The results of the last searches are kept (KeptMatches, below) and kept exact through every write,
+ * so a needle asked again costs its page rather than a scan.
  */
 import { SEARCHABLE_FIELDS } from '../../fields.js';
 import type { OrderedIndex } from './ordered-index.js';
@@ -199,13 +202,21 @@ export class KeptMatches {
   /** Keeps what a scan found for `needle`, if it is small enough, evicting the least recently used. */
   keep(needle: string, found: Found): void {
     if (this.maxNeedles === 0 || found.length > this.maxSeqs / 4) return;
-    while (this.#kept.size >= this.maxNeedles || (this.#kept.size > 0 && this.#held + found.length > this.maxSeqs)) {
-      const [oldest, dropped] = this.#kept.entries().next().value!;
-      this.#kept.delete(oldest);
-      this.#held -= dropped.length;
-    }
+    while (this.#kept.size >= this.maxNeedles) this.#dropOldest();
     this.#kept.set(needle, found);
     this.#held += found.length;
+    this.#trim();
+  }
+
+  /** Drops the least recently used results while the kept ones hold more than `maxSeqs` users. */
+  #trim(): void {
+    while (this.#held > this.maxSeqs) this.#dropOldest();
+  }
+
+  #dropOldest(): void {
+    const [oldest, dropped] = this.#kept.entries().next().value!;
+    this.#kept.delete(oldest);
+    this.#held -= dropped.length;
   }
 
   /** `found` sorted in the order named `name`, if kept. */
@@ -224,6 +235,7 @@ export class KeptMatches {
     if (this.#kept.size === 0) return;
     const parts = searchedParts(user);
     for (const [needle, found] of this.#kept) if (findsIn(parts, needle)) this.#add(found, seq, user.role);
+    this.#trim();
   }
 
   /** The user at `seq` went from `before` to `after`. */
@@ -238,6 +250,7 @@ export class KeptMatches {
       if (findsIn(was, needle)) this.#delete(found, seq, before.role);
       if (findsIn(is, needle)) this.#add(found, seq, after.role);
     }
+    this.#trim();
   }
 
   removed(seq: Seq, user: User): void {
