@@ -114,6 +114,7 @@ export class MemoryUserStore implements UserStore {
   readonly #text = new SearchText();
   readonly #kept: KeptMatches;
   readonly #chunkSize: number;
+  readonly #fieldChunkSize: number;
   readonly #clock: Clock;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -127,7 +128,8 @@ export class MemoryUserStore implements UserStore {
       maxChunk: this.#chunkSize,
       changed: (chunk) => this.#text.forget(chunk),
     });
-    this.#fields = fieldIndexes(this.#users, this.#oddKeys, options.indexChunkSize ?? FIELD_CHUNK_SIZE, (seq) =>
+    this.#fieldChunkSize = options.indexChunkSize ?? FIELD_CHUNK_SIZE;
+    this.#fields = fieldIndexes(this.#users, this.#oddKeys, this.#fieldChunkSize, (seq) =>
       this.#roleNumber(this.#users[seq]!.role),
     );
   }
@@ -430,11 +432,27 @@ export class MemoryUserStore implements UserStore {
     const field = order.field!;
     const odd = this.#oddKeys;
     const users = this.#users;
+    const key = (seq: Seq) => keyOf(odd, users, seq, field);
     for (let hi = from; hi >= 0;) {
-      const value = keyOf(odd, users, index.at(hi)!, field);
-      const lo = index.firstRank((seq) => keyOf(odd, users, seq, field) >= value);
-      for (let from = lo; from <= hi; from += 512) yield index.slice(from, Math.min(512, hi - from + 1));
-      hi = lo - 1;
+      // The groups that end within the next chunk's worth of ranks down, read off one slice; a group
+      // that may go on below the slice is found by rank.
+      const below = index.sliceDown(hi, this.#fieldChunkSize);
+      let i = 0;
+      while (i < below.length) {
+        let j = i + 1;
+        const value = key(below[i]!);
+        while (j < below.length && key(below[j]!) === value) j++;
+        if (j === below.length && hi - j >= 0) break;
+        yield below.slice(i, j).reverse();
+        i = j;
+      }
+      hi -= i;
+      if (i < below.length) {
+        const value = key(below[i]!);
+        const lo = index.firstRank((seq) => key(seq) >= value);
+        for (let from = lo; from <= hi; from += 512) yield index.slice(from, Math.min(512, hi - from + 1));
+        hi = lo - 1;
+      }
     }
   }
 
