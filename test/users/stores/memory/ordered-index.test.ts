@@ -176,3 +176,22 @@ test('property: with tags, skipTagged and skipTaggedDown start a walk at the rig
     { numRuns },
   );
 });
+
+test('tag counts hold more tags than their first allocation has room for', () => {
+  interface Tagged extends Item {
+    tag: number;
+  }
+  const index = new OrderedIndex<Tagged>(compare, { maxChunk: 4, tag: (item) => item.tag });
+  const items = Array.from({ length: 3_000 }, (_, seq) => ({ key: (seq * 7_919) % 1_000, seq, tag: seq % 97 }));
+  for (const item of items) index.insert(item);
+  const model = [...index];
+  for (const tag of [0, 50, 96])
+    for (const skip of [0, 5, 29]) {
+      const { rank, skipped } = index.skipTagged(tag, skip);
+      assert.equal(skipped, model.slice(0, rank).filter((item) => item.tag === tag).length);
+      assert.equal(
+        model.slice(rank).filter((item) => item.tag === tag)[skip - skipped],
+        items.filter((item) => item.tag === tag).sort(compare)[skip],
+      );
+    }
+});
