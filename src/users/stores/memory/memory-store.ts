@@ -11,9 +11,9 @@
  * A role filter with another sort walks that sort's index and skips other roles: each chunk of a field
  * index counts its users per role (ordered-index.ts: tags), so whole chunks before the page are skipped
  * by their counts, and only the chunk where the page starts and the page itself are read user by user.
- * Only search looks at every user, the first time a needle is asked (search-text.ts: SearchText); the
- * result is then kept, exact through writes, for the needle's next pages and orders (KeptMatches). Only
- * the matches are ever sorted.
+ * Only search looks at every user, the first time a needle is asked (search-text.ts: SearchText) and
+ * no kept result of a part of it is small enough to check instead; the result is then kept, exact
+ * through writes, for the needle's next pages and orders (KeptMatches). Only matches are ever sorted.
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
  * `created_at` strictly increasing (docs/decisions.md); indexes break ties by (`created_at`, `id`) all the same.
@@ -39,7 +39,7 @@ import {
   type Order,
 } from './field-indexes.js';
 import type { User } from '../../schema.js';
-import { foundOf, KeptMatches, SearchText, type Seq } from './search-text.js';
+import { foundOf, KeptMatches, SearchText, searchedParts, type Seq } from './search-text.js';
 import {
   CHANGED,
   emailKey,
@@ -69,6 +69,11 @@ export interface MemoryStoreOptions {
  * 1 000 000 users in all, at most 8 MB; a result over 250 000 users is scanned for again each time.
  */
 const KEPT_SEARCHES = { needles: 16, users: 1_000_000 };
+
+/** A kept result stands in for a scan while it holds at most one user in this many (#matches). */
+const WITHIN_SHARE = 16;
+/** ... or at most this many users, whatever their share: few checks cost less than any scan. */
+const WITHIN_ANY = 256;
 
 /** IDEMPOTENCY_MAX_KEYS' default, for stores made without settings (tests, the bench). */
 const MAX_KEYS = 100_000;
@@ -250,7 +255,7 @@ export class MemoryUserStore implements UserStore {
     const { role, offset, limit } = params;
     let found = this.#kept.get(needle);
     if (!found) {
-      found = foundOf(this.#text.find(this.#creation, this.#users, needle, undefined), this.#users);
+      found = foundOf(this.#matches(needle), this.#users);
       this.#kept.keep(needle, found);
     }
     const total = role === undefined ? found.length : (found.roles.get(role) ?? 0);
@@ -454,6 +459,23 @@ export class MemoryUserStore implements UserStore {
         hi = lo - 1;
       }
     }
+  }
+
+  /**
+   * Every user whose searchable fields hold `needle`, ascending: a scan, or, when a kept result of a
+   * part of the needle is small, its users checked one by one. Checking a user (lower-casing its fields)
+   * costs about as much as the scan's text costs per 50 users, hence the bound.
+   */
+  #matches(needle: string): Seq[] {
+    const within = this.#kept.within(needle);
+    if (!within || within.length > Math.max(WITHIN_ANY, this.#byId.size / WITHIN_SHARE))
+      return this.#text.find(this.#creation, this.#users, needle, undefined);
+    const out: Seq[] = [];
+    for (let i = 0; i < within.length; i++) {
+      const seq = within.seqs[i]!;
+      if (searchedParts(this.#users[seq]!).some((part) => part.includes(needle))) out.push(seq);
+    }
+    return out;
   }
 
   /** Search matches (ascending) in a field's order: only the matches are sorted, never all users. */

@@ -219,6 +219,17 @@ export class KeptMatches {
     this.#held -= dropped.length;
   }
 
+  /**
+   * The smallest kept result of a needle that `needle` contains, if any: whoever `needle` finds is in
+   * it, so checking its users can stand in for a scan (a needle typed one more letter at a time).
+   */
+  within(needle: string): Found | undefined {
+    let best: Found | undefined;
+    for (const [kept, found] of this.#kept)
+      if (needle.includes(kept) && (!best || found.length < best.length)) best = found;
+    return best;
+  }
+
   /** `found` sorted in the order named `name`, if kept. */
   order(found: Found, name: string): Int32Array | undefined {
     return found.orders?.get(name);
