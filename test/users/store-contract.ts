@@ -384,6 +384,8 @@ export function userStoreContract(
       let page = await store.list(asked);
       pages.push(page.users);
       for (let after = nextPosition(asked, page); after !== undefined; after = nextPosition(asked, page)) {
+        // A walk that does not move on would never end: no list here has this many pages.
+        assert.ok(pages.length <= 1_000, `the walk of ${JSON.stringify(params)} does not end`);
         await between?.();
         asked = { ...params, offset: 0, after };
         page = await store.list(asked);

@@ -8,9 +8,12 @@
  * - one sorted index per field (id, name, email, updated_at), each ordered by (value, creation order)
  *   and kept up to date on every write. Sorting by role needs no index of its own: it is the per-role
  *   creation indexes read one after the other in role order (ties keep creation order both ways).
- * A role filter with another sort walks that sort's index and skips other roles: it reads only as far
- * as the page, never sorts. Only search must look at every user (search-text.ts); it then orders just
- * the matches.
+ * A role filter with another sort walks that sort's index and skips other roles: each chunk of a field
+ * index counts its users per role (ordered-index.ts: tags), so whole chunks before the page are skipped
+ * by their counts, and only the chunk where the page starts and the page itself are read user by user.
+ * Only search looks at every user, the first time a needle is asked (search-text.ts: SearchText) and
+ * no kept result of a part of it is small enough to check instead; the result is then kept, exact
+ * through writes, for the needle's next pages and orders (KeptMatches). Only matches are ever sorted.
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
  * `created_at` strictly increasing (docs/decisions.md); indexes break ties by (`created_at`, `id`) all the same.
@@ -44,7 +47,7 @@ import {
   type Order,
 } from './field-indexes.js';
 import type { User } from '../../schema.js';
-import { SearchText, type Seq } from './search-text.js';
+import { foundOf, KeptMatches, SearchText, searchedParts, type Seq } from './search-text.js';
 import {
   CHANGED,
   emailKey,
@@ -65,7 +68,26 @@ export interface MemoryStoreOptions {
   clock?: Clock;
   /** IDEMPOTENCY_MAX_KEYS: idempotency keys kept at most. */
   maxKeys?: number;
+  /** Search results kept (search-text.ts: KeptMatches): needles, and users over all of them. */
+  keptSearches?: { needles: number; users: number };
 }
+
+/**
+ * Search results kept by default: 16 needles, each tested by every write that changes a name, an email
+ * or a role (with 16 kept, inserts and renames measured within their noise: about 20 and 7 µs at
+ * 100 000 users), and 500 000 users in all: 2 MB, 4 MB with room to grow, and at most 4 MB more of
+ * sorted copies. A result over 125 000 users is scanned for each time it is asked.
+ */
+const KEPT_SEARCHES = { needles: 16, users: 500_000 };
+
+/**
+ * A kept result stands in for a scan while it holds at most one user in this many (#matches). Measured
+ * at 300 000 users: checking a user cost about 1.5 µs (its fields lower-cased, read at random), the
+ * scan about 30 ns a user, so a result of a fiftieth of the users costs about what the scan does.
+ */
+const WITHIN_SHARE = 64;
+/** ... or at most this many users, whatever their share: few checks cost less than any scan. */
+const WITHIN_ANY = 256;
 
 /** IDEMPOTENCY_MAX_KEYS' default, for stores made without settings (tests, the bench). */
 const MAX_KEYS = 100_000;
@@ -106,20 +128,29 @@ export class MemoryUserStore implements UserStore {
   readonly #creation: OrderedIndex<Seq>;
   readonly #creationByRole = new Map<string, OrderedIndex<Seq>>();
   readonly #fields: Record<IndexedField, OrderedIndex<Seq>>;
+  /** A small number per role ever stored, the field indexes' tag (ordered-index.ts) for it. */
+  readonly #roleNumbers = new Map<string, number>();
   readonly #text = new SearchText();
+  readonly #kept: KeptMatches;
   readonly #chunkSize: number;
+  readonly #fieldChunkSize: number;
   readonly #clock: Clock;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#chunkSize = options.indexChunkSize ?? DEFAULT_CHUNK_SIZE;
     this.#clock = options.clock ?? createClock();
     this.keys = new MemoryIdempotencyKeys(options.maxKeys ?? MAX_KEYS);
+    const kept = options.keptSearches ?? KEPT_SEARCHES;
+    this.#kept = new KeptMatches(kept.needles, kept.users);
     // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
     this.#creation = new OrderedIndex(creationOrder, {
       maxChunk: this.#chunkSize,
       changed: (chunk) => this.#text.forget(chunk),
     });
-    this.#fields = fieldIndexes(this.#users, this.#oddKeys, options.indexChunkSize ?? FIELD_CHUNK_SIZE);
+    this.#fieldChunkSize = options.indexChunkSize ?? FIELD_CHUNK_SIZE;
+    this.#fields = fieldIndexes(this.#users, this.#oddKeys, this.#fieldChunkSize, (seq) =>
+      this.#roleNumber(this.#users[seq]!.role),
+    );
   }
 
   async get(id: string): Promise<User | undefined> {
@@ -132,11 +163,10 @@ export class MemoryUserStore implements UserStore {
     const inRole = role === undefined ? this.#creation : this.#creationByRole.get(role);
     if (!inRole || inRole.size === 0) return { users: [], total: 0 };
     const order = this.#orderOf(params, inRole);
-    if (params.after !== undefined) return this.#listAfter(params, params.after, inRole, order);
-    if (params.search !== undefined) {
-      const matches = this.#text.find(this.#creation, this.#users, params.search.toLowerCase(), role);
-      return { users: this.#pageOfMatches(matches, order, params.offset, params.limit), total: matches.length };
-    }
+    // The empty needle is in every field: the search is no filter.
+    const needle = params.search === undefined || params.search === '' ? undefined : params.search.toLowerCase();
+    if (params.after !== undefined) return this.#listAfter(params, params.after, inRole, order, needle);
+    if (needle !== undefined) return this.#search(needle, order, params);
     const wanted = role === undefined || order.index === inRole ? undefined : role;
     return { users: this.#usersOf(this.#page(order, wanted, params.offset, params.limit)), total: inRole.size };
   }
@@ -160,6 +190,7 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
     for (const field of INDEXED) this.#fields[field].insert(seq);
+    this.#kept.inserted(seq, user);
     if (keep) this.keys.keep(keep.claim, reply!);
     return user;
   }
@@ -189,10 +220,17 @@ export class MemoryUserStore implements UserStore {
     this.#users[seq] = next;
     this.#noteOddKeys(seq);
     for (const field of moved) this.#fields[field].insert(seq);
-    if (before.role !== next.role) this.#roleIndex(next.role).insert(seq);
+    if (before.role !== next.role) {
+      this.#roleIndex(next.role).insert(seq);
+      // The indexes the user stayed in count it under its new role.
+      const from = this.#roleNumber(before.role);
+      const to = this.#roleNumber(next.role);
+      for (const field of INDEXED) if (!moved.includes(field)) this.#fields[field].retag(seq, from, to);
+    }
     if (oldKey !== newKey) this.#holdEmail(newKey, seq);
     // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
     if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
+    this.#kept.updated(seq, before, next);
     return next;
   }
 
@@ -207,6 +245,7 @@ export class MemoryUserStore implements UserStore {
     this.#roleIndex(user.role).remove(seq);
     for (const field of INDEXED) this.#fields[field].remove(seq);
     this.#oddKeys.delete(seq);
+    this.#kept.removed(seq, user);
     this.#users[seq] = undefined;
     return true;
   }
@@ -222,6 +261,60 @@ export class MemoryUserStore implements UserStore {
   }
 
   async close(): Promise<void> {}
+
+  /**
+   * A page of the users whose searchable fields hold `needle` (lower-cased, not empty): from the kept
+   * result of the needle, or from a scan, whose result is then kept if it is small enough.
+   */
+  #search(needle: string, order: Order, params: ListParams): ListResult {
+    const { role, offset, limit } = params;
+    const { total, at } = this.#searched(needle, order, role);
+    const page: Seq[] = [];
+    // Without a role every match counts: the page starts at `offset`; with one, the others are skipped.
+    let skip = role === undefined ? 0 : offset;
+    for (let i = role === undefined ? offset : 0; page.length < limit; i++) {
+      const seq = at(i);
+      if (seq === undefined) break;
+      if (role !== undefined && this.#users[seq]!.role !== role) continue;
+      if (skip > 0) skip--;
+      else page.push(seq);
+    }
+    return { users: this.#usersOf(page), total };
+  }
+
+  /**
+   * The matches of `needle` in the asked order, `at(i)` the i-th (of every role; undefined past the
+   * last), and the total of `role`. In creation order the matches are read off as they are, forwards or
+   * back; in another order, off their sorted copy, which the kept result holds until its users change.
+   */
+  #searched(
+    needle: string,
+    order: Order,
+    role: string | undefined,
+  ): { total: number; at: (i: number) => Seq | undefined } {
+    let found = this.#kept.get(needle);
+    if (!found) {
+      found = foundOf(this.#matches(needle), this.#users);
+      this.#kept.keep(needle, found);
+    }
+    const total = role === undefined ? found.length : (found.roles.get(role) ?? 0);
+    let seqs: ArrayLike<Seq> = found.seqs;
+    const { length } = found;
+    let down = order.read === 'reversed';
+    if (order.field !== undefined) {
+      const name = `${order.field} ${order.read} ${order.descending === true}`;
+      let sorted = this.#kept.order(found, name);
+      if (!sorted) {
+        sorted = Int32Array.from(this.#sorted(found.seqs.subarray(0, length), order));
+        this.#kept.keepOrder(found, name, sorted);
+      }
+      seqs = sorted;
+      down = false;
+    }
+    const ordered = seqs;
+    const at = (i: number) => (i < length ? ordered[down ? length - 1 - i : i] : undefined);
+    return { total, at };
+  }
 
   /**
    * How to read the asked order: an index, and how to walk it.
@@ -246,7 +339,8 @@ export class MemoryUserStore implements UserStore {
 
   /**
    * Up to `limit` users from position `offset` of the order: found by rank in O(log n) when every
-   * user of the index counts; with `role`, by walking the index and skipping other roles.
+   * user of the index counts; with `role`, by walking the index and skipping other roles, from the
+   * chunk where the page starts (#roleWalkStart).
    */
   #page(order: Order, role: string | undefined, offset: number, limit: number): Seq[] {
     const { index } = order;
@@ -261,8 +355,9 @@ export class MemoryUserStore implements UserStore {
     }
     // Walk the order group by group, skipping other roles and the first `offset` users.
     const out: Seq[] = [];
-    let skip = offset;
-    for (const group of this.#groups(order)) {
+    const start = this.#roleWalkStart(order, role, offset);
+    let skip = offset - start.skipped;
+    for (const group of this.#groups(order, start.rank)) {
       for (const seq of group) {
         if (this.#users[seq]!.role !== role) continue;
         if (skip > 0) skip--;
@@ -270,6 +365,32 @@ export class MemoryUserStore implements UserStore {
       }
     }
     return out;
+  }
+
+  /**
+   * Where a walk of the users of `role` in the order can start to reach position `offset` among them:
+   * the rank to read from (the first for ascending reads, the highest for the others) and how many users
+   * of the role come before it in the order. Whole chunks are skipped by their counts per role; reading
+   * backwards by descending groups, the start is moved up to the end of a group of equal keys, as the
+   * group is read forwards.
+   */
+  #roleWalkStart(order: Order, role: string, offset: number): { rank: number; skipped: number } {
+    const { index } = order;
+    const tag = this.#roleNumber(role);
+    if (order.read === 'ascending') return index.skipTagged(tag, offset);
+    let { rank, skipped } = index.skipTaggedDown(tag, offset);
+    if (order.read === 'descendingGroups' && rank > 0 && rank < index.size) {
+      const field = order.field!;
+      const odd = this.#oddKeys;
+      const users = this.#users;
+      const value = keyOf(odd, users, index.at(rank)!, field);
+      if (keyOf(odd, users, index.at(rank - 1)!, field) === value) {
+        const end = index.firstRank((seq) => keyOf(odd, users, seq, field) > value);
+        for (const seq of index.slice(rank, end - rank)) if (users[seq]!.role === role) skipped--;
+        rank = end;
+      }
+    }
+    return { rank: rank - 1, skipped };
   }
 
   /** The per-role creation indexes in ascending (or descending) code-point order of the role. */
@@ -324,31 +445,46 @@ export class MemoryUserStore implements UserStore {
   }
 
   /**
-   * The order as runs of users to read forwards. Descending groups: the group of equal keys holding
-   * the last not yet read user spans ascending ranks [lo, hi]; it is read forwards, then the one before.
+   * The order from rank `from` on (the first rank read; for reads other than ascending, the highest) as
+   * runs of users to read forwards. Descending groups: the group of equal keys holding the last not yet
+   * read user spans ascending ranks [lo, hi]; it is read forwards, then the one before. `from` must end
+   * a group there.
    */
-  *#groups(order: Order): Generator<readonly Seq[]> {
+  *#groups(order: Order, from: number): Generator<readonly Seq[]> {
     const { index } = order;
     if (order.read === 'ascending') {
-      yield* index.chunks();
+      for (let rank = from; rank < index.size; rank += 512) yield index.slice(rank, 512);
       return;
     }
-    if (order.read === 'byRole') {
-      for (const inRole of this.#rolesInOrder(order.descending === true)) yield* inRole.chunks();
-      return;
-    }
+    if (order.read === 'byRole') throw new Error('the role order with a role filter is one role index');
     if (order.read === 'reversed') {
-      for (let rank = index.size - 1; rank >= 0; rank -= 64) yield index.sliceDown(rank, 64);
+      for (let rank = from; rank >= 0; rank -= 64) yield index.sliceDown(rank, 64);
       return;
     }
     const field = order.field!;
     const odd = this.#oddKeys;
     const users = this.#users;
-    for (let hi = index.size - 1; hi >= 0;) {
-      const value = keyOf(odd, users, index.at(hi)!, field);
-      const lo = index.firstRank((seq) => keyOf(odd, users, seq, field) >= value);
-      for (let from = lo; from <= hi; from += 512) yield index.slice(from, Math.min(512, hi - from + 1));
-      hi = lo - 1;
+    const key = (seq: Seq) => keyOf(odd, users, seq, field);
+    for (let hi = from; hi >= 0;) {
+      // The groups that end within the next chunk's worth of ranks down, read off one slice; a group
+      // that may go on below the slice is found by rank.
+      const below = index.sliceDown(hi, this.#fieldChunkSize);
+      let i = 0;
+      while (i < below.length) {
+        let j = i + 1;
+        const value = key(below[i]!);
+        while (j < below.length && key(below[j]!) === value) j++;
+        if (j === below.length && hi - j >= 0) break;
+        yield below.slice(i, j).reverse();
+        i = j;
+      }
+      hi -= i;
+      if (i < below.length) {
+        const value = key(below[i]!);
+        const lo = index.firstRank((seq) => key(seq) >= value);
+        for (let from = lo; from <= hi; from += 512) yield index.slice(from, Math.min(512, hi - from + 1));
+        hi = lo - 1;
+      }
     }
   }
 
@@ -359,20 +495,30 @@ export class MemoryUserStore implements UserStore {
    * users' own place may have moved, or they may be gone), then read as a page-number page from
    * there. One user more than the page is read, to tell whether more follow (`next`).
    */
-  #listAfter(params: ListParams, after: Position, inRole: OrderedIndex<Seq>, order: Order): ListResult {
+  #listAfter(
+    params: ListParams,
+    after: Position,
+    inRole: OrderedIndex<Seq>,
+    order: Order,
+    needle: string | undefined,
+  ): ListResult {
     const { role, limit } = params;
     let seqs: Seq[];
     let total: number;
-    if (params.search !== undefined) {
-      // Search reads every user anyway; the matches are put in order and those after the cursor kept.
-      const matches = this.#text.find(this.#creation, this.#users, params.search.toLowerCase(), role);
-      const ordered = this.#orderedMatches(matches, order);
+    if (needle !== undefined) {
+      // The matches in order (kept, or scanned); those after the cursor, of the role, kept.
+      const searched = this.#searched(needle, order, role);
+      total = searched.total;
+      seqs = [];
       const users = this.#users;
-      const from = ordered.findIndex(
-        (seq) => comparePositions(positionOf(users[seq]!, params.sort), after, params.descending) > 0,
-      );
-      seqs = from < 0 ? [] : ordered.slice(from, from + limit + 1);
-      total = matches.length;
+      let passed = false;
+      for (let i = 0, seq = searched.at(0); seq !== undefined && seqs.length <= limit; seq = searched.at(++i)) {
+        const user = users[seq]!;
+        // Only users of the role are in the list's order (with a role, sort=role is creation order).
+        if (role !== undefined && user.role !== role) continue;
+        passed ||= comparePositions(positionOf(user, params.sort), after, params.descending) > 0;
+        if (passed) seqs.push(seq);
+      }
     } else {
       const start = this.#rankAfter(order, after);
       const wanted = role === undefined || order.index === inRole ? undefined : role;
@@ -442,33 +588,45 @@ export class MemoryUserStore implements UserStore {
   // ---- End of the cursor's page. ----
 
   /**
-   * The asked page of search matches, which arrive in creation order: sliced as they are (or reversed)
-   * for creation order; otherwise only the matches are sorted, never all users.
+   * Every user whose searchable fields hold `needle`, ascending: a scan, or, when a kept result of a
+   * part of the needle is small (WITHIN_SHARE), its users checked one by one.
    */
-  #pageOfMatches(matches: Seq[], order: Order, offset: number, limit: number): User[] {
-    return this.#usersOf(this.#orderedMatches(matches, order).slice(offset, offset + limit));
+  #matches(needle: string): Seq[] {
+    const within = this.#kept.within(needle);
+    if (!within || within.length > Math.max(WITHIN_ANY, this.#byId.size / WITHIN_SHARE))
+      return this.#text.find(this.#creation, this.#users, needle, undefined);
+    const out: Seq[] = [];
+    for (let i = 0; i < within.length; i++) {
+      const seq = within.seqs[i]!;
+      if (searchedParts(this.#users[seq]!).some((part) => part.includes(needle))) out.push(seq);
+    }
+    return out;
   }
 
-  /** The search matches (in creation order) in the asked order. */
-  #orderedMatches(matches: Seq[], order: Order): Seq[] {
-    let ordered = matches;
-    if (order.field === undefined) {
-      if (order.read === 'reversed') ordered = matches.slice().reverse();
-    } else {
-      const field = order.field;
-      const odd = this.#oddKeys;
-      const users = this.#users;
-      const keyed = matches.map((seq) => ({ seq, key: keyOf(odd, users, seq, field) }));
-      // Array sort is stable and the matches are in creation order, so ties stay in creation order.
-      keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      const descending = order.read === 'byRole' ? order.descending === true : order.read !== 'ascending';
-      if (descending) keyed.reverse();
-      ordered = keyed.map((item) => item.seq);
-      // Reversing also reversed ties; descending order keeps them in creation order.
-      if (descending && order.read !== 'reversed')
-        ordered = reverseWithinTies(ordered, (seq) => keyOf(odd, users, seq, field));
+  /** Search matches (ascending) in a field's order: only the matches are sorted, never all users. */
+  #sorted(matches: Int32Array, order: Order): Seq[] {
+    const field = order.field!;
+    const odd = this.#oddKeys;
+    const users = this.#users;
+    const keyed = Array.from(matches, (seq) => ({ seq, key: keyOf(odd, users, seq, field) }));
+    // Array sort is stable and the matches are in creation order, so ties stay in creation order.
+    keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const descending = order.read === 'byRole' ? order.descending === true : order.read !== 'ascending';
+    if (descending) keyed.reverse();
+    const ordered = keyed.map((item) => item.seq);
+    // Reversing also reversed ties; descending order keeps them in creation order.
+    return descending && order.read !== 'reversed'
+      ? reverseWithinTies(ordered, (seq) => keyOf(odd, users, seq, field))
+      : ordered;
+  }
+
+  #roleNumber(role: string): number {
+    let number = this.#roleNumbers.get(role);
+    if (number === undefined) {
+      number = this.#roleNumbers.size;
+      this.#roleNumbers.set(role, number);
     }
-    return ordered;
+    return number;
   }
 
   #roleIndex(role: string): OrderedIndex<Seq> {

@@ -9,6 +9,9 @@
  * the users where the needle was found, rather than calling `includes` per field and user. A hit
  * counts only if it lies wholly inside one part, so the result is exactly what query.ts's search
  * finds.
+ *
+ * The results of the last searches are kept (KeptMatches, below) and kept exact through every write,
+ * so a needle asked again costs its page rather than a scan.
  */
 import { SEARCHABLE_FIELDS } from '../../fields.js';
 import type { OrderedIndex } from './ordered-index.js';
@@ -118,6 +121,188 @@ function userAt(lastEnds: Offsets, at: number): number {
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (lastEnds[mid]! < at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The users one needle finds, in creation order, and how many of them each role has. */
+export interface Found {
+  /** Sequence numbers, ascending, in the first `length` places. */
+  seqs: Int32Array;
+  length: number;
+  roles: Map<string, number>;
+  /** The same users sorted in other orders (by the order's name), until one of them changes. */
+  orders?: Map<string, Int32Array>;
+}
+
+/** Sorted copies kept per result: the two orders asked last. */
+const ORDERS_KEPT = 2;
+
+/** What a scan found (sequence numbers, ascending), counted by role. */
+export function foundOf(seqs: readonly Seq[], users: UserColumn): Found {
+  const roles = new Map<string, number>();
+  for (const seq of seqs) {
+    const role = users[seq]!.role;
+    roles.set(role, (roles.get(role) ?? 0) + 1);
+  }
+  return { seqs: Int32Array.from(seqs), length: seqs.length, roles };
+}
+
+/** Whether `found` holds `seq`. */
+function holds(found: Found, seq: Seq): boolean {
+  const at = firstAtOrAbove(found, seq);
+  return at < found.length && found.seqs[at] === seq;
+}
+
+/** Whether `needle` (lower-cased) is in one of the lower-cased searchable fields `parts`. */
+const findsIn = (parts: readonly string[], needle: string): boolean => parts.some((part) => part.includes(needle));
+
+/** The user's searchable fields, lower-cased, as query.ts compares them. */
+export const searchedParts = (user: User): string[] =>
+  SEARCHABLE_FIELDS.map((field) => (user[field] ?? '').toLowerCase());
+
+/**
+ * The results of the last few searches, kept exact through every write, so that a search asked again
+ * (the same needle, any role, any page) costs its page rather than a scan, also right after a write.
+ * Each write tests the user it changes against every kept needle (a few `includes`) and adds or removes
+ * it; nothing else is invalidated.
+ *
+ * A result also keeps the sorted copies of itself asked last (ORDERS_KEPT), until any of its users changes.
+ * So kept results hold at most three times `maxSeqs` users.
+ *
+ * Why not an n-gram index, which would also answer a needle seen for the first time: with about 38
+ * distinct trigrams per user it holds about 38 million postings at a million users (150 MB as 32-bit
+ * integers, 40 to 60 MB delta-coded), on a heap that must not grow while every user is one object.
+ * Kept results cost what they find, within `maxSeqs`; a needle asked for the first time still scans.
+ */
+export class KeptMatches {
+  /** By lower-cased needle; a Map keeps insertion order, so its first entry is the least recently used. */
+  readonly #kept = new Map<string, Found>();
+  #held = 0;
+
+  /**
+   * At most `maxNeedles` needles (each write tests every one) holding at most `maxSeqs` users in all
+   * (4 B each, up to twice that with the room to grow); a result over a quarter of that is not kept.
+   */
+  constructor(
+    readonly maxNeedles: number,
+    readonly maxSeqs: number,
+  ) {}
+
+  /** The kept result of `needle`, now the most recently used, if any. */
+  get(needle: string): Found | undefined {
+    const found = this.#kept.get(needle);
+    if (found) {
+      this.#kept.delete(needle);
+      this.#kept.set(needle, found);
+    }
+    return found;
+  }
+
+  /** Keeps what a scan found for `needle`, if it is small enough, evicting the least recently used. */
+  keep(needle: string, found: Found): void {
+    if (this.maxNeedles === 0 || found.length > this.maxSeqs / 4) return;
+    while (this.#kept.size >= this.maxNeedles) this.#dropOldest();
+    this.#kept.set(needle, found);
+    this.#held += found.length;
+    this.#trim();
+  }
+
+  /** Drops the least recently used results while the kept ones hold more than `maxSeqs` users. */
+  #trim(): void {
+    while (this.#held > this.maxSeqs) this.#dropOldest();
+  }
+
+  #dropOldest(): void {
+    const [oldest, dropped] = this.#kept.entries().next().value!;
+    this.#kept.delete(oldest);
+    this.#held -= dropped.length;
+  }
+
+  /**
+   * The smallest kept result of a needle that `needle` contains, if any: whoever `needle` finds is in
+   * it, so checking its users can stand in for a scan (a needle typed one more letter at a time).
+   */
+  within(needle: string): Found | undefined {
+    let best: Found | undefined;
+    for (const [kept, found] of this.#kept)
+      if (needle.includes(kept) && (!best || found.length < best.length)) best = found;
+    return best;
+  }
+
+  /** `found` sorted in the order named `name`, if kept. */
+  order(found: Found, name: string): Int32Array | undefined {
+    return found.orders?.get(name);
+  }
+
+  keepOrder(found: Found, name: string, sorted: Int32Array): void {
+    found.orders ??= new Map();
+    if (found.orders.size >= ORDERS_KEPT) found.orders.delete(found.orders.keys().next().value!);
+    found.orders.set(name, sorted);
+  }
+
+  /** A new user, with a sequence number above every other. */
+  inserted(seq: Seq, user: User): void {
+    if (this.#kept.size === 0) return;
+    const parts = searchedParts(user);
+    for (const [needle, found] of this.#kept) if (findsIn(parts, needle)) this.#add(found, seq, user.role);
+    this.#trim();
+  }
+
+  /** The user at `seq` went from `before` to `after`. */
+  updated(seq: Seq, before: User, after: User): void {
+    if (this.#kept.size === 0) return;
+    // Every update changes updated_at at least: sorted copies holding the user are out of date.
+    for (const found of this.#kept.values()) if (found.orders && holds(found, seq)) found.orders = undefined;
+    if (before.role === after.role && SEARCHABLE_FIELDS.every((field) => before[field] === after[field])) return;
+    const was = searchedParts(before);
+    const is = searchedParts(after);
+    for (const [needle, found] of this.#kept) {
+      if (findsIn(was, needle)) this.#delete(found, seq, before.role);
+      if (findsIn(is, needle)) this.#add(found, seq, after.role);
+    }
+    this.#trim();
+  }
+
+  removed(seq: Seq, user: User): void {
+    if (this.#kept.size === 0) return;
+    const parts = searchedParts(user);
+    for (const [needle, found] of this.#kept) if (findsIn(parts, needle)) this.#delete(found, seq, user.role);
+  }
+
+  #add(found: Found, seq: Seq, role: string): void {
+    if (found.length === found.seqs.length) {
+      const grown = new Int32Array(Math.max(8, found.length * 2));
+      grown.set(found.seqs);
+      found.seqs = grown;
+    }
+    const at = firstAtOrAbove(found, seq);
+    found.seqs.copyWithin(at + 1, at, found.length);
+    found.seqs[at] = seq;
+    found.length++;
+    found.orders = undefined;
+    this.#held++;
+    found.roles.set(role, (found.roles.get(role) ?? 0) + 1);
+  }
+
+  #delete(found: Found, seq: Seq, role: string): void {
+    const at = firstAtOrAbove(found, seq);
+    found.seqs.copyWithin(at, at + 1, found.length);
+    found.length--;
+    found.orders = undefined;
+    this.#held--;
+    found.roles.set(role, found.roles.get(role)! - 1);
+  }
+}
+
+function firstAtOrAbove(found: Found, seq: Seq): number {
+  const { seqs } = found;
+  let lo = 0;
+  let hi = found.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (seqs[mid]! < seq) lo = mid + 1;
     else hi = mid;
   }
   return lo;
