@@ -35,16 +35,7 @@ import { integer, megabytes, ms, percent, rate, ratio, table, targetLines, type 
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import { otherLoadMeter } from '../stats.js';
 import { benchUser, idPool, SEARCH_TERM } from '../users.js';
-import {
-  benchScript,
-  disturbed,
-  errorText,
-  isDisturbed,
-  progress,
-  ROSTER_ENV,
-  type Plan,
-  type SectionReport,
-} from './common.js';
+import { benchScript, errorText, isDisturbed, progress, ROSTER_ENV, type Plan, type SectionReport } from './common.js';
 
 const USERS_PATH = '/api/v1/users';
 const LIMIT = 100;
@@ -613,12 +604,17 @@ function storeMarkdown(report: StoreReport, settings: Settings, builds: Build[])
   const measuredRows = report.rows.flatMap((row) =>
     Object.values(row.builds).filter((measured) => measured !== undefined),
   );
+  const flagged = measuredRows.filter((measured) => isDisturbed(measured.otherLoad)).length;
   return [
     title,
     '',
     ...(report.error ? [`**Not completed: ${report.error}**`, ''] : []),
     table(header, body),
-    ...disturbed(measuredRows),
+    ...(flagged > 0
+      ? [
+          `- **Other processes used more than 10% of a CPU during ${flagged} of these ${measuredRows.length} measurements** (their figures in bold): those figures are unreliable.`,
+        ]
+      : []),
     '',
     `- Server memory at the end (after a full collection): ${memory}.`,
     `- Other processes used ${percent(mean)} of a CPU on average during these measurements${report.store === 'postgres' ? " (PostgreSQL's own processes not counted)" : ''}, ${percent(Math.max(...loads))} at most during one; load average at the end ${report.loadAverage.map((load) => load.toFixed(2)).join(', ')}.`,
