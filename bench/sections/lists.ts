@@ -457,7 +457,7 @@ async function measureStore(
       report.rows.push(row);
       const cells = builds.map((build) => {
         const measured = row.builds[build];
-        return `${build} ${measured?.result ? `${ms(measured.result.p50Ms)} ms` : (measured?.error ?? '–')}`;
+        return `${build} ${measured?.result && measured.result.samples > 0 ? `${ms(measured.result.p50Ms)} ms` : (measured?.error ?? '–')}`;
       });
       progress(`lists, ${label}: ${query.label}: ${cells.join(', ')}`);
     }
