@@ -33,8 +33,13 @@ export interface ListsResult {
   p95Ms: number;
   /** Responses (of the kind reported) per second of the run. */
   perSecond: number;
-  /** Responses that were not 2xx, and requests that failed outright. */
+  /** Responses that were not 2xx (a list the database did not answer in time is a 503). */
   failures: number;
+  /** The slowest of them, in ms: how long the server took to give up. */
+  failedMaxMs: number;
+  /** Requests that got no response at all (the connection failed). */
+  errors: number;
+  /** The first failure or error, short: `503 SERVICE_UNAVAILABLE`. */
   firstFailure?: string;
   /** `pagination.total` of the last list reply, when the run read lists. */
   total?: number;
@@ -80,6 +85,15 @@ function totalOf(reply: Reply): number | undefined {
   }
 }
 
+/** The error envelope's code, or the start of the body when it has none. */
+function codeOf(reply: Reply): string {
+  try {
+    return (JSON.parse(reply.body) as { error?: { code?: string } }).error?.code ?? reply.body.slice(0, 40);
+  } catch {
+    return reply.body.slice(0, 40);
+  }
+}
+
 const pick = (ids: readonly string[]) => ids[Math.floor(Math.random() * ids.length)]!;
 
 answerParent<ListsJob>(async (job) => {
@@ -87,12 +101,14 @@ answerParent<ListsJob>(async (job) => {
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   const times: number[] = [];
   let failures = 0;
+  let failedMaxMs = NaN;
+  let errors = 0;
   let firstFailure: string | undefined;
   let last: Reply | undefined;
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
   const going = () =>
-    elapsed() < job.maxSeconds && (elapsed() < job.seconds || times.length + failures < job.minSamples);
+    elapsed() < job.maxSeconds && (elapsed() < job.seconds || times.length + failures + errors < job.minSamples);
 
   /** Sends one request, timing it into `times` when `timed`. */
   const timedSend = async (method: string, path: string, body: object | undefined, timed: boolean) => {
@@ -101,12 +117,15 @@ answerParent<ListsJob>(async (job) => {
       const reply = await send(agent, job.url, method, path, body);
       if (reply.status < 200 || reply.status > 299) {
         failures++;
-        firstFailure ??= `${method} ${path}: ${reply.status} ${reply.body.slice(0, 120)}`;
-      } else if (timed) times.push(performance.now() - at);
+        failedMaxMs = Math.max(Number.isNaN(failedMaxMs) ? 0 : failedMaxMs, performance.now() - at);
+        firstFailure ??= `${method} ${reply.status} ${codeOf(reply)}`;
+        return undefined;
+      }
+      if (timed) times.push(performance.now() - at);
       return reply;
     } catch (error) {
-      failures++;
-      firstFailure ??= `${method} ${path}: ${error instanceof Error ? error.message : String(error)}`;
+      errors++;
+      firstFailure ??= `${method}: ${error instanceof Error ? error.message : String(error)}`;
       return undefined;
     }
   };
@@ -148,6 +167,8 @@ answerParent<ListsJob>(async (job) => {
     p95Ms: percentile(sorted, 95),
     perSecond: times.length / elapsed(),
     failures,
+    failedMaxMs,
+    errors,
     ...(firstFailure !== undefined && { firstFailure }),
     ...(last && job.cmd !== 'create' && job.cmd !== 'patch' && { total: totalOf(last) }),
   };
