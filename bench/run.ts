@@ -8,7 +8,8 @@
  *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
- *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, soak, scale);
+ *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, soak, scale,
+ *                                  lists);
  *                                  prints only, never writes
  *   BENCH_BEFORE=<folder> ...      chat-under-load and thread-cost also measure the build in <folder> (an
  *                                  earlier commit, built there): before and after in one run
@@ -25,6 +26,12 @@
  *                                  --quick, 1 and 2 instances at a tiny size. BENCH_SCALE_INSTANCES and
  *                                  BENCH_SCALE_STORMS (comma-separated) replace the counts and sizes,
  *                                  BENCH_SCALE_ENV (`NAME=value ...`) adds settings to every instance
+ *   npm run bench -- --only lists  the list queries at 1 000 000 users on the memory store, SQLite and PostgreSQL
+ *                                  (skipped without DATABASE_URL): searches, the first, middle and last page of
+ *                                  every sort order, the role filter, writes, memory; with BENCH_BEFORE, before
+ *                                  and after in one run (bench/sections/lists.ts). BENCH_LISTS_USERS,
+ *                                  BENCH_LISTS_STORES (comma-separated), BENCH_LISTS_SECONDS per query;
+ *                                  with --quick, 2 000 users and 0.1 s per query
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */
@@ -39,6 +46,7 @@ import { threadCostSection } from './sections/thread-cost.js';
 import { connectionsSection } from './sections/connections.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
+import { listsSection } from './sections/lists.js';
 import { scaleSection } from './sections/scale.js';
 import { soakSection } from './sections/soak.js';
 import { otherLoadMeter } from './stats.js';
@@ -55,6 +63,7 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['thread-cost', threadCostSection],
   ['soak', soakSection, 'asked'],
   ['scale', scaleSection, 'asked'],
+  ['lists', listsSection, 'asked'],
 ];
 
 function commandLine(args: readonly string[]): string {
