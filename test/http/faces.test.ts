@@ -75,6 +75,7 @@ describe('OpenAPI document', () => {
     const { body } = await request(`${roster.api}/openapi.json`);
     const list = body.paths['/api/v1/users'].get;
     assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), [
+      'after',
       'limit',
       'order',
       'page',

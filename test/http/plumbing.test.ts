@@ -123,7 +123,15 @@ describe('docs', () => {
     const listing = docs.endpoints.find(
       (e: { method: string; path: string }) => e.method === 'GET' && e.path === '/api/v1/users',
     );
-    assert.deepEqual(Object.keys(listing.parameters).sort(), ['limit', 'order', 'page', 'role', 'search', 'sort']);
+    assert.deepEqual(Object.keys(listing.parameters).sort(), [
+      'after',
+      'limit',
+      'order',
+      'page',
+      'role',
+      'search',
+      'sort',
+    ]);
     for (const text of Object.values(listing.parameters)) assert.equal(typeof text, 'string');
     const creating = docs.endpoints.find((e: { method: string }) => e.method === 'POST');
     assert.deepEqual(Object.keys(creating.body).sort(), ['email', 'name', 'role']);
