@@ -85,7 +85,7 @@ export class PostgresList {
     // One statement, so the page and the total come from the same snapshot; the total is known even
     // when the page lies beyond the last user.
     const page = (total: string, named: boolean) =>
-      this.query<Row & { total: string | null; changes?: string; id: string | null; seq: string | null }>(
+      this.query<PageRow>(
         `SELECT t.*, ${columns('p.')}, p.seq
          FROM (${total}) t
          LEFT JOIN LATERAL (
@@ -98,16 +98,29 @@ export class PostgresList {
       );
     const usersOf = (rows: (Row & { id: string | null; seq: string | null })[]) =>
       rows.filter((row) => row.id !== null);
-    // With search, the total is counted unless this instance counted it already after the same number
-    // of changes to users (migration 005), read with the page: then it is the count of this snapshot.
-    // Otherwise the page is read again with the count (a second statement, so that both come from one
-    // snapshot); a statement without the count costs PostgreSQL less to plan.
+    const { rows, total } = await this.#searched(params, needle, where, page);
+    return numberedPage(params, usersOf(rows), total);
+  }
+
+  /**
+   * A search's page and its total. The total is counted unless this instance counted it already after
+   * the same number of changes to users (migration 005), read with the page: then it is the count of
+   * this snapshot. Otherwise the page is read again with the count (a second statement, so that both
+   * come from one snapshot); a statement without the count costs PostgreSQL less to plan. `page` runs
+   * the page's statement beside the given one-row query.
+   */
+  async #searched(
+    params: ListParams,
+    needle: string,
+    where: string,
+    page: (total: string, named: boolean) => Promise<pg.QueryResult<PageRow>>,
+  ): Promise<{ rows: PageRow[]; total: number }> {
     const key = JSON.stringify([params.role ?? null, needle]);
     const known = this.#searchTotals.get(key);
     const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
     if (known) {
       const { rows } = await page(changes, false);
-      if (rows[0]!.changes === known.changes) return numberedPage(params, usersOf(rows), known.total);
+      if (rows[0]!.changes === known.changes) return { rows, total: known.total };
     }
     const { rows } = await page(
       `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
@@ -115,7 +128,7 @@ export class PostgresList {
     );
     const total = Number(rows[0]!.total);
     this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
-    return numberedPage(params, usersOf(rows), total);
+    return { rows, total };
   }
 
   /**
@@ -132,7 +145,7 @@ export class PostgresList {
    * users. Which end is decided in the statement, by the total of its own snapshot.
    */
   async #page(params: ListParams, values: unknown[], where: string): Promise<ListResult> {
-    const counted = `SELECT coalesce(sum(users), 0)::bigint AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
+    const counted = roleCount(params);
     const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
     const t = '(SELECT total FROM t)';
     // id sorts walk an index of ids (the primary key, users_role_id); the others end with (created_at, seq).
@@ -191,7 +204,7 @@ export class PostgresList {
     values.push(params.limit + 1);
     const limit = `$${values.length}`;
     const page = (total: string, named: boolean) =>
-      this.query<Row & { total: string | null; changes?: string; id: string | null; seq: string | null }>(
+      this.query<PageRow>(
         `SELECT t.*, ${columns('p.')}, p.seq
          FROM (${total}) t
          LEFT JOIN LATERAL (
@@ -214,23 +227,10 @@ export class PostgresList {
       };
     };
     if (needle === undefined) {
-      const total = `SELECT coalesce(sum(users), 0) AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
-      const { rows } = await page(total, true);
+      const { rows } = await page(roleCount(params), true);
       return cursorPage(rows, Number(rows[0]!.total));
     }
-    const key = JSON.stringify([params.role ?? null, needle]);
-    const known = this.#searchTotals.get(key);
-    const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
-    if (known) {
-      const { rows } = await page(changes, false);
-      if (rows[0]!.changes === known.changes) return cursorPage(rows, known.total);
-    }
-    const { rows } = await page(
-      `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
-      false,
-    );
-    const total = Number(rows[0]!.total);
-    this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
+    const { rows, total } = await this.#searched(params, needle, where, page);
     return cursorPage(rows, total);
   }
 
@@ -271,6 +271,17 @@ function keysetAfter(params: ListParams, after: Position, values: unknown[]): st
   const value = at(key);
   return `${field} <= ${value} AND (${field} < ${value} OR ${creation()})`;
 }
+
+/**
+ * The users of the list's role (every user without one): the count kept per role (migration 002), not
+ * a count of the table. The role is the statement's first value.
+ */
+function roleCount(params: ListParams): string {
+  return `SELECT coalesce(sum(users), 0)::bigint AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
+}
+
+/** A page's row beside the one-row query it is read with (a total, or the number of changes). */
+type PageRow = Row & { total: string | null; changes?: string; id: string | null; seq: string | null };
 
 /** A page asked by number and, when more users follow it, the position of its last user with its seq. */
 function numberedPage(params: ListParams, rows: (Row & { seq: string | null })[], total: number): ListResult {
