@@ -117,7 +117,15 @@ export class PostgresUserStore implements UserStore {
     private readonly faults: EngineFaults,
   ) {
     this.health = new DatabaseHealth(pool, logger);
-    this.#list = new PostgresList((text, values, named) => this.#query(text, values, named));
+    this.#list = new PostgresList(
+      (text, values, named) => this.#query(text, values, named),
+      (work) =>
+        this.#guard(() =>
+          this.#transaction((client) =>
+            work((text, values, named) => client.query(named ? prepared(text, values) : { text, values })),
+          ),
+        ),
+    );
     this.keys = new PostgresIdempotencyKeys((text, values, named) => this.#query(text, values, named));
   }
 
