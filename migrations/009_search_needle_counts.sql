@@ -27,7 +27,8 @@
 --
 -- Whatever else changes a needle's rows takes the needle's row lock first and then works in a statement
 -- of its own, with a snapshot taken after that lock: registration (step 2), compaction, eviction and
--- TRUNCATE. So none of them deletes rows another one has just replaced by their sum. Writers in
+-- TRUNCATE. So none of them deletes rows another one has just replaced by their sum. Step 2 takes its
+-- lock on users before the needle's row, in the order TRUNCATE takes them, so the two never deadlock. Writers in
 -- REPEATABLE READ or SERIALIZABLE transactions (not Roster's own) could read the needles in a snapshot
 -- older than the lock; such a writer would miss a needle registered during its transaction.
 
@@ -106,10 +107,11 @@ CREATE FUNCTION roster_keep_needle(kept_pattern text, kept_needle text, kept_ali
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   evicted text[];
+  waited text := current_setting('lock_timeout');
 BEGIN
   PERFORM set_config('lock_timeout', wait, true);
   PERFORM pg_advisory_xact_lock(roster_needles_lock());
-  PERFORM set_config('lock_timeout', '0', true);
+  PERFORM set_config('lock_timeout', waited, true);
   INSERT INTO search_needles (pattern, needle, aligned) VALUES (kept_pattern, kept_needle, kept_aligned)
     ON CONFLICT (pattern) DO NOTHING;
   WITH gone AS (

@@ -25,7 +25,9 @@ const KEPT_NEEDLE_CHARS = 200;
  * How long registering a needle waits for the writes under way to commit; writes that start meanwhile
  * queue behind it. Past that, the search counts its matches and registers another time.
  */
-const KEEP_WAIT = '500ms';
+const KEEP_WAIT = '200ms';
+/** After registering failed so, how long this instance counts rather than try (and hold writes back) again. */
+const KEEP_BACKOFF_MS = 5_000;
 /** A needle's count rows past which a search folds them into one per role (roster_compact_needle). */
 const COMPACT_AT = 100;
 /** How often, at most, a search marks its needle used (what eviction goes by). */
@@ -84,6 +86,9 @@ type Query = <R extends pg.QueryResultRow>(
 ) => Promise<pg.QueryResult<R>>;
 
 export class PostgresList {
+  /** Until when (Date.now()) this instance counts searches rather than register their needles. */
+  #keepAfter = 0;
+
   constructor(
     private readonly query: Query,
     private readonly transaction: Transaction,
@@ -177,7 +182,7 @@ export class PostgresList {
    * False when step 1 did not get its lock in time.
    */
   async #keep(search: Search): Promise<boolean> {
-    if (search.needle.length > KEPT_NEEDLE_CHARS) return false;
+    if (search.needle.length > KEPT_NEEDLE_CHARS || Date.now() < this.#keepAfter) return false;
     try {
       await this.query('SELECT roster_keep_needle($1, $2, $3, $4, $5)', [
         search.pattern,
@@ -187,12 +192,14 @@ export class PostgresList {
         KEEP_WAIT,
       ]);
     } catch (error) {
-      if ((error as { code?: string }).code === '55P03') return false; // lock_not_available
-      throw error;
+      if ((error as { code?: string }).code !== '55P03') throw error; // lock_not_available: a long write is open
+      this.#keepAfter = Date.now() + KEEP_BACKOFF_MS;
+      return false;
     }
     await this.transaction(async (query) => {
-      // The needle's row lock first, then a statement of its own: its snapshot sees whatever a
-      // compaction, eviction or TRUNCATE that held the lock did.
+      // The needle's row lock, then a statement of its own: its snapshot sees whatever a compaction,
+      // eviction or TRUNCATE that held the lock did. The table's lock first, as TRUNCATE takes them.
+      await query('LOCK TABLE users IN ACCESS SHARE MODE', []);
       const { rows } = await query<{ ready: boolean }>(
         'SELECT ready FROM search_needles WHERE pattern = $1 FOR UPDATE',
         [search.pattern],
