@@ -139,6 +139,25 @@ BEGIN
 END
 $$;
 
+-- Upkeep, run by a search at most every few seconds (when it marks its needle used, list.ts): folds the
+-- rows of every needle that has more than `most_rows`, searched or not (writes add rows to every kept
+-- needle, and only searches fold them); drops needles not searched for `idle`, which cost every write
+-- and hold nothing anyone reads; and deletes rows left by writes that were under way when their needle
+-- went (harmless, as registering again deletes them, but never read).
+CREATE FUNCTION roster_tidy_needles(most_rows integer, idle interval) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  crowded text;
+BEGIN
+  FOR crowded IN
+    SELECT pattern FROM search_needle_counts GROUP BY pattern HAVING count(*) > most_rows
+  LOOP
+    PERFORM roster_compact_needle(crowded);
+  END LOOP;
+  DELETE FROM search_needles WHERE used_at < now() - idle;
+  DELETE FROM search_needle_counts c WHERE NOT EXISTS (SELECT 1 FROM search_needles n WHERE n.pattern = c.pattern);
+END
+$$;
+
 -- Migration 005's number of changes (user_changes) is no longer read by this version, but is kept up to
 -- date still: an instance of the previous version, running until it is replaced, reuses its totals by
 -- it. A later migration drops it, once no such instance can be running.

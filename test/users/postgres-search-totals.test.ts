@@ -277,6 +277,26 @@ test(
       [PATTERN],
     );
     assert.equal(used[0].lately, true);
+
+    // Upkeep when a search marks its needle: a needle no one searched for an hour goes, and one that
+    // writes filled with rows is folded though no one searched it.
+    const n3 = (await two.list({ search: 'n3', sort: 'created_at', descending: false, offset: 0, limit: 1 })).total;
+    await schema.query(
+      `INSERT INTO search_needle_counts (pattern, role, users) SELECT '%n3%', 'admin', (-1) ^ i FROM generate_series(1, 150) i`,
+    );
+    await schema.query(`UPDATE search_needles SET used_at = now() - interval '2 hours' WHERE pattern = '%n5%'`);
+    await schema.query(`UPDATE search_needles SET used_at = now() - interval '1 minute' WHERE pattern = $1`, [PATTERN]);
+    await list(one, TERM);
+    const { rows: left } = await schema.query(
+      `SELECT pattern, count(*)::int AS n FROM search_needle_counts WHERE pattern IN ('%n3%', '%n5%') GROUP BY pattern`,
+    );
+    assert.deepEqual(left, [{ pattern: '%n3%', n: 3 }]);
+    const { rows: n5 } = await schema.query(`SELECT 1 FROM search_needles WHERE pattern = '%n5%'`);
+    assert.equal(n5.length, 0, 'the idle needle is gone');
+    assert.equal(
+      (await one.list({ search: 'n3', sort: 'created_at', descending: false, offset: 0, limit: 1 })).total,
+      n3,
+    );
   },
 );
 

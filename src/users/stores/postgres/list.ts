@@ -30,8 +30,10 @@ const KEEP_WAIT = '200ms';
 const KEEP_BACKOFF_MS = 5_000;
 /** A needle's count rows past which a search folds them into one per role (roster_compact_needle). */
 const COMPACT_AT = 100;
-/** How often, at most, a search marks its needle used (what eviction goes by). */
+/** How often, at most, a search marks its needle used (what eviction goes by), and tidies (roster_tidy_needles). */
 const TOUCH_SECONDS = 10;
+/** A needle not searched for this long is dropped: it costs every write, and no one reads it. */
+const IDLE_NEEDLE = '1 hour';
 
 /**
  * Names of the statements that every pooled connection prepares once (parse and plan once, then only
@@ -163,10 +165,11 @@ export class PostgresList {
       if (found.kept === true) {
         if (Number(found.parts) > COMPACT_AT) await this.query('SELECT roster_compact_needle($1)', [search.pattern]);
         if (found.stale === true) {
-          await this.query(
+          const { rowCount } = await this.query(
             `UPDATE search_needles SET used_at = now() WHERE pattern = $1 AND used_at < now() - interval '${TOUCH_SECONDS} seconds'`,
             [search.pattern],
           );
+          if (rowCount === 1) await this.query('SELECT roster_tidy_needles($1, $2)', [COMPACT_AT, IDLE_NEEDLE]);
         }
         return { rows, total: Number(found.total) };
       }
