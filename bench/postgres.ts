@@ -14,7 +14,7 @@ const BATCH = 5_000;
 /**
  * Applies Roster's migrations to the schema of `url` and, when its users table is empty, stores the
  * first `count` benchmark users in it, rows written by the store's own encoding
- * (src/users/stores/postgres/rows.ts); then has the table vacuumed and its statistics taken. A table
+ * (src/users/stores/postgres/rows.ts); then has the planner's statistics taken. A table
  * that holds users already (a server restarted by the benchmark) is left as it is.
  */
 export async function fillUsers(url: string, count: number): Promise<void> {
@@ -40,11 +40,7 @@ export async function fillUsers(url: string, count: number): Promise<void> {
         [...columns, stamps],
       );
     }
-    // VACUUM as well: it sets the visibility map, without which every entry an index-only scan walks
-    // (a deep page's keys, migration 008) is checked in the table too: 2.5 s instead of about 50 ms for
-    // a middle page at 1 000 000 users. A deployment's autovacuum gets there in its own time; the bench
-    // should not measure whether it has yet.
-    await pool.query('VACUUM (ANALYZE) users');
+    await pool.query('ANALYZE users');
     // The count triggers updated a row of user_role_counts per user stored, thousands of times per
     // statement, where no version could be pruned: hundreds of pages for a few rows, which every list
     // would read. Users created one per transaction, as a deployment creates them, leave no such table.
