@@ -1,6 +1,8 @@
 /**
- * The list operation in PostgreSQL: one statement for a page and its total, with the totals of
- * searches remembered per instance while the users do not change (migration 005).
+ * The list operation in PostgreSQL: one statement for a page and its total. A list without search
+ * reads the count kept per role (migration 002); a search reads the count its needle keeps (migration
+ * 009: the needles searched lately, counted once when first searched and kept exact through every
+ * write by a trigger, per role), and counts its matches only when the needle cannot be kept.
  */
 import type pg from 'pg';
 import { SEARCHABLE_FIELDS } from '../../fields.js';
@@ -11,8 +13,27 @@ import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './rows.js';
 
 /** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
 const MAX_OFFSET = 2 ** 62;
-/** Search totals an instance keeps (see list); past this many, the oldest is forgotten. */
-const SEARCH_TOTALS = 1_000;
+/**
+ * Needles whose counts the database keeps (migration 009); registering one more evicts the least
+ * recently searched. Every write of a searched column tests each kept needle against the old and the
+ * new row, so this bounds what a write costs.
+ */
+const KEPT_NEEDLES = 64;
+/** Longer needles are counted each time: their keys would be large, and they match few users. */
+const KEPT_NEEDLE_CHARS = 200;
+/**
+ * How long registering a needle waits for the writes under way to commit; writes that start meanwhile
+ * queue behind it. Past that, the search counts its matches and registers another time.
+ */
+const KEEP_WAIT = '200ms';
+/** After registering failed so, how long this instance counts rather than try (and hold writes back) again. */
+const KEEP_BACKOFF_MS = 5_000;
+/** A needle's count rows past which a search folds them into one per role (roster_compact_needle). */
+const COMPACT_AT = 100;
+/** How often, at most, a search marks its needle used (what eviction goes by), and tidies (roster_tidy_needles). */
+const TOUCH_SECONDS = 10;
+/** A needle not searched for this long is dropped: it costs every write, and no one reads it. */
+const IDLE_NEEDLE = '1 hour';
 
 /**
  * Names of the statements that every pooled connection prepares once (parse and plan once, then only
@@ -33,11 +54,31 @@ export function prepared(text: string, values: unknown[]): pg.QueryConfig {
   return { name, text, values };
 }
 
-/** A search's total as counted, and the number of changes to users (migration 005) it was counted after. */
-interface SearchTotal {
-  changes: string;
-  total: number;
+/** A search: the stored, lower-cased needle, its LIKE pattern, and `$n` of that pattern in the statement. */
+interface Search {
+  needle: string;
+  pattern: string;
+  /** Whether a match must be confirmed to start at a whole character (stored-text.ts: likePattern). */
+  aligned: boolean;
+  at: string;
 }
+
+/**
+ * Whether a user matches a search: `pattern` is the `$n` of its LIKE pattern, `exact` that of the
+ * needle when the match must start at a whole character. LIKE finds the needle anywhere; only rows
+ * holding an escape need the alignment confirmed. roster_search_matches (migration 009), which the
+ * trigger that keeps the counts tests, is this same expression: both must agree on every row.
+ */
+function matching(pattern: string, exact: string | undefined): string {
+  const one = (column: string) =>
+    exact === undefined
+      ? `${column} LIKE ${pattern}`
+      : `(${column} LIKE ${pattern} AND (strpos(${column}, E'\\x01') = 0 OR roster_contains_aligned(${column}, ${exact})))`;
+  return `(${SEARCHABLE_FIELDS.map((field) => one(searchColumn(field))).join(' OR ')})`;
+}
+
+/** Runs `work` in one transaction, its statements on one connection. */
+type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 
 /** Runs one statement; `named`: prepared once per connection (see `prepared`). */
 type Query = <R extends pg.QueryResultRow>(
@@ -47,10 +88,13 @@ type Query = <R extends pg.QueryResultRow>(
 ) => Promise<pg.QueryResult<R>>;
 
 export class PostgresList {
-  /** By role and stored needle: totals this instance has counted. Oldest first. */
-  readonly #searchTotals = new Map<string, SearchTotal>();
+  /** Until when (Date.now()) this instance counts searches rather than register their needles. */
+  #keepAfter = 0;
 
-  constructor(private readonly query: Query) {}
+  constructor(
+    private readonly query: Query,
+    private readonly transaction: Transaction,
+  ) {}
 
   async list(params: ListParams): Promise<ListResult> {
     const values: unknown[] = [];
@@ -59,28 +103,18 @@ export class PostgresList {
       values.push(toStored(params.role));
       filters.push(`role = $${values.length}`);
     }
-    let needle: string | undefined;
+    let search: Search | undefined;
     if (params.search !== undefined) {
-      needle = toStored(params.search.toLowerCase());
-      const pattern = likePattern(needle);
-      if (pattern !== undefined) {
-        values.push(pattern);
-        filters.push(
-          `(${SEARCHABLE_FIELDS.map((field) => `${searchColumn(field)} LIKE $${values.length}`).join(' OR ')})`,
-        );
-      } else {
-        // LIKE finds the needle anywhere; only rows holding an escape need the alignment confirmed.
-        values.push(anywherePattern(needle), needle);
-        const [like, exact] = [`$${values.length - 1}`, `$${values.length}`];
-        const aligned = (column: string) =>
-          `(${column} LIKE ${like} AND (strpos(${column}, E'\\x01') = 0 OR roster_contains_aligned(${column}, ${exact})))`;
-        filters.push(`(${SEARCHABLE_FIELDS.map((field) => aligned(searchColumn(field))).join(' OR ')})`);
-      }
+      const needle = toStored(params.search.toLowerCase());
+      const aligned = likePattern(needle) === undefined;
+      search = { needle, pattern: anywherePattern(needle), aligned, at: `$${values.length + 1}` };
+      values.push(search.pattern, ...(aligned ? [needle] : []));
+      filters.push(matching(search.at, aligned ? `$${values.length}` : undefined));
     }
     const where = filters.length === 0 ? 'true' : filters.join(' AND ');
-    if (params.after !== undefined) return this.#listAfter(params, params.after, where, values, needle);
+    if (params.after !== undefined) return this.#listAfter(params, params.after, where, values, search);
     values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
-    if (needle === undefined) return this.#page(params, values, where);
+    if (search === undefined) return this.#page(params, values, where);
     const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
     // One statement, so the page and the total come from the same snapshot; the total is known even
     // when the page lies beyond the last user.
@@ -98,37 +132,93 @@ export class PostgresList {
       );
     const usersOf = (rows: (Row & { id: string | null; seq: string | null })[]) =>
       rows.filter((row) => row.id !== null);
-    const { rows, total } = await this.#searched(params, needle, where, page);
+    const { rows, total } = await this.#searched(params, search, where, page);
     return numberedPage(params, usersOf(rows), total);
   }
 
   /**
-   * A search's page and its total. The total is counted unless this instance counted it already after
-   * the same number of changes to users (migration 005), read with the page: then it is the count of
-   * this snapshot. Otherwise the page is read again with the count (a second statement, so that both
-   * come from one snapshot); a statement without the count costs PostgreSQL less to plan. `page` runs
-   * the page's statement beside the given one-row query.
+   * A search's page and its total. The total is the count its needle keeps (migration 009), read in
+   * the same statement as the page, so it is the count of that statement's snapshot. A needle not kept
+   * yet is registered (which counts its matches once), and the page read again. When it cannot be kept
+   * (a needle too long, the registration's lock not had in time, the needle evicted meanwhile), the
+   * page is read again with a count of its matches (a second statement, so that both come from one
+   * snapshot). `page` runs the page's statement beside the given one-row query.
    */
   async #searched(
     params: ListParams,
-    needle: string,
+    search: Search,
     where: string,
     page: (total: string, named: boolean) => Promise<pg.QueryResult<PageRow>>,
   ): Promise<{ rows: PageRow[]; total: number }> {
-    const key = JSON.stringify([params.role ?? null, needle]);
-    const known = this.#searchTotals.get(key);
-    const changes = 'SELECT coalesce(sum(changes), 0) AS changes FROM user_changes';
-    if (known) {
-      const { rows } = await page(changes, false);
-      if (rows[0]!.changes === known.changes) return { rows, total: known.total };
+    // The role is the statement's first value (list).
+    const ofRole = params.role === undefined ? '' : ' FILTER (WHERE role = $1)';
+    const kept = `SELECT n.ready AS kept, n.used_at < now() - interval '${TOUCH_SECONDS} seconds' AS stale, c.total, c.parts
+      FROM (SELECT) one
+      LEFT JOIN search_needles n ON n.pattern = ${search.at}
+      LEFT JOIN LATERAL (
+        SELECT coalesce(sum(users)${ofRole}, 0) AS total, count(*) AS parts
+        FROM search_needle_counts WHERE pattern = n.pattern
+      ) c ON true`;
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const { rows } = await page(kept, false);
+      const found = rows[0]!;
+      if (found.kept === true) {
+        if (Number(found.parts) > COMPACT_AT) await this.query('SELECT roster_compact_needle($1)', [search.pattern]);
+        if (found.stale === true) {
+          const { rowCount } = await this.query(
+            `UPDATE search_needles SET used_at = now() WHERE pattern = $1 AND used_at < now() - interval '${TOUCH_SECONDS} seconds'`,
+            [search.pattern],
+          );
+          if (rowCount === 1) await this.query('SELECT roster_tidy_needles($1, $2)', [COMPACT_AT, IDLE_NEEDLE]);
+        }
+        return { rows, total: Number(found.total) };
+      }
+      if (attempt === 2 || !(await this.#keep(search))) break;
     }
-    const { rows } = await page(
-      `SELECT c.changes, (SELECT count(*) FROM users WHERE ${where}) AS total FROM (${changes}) c`,
-      false,
-    );
-    const total = Number(rows[0]!.total);
-    this.#rememberTotal(key, { changes: rows[0]!.changes!, total });
-    return { rows, total };
+    const { rows } = await page(`SELECT (SELECT count(*) FROM users WHERE ${where}) AS total`, false);
+    return { rows, total: Number(rows[0]!.total) };
+  }
+
+  /**
+   * Registers a needle (migration 009): step 1 makes every write from then on count it, step 2 counts
+   * its matches by role in one statement that also drops the delta rows that count already holds.
+   * False when step 1 did not get its lock in time.
+   */
+  async #keep(search: Search): Promise<boolean> {
+    if (search.needle.length > KEPT_NEEDLE_CHARS || Date.now() < this.#keepAfter) return false;
+    try {
+      await this.query('SELECT roster_keep_needle($1, $2, $3, $4, $5)', [
+        search.pattern,
+        search.needle,
+        search.aligned,
+        KEPT_NEEDLES,
+        KEEP_WAIT,
+      ]);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03') throw error; // lock_not_available: a long write is open
+      this.#keepAfter = Date.now() + KEEP_BACKOFF_MS;
+      return false;
+    }
+    await this.transaction(async (query) => {
+      // The needle's row lock, then a statement of its own: its snapshot sees whatever a compaction,
+      // eviction or TRUNCATE that held the lock did. The table's lock first, as TRUNCATE takes them.
+      await query('LOCK TABLE users IN ACCESS SHARE MODE', []);
+      const { rows } = await query<{ ready: boolean }>(
+        'SELECT ready FROM search_needles WHERE pattern = $1 FOR UPDATE',
+        [search.pattern],
+      );
+      if (rows[0] === undefined || rows[0].ready) return; // evicted meanwhile, or registered by another
+      await query(
+        `WITH gone AS (DELETE FROM search_needle_counts WHERE pattern = $1),
+         counted AS (
+           INSERT INTO search_needle_counts (pattern, role, users)
+           SELECT $1, role, count(*) FROM users WHERE ${matching('$1', search.aligned ? '$2' : undefined)} GROUP BY role
+         )
+         UPDATE search_needles SET ready = true, used_at = now() WHERE pattern = $1`,
+        search.aligned ? [search.pattern, search.needle] : [search.pattern],
+      );
+    });
+    return true;
   }
 
   /**
@@ -189,15 +279,15 @@ export class PostgresList {
    * The page after `after` (query.ts: Position): the rows whose (sort value, created_at, seq) come
    * after the cursor's in the list's order, read from the sort's index from the cursor on, up to one
    * row more than the page, which tells whether more follow. The total comes as on a page-number page:
-   * the kept count per role, or the search's count (remembered per instance, as `list` does), in the
-   * same statement, so from the same snapshot.
+   * the kept count per role, or the count the search's needle keeps (as `list` reads it), in the same
+   * statement, so from the same snapshot.
    */
   async #listAfter(
     params: ListParams,
     after: Position,
     where: string,
     filterValues: unknown[],
-    needle: string | undefined,
+    search: Search | undefined,
   ): Promise<ListResult> {
     const values = [...filterValues];
     const keyset = keysetAfter(params, after, values);
@@ -226,21 +316,15 @@ export class PostgresList {
         ...(more && { next: { ...positionOf(users.at(-1)!, params.sort), seq: kept.at(-1)!.seq! } }),
       };
     };
-    if (needle === undefined) {
+    if (search === undefined) {
       const { rows } = await page(roleCount(params), true);
       return cursorPage(rows, Number(rows[0]!.total));
     }
-    const { rows, total } = await this.#searched(params, needle, where, page);
+    const { rows, total } = await this.#searched(params, search, where, page);
     return cursorPage(rows, total);
   }
 
   // ---- End of the cursor's page. ----
-
-  #rememberTotal(key: string, total: SearchTotal): void {
-    this.#searchTotals.delete(key);
-    if (this.#searchTotals.size >= SEARCH_TOTALS) this.#searchTotals.delete(this.#searchTotals.keys().next().value!);
-    this.#searchTotals.set(key, total);
-  }
 }
 
 /**
@@ -280,8 +364,15 @@ function roleCount(params: ListParams): string {
   return `SELECT coalesce(sum(users), 0)::bigint AS total FROM user_role_counts${params.role === undefined ? '' : ' WHERE role = $1'}`;
 }
 
-/** A page's row beside the one-row query it is read with (a total, or the number of changes). */
-type PageRow = Row & { total: string | null; changes?: string; id: string | null; seq: string | null };
+/** A page's row beside the one-row query it is read with (a total, or what a needle keeps). */
+type PageRow = Row & {
+  total: string | null;
+  kept?: boolean | null;
+  stale?: boolean | null;
+  parts?: string | null;
+  id: string | null;
+  seq: string | null;
+};
 
 /** A page asked by number and, when more users follow it, the position of its last user with its seq. */
 function numberedPage(params: ListParams, rows: (Row & { seq: string | null })[], total: number): ListResult {

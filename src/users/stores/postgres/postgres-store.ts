@@ -18,7 +18,9 @@
  *
  * Lock order, which keeps these transactions from deadlocking one another: the advisory lock on the
  * user written, advisory locks on email keys, then user rows; a count row is only ever taken when no
- * one holds it.
+ * one holds it. The trigger that keeps the search needles' counts (migrations/009) then takes their
+ * lock shared; only registering a needle takes it exclusive, holding nothing else, and gives up after
+ * a short wait (list.ts), so a write waits for it at most that long.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -117,7 +119,15 @@ export class PostgresUserStore implements UserStore {
     private readonly faults: EngineFaults,
   ) {
     this.health = new DatabaseHealth(pool, logger);
-    this.#list = new PostgresList((text, values, named) => this.#query(text, values, named));
+    this.#list = new PostgresList(
+      (text, values, named) => this.#query(text, values, named),
+      (work) =>
+        this.#guard(() =>
+          this.#transaction((client) =>
+            work((text, values, named) => client.query(named ? prepared(text, values) : { text, values })),
+          ),
+        ),
+    );
     this.keys = new PostgresIdempotencyKeys((text, values, named) => this.#query(text, values, named));
   }
 
