@@ -1,0 +1,465 @@
+/**
+ * A trigram index of the searchable fields, lower-cased, so that a needle asked for the first time
+ * costs the users that hold its trigrams rather than a look at every user.
+ *
+ * Every field is indexed as it is compared (query.ts: `field.toLowerCase()`), with two end marks after
+ * it, so that every character of the field starts a trigram: `ann` gives `ann`, `nn$`, `n$$`. A needle
+ * of three characters is then the users of one trigram; a longer one, the users holding all of its
+ * trigrams, each checked against its fields (they may lie apart); one of one or two characters, the
+ * users of every trigram it starts. Lower-casing that changes a string's length (İ) changes nothing
+ * here, as fields and needles are both compared lower-cased.
+ *
+ * Each trigram's users are a posting list of sequence numbers (search-text.ts: Seq), ascending, coded
+ * as the differences between neighbours in 7-bit groups (varint) in a byte array: the trigrams common
+ * to many users (`exa`, `com`) cost one byte a user, at a million users about 40 MB in all, where
+ * 32-bit numbers would cost 150 MB. New users have the highest sequence number, so an insert appends.
+ * A change that adds a trigram to an older user, or takes one away, goes to a small sorted side list
+ * of the trigram (added, gone), applied when the list is read; when the side lists outgrow an eighth
+ * of the list, the list is coded afresh with them. So every list is exact at all times, and a needle
+ * of up to three characters needs no user read at all.
+ *
+ * Written by hand: the npm full-text packages (flexsearch, lunr, minisearch) index words, not
+ * substrings, and keep their postings as JavaScript arrays of numbers (8 B each); none of them
+ * answers an arbitrary substring exactly.
+ *
+ * Not wired into the memory store yet: measured in-process at a million bench users (bench/users.ts),
+ * it holds 38.5 million postings in 42 MB (1.1 B each; 50 MB with the room the lists grow into) and
+ * answers `sen` in 1.4 ms, `99999@` in 0.6, `an` in 2.4, a needle found nowhere at once, inserts cost
+ * about 3 µs and renames 12 to 29 µs more (on a machine loaded 3 to 6 on 2 cores). But each list grows
+ * through buffers of its own, and the freed ones stay in the process: the RSS grew 88 MiB, where the
+ * per-chunk text it would replace (SearchText) holds 47 MB; and a long needle whose trigrams every
+ * user has (`.com`, `example`) checks every candidate's fields, 120 to 190 ms, slower than the scan.
+ * What is left: the lists' bytes in large pages of the index's own (one buffer of the exact size
+ * grew the RSS 52 MiB), and a scan for a needle whose shortest list holds most users.
+ */
+import { SEARCHABLE_FIELDS } from '../../fields.js';
+import type { User } from '../../schema.js';
+import type { Seq, UserColumn } from './search-text.js';
+
+/** Past every UTF-16 unit: the end mark. */
+const END = 0x10000;
+/** Each unit (or END) takes 17 bits of a wide trigram's code; three take 51, exact in a double. */
+const UNIT = 0x20000;
+/**
+ * The first units seen get a small number of 10 bits (END is 1), so that the trigrams of those units
+ * have a code of 30 bits, a small integer, which the Map of lists looks up without a number object;
+ * trigrams with any later unit get a wide code above those.
+ */
+const NARROW_UNITS = 1024;
+const WIDE = 2 ** 30;
+
+/** Side lists of one trigram: users added out of order, and users gone from its coded list. */
+interface Side {
+  added: number[];
+  gone: number[];
+}
+
+/** Side entries a list may gather before it is coded afresh: this many, or an eighth of the list. */
+const SIDE_MIN = 16;
+
+export class TrigramIndex {
+  /** List number of each trigram's code. */
+  readonly #lists = new Map<number, number>();
+  /** Per list: the coded bytes, how many are used, the last (highest) user coded, and how many are. */
+  #bytes: Uint8Array[] = [];
+  #used = new Int32Array(256);
+  #last = new Int32Array(256);
+  #count = new Int32Array(256);
+  readonly #sides = new Map<number, Side>();
+  /** Lists by the first unit of their trigram, and by the first two: what a short needle reads. */
+  readonly #byFirst = new Map<number, number[]>();
+  readonly #byFirstTwo = new Map<number, number[]>();
+  /** One above the highest sequence number ever indexed. */
+  #end = 0;
+  /** Small number of each UTF-16 unit (0: none yet); see NARROW_UNITS. */
+  readonly #unitIds = new Int16Array(0x10000);
+  #unitsNumbered = 1;
+  /** Per list, the last time #listsOf met it: how a user's trigrams are counted once. */
+  #seen = new Int32Array(256);
+  #epoch = 0;
+  /** Scratch arrays for a user's lists. */
+  #scratch: number[] = [];
+  #other: number[] = [];
+
+  /** A new user, with a sequence number above every other. */
+  inserted(seq: Seq, user: User): void {
+    if (seq >= this.#end) this.#end = seq + 1;
+    for (const list of this.#listsOf(user, this.#scratch)) this.#add(list, seq);
+  }
+
+  /** The user at `seq` went from `before` to `after`: only the trigrams it lost or gained move. */
+  updated(seq: Seq, before: User, after: User): void {
+    if (SEARCHABLE_FIELDS.every((field) => before[field] === after[field])) return;
+    const was = this.#listsOf(before, this.#other);
+    const wasEpoch = this.#epoch;
+    const is = this.#listsOf(after, this.#scratch);
+    // Lists of both are now marked with the later epoch; those only of `was` keep the earlier one.
+    for (const list of was) this.#seen[list] = wasEpoch;
+    for (const list of is) {
+      if (this.#seen[list] === wasEpoch) this.#seen[list] = 0;
+      else this.#add(list, seq);
+    }
+    for (const list of was) if (this.#seen[list] === wasEpoch) this.#remove(list, seq);
+  }
+
+  removed(seq: Seq, user: User): void {
+    for (const list of this.#listsOf(user, this.#scratch)) this.#remove(list, seq);
+  }
+
+  /**
+   * The users whose lower-cased name or email holds `needle` (lower-cased, not empty), ascending.
+   * `users` is read only to check the candidates of a needle longer than three characters.
+   */
+  find(needle: string, users: UserColumn): Int32Array {
+    if (needle.length <= 2) return this.#starting(needle);
+    const lists: number[] = [];
+    for (let i = 0; i + 3 <= needle.length; i++) {
+      const list = this.#lists.get(
+        this.#codeOf(needle.charCodeAt(i), needle.charCodeAt(i + 1), needle.charCodeAt(i + 2)),
+      );
+      if (list === undefined) return new Int32Array(0);
+      if (!lists.includes(list)) lists.push(list);
+    }
+    // The shortest list first: every other list only thins what it holds.
+    lists.sort((a, b) => this.#count[a]! - this.#count[b]!);
+    const found = this.#read(lists[0]!);
+    let length = found.length;
+    for (let l = 1; l < lists.length && length > 0; l++) length = this.#within(lists[l]!, found, length);
+    if (needle.length > 3) {
+      let kept = 0;
+      for (let i = 0; i < length; i++) {
+        const seq = found[i]!;
+        const user = users[seq]!;
+        if (SEARCHABLE_FIELDS.some((field) => (user[field] ?? '').toLowerCase().includes(needle))) found[kept++] = seq;
+      }
+      length = kept;
+    }
+    return found.subarray(0, length);
+  }
+
+  /** Users of every trigram that starts with `needle` (one or two units): a union, through a bitmap. */
+  #starting(needle: string): Int32Array {
+    const a = needle.charCodeAt(0);
+    const lists = needle.length === 1 ? this.#byFirst.get(a) : this.#byFirstTwo.get(a * UNIT + needle.charCodeAt(1));
+    if (!lists) return new Int32Array(0);
+    const bits = new Int32Array((this.#end + 31) >>> 5);
+    for (const list of lists) {
+      this.#each(list, (seq) => {
+        bits[seq >>> 5]! |= 1 << (seq & 31);
+      });
+    }
+    let total = 0;
+    for (const word of bits) total += bitCount(word);
+    const found = new Int32Array(total);
+    let at = 0;
+    for (let w = 0; w < bits.length; w++) {
+      let word = bits[w]!;
+      while (word !== 0) {
+        const low = word & -word;
+        found[at++] = (w << 5) + 31 - Math.clz32(low);
+        word ^= low;
+      }
+    }
+    return found;
+  }
+
+  /** The code of a trigram: narrow when its three units have small numbers, else wide. */
+  #codeOf(a: number, b: number, c: number): number {
+    const ids = this.#unitIds;
+    const ia = ids[a]!;
+    const ib = b === END ? 1 : ids[b]!;
+    const ic = c === END ? 1 : ids[c]!;
+    if (ia > 0 && ib > 0 && ic > 0) return (ia << 20) | (ib << 10) | ic;
+    return WIDE + (a * UNIT + b) * UNIT + c;
+  }
+
+  /** Numbers `unit`, if there is room: see NARROW_UNITS. */
+  #number(unit: number): void {
+    if (this.#unitIds[unit] === 0 && this.#unitsNumbered + 1 < NARROW_UNITS)
+      this.#unitIds[unit] = ++this.#unitsNumbered;
+  }
+
+  /** The lists of the user's distinct trigrams (made where missing), in `out`. */
+  #listsOf(user: User, out: number[]): number[] {
+    out.length = 0;
+    const epoch = ++this.#epoch;
+    for (const field of SEARCHABLE_FIELDS) {
+      const text = (user[field] ?? '').toLowerCase();
+      const n = text.length;
+      // Every unit numbered first: a trigram's code must not depend on where in a text it was met.
+      for (let i = 0; i < n; i++) if (this.#unitIds[text.charCodeAt(i)] === 0) this.#number(text.charCodeAt(i));
+      for (let i = 0; i < n; i++) {
+        const a = text.charCodeAt(i);
+        const b = i + 1 < n ? text.charCodeAt(i + 1) : END;
+        const c = i + 2 < n ? text.charCodeAt(i + 2) : END;
+        const code = this.#codeOf(a, b, c);
+        let list = this.#lists.get(code);
+        if (list === undefined) list = this.#newList(code, a, b);
+        if (this.#seen[list] !== epoch) {
+          this.#seen[list] = epoch;
+          out.push(list);
+        }
+      }
+    }
+    return out;
+  }
+
+  #newList(code: number, a: number, b: number): number {
+    const list = this.#lists.size;
+    this.#lists.set(code, list);
+    if (list === this.#used.length) {
+      const grow = (old: Int32Array) => {
+        const grown = new Int32Array(old.length * 2);
+        grown.set(old);
+        return grown;
+      };
+      this.#used = grow(this.#used);
+      this.#last = grow(this.#last);
+      this.#count = grow(this.#count);
+      this.#seen = grow(this.#seen);
+    }
+    this.#bytes.push(EMPTY);
+    this.#last[list] = -1;
+    listed(this.#byFirst, a, list);
+    listed(this.#byFirstTwo, a * UNIT + b, list);
+    return list;
+  }
+
+  #add(list: number, seq: Seq): void {
+    const side = this.#sides.get(list);
+    if (side) {
+      const gone = indexOf(side.gone, seq);
+      if (gone >= 0) {
+        side.gone.splice(gone, 1);
+        if (side.added.length === 0 && side.gone.length === 0) this.#sides.delete(list);
+        return;
+      }
+    }
+    if (seq > this.#last[list]!) {
+      this.#append(list, seq);
+      return;
+    }
+    const added = this.#sideOf(list).added;
+    added.splice(insertionPoint(added, seq), 0, seq);
+    this.#tidy(list);
+  }
+
+  #remove(list: number, seq: Seq): void {
+    const side = this.#sideOf(list);
+    const added = indexOf(side.added, seq);
+    if (added >= 0) side.added.splice(added, 1);
+    else side.gone.splice(insertionPoint(side.gone, seq), 0, seq);
+    this.#tidy(list);
+  }
+
+  #sideOf(list: number): Side {
+    let side = this.#sides.get(list);
+    if (!side) {
+      side = { added: [], gone: [] };
+      this.#sides.set(list, side);
+    }
+    return side;
+  }
+
+  /** Codes the list afresh with its side lists once they hold more than a quarter of it. */
+  #tidy(list: number): void {
+    const side = this.#sides.get(list)!;
+    const pending = side.added.length + side.gone.length;
+    if (pending === 0) {
+      this.#sides.delete(list);
+      return;
+    }
+    if (pending <= Math.max(SIDE_MIN, this.#count[list]! >> 2)) return;
+    // One pass over the bytes: the coded users less those gone, with those added merged in.
+    const bytes = this.#bytes[list]!;
+    const used = this.#used[list]!;
+    const { added, gone } = side;
+    const out = new Uint8Array(used + 5 * added.length);
+    let written = 0;
+    let last = -1;
+    let count = 0;
+    let a = 0;
+    let g = 0;
+    let seq = -1;
+    for (let at = 0; at < used;) {
+      let delta = 0;
+      let shift = 0;
+      let byte: number;
+      do {
+        byte = bytes[at++]!;
+        delta |= (byte & 0x7f) << shift;
+        shift += 7;
+      } while (byte & 0x80);
+      seq += delta;
+      for (; a < added.length && added[a]! < seq; a++, count++) {
+        written = putVarint(out, written, added[a]! - last);
+        last = added[a]!;
+      }
+      while (g < gone.length && gone[g]! < seq) g++;
+      if (g < gone.length && gone[g] === seq) continue;
+      written = putVarint(out, written, seq - last);
+      last = seq;
+      count++;
+    }
+    for (; a < added.length; a++, count++) {
+      written = putVarint(out, written, added[a]! - last);
+      last = added[a]!;
+    }
+    this.#sides.delete(list);
+    // At its exact size: most lists that change this way stop growing.
+    this.#bytes[list] = written === out.length ? out : out.slice(0, written);
+    this.#used[list] = written;
+    this.#last[list] = last;
+    this.#count[list] = count;
+  }
+
+  #append(list: number, seq: Seq): void {
+    let bytes = this.#bytes[list]!;
+    const at = this.#used[list]!;
+    if (at + 5 > bytes.length) {
+      // Room for half as much again: the lists that grow (the common trigrams) are the large ones.
+      const grown = new Uint8Array(Math.max(8, at + 5 + (at >> 1)));
+      grown.set(bytes.subarray(0, at));
+      this.#bytes[list] = bytes = grown;
+    }
+    this.#used[list] = putVarint(bytes, at, seq - this.#last[list]!);
+    this.#last[list] = seq;
+    this.#count[list]!++;
+  }
+
+  /** Calls `each` with every user of the list, ascending. */
+  #each(list: number, each: (seq: Seq) => void): void {
+    const side = this.#sides.get(list);
+    const bytes = this.#bytes[list]!;
+    const used = this.#used[list]!;
+    const added = side?.added ?? NONE;
+    const gone = side?.gone ?? NONE;
+    let a = 0;
+    let g = 0;
+    let seq = -1;
+    for (let at = 0; at < used;) {
+      let delta = 0;
+      let shift = 0;
+      let byte: number;
+      do {
+        byte = bytes[at++]!;
+        delta |= (byte & 0x7f) << shift;
+        shift += 7;
+      } while (byte & 0x80);
+      seq += delta;
+      while (a < added.length && added[a]! < seq) each(added[a++]!);
+      while (g < gone.length && gone[g]! < seq) g++;
+      if (g < gone.length && gone[g] === seq) continue;
+      each(seq);
+    }
+    while (a < added.length) each(added[a++]!);
+  }
+
+  /** Every user of the list, ascending. */
+  #read(list: number): Int32Array {
+    const side = this.#sides.get(list);
+    const out = new Int32Array(this.#count[list]! + (side?.added.length ?? 0));
+    let n = 0;
+    this.#each(list, (seq) => {
+      out[n++] = seq;
+    });
+    return out.subarray(0, n);
+  }
+
+  /** Keeps in `found` (its first `length`) only the users of the list; returns how many are left. */
+  #within(list: number, found: Int32Array, length: number): number {
+    const side = this.#sides.get(list);
+    const bytes = this.#bytes[list]!;
+    const used = this.#used[list]!;
+    const added = side?.added ?? NONE;
+    const gone = side?.gone ?? NONE;
+    let kept = 0;
+    let i = 0;
+    let seq = -1;
+    let at = 0;
+    const next = (): number => {
+      if (at >= used) return Infinity;
+      let delta = 0;
+      let shift = 0;
+      let byte: number;
+      do {
+        byte = bytes[at++]!;
+        delta |= (byte & 0x7f) << shift;
+        shift += 7;
+      } while (byte & 0x80);
+      return (seq += delta);
+    };
+    let coded = next();
+    while (i < length) {
+      const want = found[i]!;
+      while (coded < want) coded = next();
+      const held = (coded === want && indexOf(gone, want) < 0) || (added.length > 0 && indexOf(added, want) >= 0);
+      if (held) found[kept++] = want;
+      i++;
+    }
+    return kept;
+  }
+
+  /** Bytes the coded lists hold and use, lists and postings: for measurements. */
+  stats(): {
+    lists: number;
+    postings: number;
+    usedBytes: number;
+    heldBytes: number;
+    sides: number;
+    sideEntries: number;
+  } {
+    let sideEntries = 0;
+    for (const side of this.#sides.values()) sideEntries += side.added.length + side.gone.length;
+    let usedBytes = 0;
+    let heldBytes = 0;
+    let postings = 0;
+    for (let list = 0; list < this.#bytes.length; list++) {
+      usedBytes += this.#used[list]!;
+      heldBytes += this.#bytes[list]!.length;
+      postings += this.#count[list]!;
+    }
+    return { lists: this.#bytes.length, postings, usedBytes, heldBytes, sides: this.#sides.size, sideEntries };
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+const NONE: readonly number[] = [];
+
+function listed(map: Map<number, number[]>, key: number, list: number): void {
+  const lists = map.get(key);
+  if (lists) lists.push(list);
+  else map.set(key, [list]);
+}
+
+/** Writes `value` (positive) at `at` in 7-bit groups, the low first; returns where it ends. */
+function putVarint(bytes: Uint8Array, at: number, value: number): number {
+  while (value >= 0x80) {
+    bytes[at++] = (value & 0x7f) | 0x80;
+    value >>>= 7;
+  }
+  bytes[at++] = value;
+  return at;
+}
+
+function insertionPoint(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function indexOf(sorted: readonly number[], value: number): number {
+  const at = insertionPoint(sorted, value);
+  return at < sorted.length && sorted[at] === value ? at : -1;
+}
+
+function bitCount(word: number): number {
+  let v = word - ((word >>> 1) & 0x55555555);
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (Math.imul((v + (v >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
+}
