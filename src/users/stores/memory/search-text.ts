@@ -174,9 +174,9 @@ export const searchedParts = (user: User): string[] =>
  * A needle asked for the first time still scans. A trigram index would answer it from the users of
  * its trigrams (trigram-index.ts, built and measured but not wired in): at a million users its 38.5
  * million postings take 42 MB delta-coded (150 MB as 32-bit integers), about what the scan's per-chunk
- * text holds (47 MB), so it pays for itself only in place of that text, and only once its lists stop
- * leaving freed buffers in the process (the RSS grew 88 MiB) and a needle that every user's trigrams
- * hold falls back to a scan. Kept results cost what they find, within `maxSeqs`.
+ * text holds (47 MB), so it fits only in place of that text; but a needle whose trigrams most users
+ * hold (`.com`) is then checked user by user, several times slower than this scan. Kept results cost
+ * what they find, within `maxSeqs`.
  */
 export class KeptMatches {
   /** By lower-cased needle; a Map keeps insertion order, so its first entry is the least recently used. */

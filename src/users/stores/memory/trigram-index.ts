@@ -10,11 +10,12 @@
  * here, as fields and needles are both compared lower-cased.
  *
  * Each trigram's users are a posting list of sequence numbers (search-text.ts: Seq), ascending, coded
- * as the differences between neighbours in 7-bit groups (varint) in a byte array: the trigrams common
+ * as the differences between neighbours in 7-bit groups (varint) in blocks of shared pages
+ * (PostingPages, below): the trigrams common
  * to many users (`exa`, `com`) cost one byte a user, at a million users about 40 MB in all, where
  * 32-bit numbers would cost 150 MB. New users have the highest sequence number, so an insert appends.
  * A change that adds a trigram to an older user, or takes one away, goes to a small sorted side list
- * of the trigram (added, gone), applied when the list is read; when the side lists outgrow an eighth
+ * of the trigram (added, gone), applied when the list is read; when the side lists outgrow a quarter
  * of the list, the list is coded afresh with them. So every list is exact at all times, and a needle
  * of up to three characters needs no user read at all.
  *
@@ -22,15 +23,15 @@
  * substrings, and keep their postings as JavaScript arrays of numbers (8 B each); none of them
  * answers an arbitrary substring exactly.
  *
- * Not wired into the memory store yet: measured in-process at a million bench users (bench/users.ts),
- * it holds 38.5 million postings in 42 MB (1.1 B each; 50 MB with the room the lists grow into) and
- * answers `sen` in 1.4 ms, `99999@` in 0.6, `an` in 2.4, a needle found nowhere at once, inserts cost
- * about 3 µs and renames 12 to 29 µs more (on a machine loaded 3 to 6 on 2 cores). But each list grows
- * through buffers of its own, and the freed ones stay in the process: the RSS grew 88 MiB, where the
- * per-chunk text it would replace (SearchText) holds 47 MB; and a long needle whose trigrams every
- * user has (`.com`, `example`) checks every candidate's fields, 120 to 190 ms, slower than the scan.
- * What is left: the lists' bytes in large pages of the index's own (one buffer of the exact size
- * grew the RSS 52 MiB), and a scan for a needle whose shortest list holds most users.
+ * Not wired into the memory store yet. Measured in-process at a million bench users (bench/users.ts),
+ * on a machine loaded 3 to 6 on its 2 cores: 38.5 million postings take 42 MB (1.1 B each) in 48 MiB
+ * of pages, and the RSS grew 58 MiB (88 MiB when each list had a buffer of its own, grown by copying),
+ * against the 47 MB of per-chunk text the scan keeps (SearchText, RSS 53 MiB), which the index would
+ * replace. Building it costs about 5 µs a user, a rename 12 to 31 µs more. Warm, `sen` takes 0.3 to
+ * 1.4 ms, `99999@` 0.6 to 0.8, `an` 2.4 to 7, a needle no user holds nothing. What stops it: a needle
+ * of four characters or more is checked user by user, so one whose trigrams most users hold (`.com`,
+ * 400 000 users; `example`) takes 120 to 250 ms where the scan takes 25 to 50, and without the text
+ * the scan reads, the scan could not stand in for it.
  */
 import { SEARCHABLE_FIELDS } from '../../fields.js';
 import type { User } from '../../schema.js';
@@ -54,15 +55,14 @@ interface Side {
   gone: number[];
 }
 
-/** Side entries a list may gather before it is coded afresh: this many, or an eighth of the list. */
+/** Side entries a list may gather before it is coded afresh: this many, or a quarter of the list. */
 const SIDE_MIN = 16;
 
 export class TrigramIndex {
   /** List number of each trigram's code. */
   readonly #lists = new Map<number, number>();
-  /** Per list: the coded bytes, how many are used, the last (highest) user coded, and how many are. */
-  #bytes: Uint8Array[] = [];
-  #used = new Int32Array(256);
+  /** The lists' coded bytes. Per list: the last (highest) user coded, and how many are. */
+  readonly #store = new PostingPages();
   #last = new Int32Array(256);
   #count = new Int32Array(256);
   readonly #sides = new Map<number, Side>();
@@ -207,18 +207,17 @@ export class TrigramIndex {
   #newList(code: number, a: number, b: number): number {
     const list = this.#lists.size;
     this.#lists.set(code, list);
-    if (list === this.#used.length) {
+    if (list === this.#last.length) {
       const grow = (old: Int32Array) => {
         const grown = new Int32Array(old.length * 2);
         grown.set(old);
         return grown;
       };
-      this.#used = grow(this.#used);
       this.#last = grow(this.#last);
       this.#count = grow(this.#count);
       this.#seen = grow(this.#seen);
     }
-    this.#bytes.push(EMPTY);
+    this.#store.added(list);
     this.#last[list] = -1;
     listed(this.#byFirst, a, list);
     listed(this.#byFirstTwo, a * UNIT + b, list);
@@ -270,59 +269,16 @@ export class TrigramIndex {
       return;
     }
     if (pending <= Math.max(SIDE_MIN, this.#count[list]! >> 2)) return;
-    // One pass over the bytes: the coded users less those gone, with those added merged in.
-    const bytes = this.#bytes[list]!;
-    const used = this.#used[list]!;
-    const { added, gone } = side;
-    const out = new Uint8Array(used + 5 * added.length);
-    let written = 0;
-    let last = -1;
-    let count = 0;
-    let a = 0;
-    let g = 0;
-    let seq = -1;
-    for (let at = 0; at < used;) {
-      let delta = 0;
-      let shift = 0;
-      let byte: number;
-      do {
-        byte = bytes[at++]!;
-        delta |= (byte & 0x7f) << shift;
-        shift += 7;
-      } while (byte & 0x80);
-      seq += delta;
-      for (; a < added.length && added[a]! < seq; a++, count++) {
-        written = putVarint(out, written, added[a]! - last);
-        last = added[a]!;
-      }
-      while (g < gone.length && gone[g]! < seq) g++;
-      if (g < gone.length && gone[g] === seq) continue;
-      written = putVarint(out, written, seq - last);
-      last = seq;
-      count++;
-    }
-    for (; a < added.length; a++, count++) {
-      written = putVarint(out, written, added[a]! - last);
-      last = added[a]!;
-    }
+    const seqs = this.#read(list);
     this.#sides.delete(list);
-    // At its exact size: most lists that change this way stop growing.
-    this.#bytes[list] = written === out.length ? out : out.slice(0, written);
-    this.#used[list] = written;
-    this.#last[list] = last;
-    this.#count[list] = count;
+    this.#store.clear(list);
+    this.#last[list] = -1;
+    this.#count[list] = 0;
+    for (const seq of seqs) this.#append(list, seq);
   }
 
   #append(list: number, seq: Seq): void {
-    let bytes = this.#bytes[list]!;
-    const at = this.#used[list]!;
-    if (at + 5 > bytes.length) {
-      // Room for half as much again: the lists that grow (the common trigrams) are the large ones.
-      const grown = new Uint8Array(Math.max(8, at + 5 + (at >> 1)));
-      grown.set(bytes.subarray(0, at));
-      this.#bytes[list] = bytes = grown;
-    }
-    this.#used[list] = putVarint(bytes, at, seq - this.#last[list]!);
+    this.#store.append(list, seq - this.#last[list]!);
     this.#last[list] = seq;
     this.#count[list]!++;
   }
@@ -330,23 +286,12 @@ export class TrigramIndex {
   /** Calls `each` with every user of the list, ascending. */
   #each(list: number, each: (seq: Seq) => void): void {
     const side = this.#sides.get(list);
-    const bytes = this.#bytes[list]!;
-    const used = this.#used[list]!;
+    const coded = this.#store.decode(list, this.#count[list]!);
     const added = side?.added ?? NONE;
     const gone = side?.gone ?? NONE;
     let a = 0;
     let g = 0;
-    let seq = -1;
-    for (let at = 0; at < used;) {
-      let delta = 0;
-      let shift = 0;
-      let byte: number;
-      do {
-        byte = bytes[at++]!;
-        delta |= (byte & 0x7f) << shift;
-        shift += 7;
-      } while (byte & 0x80);
-      seq += delta;
+    for (const seq of coded) {
       while (a < added.length && added[a]! < seq) each(added[a++]!);
       while (g < gone.length && gone[g]! < seq) g++;
       if (g < gone.length && gone[g] === seq) continue;
@@ -369,33 +314,18 @@ export class TrigramIndex {
   /** Keeps in `found` (its first `length`) only the users of the list; returns how many are left. */
   #within(list: number, found: Int32Array, length: number): number {
     const side = this.#sides.get(list);
-    const bytes = this.#bytes[list]!;
-    const used = this.#used[list]!;
+    const coded = this.#store.decode(list, this.#count[list]!);
     const added = side?.added ?? NONE;
     const gone = side?.gone ?? NONE;
     let kept = 0;
-    let i = 0;
-    let seq = -1;
-    let at = 0;
-    const next = (): number => {
-      if (at >= used) return Infinity;
-      let delta = 0;
-      let shift = 0;
-      let byte: number;
-      do {
-        byte = bytes[at++]!;
-        delta |= (byte & 0x7f) << shift;
-        shift += 7;
-      } while (byte & 0x80);
-      return (seq += delta);
-    };
-    let coded = next();
-    while (i < length) {
+    let c = 0;
+    for (let i = 0; i < length; i++) {
       const want = found[i]!;
-      while (coded < want) coded = next();
-      const held = (coded === want && indexOf(gone, want) < 0) || (added.length > 0 && indexOf(added, want) >= 0);
+      while (c < coded.length && coded[c]! < want) c++;
+      const held =
+        (c < coded.length && coded[c] === want && indexOf(gone, want) < 0) ||
+        (added.length > 0 && indexOf(added, want) >= 0);
       if (held) found[kept++] = want;
-      i++;
     }
     return kept;
   }
@@ -411,19 +341,19 @@ export class TrigramIndex {
   } {
     let sideEntries = 0;
     for (const side of this.#sides.values()) sideEntries += side.added.length + side.gone.length;
-    let usedBytes = 0;
-    let heldBytes = 0;
     let postings = 0;
-    for (let list = 0; list < this.#bytes.length; list++) {
-      usedBytes += this.#used[list]!;
-      heldBytes += this.#bytes[list]!.length;
-      postings += this.#count[list]!;
-    }
-    return { lists: this.#bytes.length, postings, usedBytes, heldBytes, sides: this.#sides.size, sideEntries };
+    for (let list = 0; list < this.#lists.size; list++) postings += this.#count[list]!;
+    return {
+      lists: this.#lists.size,
+      postings,
+      usedBytes: this.#store.usedBytes(),
+      heldBytes: this.#store.heldBytes(),
+      sides: this.#sides.size,
+      sideEntries,
+    };
   }
 }
 
-const EMPTY = new Uint8Array(0);
 const NONE: readonly number[] = [];
 
 function listed(map: Map<number, number[]>, key: number, list: number): void {
@@ -462,4 +392,154 @@ function bitCount(word: number): number {
   let v = word - ((word >>> 1) & 0x55555555);
   v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
   return (Math.imul((v + (v >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
+}
+
+/** Bytes of a page of PostingPages. */
+const PAGE = 1 << 20;
+/** Block sizes: 16 B, doubling, up to 4 KiB. */
+const CLASSES = 9;
+/** A block starts with its size class (1 B) and the next block's address in 16 B units (4 B). */
+const HEADER = 8;
+
+/**
+ * The posting lists' bytes, in pages of 1 MiB that the index allocates once and never frees. Each list
+ * is a chain of blocks, each twice the size of the one before up to 4 KiB, cut from a page or taken from
+ * the blocks lists that were coded afresh gave back. A buffer of its own per list, grown by copying,
+ * left its old buffers freed in the process's allocator, which kept them: at a million users the RSS
+ * grew twice what the lists hold. No coded number starts with a zero byte, so zeros end a block's data.
+ */
+class PostingPages {
+  readonly #pages: Uint8Array[] = [];
+  /** Where the next block is cut from the last page. */
+  #top = PAGE;
+  /** Blocks given back, by size class. */
+  readonly #free: number[][] = Array.from({ length: CLASSES }, () => []);
+  /** Per list: its first block's address (0: none), its last block's, and where that one's data ends. */
+  #head = new Float64Array(256);
+  #tail = new Float64Array(256);
+  #at = new Float64Array(256);
+  #used = 0;
+
+  /** List `list` exists (the next number). */
+  added(list: number): void {
+    if (list === this.#head.length) {
+      const grow = (old: Float64Array) => {
+        const grown = new Float64Array(old.length * 2);
+        grown.set(old);
+        return grown;
+      };
+      this.#head = grow(this.#head);
+      this.#tail = grow(this.#tail);
+      this.#at = grow(this.#at);
+    }
+  }
+
+  append(list: number, delta: number): void {
+    let tail = this.#tail[list]!;
+    let at = this.#at[list]!;
+    const room = tail === 0 ? 0 : tail + (16 << this.#pageOf(tail)[this.#offset(tail)]!) - at;
+    if (room < 5) {
+      const size = tail === 0 ? 0 : Math.min(CLASSES - 1, this.#pageOf(tail)[this.#offset(tail)]! + 1);
+      const block = this.#block(size);
+      if (tail === 0) this.#head[list] = block;
+      else writeNext(this.#pageOf(tail), this.#offset(tail), block);
+      this.#tail[list] = tail = block;
+      at = block + HEADER;
+    }
+    const page = this.#pageOf(at);
+    const offset = this.#offset(at);
+    const end = putVarint(page, offset, delta);
+    this.#used += end - offset;
+    this.#at[list] = at + (end - offset);
+  }
+
+  /** The list's `count` numbers, each the sum of the deltas up to it (from -1). */
+  decode(list: number, count: number): Int32Array {
+    const out = new Int32Array(count);
+    let n = 0;
+    let seq = -1;
+    for (let block = this.#head[list]!; block !== 0;) {
+      const page = this.#pageOf(block);
+      const offset = this.#offset(block);
+      const end = offset + (16 << page[offset]!);
+      let at = offset + HEADER;
+      while (at < end && page[at] !== 0) {
+        let delta = 0;
+        let shift = 0;
+        let byte: number;
+        do {
+          byte = page[at++]!;
+          delta |= (byte & 0x7f) << shift;
+          shift += 7;
+        } while (byte & 0x80);
+        out[n++] = seq += delta;
+      }
+      block = readNext(page, offset);
+    }
+    return out;
+  }
+
+  /** Gives the list's blocks back, zeroed, for other lists. */
+  clear(list: number): void {
+    for (let block = this.#head[list]!; block !== 0;) {
+      const page = this.#pageOf(block);
+      const offset = this.#offset(block);
+      const size = page[offset]!;
+      const next = readNext(page, offset);
+      const end = offset + (16 << size);
+      for (let at = offset + HEADER; at < end && page[at] !== 0; at++) this.#used--;
+      page.fill(0, offset, end);
+      this.#free[size]!.push(block);
+      block = next;
+    }
+    this.#head[list] = 0;
+    this.#tail[list] = 0;
+    this.#at[list] = 0;
+  }
+
+  usedBytes(): number {
+    return this.#used;
+  }
+
+  heldBytes(): number {
+    return this.#pages.length * PAGE;
+  }
+
+  #block(size: number): number {
+    const bytes = 16 << size;
+    let block = this.#free[size]!.pop();
+    if (block === undefined) {
+      if (this.#top + bytes > PAGE) {
+        this.#pages.push(new Uint8Array(PAGE));
+        // Address 0 means none: the first page starts one block in.
+        this.#top = this.#pages.length === 1 ? 16 : 0;
+      }
+      block = (this.#pages.length - 1) * PAGE + this.#top;
+      this.#top += bytes;
+    }
+    this.#pageOf(block)[this.#offset(block)] = size;
+    return block;
+  }
+
+  #pageOf(address: number): Uint8Array {
+    return this.#pages[Math.floor(address / PAGE)]!;
+  }
+
+  #offset(address: number): number {
+    return address % PAGE;
+  }
+}
+
+function writeNext(page: Uint8Array, offset: number, block: number): void {
+  const units = block / 16;
+  page[offset + 1] = units & 0xff;
+  page[offset + 2] = (units >>> 8) & 0xff;
+  page[offset + 3] = (units >>> 16) & 0xff;
+  page[offset + 4] = (units >>> 24) & 0xff;
+}
+
+function readNext(page: Uint8Array, offset: number): number {
+  return (
+    ((page[offset + 1]! | (page[offset + 2]! << 8) | (page[offset + 3]! << 16) | (page[offset + 4]! << 24)) >>> 0) * 16
+  );
 }
