@@ -23,15 +23,13 @@
  * substrings, and keep their postings as JavaScript arrays of numbers (8 B each); none of them
  * answers an arbitrary substring exactly.
  *
- * Not wired into the memory store yet. Measured in-process at a million bench users (bench/users.ts),
- * on a machine loaded 3 to 6 on its 2 cores: 38.5 million postings take 42 MB (1.1 B each) in 48 MiB
- * of pages, and the RSS grew 58 MiB (88 MiB when each list had a buffer of its own, grown by copying),
- * against the 47 MB of per-chunk text the scan keeps (SearchText, RSS 53 MiB), which the index would
- * replace. Building it costs about 5 µs a user, a rename 12 to 31 µs more. Warm, `sen` takes 0.3 to
- * 1.4 ms, `99999@` 0.6 to 0.8, `an` 2.4 to 7, a needle no user holds nothing. What stops it: a needle
- * of four characters or more is checked user by user, so one whose trigrams most users hold (`.com`,
- * 400 000 users; `example`) takes 120 to 250 ms where the scan takes 25 to 50, and without the text
- * the scan reads, the scan could not stand in for it.
+ * Measured in-process at a million bench users (bench/users.ts), on a machine loaded 4 to 5 on its 2
+ * cores, against SearchText's scan in the same process: 38.5 million postings take 42 MB (1.1 B
+ * each) in 48 MiB of pages, and the RSS grew 58 MiB (88 MiB when each list had a buffer of its own,
+ * grown by copying), where the scan's per-chunk text grew it 53 MiB (47 MB of heap). Building costs
+ * about 5 µs a user, a rename about 25 µs more. `sen` 0.9 ms (scan 53), `99999@` 2.8 (12), `an` 9.8
+ * (78), `hansen` 12 (22), `.com` 115 (121), `example` 123 (264), `a` 103 (216), a needle no user
+ * holds nothing (9).
  */
 import { SEARCHABLE_FIELDS } from '../../fields.js';
 import type { User } from '../../schema.js';
@@ -124,13 +122,16 @@ export class TrigramIndex {
     lists.sort((a, b) => this.#count[a]! - this.#count[b]!);
     const found = this.#read(lists[0]!);
     let length = found.length;
-    for (let l = 1; l < lists.length && length > 0; l++) length = this.#within(lists[l]!, found, length);
+    // A list that nearly every user is on (`exa`, `com`) would cost its decoding and thin out next to
+    // nothing: the check of the candidates below stands in for it.
+    for (let l = 1; l < lists.length && length > 0; l++)
+      if (this.#count[lists[l]!]! < this.#end * 0.9) length = this.#within(lists[l]!, found, length);
     if (needle.length > 3) {
       let kept = 0;
       for (let i = 0; i < length; i++) {
         const seq = found[i]!;
         const user = users[seq]!;
-        if (SEARCHABLE_FIELDS.some((field) => (user[field] ?? '').toLowerCase().includes(needle))) found[kept++] = seq;
+        if (holds(user, needle)) found[kept++] = seq;
       }
       length = kept;
     }
@@ -360,6 +361,18 @@ function listed(map: Map<number, number[]>, key: number, list: number): void {
   const lists = map.get(key);
   if (lists) lists.push(list);
   else map.set(key, [list]);
+}
+
+/**
+ * Whether a lower-cased field of `user` holds `needle` (lower-cased), as query.ts decides it; the field
+ * as it is first. A lower-cased needle found in the field as it is is found in the field lower-cased
+ * too, as lower-casing leaves lower-case letters alone (Σ's final form depends on what follows, but Σ is
+ * upper-case): most matches (emails are mostly lower-case) are then found without making a string.
+ */
+function holds(user: User, needle: string): boolean {
+  for (const field of SEARCHABLE_FIELDS) if ((user[field] ?? '').includes(needle)) return true;
+  for (const field of SEARCHABLE_FIELDS) if ((user[field] ?? '').toLowerCase().includes(needle)) return true;
+  return false;
 }
 
 /** Writes `value` (positive) at `at` in 7-bit groups, the low first; returns where it ends. */
