@@ -11,10 +11,9 @@
  * A role filter with another sort walks that sort's index and skips other roles: each chunk of a field
  * index counts its users per role (ordered-index.ts: tags), so whole chunks before the page are skipped
  * by their counts, and only the chunk where the page starts and the page itself are read user by user.
- * Search finds a needle's users the first time it is asked from a trigram index of the lower-cased
- * names and emails (trigram-index.ts), unless a kept result of a part of it is small enough to check
- * instead; the result is then kept, exact through writes, for the needle's next pages and orders
- * (search-text.ts: KeptMatches). Only matches are ever sorted.
+ * Only search looks at every user, the first time a needle is asked (search-text.ts: SearchText) and
+ * no kept result of a part of it is small enough to check instead; the result is then kept, exact
+ * through writes, for the needle's next pages and orders (KeptMatches). Only matches are ever sorted.
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
  * `created_at` strictly increasing (docs/decisions.md); indexes break ties by (`created_at`, `id`) all the same.
@@ -27,7 +26,7 @@
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
 import type { Clock } from '../../../clock.js';
 import { createClock } from '../../../clock.js';
-import { ownFields } from '../../fields.js';
+import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
 import {
   codePointOrderKey,
   comparePositions,
@@ -48,8 +47,7 @@ import {
   type Order,
 } from './field-indexes.js';
 import type { User } from '../../schema.js';
-import { foundOf, KeptMatches, searchedParts, type Seq } from './search-text.js';
-import { TrigramIndex } from './trigram-index.js';
+import { foundOf, KeptMatches, SearchText, searchedParts, type Seq } from './search-text.js';
 import {
   CHANGED,
   emailKey,
@@ -78,18 +76,17 @@ export interface MemoryStoreOptions {
  * Search results kept by default: 16 needles, each tested by every write that changes a name, an email
  * or a role (with 16 kept, inserts and renames measured within their noise: about 20 and 7 µs at
  * 100 000 users), and 500 000 users in all: 2 MB, 4 MB with room to grow, and at most 4 MB more of
- * sorted copies. A result over 250 000 users (half) is looked up in the trigram index each time.
+ * sorted copies. A result over 250 000 users (half) is scanned for each time it is asked.
  */
 const KEPT_SEARCHES = { needles: 16, users: 500_000 };
 
 /**
- * A kept result stands in for the trigram index while it holds at most one user in this many
- * (#matches). Measured at 300 000 users against the scan the index replaced: checking a user cost
- * about 1.5 µs (its fields lower-cased, read at random), the scan about 30 ns a user, so a result of a
- * fiftieth of the users cost about what the scan did; the index costs less still for most needles.
+ * A kept result stands in for a scan while it holds at most one user in this many (#matches). Measured
+ * at 300 000 users: checking a user cost about 1.5 µs (its fields lower-cased, read at random), the
+ * scan about 30 ns a user, so a result of a fiftieth of the users costs about what the scan does.
  */
 const WITHIN_SHARE = 64;
-/** ... or at most this many users, whatever their share: few checks cost less than any look-up. */
+/** ... or at most this many users, whatever their share: few checks cost less than any scan. */
 const WITHIN_ANY = 256;
 
 /** IDEMPOTENCY_MAX_KEYS' default, for stores made without settings (tests, the bench). */
@@ -133,7 +130,7 @@ export class MemoryUserStore implements UserStore {
   readonly #fields: Record<IndexedField, OrderedIndex<Seq>>;
   /** A small number per role ever stored, the field indexes' tag (ordered-index.ts) for it. */
   readonly #roleNumbers = new Map<string, number>();
-  readonly #trigrams = new TrigramIndex();
+  readonly #text = new SearchText();
   readonly #kept: KeptMatches;
   readonly #chunkSize: number;
   readonly #fieldChunkSize: number;
@@ -145,7 +142,11 @@ export class MemoryUserStore implements UserStore {
     this.keys = new MemoryIdempotencyKeys(options.maxKeys ?? MAX_KEYS);
     const kept = options.keptSearches ?? KEPT_SEARCHES;
     this.#kept = new KeptMatches(kept.needles, kept.users);
-    this.#creation = new OrderedIndex(creationOrder, { maxChunk: this.#chunkSize });
+    // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
+    this.#creation = new OrderedIndex(creationOrder, {
+      maxChunk: this.#chunkSize,
+      changed: (chunk) => this.#text.forget(chunk),
+    });
     this.#fieldChunkSize = options.indexChunkSize ?? FIELD_CHUNK_SIZE;
     this.#fields = fieldIndexes(this.#users, this.#oddKeys, this.#fieldChunkSize, (seq) =>
       this.#roleNumber(this.#users[seq]!.role),
@@ -189,7 +190,6 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
     for (const field of INDEXED) this.#fields[field].insert(seq);
-    this.#trigrams.inserted(seq, user);
     this.#kept.inserted(seq, user);
     if (keep) this.keys.keep(keep.claim, reply!);
     return user;
@@ -228,7 +228,8 @@ export class MemoryUserStore implements UserStore {
       for (const field of INDEXED) if (!moved.includes(field)) this.#fields[field].retag(seq, from, to);
     }
     if (oldKey !== newKey) this.#holdEmail(newKey, seq);
-    this.#trigrams.updated(seq, before, next);
+    // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
+    if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
     this.#kept.updated(seq, before, next);
     return next;
   }
@@ -244,7 +245,6 @@ export class MemoryUserStore implements UserStore {
     this.#roleIndex(user.role).remove(seq);
     for (const field of INDEXED) this.#fields[field].remove(seq);
     this.#oddKeys.delete(seq);
-    this.#trigrams.removed(seq, user);
     this.#kept.removed(seq, user);
     this.#users[seq] = undefined;
     return true;
@@ -264,7 +264,7 @@ export class MemoryUserStore implements UserStore {
 
   /**
    * A page of the users whose searchable fields hold `needle` (lower-cased, not empty): from the kept
-   * result of the needle, or from the trigram index, whose result is then kept if it is small enough.
+   * result of the needle, or from a scan, whose result is then kept if it is small enough.
    */
   #search(needle: string, order: Order, params: ListParams): ListResult {
     const { role, offset, limit } = params;
@@ -506,7 +506,7 @@ export class MemoryUserStore implements UserStore {
     let seqs: Seq[];
     let total: number;
     if (needle !== undefined) {
-      // The matches in order (kept, or looked up); those after the cursor, of the role, kept.
+      // The matches in order (kept, or scanned); those after the cursor, of the role, kept.
       const searched = this.#searched(needle, order, role);
       total = searched.total;
       seqs = [];
@@ -588,13 +588,13 @@ export class MemoryUserStore implements UserStore {
   // ---- End of the cursor's page. ----
 
   /**
-   * Every user whose searchable fields hold `needle`, ascending: from the trigram index, or, when a
-   * kept result of a part of the needle is small (WITHIN_SHARE), its users checked one by one.
+   * Every user whose searchable fields hold `needle`, ascending: a scan, or, when a kept result of a
+   * part of the needle is small (WITHIN_SHARE), its users checked one by one.
    */
-  #matches(needle: string): Seq[] | Int32Array {
+  #matches(needle: string): Seq[] {
     const within = this.#kept.within(needle);
     if (!within || within.length > Math.max(WITHIN_ANY, this.#byId.size / WITHIN_SHARE))
-      return this.#trigrams.find(needle, this.#users);
+      return this.#text.find(this.#creation, this.#users, needle, undefined);
     const out: Seq[] = [];
     for (let i = 0; i < within.length; i++) {
       const seq = within.seqs[i]!;
