@@ -171,12 +171,13 @@ export const searchedParts = (user: User): string[] =>
  * A result also keeps the sorted copies of itself asked last (ORDERS_KEPT), until any of its users changes.
  * So kept results hold at most three times `maxSeqs` users.
  *
- * A needle asked for the first time still scans. A trigram index would answer it from the users of
- * its trigrams (trigram-index.ts, built and measured but not wired in): at a million users its 38.5
- * million postings take 42 MB delta-coded (150 MB as 32-bit integers), about what the scan's per-chunk
- * text holds (47 MB), so it fits only in place of that text; but a needle whose trigrams most users
- * hold (`.com`) is then checked user by user, several times slower than this scan. Kept results cost
- * what they find, within `maxSeqs`.
+ * A needle asked for the first time still scans. A trigram index answers it from the users of its
+ * trigrams (trigram-index.ts): its 38.5 million postings at a million users take 42 MB delta-coded
+ * (150 MB as 32-bit integers), about what the scan's per-chunk text holds (47 MB), so it can only
+ * replace that text, not join it. Wired in that way (commit 03dc1f5, reverted) it found a needle the
+ * first time in 18 to 95 ms where the scan took 31 to 484, but the process's RSS ended 33 MiB higher
+ * and inserts and renames cost 40 and 65 % more, so it is not used yet. Kept results cost what they
+ * find, within `maxSeqs`.
  */
 export class KeptMatches {
   /** By lower-cased needle; a Map keeps insertion order, so its first entry is the least recently used. */

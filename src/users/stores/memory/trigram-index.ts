@@ -23,9 +23,14 @@
  * substrings, and keep their postings as JavaScript arrays of numbers (8 B each); none of them
  * answers an arbitrary substring exactly.
  *
- * Measured in-process at a million bench users (bench/users.ts), on a machine loaded 4 to 5 on its 2
- * cores, against SearchText's scan in the same process: 38.5 million postings take 42 MB (1.1 B
- * each) in 48 MiB of pages, and the RSS grew 58 MiB (88 MiB when each list had a buffer of its own,
+ * Not used by the memory store yet: wired in place of SearchText's text (commit 03dc1f5, reverted),
+ * at a million users in-process, the store's RSS after searching was 704 MiB against 671 (its heap
+ * and array buffers together the same: the difference is memory the process kept after the fill),
+ * inserts cost 15 µs against 11 and renames 49 against 30, on a machine loaded 3 to 4.
+ *
+ * Measured alone, in-process at a million bench users (bench/users.ts), on a machine loaded 4 to 5
+ * on its 2 cores, against SearchText's scan in the same process: 38.5 million postings take 42 MB
+ * (1.1 B each) in 48 MiB of pages, and the RSS grew 58 MiB (88 MiB when each list had a buffer of its own,
  * grown by copying), where the scan's per-chunk text grew it 53 MiB (47 MB of heap). Building costs
  * about 5 µs a user, a rename about 25 µs more. `sen` 0.9 ms (scan 53), `99999@` 2.8 (12), `an` 9.8
  * (78), `hansen` 12 (22), `.com` 115 (121), `example` 123 (264), `a` 103 (216), a needle no user
