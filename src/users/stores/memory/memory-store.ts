@@ -76,7 +76,7 @@ export interface MemoryStoreOptions {
  * Search results kept by default: 16 needles, each tested by every write that changes a name, an email
  * or a role (with 16 kept, inserts and renames measured within their noise: about 20 and 7 µs at
  * 100 000 users), and 500 000 users in all: 2 MB, 4 MB with room to grow, and at most 4 MB more of
- * sorted copies. A result over 125 000 users is scanned for each time it is asked.
+ * sorted copies. A result over 250 000 users (half) is scanned for each time it is asked.
  */
 const KEPT_SEARCHES = { needles: 16, users: 500_000 };
 

@@ -171,10 +171,13 @@ export const searchedParts = (user: User): string[] =>
  * A result also keeps the sorted copies of itself asked last (ORDERS_KEPT), until any of its users changes.
  * So kept results hold at most three times `maxSeqs` users.
  *
- * Why not an n-gram index, which would also answer a needle seen for the first time: with about 38
- * distinct trigrams per user it holds about 38 million postings at a million users (150 MB as 32-bit
- * integers, 40 to 60 MB delta-coded), on a heap that must not grow while every user is one object.
- * Kept results cost what they find, within `maxSeqs`; a needle asked for the first time still scans.
+ * A needle asked for the first time still scans. A trigram index would answer it from the users of
+ * its trigrams: its 38.5 million postings at a million users take 42 MB delta-coded (150 MB as 32-bit
+ * integers), about what the scan's per-chunk text holds (47 MB), so it can only replace that text,
+ * not join it. Built and wired in that way (commit 03dc1f5, reverted by edf25e9; BENCHMARKS.md, "The
+ * first search of a needle"), it found a needle the first time in 18 to 95 ms where the scan took 31
+ * to 484, but the process's RSS ended 33 MiB higher and inserts and renames cost 40 and 65 % more at
+ * the store, so it is not used. Kept results cost what they find, within `maxSeqs`.
  */
 export class KeptMatches {
   /** By lower-cased needle; a Map keeps insertion order, so its first entry is the least recently used. */
@@ -183,7 +186,10 @@ export class KeptMatches {
 
   /**
    * At most `maxNeedles` needles (each write tests every one) holding at most `maxSeqs` users in all
-   * (4 B each, up to twice that with the room to grow); a result over a quarter of that is not kept.
+   * (4 B each, up to twice that with the room to grow); a result over half of that is not kept. Half,
+   * so that a two-letter needle's result (`an`: 186 889 of a million users, under 1 MB) is kept with
+   * room for others: a short needle is the costliest to scan again, and no shorter kept result can
+   * stand in for it (within()).
    */
   constructor(
     readonly maxNeedles: number,
@@ -202,7 +208,7 @@ export class KeptMatches {
 
   /** Keeps what a scan found for `needle`, if it is small enough, evicting the least recently used. */
   keep(needle: string, found: Found): void {
-    if (this.maxNeedles === 0 || found.length > this.maxSeqs / 4) return;
+    if (this.maxNeedles === 0 || found.length > this.maxSeqs / 2) return;
     while (this.#kept.size >= this.maxNeedles) this.#dropOldest();
     this.#kept.set(needle, found);
     this.#held += found.length;
@@ -259,8 +265,17 @@ export class KeptMatches {
     const was = searchedParts(before);
     const is = searchedParts(after);
     for (const [needle, found] of this.#kept) {
-      if (findsIn(was, needle)) this.#delete(found, seq, before.role);
-      if (findsIn(is, needle)) this.#add(found, seq, after.role);
+      const wasFound = findsIn(was, needle);
+      const isFound = findsIn(is, needle);
+      if (wasFound && isFound) {
+        // Still found: only its role's count may move. Deleting and adding it again would move the
+        // rest of a large result (`an`'s 187 000 users) twice.
+        this.#recount(found, before.role, after.role);
+      } else if (wasFound) {
+        this.#delete(found, seq, before.role);
+      } else if (isFound) {
+        this.#add(found, seq, after.role);
+      }
     }
     this.#trim();
   }
@@ -284,6 +299,12 @@ export class KeptMatches {
     found.orders = undefined;
     this.#held++;
     found.roles.set(role, (found.roles.get(role) ?? 0) + 1);
+  }
+
+  #recount(found: Found, from: string, to: string): void {
+    if (from === to) return;
+    found.roles.set(from, found.roles.get(from)! - 1);
+    found.roles.set(to, (found.roles.get(to) ?? 0) + 1);
   }
 
   #delete(found: Found, seq: Seq, role: string): void {

@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { queryUsers, type ListParams, type ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
 import { MemoryUserStore, type MemoryStoreOptions } from '../../../../src/users/stores/memory/memory-store.js';
+import { foundOf, KeptMatches, type Found } from '../../../../src/users/stores/memory/search-text.js';
 
 /** A list's page and total (the cursor to the next page is the cursor tests' business). */
 const listed = ({ users, total }: ListResult) => ({ users, total });
@@ -157,4 +158,43 @@ test('a kept sorted copy of a result follows an update that changes only updated
   assert.equal(await newest(), 'c');
   await store.update('a', { role: 'user' }, { uniqueEmail: false });
   assert.equal(await newest(), 'a');
+});
+
+/** `count` users with the name `name`, as a scan of them would find them. */
+function scanned(count: number, name: string, role = 'user'): { users: User[]; found: Found } {
+  const users = Array.from({ length: count }, (_, seq) => ({
+    id: `u${seq}`,
+    name,
+    email: `u${seq}@x.io`,
+    role,
+    created_at: '2024-01-01T00:00:00.000000',
+    updated_at: '2024-01-01T00:00:00.000000',
+  }));
+  return { users, found: foundOf([...users.keys()], users) };
+}
+
+test('a kept result may hold up to half of what all results may: a two-letter needle’s is kept', () => {
+  const kept = new KeptMatches(4, 100);
+  kept.keep('an', scanned(50, 'Ann').found);
+  assert.equal(kept.get('an')?.length, 50);
+  kept.keep('a', scanned(51, 'Ann').found);
+  assert.equal(kept.get('a'), undefined, 'over half is scanned again each time');
+  // Another half evicts the least recently used result to stay within 100 users.
+  kept.keep('n', scanned(50, 'Ann').found);
+  kept.keep('nn', scanned(1, 'Ann').found);
+  assert.equal(kept.get('an'), undefined);
+  assert.equal(kept.get('n')?.length, 50);
+  assert.equal(kept.get('nn')?.length, 1);
+});
+
+test('a user that stays found through an update keeps its place; its role’s count moves', () => {
+  const kept = new KeptMatches(4, 100);
+  const { users, found } = scanned(5, 'Ann');
+  kept.keep('an', found);
+  kept.updated(2, users[2]!, { ...users[2]!, name: 'Hannah', role: 'admin' });
+  assert.deepEqual([...found.seqs.subarray(0, found.length)], [0, 1, 2, 3, 4]);
+  assert.deepEqual(Object.fromEntries(found.roles), { user: 4, admin: 1 });
+  kept.updated(3, users[3]!, { ...users[3]!, name: 'Bob' });
+  assert.deepEqual([...found.seqs.subarray(0, found.length)], [0, 1, 2, 4]);
+  assert.deepEqual(Object.fromEntries(found.roles), { user: 3, admin: 1 });
 });
