@@ -634,9 +634,7 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * Indexes for search the users that writes noted since the last time (migration 005), in one
-   * transaction: each noted user's text as the index held it taken out, its text now put in, the notes
-   * cleared. Returns whether the index is current; false while the disk refuses the write (health is
+   * Indexes for search the users written since the last time (migration 005), in one transaction. Returns whether the index is current; false while the disk refuses the write (health is
    * told; searches then test every user's text). Hand-written because FTS5 has no deferred upkeep of its
    * own: its triggers or a 'rebuild' are the choices it offers, one segment per write or all the users.
    */
@@ -646,7 +644,14 @@ export class SqliteUserStore implements UserStore {
     clearTimeout(this.#indexTimer);
     this.#indexTimer = undefined;
     this.#unindexedWrites = 0;
-    if (!this.#statement('SELECT EXISTS (SELECT 1 FROM users_search_pending)').pluck().get()) return true;
+    if (
+      !this.#statement(
+        `SELECT EXISTS (SELECT 1 FROM users_search_pending) OR EXISTS (SELECT 1 FROM users WHERE ${CREATED_SINCE_INDEXED})`,
+      )
+        .pluck()
+        .get()
+    )
+      return true;
     try {
       this.#reindex.immediate();
       this.health.succeeded();
@@ -658,19 +663,25 @@ export class SqliteUserStore implements UserStore {
     }
   }
 
-  /** #indexSearches' transaction. The notes are read first (CROSS JOIN), each user then by its rowid. */
+  /**
+   * #indexSearches' transaction: the text of each noted user as the index holds it taken out, the text
+   * now of those still there and of the users created since put in, the notes cleared and the mark moved
+   * on. The notes are read first (CROSS JOIN), each user then by its rowid.
+   */
   get #reindex(): Database.Transaction<() => void> {
     return (this.#reindexing ??= this.#db.transaction(() => {
-      this.#statement(
+      for (const sql of [
         `INSERT INTO users_search (users_search, rowid, name_lower, email_lower)
-         SELECT 'delete', rowid, name_lower, email_lower FROM users_search_pending WHERE indexed = 1`,
-      ).run();
-      this.#statement(
+         SELECT 'delete', rowid, name_lower, email_lower FROM users_search_pending`,
         `INSERT INTO users_search (rowid, name_lower, email_lower)
          SELECT users.created_at, users.name_lower, users.email_lower
          FROM users_search_pending CROSS JOIN users ON users.created_at = users_search_pending.rowid`,
-      ).run();
-      this.#statement('DELETE FROM users_search_pending').run();
+        `INSERT INTO users_search (rowid, name_lower, email_lower)
+         SELECT created_at, name_lower, email_lower FROM users WHERE ${CREATED_SINCE_INDEXED}`,
+        'UPDATE users_search_state SET indexed_up_to = coalesce((SELECT max(created_at) FROM users), indexed_up_to)',
+        'DELETE FROM users_search_pending',
+      ])
+        this.#statement(sql).run();
     }));
   }
 
@@ -715,6 +726,9 @@ export class SqliteUserStore implements UserStore {
     }
   }
 }
+
+/** The users created since the search index was last brought up to date (migration 005): WHERE of `users`. */
+const CREATED_SINCE_INDEXED = 'created_at > (SELECT indexed_up_to FROM users_search_state)';
 
 /** The stored lower-cased texts of the searchable fields, as a delete returns them. */
 const SEARCHED_COLUMNS = SEARCHABLE_FIELDS.map(searchColumn).join(', ');
