@@ -11,6 +11,11 @@
  * users per role in memory (read once at open) and stamp timestamps itself: from the injected clock
  * (clock.ts), as the memory store does, never earlier than a stamp already in the file.
  *
+ * Search reads an FTS5 trigram index (migration 004) that writes do not update themselves: the store
+ * brings it up to date in one transaction for all the users written since, shortly after writes and
+ * before any search reads it (#indexSearches, migration 005), so that a create or a patch does not
+ * write an index segment of its own.
+ *
  * Durability: WAL mode. A write is acknowledged only after its transaction committed, i.e. its frames
  * were written to the WAL file: a crash of the process (kill -9) cannot lose it, as the operating
  * system holds the data. `synchronous=FULL` also syncs the WAL at every commit, so that a power cut or
@@ -547,7 +552,7 @@ export class SqliteUserStore implements UserStore {
   async close(): Promise<void> {
     clearTimeout(this.#indexTimer);
     // The noted users indexed now, so that the file's index is current (the next open would do it otherwise).
-    if (this.#db.open) this.#indexSearches();
+    if (this.#db.open) this.#indexAside();
     this.health.close();
     this.#cache.clear();
     this.#cachedBytes = 0;
@@ -634,9 +639,10 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * Indexes for search the users written since the last time (migration 005), in one transaction. Returns whether the index is current; false while the disk refuses the write (health is
-   * told; searches then test every user's text). Hand-written because FTS5 has no deferred upkeep of its
-   * own: its triggers or a 'rebuild' are the choices it offers, one segment per write or all the users.
+   * Indexes for search the users written since the last time (migration 005), in one transaction.
+   * Returns whether the index is current; false while the disk refuses the write (health is told;
+   * searches then test every user's text). Hand-written because FTS5 has no deferred upkeep of its own:
+   * its triggers or a 'rebuild' are the choices it offers, one segment per write or all the users.
    */
   #indexSearches(): boolean {
     // Inside a write's transaction (a keyed create's) the notes are not final yet: the timer comes back to them.
@@ -688,18 +694,23 @@ export class SqliteUserStore implements UserStore {
   /** After a write: its noted users indexed once SEARCH_INDEX_DELAY_MS passed, or now if SEARCH_INDEX_BATCH writes wait. */
   #scheduleIndexing(): void {
     if (++this.#unindexedWrites >= SEARCH_INDEX_BATCH && !this.#db.inTransaction) {
-      this.#indexSearches();
+      this.#indexAside();
       return;
     }
     this.#indexTimer ??= setTimeout(() => {
       this.#indexTimer = undefined;
-      try {
-        if (this.#db.open) this.#indexSearches();
-      } catch (error) {
-        // Not a disk refusing writes (#indexSearches tells health of that): logged; the next write or search tries again.
-        this.#logger.error({ err: error }, 'indexing users for search failed');
-      }
+      if (this.#db.open) this.#indexAside();
     }, SEARCH_INDEX_DELAY_MS).unref();
+  }
+
+  /** #indexSearches away from a search: a write already answered, or a timer, must not fail for it. */
+  #indexAside(): void {
+    try {
+      this.#indexSearches();
+    } catch (error) {
+      // Not a disk refusing writes (#indexSearches tells health of that): logged; the next write or search tries again.
+      this.#logger.error({ err: error }, 'indexing users for search failed');
+    }
   }
 
   /** A write: its outcome feeds health; a disk that cannot take it gives 503. */
