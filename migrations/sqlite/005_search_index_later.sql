@@ -14,7 +14,12 @@
 --   003 + 004 (triggers)              24.6        1 150                 16.4        1 350
 --   003 + 004 + this                  18.6        1 350                  5.3        3 000
 -- (the last line with the patch's UPDATE SETting only the changed columns, rows.ts: toUpdate; 004 with
--- that UPDATE: 10.5 pages). The other options were measured too, and dropped: detail=none or column
+-- that UPDATE: 10.5 pages). The stores themselves (ba086fa's against this one, one write at a time, a
+-- macrotask between writes so that the indexing timer runs; load 1 to 5): patches 1.3 to 1.8 times
+-- ba086fa's rate; creates 0.83 to 1.27 times, 0.83 once searches and a PATCH-then-search phase had
+-- left the index in many small segments. Through HTTP (bench lists section, 1 000 000 users, under
+-- other load): creates 0.77x, patches 0.71x of ba086fa, where the build before this was at 0.46x and
+-- 0.64x on a quiet machine; the rest of the gap is not in these pages (see the report of this change). The other options were measured too, and dropped: detail=none or column
 -- (FTS5 then refuses phrase queries, so every hit must be confirmed, and the pages per write stay
 -- about 26), a contentless table (about 25 pages, 32 with detail=full), automerge 16 (within noise).
 --
