@@ -80,6 +80,9 @@ export class SqliteLock {
   }
 }
 
+/** Pages (4 KiB) the WAL holds before a checkpoint copies them into the database file: about 40 MiB. */
+export const SQLITE_WAL_PAGES = 10_000;
+
 /** The most SQLite's page cache takes, in KiB: 128 MiB. */
 export const SQLITE_CACHE_KIB = 128 * 1024;
 
@@ -104,6 +107,13 @@ export function connect(config: SqliteFile): Database.Database {
     // by email took about 75 ms so, 10 ms with half the index kept (the ids' index, the widest, needs
     // about 50 MiB for half). An upper bound: the cache grows only as pages are read.
     db.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
+    // Pages the WAL gathers before they are copied back into the file (SQLite's default: 1 000). Every
+    // create writes the same few last pages again (of the table, of the creation-order index, of each
+    // role's): copied back once per checkpoint, however often they were written since, so a longer WAL
+    // copies far fewer pages, and syncs the file less often. Measured at 1 000 000 users, one create at a
+    // time: 1 420 creates/s at 1 000 pages, 1 700 at 10 000. Durability is the same: a commit is
+    // durable once in the WAL (at `synchronous`'s level), whenever it is copied back.
+    if (!memory) db.pragma(`wal_autocheckpoint = ${SQLITE_WAL_PAGES}`);
     // An optional field's search copy is NULL where the user has none: nothing is found in it.
     db.function('roster_contains_aligned', { deterministic: true }, (haystack, needle) =>
       haystack !== null && containsAligned(String(haystack), String(needle)) ? 1 : 0,

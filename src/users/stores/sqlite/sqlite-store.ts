@@ -11,6 +11,11 @@
  * users per role in memory (read once at open) and stamp timestamps itself: from the injected clock
  * (clock.ts), as the memory store does, never earlier than a stamp already in the file.
  *
+ * Search reads an FTS5 trigram index (migration 004) that writes do not update themselves: the store
+ * brings it up to date in one transaction for all the users written since, shortly after writes and
+ * before any search reads it (#indexSearches, migration 005), so that a create or a patch does not
+ * write an index segment of its own.
+ *
  * Durability: WAL mode. A write is acknowledged only after its transaction committed, i.e. its frames
  * were written to the WAL file: a crash of the process (kill -9) cannot lose it, as the operating
  * system holds the data. `synchronous=FULL` also syncs the WAL at every commit, so that a power cut or
@@ -29,7 +34,7 @@ import { positionOf, sortedField, type ListParams, type ListResult, type Positio
 import type { User } from '../../schema.js';
 import { userBytes } from '../../heap-size.js';
 import { fromBlob, toBlob } from './blob-text.js';
-import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, UPDATE_USER, USER_COLUMNS, type Row } from './rows.js';
+import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, USER_COLUMNS, type Row } from './rows.js';
 import { searchColumn } from '../sql/columns.js';
 import {
   CHANGED,
@@ -49,6 +54,14 @@ import { KEPT_MATCHES, KeptNeedle, KeptSearches, type Searched } from './kept-se
 
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
 const TRIGRAM = 3;
+
+/**
+ * How long after a write the users it noted are indexed for search (migration 005), unless a search
+ * comes first: the writes of this long share one FTS5 segment instead of writing one each.
+ */
+export const SEARCH_INDEX_DELAY_MS = 50;
+/** Writes noted at most before they are indexed at once, by the write that reaches the bound. */
+export const SEARCH_INDEX_BATCH = 1_000;
 
 /** Users kept decoded in memory at most (a few MB for typical users; see SqliteUserStore's cache). */
 export const SQLITE_CACHED_USERS = 20_000;
@@ -83,6 +96,17 @@ export class SqliteUserStore implements UserStore {
   readonly #kept = new KeptSearches();
   /** Matches kept per needle at most (KEPT_MATCHES unless the tests ask for fewer). */
   readonly #keptMatches: number;
+  readonly #logger: Logger;
+  /** Writes since the noted users were last indexed for search (#indexSearches), and the timer that will. */
+  #unindexedWrites = 0;
+  #indexTimer: NodeJS.Timeout | undefined;
+  #reindexing: Database.Transaction<() => void> | undefined;
+  /**
+   * Whether the search index holds every user as the file does, for the search being answered: false
+   * only while the noted users cannot be indexed (the disk refuses writes), and then searches test
+   * every user's text instead of reading the index.
+   */
+  #indexCurrent = true;
 
   private constructor(
     db: Database.Database,
@@ -91,6 +115,7 @@ export class SqliteUserStore implements UserStore {
     options: { cachedBytes: number; clock: Clock; keptMatches: number },
   ) {
     this.#keptMatches = options.keptMatches;
+    this.#logger = logger;
     this.#db = db;
     this.#clock = options.clock;
     this.#lock = lock;
@@ -104,6 +129,8 @@ export class SqliteUserStore implements UserStore {
     for (const { role, users } of roles as { role: Buffer; users: number }[]) this.#roles.set(fromBlob(role), users);
     const stamps = 'coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)';
     this.#last = (db.prepare(`SELECT max(${stamps}) AS last`).get() as { last: number }).last;
+    // Users noted but not indexed when the file was last closed (a crash): indexed shortly, or by the first search.
+    this.#scheduleIndexing();
   }
 
   /**
@@ -151,6 +178,8 @@ export class SqliteUserStore implements UserStore {
     return this.#read(() => {
       // Every user holds the empty needle: a search for it is the list without search.
       const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
+      // A search reads the trigram index: the users noted by writes since it was last brought up to date go in first.
+      if (needle !== '') this.#indexCurrent = this.#indexSearches();
       const filters: string[] = [];
       const values: unknown[] = [];
       if (params.role !== undefined) {
@@ -248,7 +277,11 @@ export class SqliteUserStore implements UserStore {
     if (params.offset >= total || params.limit <= 0) return { users: [], total };
     let rowids: number[];
     if (kept.matches) rowids = this.#pageOfMatches(params, kept.matches);
-    else if ([...needle].length < TRIGRAM || (!inCreationOrder(params) && this.#walkIsShorter(params, total))) {
+    else if (
+      [...needle].length < TRIGRAM ||
+      !this.#indexCurrent ||
+      (!inCreationOrder(params) && this.#walkIsShorter(params, total))
+    ) {
       rowids = this.#pageWalked(params, needle);
     } else rowids = this.#pageIndexed(params, needle);
     return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
@@ -306,7 +339,7 @@ export class SqliteUserStore implements UserStore {
   #countRole(needle: string, role: string, matches: number): number {
     const users = this.#roles.get(role) ?? 0;
     if (users === 0) return 0;
-    const indexed = users > matches;
+    const indexed = users > matches && this.#indexCurrent;
     const { from, where, values } = this.#matching(needle, indexed);
     return this.#statement(`SELECT count(*) FROM ${from} WHERE ${where} AND users.role = ?`)
       .pluck()
@@ -322,7 +355,7 @@ export class SqliteUserStore implements UserStore {
    */
   #matching(
     needle: string,
-    indexed = [...needle].length >= TRIGRAM,
+    indexed = [...needle].length >= TRIGRAM && this.#indexCurrent,
   ): { from: string; where: string; values: unknown[] } {
     const aligned = likePattern(needle) !== undefined;
     const test = (column: string) =>
@@ -466,7 +499,8 @@ export class SqliteUserStore implements UserStore {
       }
       const before = this.#userAt(rowid);
       const now = this.#next();
-      this.#statement(UPDATE_USER).run(...toUpdate(changes, key, now, rowid));
+      const update = toUpdate(changes, key, now, rowid);
+      this.#statement(update.sql).run(...update.values);
       // Exactly the user's own fields, in the contract's order, whatever else `changes` carries.
       const next = ownFields({ ...before, ...changes, updated_at: formatMicros(now) });
       if (next.role !== before.role) {
@@ -516,6 +550,9 @@ export class SqliteUserStore implements UserStore {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.#indexTimer);
+    // The noted users indexed now, so that the file's index is current (the next open would do it otherwise).
+    if (this.#db.open) this.#indexAside();
     this.health.close();
     this.#cache.clear();
     this.#cachedBytes = 0;
@@ -601,11 +638,87 @@ export class SqliteUserStore implements UserStore {
     return statement;
   }
 
+  /**
+   * Indexes for search the users written since the last time (migration 005), in one transaction.
+   * Returns whether the index is current; false while the disk refuses the write (health is told;
+   * searches then test every user's text). Hand-written because FTS5 has no deferred upkeep of its own:
+   * its triggers or a 'rebuild' are the choices it offers, one segment per write or all the users.
+   */
+  #indexSearches(): boolean {
+    // Inside a write's transaction (a keyed create's) the notes are not final yet: the timer comes back to them.
+    if (this.#db.inTransaction) return true;
+    clearTimeout(this.#indexTimer);
+    this.#indexTimer = undefined;
+    this.#unindexedWrites = 0;
+    if (
+      !this.#statement(
+        `SELECT EXISTS (SELECT 1 FROM users_search_pending) OR EXISTS (SELECT 1 FROM users WHERE ${CREATED_SINCE_INDEXED})`,
+      )
+        .pluck()
+        .get()
+    )
+      return true;
+    try {
+      this.#reindex.immediate();
+      this.health.succeeded();
+      return true;
+    } catch (error) {
+      if (!isUnavailable(error)) throw error;
+      this.health.failed(error);
+      return false;
+    }
+  }
+
+  /**
+   * #indexSearches' transaction: the text of each noted user as the index holds it taken out, the text
+   * now of those still there and of the users created since put in, the notes cleared and the mark moved
+   * on. The notes are read first (CROSS JOIN), each user then by its rowid.
+   */
+  get #reindex(): Database.Transaction<() => void> {
+    return (this.#reindexing ??= this.#db.transaction(() => {
+      for (const sql of [
+        `INSERT INTO users_search (users_search, rowid, name_lower, email_lower)
+         SELECT 'delete', rowid, name_lower, email_lower FROM users_search_pending`,
+        `INSERT INTO users_search (rowid, name_lower, email_lower)
+         SELECT users.created_at, users.name_lower, users.email_lower
+         FROM users_search_pending CROSS JOIN users ON users.created_at = users_search_pending.rowid`,
+        `INSERT INTO users_search (rowid, name_lower, email_lower)
+         SELECT created_at, name_lower, email_lower FROM users WHERE ${CREATED_SINCE_INDEXED}`,
+        'UPDATE users_search_state SET indexed_up_to = coalesce((SELECT max(created_at) FROM users), indexed_up_to)',
+        'DELETE FROM users_search_pending',
+      ])
+        this.#statement(sql).run();
+    }));
+  }
+
+  /** After a write: its noted users indexed once SEARCH_INDEX_DELAY_MS passed, or now if SEARCH_INDEX_BATCH writes wait. */
+  #scheduleIndexing(): void {
+    if (++this.#unindexedWrites >= SEARCH_INDEX_BATCH && !this.#db.inTransaction) {
+      this.#indexAside();
+      return;
+    }
+    this.#indexTimer ??= setTimeout(() => {
+      this.#indexTimer = undefined;
+      if (this.#db.open) this.#indexAside();
+    }, SEARCH_INDEX_DELAY_MS).unref();
+  }
+
+  /** #indexSearches away from a search: a write already answered, or a timer, must not fail for it. */
+  #indexAside(): void {
+    try {
+      this.#indexSearches();
+    } catch (error) {
+      // Not a disk refusing writes (#indexSearches tells health of that): logged; the next write or search tries again.
+      this.#logger.error({ err: error }, 'indexing users for search failed');
+    }
+  }
+
   /** A write: its outcome feeds health; a disk that cannot take it gives 503. */
   #write<T>(work: () => T): T {
     try {
       const result = work();
       this.health.succeeded();
+      this.#scheduleIndexing();
       return result;
     } catch (error) {
       if (!isUnavailable(error)) throw error;
@@ -624,6 +737,9 @@ export class SqliteUserStore implements UserStore {
     }
   }
 }
+
+/** The users created since the search index was last brought up to date (migration 005): WHERE of `users`. */
+const CREATED_SINCE_INDEXED = 'created_at > (SELECT indexed_up_to FROM users_search_state)';
 
 /** The stored lower-cased texts of the searchable fields, as a delete returns them. */
 const SEARCHED_COLUMNS = SEARCHABLE_FIELDS.map(searchColumn).join(', ');

@@ -16,7 +16,7 @@ import { MemoryUserStore } from '../../../../src/users/stores/memory/memory-stor
 import { queryUsers, type ListParams, type ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
 import { fromBlob, toBlob } from '../../../../src/users/stores/sqlite/blob-text.js';
-import { connect, DatabaseInUse } from '../../../../src/users/stores/sqlite/connection.js';
+import { connect, DatabaseInUse, SQLITE_WAL_PAGES } from '../../../../src/users/stores/sqlite/connection.js';
 import {
   migrateSqlite,
   migrateSqliteFile,
@@ -218,6 +218,8 @@ describe('SqliteUserStore on a file', () => {
       const recorded = store.database.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
       assert.deepEqual(recorded, versions);
       assert.equal(store.database.pragma('journal_mode', { simple: true }), 'wal');
+      // Copied back into the file every SQLITE_WAL_PAGES pages, not SQLite's default 1 000 (connection.ts).
+      assert.equal(store.database.pragma('wal_autocheckpoint', { simple: true }), SQLITE_WAL_PAGES);
     } finally {
       await store.close();
     }
@@ -299,6 +301,174 @@ describe('SqliteUserStore on a file', () => {
       users.push((await store.insert({ id: randomUUID(), name: 'Ada New', email: 'new@x.io', role: 'admin' })) as User);
       await check();
       store.database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a file the search index was built in gets migration 005: writes note their users, a search indexes them first, and finds exactly what it should', async () => {
+    const path = fileOf();
+    const migrations = await readSqliteMigrations();
+    const before = migrations.findIndex((migration) => migration.version === '005_search_index_later');
+    assert.ok(before > 0, JSON.stringify(migrations.map((migration) => migration.version)));
+    // The file as the version before leaves it: indexed by migration 004's triggers at every write.
+    const users: User[] = [];
+    const db = connect({ path, synchronous: 'NORMAL' });
+    try {
+      migrateSqlite(db, migrations.slice(0, before));
+      const insert = db.prepare(INSERT_USER);
+      for (const [i, name] of ['Ada Hansen', 'Bo Sen', 'Cy "Sen"', 'Straße'].entries()) {
+        const at = microsOf('2025-01-01T00:00:00.000000') + i;
+        const stamp = formatMicros(at);
+        const user = { id: randomUUID(), name, email: `${i}@x.io`, role: i % 2 ? 'admin' : 'user' };
+        insert.run(...toRow(user, at));
+        users.push({ ...user, created_at: stamp, updated_at: stamp });
+      }
+    } finally {
+      db.close();
+    }
+    // No matches kept, so that every search with a trigram reads the index.
+    const store = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent, { keptMatches: 0 });
+    try {
+      const database = store.database;
+      const applied = database.prepare('SELECT version FROM schema_migrations').pluck().all();
+      assert.ok(applied.includes('005_search_index_later'), JSON.stringify(applied));
+      // What waits to be indexed: the users noted (changed or deleted since), and how many were created since.
+      const notes = () => database.prepare('SELECT rowid FROM users_search_pending ORDER BY rowid').pluck().all();
+      const createdSince = () =>
+        database
+          .prepare('SELECT count(*) FROM users WHERE created_at > (SELECT indexed_up_to FROM users_search_state)')
+          .pluck()
+          .get() as number;
+      const rowid = (user: User) => microsOf(user.created_at);
+      const check = async () => {
+        for (const search of ['sen', 'SEN', 'ada', 'hansen', 'straß', 'new', 'x.io', '"sen"', 'en']) {
+          for (const role of [undefined, 'admin']) {
+            const params: ListParams = { sort: 'created_at', descending: false, offset: 0, limit: 100, search, role };
+            assert.deepEqual(
+              listed(await store.list(params)),
+              listed(queryUsers(users, params)),
+              JSON.stringify(params),
+            );
+          }
+        }
+      };
+      await check();
+      assert.deepEqual(notes(), [], 'nothing noted by the users already indexed');
+      // Each write notes its user, once until the next indexing, with whether the index holds it.
+      const created = (await store.insert({
+        id: randomUUID(),
+        name: 'Ada New',
+        email: 'new@x.io',
+        role: 'admin',
+      })) as User;
+      users.push(created);
+      users[1] = (await store.update(users[1]!.id, { name: 'Bo Hansen' }, { uniqueEmail: false })) as User;
+      users[1] = (await store.update(users[1]!.id, { email: 'sen@x.io' }, { uniqueEmail: true })) as User;
+      users[2] = (await store.update(users[2]!.id, { role: 'admin' }, { uniqueEmail: false })) as User;
+      assert.equal(await store.remove(users[0]!.id), true);
+      const removed = users.shift()!;
+      const renamedNew = (await store.update(created.id, { name: 'Ada Newer' }, { uniqueEmail: false })) as User;
+      users[users.length - 1] = renamedNew;
+      // Only the users the index holds are noted (a role is not searched); the one created since is above the mark.
+      assert.deepEqual(notes(), [rowid(removed), rowid(users[0]!)]);
+      assert.equal(createdSince(), 1);
+      // The first search after them indexes them; the index then holds exactly the users table.
+      await check();
+      assert.deepEqual([notes(), createdSince()], [[], 0]);
+      database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
+      // Without a search, a timer indexes what writes noted.
+      users.push((await store.insert({ id: randomUUID(), name: 'Sen Later', email: 'l@x.io', role: 'user' })) as User);
+      assert.equal(createdSince(), 1);
+      while (createdSince() > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      database.exec(`INSERT INTO users_search (users_search, rank) VALUES ('integrity-check', 1)`);
+      await check();
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('users noted but not indexed when the file was closed (a crash) are found by the next search', async () => {
+    const path = fileOf();
+    const db = connect({ path, synchronous: 'NORMAL' });
+    const users: User[] = [];
+    try {
+      migrateSqlite(db, await readSqliteMigrations());
+      const insert = db.prepare(INSERT_USER);
+      for (const [i, name] of ['Ada Hansen', 'Bo Sen'].entries()) {
+        const at = microsOf('2025-01-01T00:00:00.000000') + i;
+        const stamp = formatMicros(at);
+        const user = { id: randomUUID(), name, email: `${i}@x.io`, role: 'user' };
+        insert.run(...toRow(user, at));
+        users.push({ ...user, created_at: stamp, updated_at: stamp });
+      }
+      const waiting = 'SELECT count(*) FROM users WHERE created_at > (SELECT indexed_up_to FROM users_search_state)';
+      assert.equal(db.prepare(waiting).pluck().get(), 2);
+    } finally {
+      db.close();
+    }
+    const store = await SqliteUserStore.open({ path, synchronous: 'NORMAL' }, silent, { keptMatches: 0 });
+    try {
+      const params: ListParams = { sort: 'created_at', descending: false, offset: 0, limit: 100, search: 'sen' };
+      assert.deepEqual(listed(await store.list(params)), listed(queryUsers(users, params)));
+      const waiting = 'SELECT count(*) FROM users WHERE created_at > (SELECT indexed_up_to FROM users_search_state)';
+      assert.equal(store.database.prepare(waiting).pluck().get(), 0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('while the noted users cannot be indexed (writes refused), a search tests every user instead and stays exact', async () => {
+    const store = await SqliteUserStore.open({ path: fileOf(), synchronous: 'NORMAL' }, silent, { keptMatches: 0 });
+    try {
+      const users: User[] = [];
+      for (const name of ['Ada Hansen', 'Bo Sen', 'Cy Sen']) {
+        users.push(
+          (await store.insert({ id: randomUUID(), name, email: `${name.length}@x.io`, role: 'user' })) as User,
+        );
+      }
+      const search: ListParams = { sort: 'name', descending: false, offset: 0, limit: 100, search: 'sen' };
+      await store.list(search);
+      const database = store.database;
+      // A write noted, and at once (no timer runs in between) the file read-only: the note cannot be indexed.
+      users[1] = (await store.update(users[1]!.id, { name: 'Bo Hansen' }, { uniqueEmail: false })) as User;
+      assert.equal(database.prepare('SELECT count(*) FROM users_search_pending').pluck().get(), 1);
+      database.pragma('query_only = 1');
+      for (const needle of ['sen', 'hansen', 'ada']) {
+        const params: ListParams = { ...search, search: needle };
+        assert.deepEqual(listed(await store.list(params)), listed(queryUsers(users, params)), needle);
+      }
+      assert.equal(store.health.state().up, false, 'health tells that writes fail');
+      database.pragma('query_only = 0');
+      const params: ListParams = { ...search, search: 'hansen' };
+      assert.deepEqual(listed(await store.list(params)), listed(queryUsers(users, params)));
+      assert.equal(database.prepare('SELECT count(*) FROM users_search_pending').pluck().get(), 0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('an update SETs only the columns it changes: a patch of the name rewrites no index over the email or the role', async () => {
+    const store = await SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent);
+    try {
+      const user = (await store.insert({ id: randomUUID(), name: 'Ada', email: 'a@x.io', role: 'user' })) as User;
+      const database = store.database;
+      database.exec(`CREATE TEMP TABLE touched (what TEXT);
+        CREATE TEMP TRIGGER email_set AFTER UPDATE OF email, email_lower, email_key ON users BEGIN INSERT INTO touched VALUES ('email'); END;
+        CREATE TEMP TRIGGER role_set AFTER UPDATE OF role ON users BEGIN INSERT INTO touched VALUES ('role'); END;
+        CREATE TEMP TRIGGER name_set AFTER UPDATE OF name, name_lower ON users BEGIN INSERT INTO touched VALUES ('name'); END;`);
+      const touched = () => database.prepare('SELECT what FROM touched').pluck().all();
+      const renamed = (await store.update(user.id, { name: 'Bo' }, { uniqueEmail: true })) as User;
+      assert.deepEqual(touched(), ['name']);
+      assert.deepEqual(await store.get(user.id), renamed);
+      await store.update(user.id, { email: 'b@x.io', role: 'admin' }, { uniqueEmail: true });
+      assert.deepEqual(touched(), ['name', 'email', 'role']);
+      assert.deepEqual(await store.get(user.id), {
+        ...renamed,
+        email: 'b@x.io',
+        role: 'admin',
+        updated_at: (await store.get(user.id))!.updated_at,
+      });
     } finally {
       await store.close();
     }
