@@ -456,8 +456,11 @@ export function userStoreContract(
                 JSON.stringify([user.role, user.name, user.email, start.sort === 'updated_at' && user.updated_at]);
               const moved = new Set<string>();
               let turn = 0;
+              // Each batch of writes once, between one page and the next: writes repeated between every
+              // page could move users ahead of the cursor faster than it walks (every update moves a user
+              // to the end of an updated_at order), and the walk would rightly never end.
               const pages = await walk(store, start, async () => {
-                for (const operation of interleaved[turn++ % Math.max(1, interleaved.length)] ?? []) {
+                for (const operation of interleaved[turn++] ?? []) {
                   const was = new Map(users.map((user) => [user.id, seenBy(user)]));
                   await apply(store, users, operation);
                   for (const user of users)
