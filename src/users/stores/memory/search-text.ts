@@ -174,8 +174,8 @@ export const searchedParts = (user: User): string[] =>
  * A needle asked for the first time still scans. A trigram index would answer it from the users of
  * its trigrams: its 38.5 million postings at a million users take 42 MB delta-coded (150 MB as 32-bit
  * integers), about what the scan's per-chunk text holds (47 MB), so it can only replace that text,
- * not join it. Built and wired in that way (commit 03dc1f5, reverted by edf25e9; BENCHMARKS.md, "The
- * first search of a needle"), it found a needle the first time in 18 to 95 ms where the scan took 31
+ * not join it. Built and wired in that way (commit 03dc1f5, reverted by edf25e9; BENCHMARKS.md,
+ * "Lists at a million users"), it found a needle the first time in 18 to 95 ms where the scan took 31
  * to 484, but the process's RSS ended 33 MiB higher and inserts and renames cost 40 and 65 % more at
  * the store, so it is not used. Kept results cost what they find, within `maxSeqs`.
  */
