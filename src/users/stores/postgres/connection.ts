@@ -182,3 +182,35 @@ function reasonOf(error: unknown): string {
   if (typeof code === 'string') return `unreachable (${code})`;
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * Names of the statements that every pooled connection prepares once (parse and plan once, then only
+ * bind and execute), by their text; the same text always gets the same name, as node-postgres requires.
+ * Only statements whose best plan does not depend on the values are named: search is not (how many rows
+ * a needle matches decides between walking an index and reading the matches), so PostgreSQL plans each
+ * search for its needle. The texts named come from a fixed set (a list's filters and orders), so this
+ * stays small.
+ */
+const statementNames = new Map<string, string>();
+
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `roster_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
+/** Runs one statement; `named`: prepared once per connection (see `prepared`). */
+export type Query = <R extends pg.QueryResultRow>(
+  text: string,
+  values: unknown[],
+  named?: boolean,
+) => Promise<pg.QueryResult<R>>;
+
+/** Statements on the pool, or on one connection (a transaction's). */
+export const queryOn =
+  (on: pg.Pool | pg.PoolClient): Query =>
+  (text, values, named) =>
+    on.query(named ? prepared(text, values) : { text, values });

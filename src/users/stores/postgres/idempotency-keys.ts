@@ -9,7 +9,7 @@
  * either wholly there, reply included, or wholly absent. A crash after the claim leaves the key in
  * flight until its lease ends, and a repeat then takes it over (docs/decisions.md).
  */
-import type pg from 'pg';
+import type { Query } from './connection.js';
 import { toStored } from '../sql/stored-text.js';
 import {
   claimLost,
@@ -20,12 +20,6 @@ import {
   type KeyRow,
   type SavedReply,
 } from '../../idempotency-keys.js';
-
-export type Query = <R extends pg.QueryResultRow>(
-  text: string,
-  values: unknown[],
-  named?: boolean,
-) => Promise<pg.QueryResult<R>>;
 
 /** How often an instance deletes expired keys, and how many at most each time. */
 const SWEEP_EVERY_MS = 60_000;

@@ -10,6 +10,7 @@ import { positionOf, sortedField, type ListParams, type ListResult, type Positio
 import { searchColumn } from '../sql/columns.js';
 import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
 import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './rows.js';
+import type { Query } from './connection.js';
 
 /** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
 const MAX_OFFSET = 2 ** 62;
@@ -35,57 +36,28 @@ const TOUCH_SECONDS = 10;
 /** A needle not searched for this long is dropped: it costs every write, and no one reads it. */
 const IDLE_NEEDLE = '1 hour';
 
-/**
- * Names of the statements that every pooled connection prepares once (parse and plan once, then only
- * bind and execute), by their text; the same text always gets the same name, as node-postgres requires.
- * Only statements whose best plan does not depend on the values are named: search is not (how many rows
- * a needle matches decides between walking an index and reading the matches), so PostgreSQL plans each
- * search for its needle. The texts named come from a fixed set (a list's filters and orders), so this
- * stays small.
- */
-const statementNames = new Map<string, string>();
-
-export function prepared(text: string, values: unknown[]): pg.QueryConfig {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `roster_${statementNames.size + 1}`;
-    statementNames.set(text, name);
-  }
-  return { name, text, values };
-}
-
 /** A search: the stored, lower-cased needle, its LIKE pattern, and `$n` of that pattern in the statement. */
 interface Search {
   needle: string;
   pattern: string;
   /** Whether a match must be confirmed to start at a whole character (stored-text.ts: likePattern). */
   aligned: boolean;
-  at: string;
+  at: number;
 }
 
 /**
- * Whether a user matches a search: `pattern` is the `$n` of its LIKE pattern, `exact` that of the
- * needle when the match must start at a whole character. LIKE finds the needle anywhere; only rows
- * holding an escape need the alignment confirmed. roster_search_matches (migration 009), which the
- * trigger that keeps the counts tests, is this same expression: both must agree on every row.
+ * Whether a user matches a search whose pattern, needle and `aligned` are the statement's values `$at`
+ * on: roster_search_matches (migration 009), the rule the trigger that keeps the counts tests too, on
+ * each searchable column. PostgreSQL inlines the function, so the trigram indexes serve it as they
+ * serve a LIKE written out.
  */
-function matching(pattern: string, exact: string | undefined): string {
-  const one = (column: string) =>
-    exact === undefined
-      ? `${column} LIKE ${pattern}`
-      : `(${column} LIKE ${pattern} AND (strpos(${column}, E'\\x01') = 0 OR roster_contains_aligned(${column}, ${exact})))`;
+function matching(at: number): string {
+  const one = (column: string) => `roster_search_matches(${column}, $${at}, $${at + 1}, $${at + 2})`;
   return `(${SEARCHABLE_FIELDS.map((field) => one(searchColumn(field))).join(' OR ')})`;
 }
 
 /** Runs `work` in one transaction, its statements on one connection. */
 type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
-
-/** Runs one statement; `named`: prepared once per connection (see `prepared`). */
-type Query = <R extends pg.QueryResultRow>(
-  text: string,
-  values: unknown[],
-  named?: boolean,
-) => Promise<pg.QueryResult<R>>;
 
 export class PostgresList {
   /** Until when (Date.now()) this instance counts searches rather than register their needles. */
@@ -106,34 +78,37 @@ export class PostgresList {
     let search: Search | undefined;
     if (params.search !== undefined) {
       const needle = toStored(params.search.toLowerCase());
-      const aligned = likePattern(needle) === undefined;
-      search = { needle, pattern: anywherePattern(needle), aligned, at: `$${values.length + 1}` };
-      values.push(search.pattern, ...(aligned ? [needle] : []));
-      filters.push(matching(search.at, aligned ? `$${values.length}` : undefined));
+      const [pattern, aligned] = [anywherePattern(needle), likePattern(needle) === undefined];
+      search = { needle, pattern, aligned, at: values.push(pattern, needle, aligned) - 2 };
+      filters.push(matching(search.at));
     }
     const where = filters.length === 0 ? 'true' : filters.join(' AND ');
     if (params.after !== undefined) return this.#listAfter(params, params.after, where, values, search);
     values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
     if (search === undefined) return this.#page(params, values, where);
-    const [limit, offset] = [`$${values.length - 1}`, `$${values.length}`];
-    // One statement, so the page and the total come from the same snapshot; the total is known even
-    // when the page lies beyond the last user.
-    const page = (total: string, named: boolean) =>
+    const page = this.#beside(params, where, values, `LIMIT $${values.length - 1} OFFSET $${values.length}`);
+    const { rows, total } = await this.#searched(params, search, where, page);
+    return pageOf(params, rows, total);
+  }
+
+  /**
+   * Runs the page of `where` (cut by `limits`) beside a one-row query (a total, or what a needle
+   * keeps), in one statement, so that both come from one snapshot; the one row is there even when the
+   * page lies beyond the last user.
+   */
+  #beside(params: ListParams, where: string, values: unknown[], limits: string) {
+    return (total: string, named: boolean) =>
       this.query<PageRow>(
         `SELECT t.*, ${columns('p.')}, p.seq
          FROM (${total}) t
          LEFT JOIN LATERAL (
            SELECT ${RAW_COLUMNS}, seq FROM users WHERE ${where}
-           ORDER BY ${orderBy(params, '')} LIMIT ${limit} OFFSET ${offset}
+           ORDER BY ${orderBy(params, '')} ${limits}
          ) p ON true
          ORDER BY ${orderBy(params, 'p.')}`,
         values,
         named,
       );
-    const usersOf = (rows: (Row & { id: string | null; seq: string | null })[]) =>
-      rows.filter((row) => row.id !== null);
-    const { rows, total } = await this.#searched(params, search, where, page);
-    return numberedPage(params, usersOf(rows), total);
   }
 
   /**
@@ -154,7 +129,7 @@ export class PostgresList {
     const ofRole = params.role === undefined ? '' : ' FILTER (WHERE role = $1)';
     const kept = `SELECT n.ready AS kept, n.used_at < now() - interval '${TOUCH_SECONDS} seconds' AS stale, c.total, c.parts
       FROM (SELECT) one
-      LEFT JOIN search_needles n ON n.pattern = ${search.at}
+      LEFT JOIN search_needles n ON n.pattern = $${search.at}
       LEFT JOIN LATERAL (
         SELECT coalesce(sum(users)${ofRole}, 0) AS total, count(*) AS parts
         FROM search_needle_counts WHERE pattern = n.pattern
@@ -212,10 +187,10 @@ export class PostgresList {
         `WITH gone AS (DELETE FROM search_needle_counts WHERE pattern = $1),
          counted AS (
            INSERT INTO search_needle_counts (pattern, role, users)
-           SELECT $1, role, count(*) FROM users WHERE ${matching('$1', search.aligned ? '$2' : undefined)} GROUP BY role
+           SELECT $1, role, count(*) FROM users WHERE ${matching(1)} GROUP BY role
          )
          UPDATE search_needles SET ready = true, used_at = now() WHERE pattern = $1`,
-        search.aligned ? [search.pattern, search.needle] : [search.pattern],
+        [search.pattern, search.needle, search.aligned],
       );
     });
     return true;
@@ -247,7 +222,7 @@ export class PostgresList {
       `(SELECT ${keys.join(', ')} FROM users WHERE ${where}
         ORDER BY ${orderBy(params, '', reversed)}
         LIMIT CASE WHEN ${offset} < ${t} AND ${when} THEN ${count} ELSE 0 END OFFSET ${skip})`;
-    const { rows } = await this.query<Row & { total: string; id: string | null; seq: string | null }>(
+    const { rows } = await this.query<PageRow>(
       `WITH t AS MATERIALIZED (${counted})
        SELECT ${t} AS total, ${columns('u.')}, u.seq
        FROM (SELECT) one
@@ -266,11 +241,7 @@ export class PostgresList {
       values,
       true,
     );
-    return numberedPage(
-      params,
-      rows.filter((row) => row.id !== null),
-      Number(rows[0]!.total),
-    );
+    return pageOf(params, rows, Number(rows[0]!.total));
   }
 
   // ---- The cursor's page (`after`): a keyset WHERE on the list's order, read from its index. ----
@@ -292,36 +263,13 @@ export class PostgresList {
     const values = [...filterValues];
     const keyset = keysetAfter(params, after, values);
     values.push(params.limit + 1);
-    const limit = `$${values.length}`;
-    const page = (total: string, named: boolean) =>
-      this.query<PageRow>(
-        `SELECT t.*, ${columns('p.')}, p.seq
-         FROM (${total}) t
-         LEFT JOIN LATERAL (
-           SELECT ${RAW_COLUMNS}, seq FROM users WHERE ${where} AND ${keyset}
-           ORDER BY ${orderBy(params, '')} LIMIT ${limit}
-         ) p ON true
-         ORDER BY ${orderBy(params, 'p.')}`,
-        values,
-        named,
-      );
-    const cursorPage = (rows: (Row & { id: string | null; seq: string | null })[], total: number): ListResult => {
-      const found = rows.filter((row) => row.id !== null);
-      const kept = found.slice(0, params.limit);
-      const users = kept.map(userOf);
-      const more = found.length > params.limit;
-      return {
-        users,
-        total,
-        ...(more && { next: { ...positionOf(users.at(-1)!, params.sort), seq: kept.at(-1)!.seq! } }),
-      };
-    };
+    const page = this.#beside(params, `${where} AND ${keyset}`, values, `LIMIT $${values.length}`);
     if (search === undefined) {
       const { rows } = await page(roleCount(params), true);
-      return cursorPage(rows, Number(rows[0]!.total));
+      return pageOf(params, rows, Number(rows[0]!.total));
     }
     const { rows, total } = await this.#searched(params, search, where, page);
-    return cursorPage(rows, total);
+    return pageOf(params, rows, total);
   }
 
   // ---- End of the cursor's page. ----
@@ -374,14 +322,21 @@ type PageRow = Row & {
   seq: string | null;
 };
 
-/** A page asked by number and, when more users follow it, the position of its last user with its seq. */
-function numberedPage(params: ListParams, rows: (Row & { seq: string | null })[], total: number): ListResult {
-  const users = rows.map(userOf);
-  const more = users.length > 0 && params.offset + users.length < total;
+/**
+ * A page's users (the rows with an id: the one-row query's row alone has none), the total and, when
+ * more users follow, the position of its last user with its seq. A cursor's page reads one row more
+ * than it holds, which tells; a numbered page knows by its total.
+ */
+function pageOf(params: ListParams, rows: PageRow[], total: number): ListResult {
+  const found = rows.filter((row) => row.id !== null);
+  const kept = found.slice(0, params.limit);
+  const users = kept.map(userOf);
+  const more =
+    params.after === undefined ? users.length > 0 && params.offset + users.length < total : found.length > params.limit;
   return {
     users,
     total,
-    ...(more && { next: { ...positionOf(users.at(-1)!, params.sort), seq: rows.at(-1)!.seq! } }),
+    ...(more && { next: { ...positionOf(users.at(-1)!, params.sort), seq: kept.at(-1)!.seq! } }),
   };
 }
 

@@ -37,7 +37,7 @@ import {
   type NewUser,
   type UserStore,
 } from '../../store.js';
-import { PostgresIdempotencyKeys, type Query } from './idempotency-keys.js';
+import { PostgresIdempotencyKeys } from './idempotency-keys.js';
 import { EngineFaults } from '../../../engine-faults.js';
 import {
   createPool,
@@ -50,12 +50,14 @@ import {
   poolBusy,
   isTooLarge,
   isUnreachable,
+  queryOn,
   valueTooLarge,
+  type Query,
 } from './connection.js';
 import { migrate } from './migrations.js';
 import { toStored } from '../sql/stored-text.js';
 import { ownFields } from '../../fields.js';
-import { PostgresList, prepared } from './list.js';
+import { PostgresList } from './list.js';
 import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './rows.js';
 
 /**
@@ -77,10 +79,10 @@ const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 
 const USER_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.user:' || $1, 0))`;
 /** Key of the session lock held while seeding, per schema. */
 const SEED_LOCK = `hashtextextended('roster.seed:' || current_schema(), 0)`;
-/** The columns derived from a user's email: its search copy and its key. */
 /** Attempts of a write that lost a race (a deadlock, an email claimed meanwhile) before giving up. */
 const ATTEMPTS = 5;
 
+/** The columns derived from a user's email: its search copy and its key. */
 const emailColumns = (email: string) => ({
   email_lower: toStored(email.toLowerCase()),
   email_key: toStored(emailKey(email)),
@@ -89,7 +91,6 @@ const emailColumns = (email: string) => ({
 /** The SET clauses of the two updates: without the email ($2 on), and with it. */
 const KEEPING_EMAIL = updateSet(2, false);
 const WITH_EMAIL = updateSet(2, true);
-const userOf = fromRow;
 
 /** A user's row as a write that changes its email (or removes it) holds it locked. */
 interface Locked {
@@ -111,6 +112,8 @@ export class PostgresUserStore implements UserStore {
   /** This instance's key for roster_stamp (migrations/006): random, so other instances never share it. */
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
   readonly #list: PostgresList;
+  /** One statement on a pooled connection (connection.ts: Query). */
+  readonly #query: Query = (text, values, named) => this.#guard(() => queryOn(this.pool)(text, values, named));
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -119,16 +122,10 @@ export class PostgresUserStore implements UserStore {
     private readonly faults: EngineFaults,
   ) {
     this.health = new DatabaseHealth(pool, logger);
-    this.#list = new PostgresList(
-      (text, values, named) => this.#query(text, values, named),
-      (work) =>
-        this.#guard(() =>
-          this.#transaction((client) =>
-            work((text, values, named) => client.query(named ? prepared(text, values) : { text, values })),
-          ),
-        ),
+    this.#list = new PostgresList(this.#query, (work) =>
+      this.#guard(() => this.#transaction((client) => work(queryOn(client)))),
     );
-    this.keys = new PostgresIdempotencyKeys((text, values, named) => this.#query(text, values, named));
+    this.keys = new PostgresIdempotencyKeys(this.#query);
   }
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
@@ -150,7 +147,7 @@ export class PostgresUserStore implements UserStore {
 
   async get(id: string): Promise<User | undefined> {
     const { rows } = await this.#query<Row>(`SELECT ${columns()} FROM users WHERE id = $1`, [toStored(id)], true);
-    return rows[0] && userOf(rows[0]);
+    return rows[0] && fromRow(rows[0]);
   }
 
   async list(params: ListParams): Promise<ListResult> {
@@ -158,12 +155,12 @@ export class PostgresUserStore implements UserStore {
   }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
-    if (!keep) return this.#insertRow((text, values, named) => this.#query(text, values, named), user);
+    if (!keep) return this.#insertRow(this.#query, user);
     // A keyed create (store.ts: Keep): the claim's row locked first, so nothing is inserted once the
     // claim is no longer this request's; then the user and its reply, committed together.
     return this.#guard(() =>
       this.#transaction(async (client) => {
-        const query: Query = (text, values, named) => client.query(named ? prepared(text, values) : { text, values });
+        const query = queryOn(client);
         await this.keys.lock(query, keep.claim);
         const stored = await this.#insertRow(query, user);
         if (stored !== 'email_taken') await this.keys.keep(query, keep.claim, keep.replyOf(stored));
@@ -219,11 +216,11 @@ export class PostgresUserStore implements UserStore {
   }
 
   /**
-   * Runs `work` while holding a lock of this schema that other instances' `exclusively` wait for: seeding
-   * at start-up, so two instances starting together do not both find the table empty. Uses a
-   * connection of its own, so `work` has the whole pool.
+   * Seeds while holding a lock of this schema that other instances' seeding waits for, so that two
+   * instances starting together do not both find the table empty. The lock is held on a connection of
+   * its own, so the inserts have the whole pool.
    */
-  async #exclusively<T>(work: () => Promise<T>): Promise<T> {
+  async seed(users: readonly NewUser[]): Promise<boolean> {
     const client = new pg.Client({
       connectionString: this.database.url,
       application_name: 'roster',
@@ -234,19 +231,12 @@ export class PostgresUserStore implements UserStore {
     await this.#guard(() => client.connect());
     try {
       await this.#guard(() => client.query(`SELECT pg_advisory_lock(${SEED_LOCK})`));
-      return await work();
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-  }
-
-  /** Under a lock of this schema that other instances take too, so instances starting together seed once. */
-  async seed(users: readonly NewUser[]): Promise<boolean> {
-    return this.#exclusively(async () => {
       if ((await this.count()) > 0) return false;
       for (const user of users) await this.insert(user);
       return true;
-    });
+    } finally {
+      await client.end().catch(() => undefined);
+    }
   }
 
   async count(): Promise<number> {
@@ -280,7 +270,7 @@ export class PostgresUserStore implements UserStore {
       expected === undefined ? [id, ...set, this.#instance] : [id, ...set, this.#instance, expected],
       true,
     );
-    if (rows[0]) return userOf(rows[0]);
+    if (rows[0]) return fromRow(rows[0]);
     if (expected === undefined) return 'not_found';
     // Only on refusal: was it missing, or changed?
     const { rows: found } = await this.#query('SELECT 1 FROM users WHERE id = $1', [id], true);
@@ -330,7 +320,7 @@ export class PostgresUserStore implements UserStore {
       throw error;
     }
     if (heir) await client.query('UPDATE users SET claims_email = true WHERE id = $1', [heir]);
-    return userOf(rows[0]!);
+    return fromRow(rows[0]!);
   }
 
   /**
@@ -361,15 +351,6 @@ export class PostgresUserStore implements UserStore {
       [key, leaving],
     );
     return rows[0]?.id;
-  }
-
-  /** One statement on a pooled connection; `named`: prepared once per connection (see `prepared`). */
-  async #query<R extends pg.QueryResultRow>(
-    text: string,
-    values: unknown[],
-    named = false,
-  ): Promise<pg.QueryResult<R>> {
-    return this.#guard(() => this.pool.query<R>(named ? prepared(text, values) : { text, values }));
   }
 
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
