@@ -65,18 +65,11 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** Open TCP connections on the REST port at most, `MAX_CONNECTIONS`; more are dropped on accept. */
   maxConnections: number;
-  /**
-   * What a connection may cost before it has said anything, on both ports (edge/connection-guard.ts):
-   * `MAX_CONNECTIONS_PER_ADDRESS` and `FIRST_BYTE_TIMEOUT_MS` (undefined when not shorter than
-   * `HEADERS_TIMEOUT_MS`, whose deadline then ends silent sockets too).
-   */
+  /** Both ports' connection guard (edge/connection-guard.ts): `MAX_CONNECTIONS_PER_ADDRESS`, `FIRST_BYTE_TIMEOUT_MS`. */
   connections: { perAddress: number; firstByteMs: number | undefined };
   /** Prometheus metrics at `GET /metrics` on the REST port, `METRICS`. */
   metrics: boolean;
-  /**
-   * With AUTH on, `/metrics` needs an admin credential like a write, `METRICS_AUTH`. Off unless asked
-   * for: the metrics carry no user data, and most scrapers are set up without credentials.
-   */
+  /** `METRICS_AUTH`: off unless asked for, as the metrics carry no user data and most scrapers have no credential. */
   metricsAuth: boolean;
   /** The browser console at `/` on the REST port, `CONSOLE`. */
   console: boolean;
@@ -90,11 +83,7 @@ export interface Config {
   trustProxy: boolean | number | readonly string[];
   /** `TLS_CERT` and `TLS_KEY`, read at start-up, and `TLS_CIPHERS` (else files.ts's); undefined: no TLS. */
   tls: { cert: Buffer; key: Buffer; ciphers: string } | undefined;
-  /**
-   * Strict-Transport-Security, sent over TLS with SECURITY_HEADERS: `HSTS_MAX_AGE` and
-   * `HSTS_INCLUDE_SUBDOMAINS` (off unless asked for: Roster cannot know whether every sibling host
-   * speaks HTTPS).
-   */
+  /** Strict-Transport-Security, `HSTS_MAX_AGE` and `HSTS_INCLUDE_SUBDOMAINS` (see their README rows). */
   hsts: { maxAge: number; includeSubDomains: boolean };
   /** Origins allowed cross-origin REST calls and chat handshakes, `CORS_ORIGINS`; undefined: no CORS, no Origin check. */
   corsOrigins: readonly string[] | undefined;
