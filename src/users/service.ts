@@ -201,8 +201,6 @@ function afterOf(list: CursorList, query: ListQuery): Position {
   return position;
 }
 
-/** What the store checks of If-Match: the versions listed; `*` asks only that the user exists. */
-
 /** A missing user: 404, except under `If-Match: *`, which a missing user fails (412, RFC 9110 13.1.1). */
 const missing = (id: string, ifMatch: IfMatch | undefined) =>
   ifMatch === 'any' ? preconditionFailed() : userNotFound(id);
