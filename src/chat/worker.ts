@@ -20,7 +20,8 @@ import { chatMetrics, NO_CHAT_METRICS } from '../metrics.js';
 import type { RedisBus } from './redis/bus.js';
 import { ChatRoom } from './room.js';
 import type { ChatThreadData, ErrorShape, FromChat, Questions, ToChat } from './thread-protocol.js';
-import { createChatServer, type HandshakeLimiter } from './ws-server.js';
+import type { HandshakeLimiter } from './handshake.js';
+import { createChatServer } from './ws-server.js';
 
 const port = parentPort!;
 const { config, chatBus } = workerData as ChatThreadData;
