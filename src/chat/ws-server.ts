@@ -1,11 +1,9 @@
 /**
- * The chat door: an HTTP server that only upgrades (http-server.ts), the `ws` library for the protocol,
- * and the glue between sockets and the `ChatRoom`. Protocol violations are `ws`'s job (1002 for framing
- * errors, 1007 for invalid UTF-8, 1009 for a message over `maxPayload`, decided from the frame header);
- * this file adds what docs/decisions.md asks beyond that: handshake replies, binary frames (1003), the
- * heartbeat, slow consumers (1013), the connection limit (503) and the going-away close (1001) on
- * shutdown; and, when configured (`ChatProtection`), the Origin check (403), authentication (401) and
- * rate limits of handshakes (429) and messages (a notice, then 1008), all decided before the upgrade.
+ * The chat door: an HTTP server that only upgrades (http-server.ts), the `ws` library for the protocol
+ * (framing errors, invalid UTF-8 and oversized messages are its to close, decided from the frame
+ * header), and the glue between sockets and the `ChatRoom`: what docs/decisions.md asks beyond `ws`
+ * (handshake replies, binary frames, the heartbeat, slow consumers, the connection limit, the
+ * going-away close), and the handshake's protection when configured (handshake.ts, `ChatProtection`).
  *
  * The last line of defence: every handler of what a client sends (a request, a handshake, a frame)
  * runs guarded. An error nobody expected closes that one connection (1011, or a 500 before the

@@ -56,6 +56,7 @@ export function runChat(options: ChatOptions, io: ChatIo): Promise<number> {
 
 const SIGNAL_NUMBERS = { SIGINT: 2, SIGTERM: 15 } as const;
 type Signal = keyof typeof SIGNAL_NUMBERS;
+const SIGNALS = Object.keys(SIGNAL_NUMBERS) as Signal[];
 
 /**
  * connecting -> open -> leaving (waiting for own echoes) -> closing (close 1000 sent) -> done.
@@ -123,7 +124,7 @@ class ChatSession {
   }
 
   start(): void {
-    for (const signal of Object.keys(SIGNAL_NUMBERS) as Signal[]) this.#io.signals.on(signal, this.#onSignal);
+    for (const signal of SIGNALS) this.#io.signals.on(signal, this.#onSignal);
     // e.g. `roster chat --json | head -1`: once nobody reads, leave.
     this.#io.output.on('error', () => {
       this.#outputBroken = true;
@@ -293,7 +294,7 @@ class ChatSession {
     this.#state = 'done';
     for (const timer of this.#timers) clearTimeout(timer);
     this.#chat.stop();
-    for (const signal of Object.keys(SIGNAL_NUMBERS) as Signal[]) this.#io.signals.off(signal, this.#onSignal);
+    for (const signal of SIGNALS) this.#io.signals.off(signal, this.#onSignal);
     this.#rl?.close();
     if (this.#ws && this.#ws.readyState !== WebSocket.CLOSED) this.#ws.terminate();
     this.#resolve(code);
