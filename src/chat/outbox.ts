@@ -35,7 +35,6 @@ export class Outbox {
   #lastBatchFrames: Buffer | undefined;
   #lastBatchOffsets: number[] = [];
   readonly #corked = new Set<Duplex>();
-  #flushScheduled = false;
 
   /** `flushed` hears, once per turn, how many frames the turn wrote (for metrics, without a call per frame). */
   constructor(flushed: (frames: number) => void = () => {}) {
@@ -121,20 +120,28 @@ export class Outbox {
     this.#scheduleFlush();
   }
 
-  #scheduleFlush(): void {
-    if (this.#flushScheduled) return;
-    this.#flushScheduled = true;
+  readonly #scheduleFlush = oncePerTurn(() => {
+    // The payload cache would otherwise pin the last message until the next one.
+    this.#lastPayload = undefined;
+    this.#lastFrame = undefined;
+    this.#lastBatch = undefined;
+    this.#lastBatchFrames = undefined;
+    for (const socket of this.#corked) socket.uncork();
+    this.#corked.clear();
+    this.#flushed(this.#frames);
+    this.#frames = 0;
+  });
+}
+
+/** `run` after this turn's I/O (setImmediate), once however often it is asked for in the turn. */
+export function oncePerTurn(run: () => void): () => void {
+  let scheduled = false;
+  return () => {
+    if (scheduled) return;
+    scheduled = true;
     setImmediate(() => {
-      this.#flushScheduled = false;
-      // The payload cache would otherwise pin the last message until the next one.
-      this.#lastPayload = undefined;
-      this.#lastFrame = undefined;
-      this.#lastBatch = undefined;
-      this.#lastBatchFrames = undefined;
-      for (const socket of this.#corked) socket.uncork();
-      this.#corked.clear();
-      this.#flushed(this.#frames);
-      this.#frames = 0;
+      scheduled = false;
+      run();
     });
-  }
+  };
 }

@@ -19,10 +19,8 @@
  *   here among themselves keep the room's local order, their publication order. The bus keeps this
  *   state, not the room: it alone sees the relay and whether there is one.
  *
- * This file holds the connections, their state and the fan-out (publishing, reading the channel,
- * counting the other instances); the rest is one concern a file: the envelope on the channel
- * (channel.ts), the member lists and the reaper (presence.ts), the shared history (history.ts) and the
- * Lua scripts they run (scripts.ts).
+ * This file holds the connections, their state and the fan-out; the rest is one concern a file
+ * (channel.ts, presence.ts, history.ts, scripts.ts: docs/architecture.md).
  */
 import { EngineFaults } from '../../engine-faults.js';
 import { randomUUID } from 'node:crypto';
@@ -32,6 +30,7 @@ import type { Logger } from 'pino';
 import type { Dependency, DependencyState } from '../../health.js';
 import { timestamp } from '../../clock.js';
 import type { BusRoom, ChatBus, MemberRecord, Presence, SharedMessage } from '../bus.js';
+import { oncePerTurn } from '../outbox.js';
 import { decode, type BusLink, type Envelope } from './channel.js';
 import { RedisHistory } from './history.js';
 import { RedisPresence } from './presence.js';
@@ -103,7 +102,6 @@ export class RedisBus implements ChatBus, Dependency {
   #heartbeat: NodeJS.Timeout | undefined;
   /** Events dropped since Redis fell behind (logged once when it starts, once when it ends). */
   #behind: number | undefined;
-  #answerScheduled = false;
   #closing = false;
   #settleStart: () => void = () => {};
   /** Members here whose join is out but not yet back from Redis, and when it went out (oldest first). */
@@ -326,14 +324,7 @@ export class RedisBus implements ChatBus, Dependency {
   }
 
   /** One heartbeat answers every hello of this turn (instances often start together). */
-  #answerSoon(): void {
-    if (this.#answerScheduled) return;
-    this.#answerScheduled = true;
-    setImmediate(() => {
-      this.#answerScheduled = false;
-      this.#beat();
-    });
-  }
+  readonly #answerSoon = oncePerTurn(() => this.#beat());
 
   #maybeUp(): void {
     if (!this.#pubReady || !this.#subscribed || this.#closing) return;
