@@ -114,13 +114,21 @@ export function createChatServer(
   // Handshakes ws itself refuses (a malformed extension or subprotocol header): in the envelope too.
   wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 'ERROR', error.message));
 
-  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    try {
-      upgrade(request, socket, head);
-    } catch (error) {
-      unexpected(error, 'handshake', () => internalError(socket));
-    }
-  });
+  server.on(
+    'upgrade',
+    guard('handshake', ([, socket]) => internalError(socket), upgrade),
+  );
+
+  /** `handler`, guarded: what it throws is `unexpected`, and `end` (given its arguments) closes what it concerns. */
+  function guard<A extends unknown[]>(what: string, end: (args: NoInfer<A>) => void, handler: (...args: A) => void) {
+    return (...args: A): void => {
+      try {
+        handler(...args);
+      } catch (error) {
+        unexpected(error, what, () => end(args));
+      }
+    };
+  }
 
   /** Before the upgrade: a 500 in the envelope; after it (101 sent), the socket is only destroyed. */
   function internalError(socket: Duplex): void {
@@ -230,8 +238,8 @@ export function createChatServer(
         },
       },
     };
-    const fail = (error: unknown, what: string) =>
-      unexpected(error, what, () => closeConnection(ws, connection, CloseCode.internalError, 'Internal error'));
+    const internal = () => closeConnection(ws, connection, CloseCode.internalError, 'Internal error');
+    const fail = (error: unknown, what: string) => unexpected(error, what, internal);
     connections.set(ws, connection);
     metrics.opened();
     log.debug({ id: connection.member.id, online: connections.size }, 'chat connection opened');
@@ -257,25 +265,12 @@ export function createChatServer(
       const refusal = room.receive(connection.member, data.toString('utf8'));
       if (refusal) closeConnection(ws, connection, refusal.code, refusal.reason);
     };
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
-      try {
-        received(data, isBinary);
-      } catch (error) {
-        fail(error, 'message');
-      }
-    });
+    ws.on('message', guard('message', internal, received));
     // A protocol error (1002, 1007, 1009), for which ws has already sent the matching close frame,
     // or a socket error (reset), after which there is nobody to tell.
     ws.on('error', (error) => {
       log.debug({ err: error, id: connection.member.id }, 'chat connection error');
       closeConnection(ws, connection);
-    });
-    ws.on('close', (code: number) => {
-      try {
-        closed(code);
-      } catch (error) {
-        unexpected(error, 'close', () => {});
-      }
     });
     const closed = (code: number) => {
       connections.delete(ws);
@@ -287,6 +282,10 @@ export function createChatServer(
       leave(connection);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
     };
+    ws.on(
+      'close',
+      guard('close', () => {}, closed),
+    );
 
     room.join(connection.member, asked);
     metrics.joined();
