@@ -126,7 +126,7 @@ export class ChatRoom {
   ) {
     bus.attach({
       localCount: () => this.size,
-      localMembers: () => [...this.#records.values()],
+      localMembers: () => this.localMembers(),
       deliver: (message, id, own, joining) => this.#fromElsewhere(message, id, own, joining),
     });
     this.#maxFrame = (options.maxPayload ?? Infinity) + FRAME_ALLOWANCE;

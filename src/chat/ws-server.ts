@@ -11,6 +11,7 @@
  * holds everyone else's connections (and, with the memory store, every user).
  */
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -351,16 +352,12 @@ export function createChatServer(
 
   return {
     room,
-    listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        // A deeper accept queue than Node's 511, so a crowd connecting at once is not kept waiting on
-        // SYN retries (the kernel caps it at net.core.somaxconn).
-        server.listen({ port, host, backlog: 4096 }, () => {
-          server.off('error', reject);
-          resolve(server.address() as AddressInfo);
-        });
-      });
+    async listen(port, host) {
+      // A deeper accept queue than Node's 511, so a crowd connecting at once is not kept waiting on
+      // SYN retries (the kernel caps it at net.core.somaxconn).
+      server.listen({ port, host, backlog: 4096 });
+      await once(server, 'listening'); // rejects with an 'error' first
+      return server.address() as AddressInfo;
     },
     async close(timeoutMs) {
       closing = true;

@@ -42,10 +42,7 @@ export class RedisPresence {
     this.#link.send(envelope, (text) => pub.rosterBeat(this.#key('alive'), ttlMs, this.#instances, id, channel, text));
   }
 
-  /**
-   * Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first. The
-   * leave is the codec's frame, cut where the script writes each leave's count.
-   */
+  /** Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first (scripts.ts). */
   reap(at: string): Promise<unknown> {
     const { pub, channel, id, keys } = this.#link;
     const [head, tail] = countless(encodeServerMessage(leaveNotice(0, at)));
