@@ -70,9 +70,8 @@ export function admission(
   addressOf: (request: IncomingMessage) => string,
 ): (request: IncomingMessage) => Promise<Principal | undefined | RosterError> {
   const { origins, authenticator, limiter } = protection;
-  // One budget per client on both doors: a handshake costs what a REST request of the same client costs
-  // (http/protection.ts keys its requests the same way), and so does a password guess, counted against
-  // the address: RATE_LIMIT=3/minute allows three in all, not three on each port.
+  // One budget per client on both doors (http/protection.ts keys its requests the same way):
+  // RATE_LIMIT=3/minute allows three in all, not three on each port.
   const addressKey = (address: string) => clientKey(undefined, address);
   return async (request) => {
     const origin = request.headers.origin;

@@ -43,6 +43,42 @@ export interface ChatHistory {
 }
 
 /**
+ * What a handshake URL asks of the history: `?since=<id>` (recovery; wins over history), else
+ * `?history=N` (a whole number; larger than the history kept gives all of it). Neither: undefined, and
+ * the connection gets the contract's frames only. A `since` that is not an id is a gap, said so.
+ */
+export function historyRequest(url: string | undefined): HistoryRequest | undefined {
+  const at = url?.indexOf('?') ?? -1;
+  if (at < 0) return undefined;
+  const query = new URLSearchParams(url!.slice(at + 1));
+  const since = query.get('since');
+  if (since !== null) return { since };
+  const history = query.get('history');
+  if (history !== null && /^\d{1,9}$/.test(history)) return { history: Number(history) };
+  return undefined;
+}
+
+/**
+ * Hands `done` what `history` has for `request`, at once when it is at hand (memory); a read that fails
+ * (Redis away) is nothing replayed, the position unknown.
+ */
+export function readHistory(history: ChatHistory, request: HistoryRequest, done: (recovery: Recovery) => void): void {
+  const unavailable = (): Recovery => ({
+    entries: [],
+    lastId: undefined,
+    ...(request.since === undefined ? {} : { recovered: false }),
+  });
+  let read: Recovery | Promise<Recovery>;
+  try {
+    read = history.read(request);
+  } catch {
+    read = unavailable();
+  }
+  if (read instanceof Promise) read.then(done, () => done(unavailable()));
+  else done(read);
+}
+
+/**
  * The ids a history holds, and what `since` means against them: `floor` is the newest id known to be
  * gone (or the origin, before anything is); every message after it is kept. A `since` from the floor
  * to the newest id is recovered exactly; anything else (older, newer, another run's) is a gap.

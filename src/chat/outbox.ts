@@ -23,6 +23,8 @@ const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, option
 const frame = Sender.frame.bind(Sender);
 const TEXT: FrameOptions = { fin: true, rsv1: false, opcode: 0x1, mask: false, readOnly: true };
 
+type Failed = (error: unknown) => void;
+
 export class Outbox {
   readonly #flushed: (frames: number) => void;
   #frames = 0;
@@ -33,7 +35,6 @@ export class Outbox {
   #lastBatchFrames: Buffer | undefined;
   #lastBatchOffsets: number[] = [];
   readonly #corked = new Set<Duplex>();
-  #flushScheduled = false;
 
   /** `flushed` hears, once per turn, how many frames the turn wrote (for metrics, without a call per frame). */
   constructor(flushed: (frames: number) => void = () => {}) {
@@ -57,17 +58,35 @@ export class Outbox {
   }
 
   /**
-   * Writes `payload` as one text frame without copying it (a replay's Buffers are the history's own,
-   * shared by every replay): the header, then the payload itself. Returns what `socket.write` does:
-   * false once the socket's buffer is full, when the writer is to wait for 'drain'.
+   * Writes `payloads` as text frames without copying them (a replay's Buffers are the history's own,
+   * shared by every replay: each frame's header, then the payload itself), as fast as the peer reads
+   * them: the socket holds one buffer's worth (its highWaterMark, plus a frame) and the rest waits for
+   * 'drain'. Calls `done` once all are written; stops without it once `open` is false (the connection
+   * is gone). `failed` hears an error thrown after a 'drain'.
    */
-  writeShared(socket: Duplex, payload: Buffer): boolean {
-    this.#cork(socket);
-    const parts = frame(payload, TEXT);
-    let room = true;
-    for (const part of parts) room = socket.write(part);
-    this.#frames++;
-    return room;
+  replay(socket: Duplex, payloads: readonly Buffer[], open: () => boolean, done: () => void, failed: Failed): void {
+    let next = 0;
+    const pump = () => {
+      if (!open()) return;
+      while (next < payloads.length) {
+        this.#cork(socket);
+        let room = true;
+        for (const part of frame(payloads[next++]!, TEXT)) room = socket.write(part);
+        this.#frames++;
+        if (!room && next < payloads.length) {
+          socket.once('drain', () => {
+            try {
+              pump();
+            } catch (error) {
+              failed(error);
+            }
+          });
+          return;
+        }
+      }
+      done();
+    };
+    pump();
   }
 
   /**
@@ -101,20 +120,28 @@ export class Outbox {
     this.#scheduleFlush();
   }
 
-  #scheduleFlush(): void {
-    if (this.#flushScheduled) return;
-    this.#flushScheduled = true;
+  readonly #scheduleFlush = oncePerTurn(() => {
+    // The payload cache would otherwise pin the last message until the next one.
+    this.#lastPayload = undefined;
+    this.#lastFrame = undefined;
+    this.#lastBatch = undefined;
+    this.#lastBatchFrames = undefined;
+    for (const socket of this.#corked) socket.uncork();
+    this.#corked.clear();
+    this.#flushed(this.#frames);
+    this.#frames = 0;
+  });
+}
+
+/** `run` after this turn's I/O (setImmediate), once however often it is asked for in the turn. */
+export function oncePerTurn(run: () => void): () => void {
+  let scheduled = false;
+  return () => {
+    if (scheduled) return;
+    scheduled = true;
     setImmediate(() => {
-      this.#flushScheduled = false;
-      // The payload cache would otherwise pin the last message until the next one.
-      this.#lastPayload = undefined;
-      this.#lastFrame = undefined;
-      this.#lastBatch = undefined;
-      this.#lastBatchFrames = undefined;
-      for (const socket of this.#corked) socket.uncork();
-      this.#corked.clear();
-      this.#flushed(this.#frames);
-      this.#frames = 0;
+      scheduled = false;
+      run();
     });
-  }
+  };
 }

@@ -1,26 +1,15 @@
 /**
  * The one chat room. It knows members by id and what to tell whom; it knows nothing of sockets. Each
- * broadcast is serialised once and the same bytes handed to every member.
- *
- * Join and leave notices are coalesced. The contract tells every member of every join, so C clients
- * connecting at once cost C²/2 notices; written one by one, that is one system call per notice per
- * member (5 000 clients: 12.5 million writes, most of a minute on one core). Instead the notices of a
- * short window are handed to each member together, as one write. The window grows with the room
- * (NOTICE_WINDOW_MS_PER_MEMBER), so a small room hears of a join at once and a crowd's notices cost a
- * bounded share of the time. Anything else the room sends first flushes the pending notices, so every
- * member still sees every message in the order the room produced them.
+ * broadcast is serialised once and the same bytes handed to every member. Join and leave notices are
+ * coalesced (notices.ts).
  *
  * History (history.ts) is opt-in per member: a member that asked (`?history=`, `?since=`) is a
- * listener. It gets its replay after its welcome (what the room sends it meanwhile waits, in order,
- * behind the replay), then chat messages carrying their ids, each id once and in increasing order.
- * Everyone else gets exactly the contract's frames: the broadcast loop runs over them alone.
- *
- * A replay is the bulk of what a room ever sends one member (CHAT_HISTORY_BYTES, 16 MiB by default),
- * so it is handled apart: its frames are the history's own Buffers, shared by every replay, written
- * under the socket's back-pressure (`Member.replay`), so a member that reads slowly, or never, holds
- * no more than its socket's buffer; at most MAX_REPLAYS histories are read at once (the others wait
- * their turn); and what a member is sent while its replay is out waits here, up to `maxBacklog`
- * bytes, past which the member is dropped as a slow consumer.
+ * listener. It gets its replay after its welcome, then chat messages carrying their ids, each id once
+ * and in increasing order; everyone else gets exactly the contract's frames (the broadcast loop runs
+ * over them alone). A replay is the bulk of what a room ever sends one member (CHAT_HISTORY_BYTES), so
+ * it is handled apart: its frames are the history's own, written under back-pressure (`Member.replay`),
+ * at most MAX_REPLAYS histories are read at once, and what a member is sent meanwhile waits behind it,
+ * up to `maxBacklog` bytes, past which the member is dropped as a slow consumer.
  */
 import { timestamp } from '../clock.js';
 import { leaveNotice, localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
@@ -31,10 +20,11 @@ import {
   type ChatMessage,
   type ServerMessage,
 } from '../protocol/chat-codec.js';
-import { MemoryHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
+import { MemoryHistory, readHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
+import { Notices } from './notices.js';
 
 /** Close codes (RFC 6455) the room asks for when it refuses a client's message. */
-export const RefusalCode = { policyViolation: 1008, messageTooBig: 1009 } as const;
+const RefusalCode = { policyViolation: 1008, messageTooBig: 1009 } as const;
 
 /** Why the room will not take a client's message: the connection is to be closed with `code`. */
 export interface Refusal {
@@ -75,15 +65,10 @@ export interface Member {
 export const MAX_REPLAYS = 4;
 
 /**
- * What a chat frame may add to the client's message, beyond WS_MAX_PAYLOAD: the frame's other fields
- * (type, from, timestamp, id, history). A message whose frame would be larger (control characters that
- * JSON escapes six times over, say) is refused with 1009, so no frame sent or kept exceeds the bound.
+ * What a chat frame may add to the client's message beyond WS_MAX_PAYLOAD (type, from, timestamp, id,
+ * history): a larger frame (control characters JSON escapes six times over) is refused with 1009.
  */
-export const FRAME_ALLOWANCE = 1024;
-
-/** How long join and leave notices wait to be coalesced, per member in the room: 5 000 members, 100 ms. */
-const NOTICE_WINDOW_MS_PER_MEMBER = 0.02;
-const MAX_NOTICE_WINDOW_MS = 100;
+const FRAME_ALLOWANCE = 1024;
 
 export interface RoomEvents {
   /** A delivery to one member failed; the room has moved on to the others. */
@@ -104,9 +89,8 @@ export interface RoomOptions {
 /** A member that asked for history: the last id it was given, and what waits behind its replay. */
 interface Listener {
   lastId: string | undefined;
-  /** Until its replay is out: what the room sent it meanwhile (an id for chat messages that carry one). */
+  /** Until its replay is out: what the room sent it meanwhile (an id for chat messages that carry one), and its bytes. */
   pending: { payload: Buffer | readonly Buffer[]; from: number; id?: string }[] | undefined;
-  /** The bytes in `pending`. */
   pendingBytes: number;
   /** Whether its history is being read, in one of the MAX_REPLAYS places. */
   replaying: boolean;
@@ -123,14 +107,11 @@ export class ChatRoom {
   readonly #history: ChatHistory | undefined;
   /** The history when this process keeps it itself (no shared history on the bus). */
   readonly #memory: MemoryHistory | undefined;
-  /** Join and leave notices not yet handed to the members, oldest first. */
-  #notices: Buffer[] = [];
-  /** Members who joined while notices were pending: the index of their own join notice. */
-  readonly #joinedAt = new Map<Member, number>();
-  /** Members not to be handed some of the pending notices (joins before theirs, bus.ts): their indexes. */
-  readonly #skips = new Map<Member, number[]>();
-  /** Cancels the scheduled flush of the pending notices. */
-  #cancelFlush: (() => void) | undefined;
+  readonly #notices = new Notices({
+    size: () => this.size,
+    members: () => this.#members.values(),
+    deliver: (member, payload, from) => this.#deliver(member, payload, from),
+  });
   /** Replays under way, and the ones waiting for a place (started in order). */
   #replays = 0;
   readonly #waitingReplays: (() => void)[] = [];
@@ -145,7 +126,7 @@ export class ChatRoom {
   ) {
     bus.attach({
       localCount: () => this.size,
-      localMembers: () => [...this.#records.values()],
+      localMembers: () => this.localMembers(),
       deliver: (message, id, own, joining) => this.#fromElsewhere(message, id, own, joining),
     });
     this.#maxFrame = (options.maxPayload ?? Infinity) + FRAME_ALLOWANCE;
@@ -179,12 +160,9 @@ export class ChatRoom {
 
   /** `request`: what the member asked for on its handshake URL; history only if the room keeps one. */
   join(member: Member, request?: HistoryRequest): void {
-    const record: MemberRecord = {
-      id: member.id,
-      ...(member.name === undefined ? {} : { name: member.name }),
-      since: timestamp(),
-      seq: ++this.#seq,
-    };
+    // `name` only for an authenticated member: without authentication the messages are as before.
+    const name = member.name === undefined ? {} : { name: member.name };
+    const record: MemberRecord = { id: member.id, ...name, since: timestamp(), seq: ++this.#seq };
     this.#records.set(member.id, record);
     this.#members.set(member.id, member);
     const asks =
@@ -193,8 +171,6 @@ export class ChatRoom {
       (request.history !== undefined || request.since !== undefined);
     if (!asks) this.#plain.set(member.id, member);
     const count = this.#online();
-    // `name` only for an authenticated member: without authentication the messages are as before.
-    const name = member.name === undefined ? {} : { name: member.name };
     // The welcome needs no flush first: none of the pending notices is for the new member.
     this.#deliver(
       member,
@@ -206,7 +182,7 @@ export class ChatRoom {
       }),
     );
     if (asks) this.#replay(member, request);
-    this.#joinedAt.set(member, this.#notices.length);
+    this.#notices.joined(member);
     const notice: SharedMessage = {
       type: 'user_join',
       message: 'A user joined the chat',
@@ -214,7 +190,7 @@ export class ChatRoom {
       online_count: count,
       timestamp: timestamp(),
     };
-    this.#notice(notice);
+    this.#notices.add(serialise(notice));
     this.bus.publish(notice, this.size, { join: record });
   }
 
@@ -229,7 +205,7 @@ export class ChatRoom {
       if (this.#listeners.get(member) !== listener) return this.#nextReplay(); // left while waiting
       this.#replays++;
       listener.replaying = true;
-      this.#read(member, listener, request);
+      readHistory(this.#history!, request, (recovery) => this.#replayed(member, listener, recovery));
     };
     if (this.#replays < MAX_REPLAYS) start();
     else this.#waitingReplays.push(start);
@@ -245,20 +221,6 @@ export class ChatRoom {
 
   #nextReplay(): void {
     if (this.#replays < MAX_REPLAYS) this.#waitingReplays.shift()?.();
-  }
-
-  #read(member: Member, listener: Listener, request: HistoryRequest): void {
-    let read: Recovery | Promise<Recovery>;
-    try {
-      read = this.#history!.read(request);
-    } catch {
-      read = unavailable(request);
-    }
-    if (!(read instanceof Promise)) return this.#replayed(member, listener, read);
-    read.then(
-      (recovery) => this.#replayed(member, listener, recovery),
-      () => this.#replayed(member, listener, unavailable(request)),
-    );
   }
 
   #replayed(member: Member, listener: Listener, recovery: Recovery): void {
@@ -316,37 +278,11 @@ export class ChatRoom {
     if (listener) this.#endReplay(listener);
     this.#listeners.delete(member);
     this.#records.delete(member.id);
-    this.#joinedAt.delete(member);
-    this.#skips.delete(member);
+    this.#notices.left(member);
     const notice = leaveNotice(this.#online(), timestamp());
-    this.#notice(notice);
+    this.#notices.add(serialise(notice));
     this.bus.publish(notice, this.size, { leave: member.id });
     return true;
-  }
-
-  /** Hands every member the notices it has not had yet. */
-  #flushNotices(): void {
-    this.#cancelFlush?.();
-    this.#cancelFlush = undefined;
-    const notices = this.#notices;
-    if (notices.length === 0) return;
-    this.#notices = [];
-    const joinedAt = this.#joinedAt;
-    const skips = this.#skips;
-    for (const member of this.#members.values()) {
-      if (skips.has(member)) continue; // below, each with a list of its own, after the shared one
-      // A member that joined in the window hears only of what came after its own join.
-      const from = (joinedAt.get(member) ?? -1) + 1;
-      if (from >= notices.length) continue;
-      this.#deliver(member, from === notices.length - 1 ? notices[from]! : notices, from);
-    }
-    for (const [member, skipped] of skips) {
-      const from = (joinedAt.get(member) ?? -1) + 1;
-      const own = notices.filter((_, index) => index >= from && !skipped.includes(index));
-      if (own.length > 0) this.#deliver(member, own.length === 1 ? own[0]! : own, 0);
-    }
-    joinedAt.clear();
-    skips.clear();
   }
 
   /**
@@ -386,21 +322,13 @@ export class ChatRoom {
   #fromElsewhere(message: SharedMessage, id?: string, own?: boolean, joining?: Iterable<string>): void {
     if (message.type !== 'chat') {
       // A join: the members here who joined after it in the room's order are not told of it.
-      if (joining)
-        for (const joiner of joining) {
-          const member = this.#members.get(joiner);
-          if (!member) continue;
-          const skipped = this.#skips.get(member);
-          if (skipped) skipped.push(this.#notices.length);
-          else this.#skips.set(member, [this.#notices.length]);
-        }
-      return this.#notice({ ...message, online_count: this.#online() });
+      if (joining) this.#notices.skipNext([...joining].flatMap((id) => this.#members.get(id) ?? []));
+      return this.#notices.add(serialise({ ...message, online_count: this.#online() }));
     }
     if (own) {
       if (id === undefined || this.#listeners.size === 0) return;
-      this.#flushNotices();
-      this.#toListeners(undefined, id, message);
-      return;
+      this.#notices.flush();
+      return this.#toListeners(undefined, id, message);
     }
     const frame = this.#broadcast(message);
     this.#toListeners(frame, id, message);
@@ -418,31 +346,15 @@ export class ChatRoom {
     for (const [member, listener] of this.#listeners) this.#deliverStored(member, listener, id, stored);
   }
 
-  #notice(message: ServerMessage): void {
-    this.#notices.push(serialise(message));
-    if (this.#cancelFlush) return;
-    const window = Math.min(MAX_NOTICE_WINDOW_MS, this.size * NOTICE_WINDOW_MS_PER_MEMBER);
-    if (window < 1) {
-      // Fewer than 50 members: after this turn's I/O, when a broadcast would go out too.
-      const immediate = setImmediate(() => this.#flushNotices());
-      this.#cancelFlush = () => clearImmediate(immediate);
-    } else {
-      const timer = setTimeout(() => this.#flushNotices(), window);
-      this.#cancelFlush = () => clearTimeout(timer);
-    }
-  }
-
   #send(member: Member, message: ServerMessage): void {
-    this.#flushNotices();
+    this.#notices.flush();
     this.#deliver(member, serialise(message));
   }
 
   /** To every member that did not ask for history; returns the frame (`frame`, when already serialised). */
   #broadcast(message: ServerMessage, frame = serialise(message)): Buffer {
-    this.#flushNotices();
-    for (const member of this.#plain.values()) {
-      this.#deliver(member, frame);
-    }
+    this.#notices.flush();
+    for (const member of this.#plain.values()) this.#deliver(member, frame);
     return frame;
   }
 
@@ -480,11 +392,6 @@ export class ChatRoom {
       this.events.deliveryFailed?.(member, error);
     }
   }
-}
-
-/** When the history could not be read (Redis away): nothing replayed, the position unknown. */
-function unavailable(request: HistoryRequest): Recovery {
-  return { entries: [], lastId: undefined, ...(request.since === undefined ? {} : { recovered: false }) };
 }
 
 function serialise(message: ServerMessage): Buffer {

@@ -1,9 +1,7 @@
 /**
  * What crosses between the REST thread (server.ts, thread.ts) and the chat thread (worker.ts): plain
- * structured-clone values only, each message tagged by `type`. Every piece of state has one owner;
- * the other thread asks:
- * - the chat thread owns the room, its members, the bus and its health, and the chat metrics;
- * - the REST thread owns the rate limiter (one budget per client for both doors) and the log stream.
+ * structured-clone values only, each message tagged by `type`. Each state has one owner, and the other
+ * thread asks (docs/architecture.md, "Two threads, one owner per state").
  */
 import type { Config } from '../config/index.js';
 import type { ErrorCode } from '../errors.js';

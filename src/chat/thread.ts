@@ -1,15 +1,9 @@
 /**
  * The chat door as the REST thread sees it: a worker thread (worker.ts) that owns everything of the
- * chat, started, asked and stopped by message (thread-protocol.ts). This side answers the worker's
- * rate-limit checks from the one limiter, writes its log lines into the process's log stream, counts
- * its engine faults, and mirrors its bus's health for the health check.
- *
- * A chat thread that dies (an uncaught error, out of memory in its heap) is a fault, not the end:
- * its connections are gone with it (clients see 1006 and reconnect; with Redis the other instances
- * reap its members and tell their leaves), so it is logged, counted
- * (roster_chat_thread_restarts_total) and started again on the same port, at once the first time and
- * then after a back-off that doubles up to 30 s while it keeps dying. The REST door, and with the
- * memory store every user, carries on untouched.
+ * chat, started, asked and stopped by message (thread-protocol.ts). Who owns what, and what happens
+ * when the thread dies, is docs/architecture.md's "Two threads, one owner per state": a death is a
+ * fault, not the end (with Redis the other instances reap its members and tell their leaves); it is
+ * started again at once the first time, then after a back-off that doubles up to 30 s.
  */
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';

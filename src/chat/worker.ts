@@ -1,12 +1,7 @@
 /**
  * The chat thread: the whole chat door (the `ws` server, the room, its history and outbox, the bus
- * and presence) on an event loop of its own, so that nothing the REST door does (a scan of the users,
- * a garbage collection of a big heap, a synchronous SQLite call) delays a chat frame. Started by
- * thread.ts, which it answers by message (thread-protocol.ts):
- * - authentication and the origin policy are built here from the same configuration (pure functions
- *   of it); the rate limiter has one owner, the REST thread, asked per handshake;
- * - the member list, the chat metrics and the bus's health are owned here and told or answered;
- * - log lines go to the REST thread's log stream, so the process has one.
+ * and presence) on an event loop of its own, started by thread.ts, which it answers by message
+ * (thread-protocol.ts); who owns what is docs/architecture.md's "Two threads, one owner per state".
  */
 import type { AddressInfo } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -20,7 +15,8 @@ import { chatMetrics, NO_CHAT_METRICS } from '../metrics.js';
 import type { RedisBus } from './redis/bus.js';
 import { ChatRoom } from './room.js';
 import type { ChatThreadData, ErrorShape, FromChat, Questions, ToChat } from './thread-protocol.js';
-import { createChatServer, type HandshakeLimiter } from './ws-server.js';
+import type { HandshakeLimiter } from './handshake.js';
+import { createChatServer } from './ws-server.js';
 
 const port = parentPort!;
 const { config, chatBus } = workerData as ChatThreadData;

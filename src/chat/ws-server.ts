@@ -1,11 +1,9 @@
 /**
- * The chat door: an HTTP server that only upgrades, the `ws` library for the protocol, and the glue
- * between sockets and the `ChatRoom`. Protocol violations are `ws`'s job (1002 for framing errors,
- * 1007 for invalid UTF-8, 1009 for a message over `maxPayload`, decided from the frame header); this
- * file adds what docs/decisions.md asks beyond that: handshake replies, binary frames (1003), the heartbeat,
- * slow consumers (1013), the connection limit (503) and the going-away close (1001) on shutdown; and,
- * when configured (`ChatProtection`), TLS, the Origin check (403), authentication (401) and rate limits
- * of handshakes (429) and messages (a notice, then 1008), all decided before the upgrade.
+ * The chat door: an HTTP server that only upgrades (http-server.ts), the `ws` library for the protocol
+ * (framing errors, invalid UTF-8 and oversized messages are its to close, decided from the frame
+ * header), and the glue between sockets and the `ChatRoom`: what docs/decisions.md asks beyond `ws`
+ * (handshake replies, binary frames, the heartbeat, slow consumers, the connection limit, the
+ * going-away close), and the handshake's protection when configured (handshake.ts, `ChatProtection`).
  *
  * The last line of defence: every handler of what a client sends (a request, a handshake, a frame)
  * runs guarded. An error nobody expected closes that one connection (1011, or a 500 before the
@@ -13,8 +11,8 @@
  * holds everyone else's connections (and, with the memory store, every user).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { createServer as createTlsServer } from 'node:https';
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -22,35 +20,15 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Principal } from '../edge/authenticator.js';
 import type { ChatConfig } from '../config/index.js';
 import { clientKey } from '../edge/client-identity.js';
-import { guardConnections } from '../edge/connection-guard.js';
 import { RosterError } from '../errors.js';
-import { clientErrorHandler } from '../edge/client-errors.js';
-import { timeouts, writeRawError } from '../edge/raw-reply.js';
-import { answerPlainHttp } from '../edge/tls-plain.js';
-import type { Server as TlsServer } from 'node:tls';
+import { writeRawError } from '../edge/raw-reply.js';
 import { NO_CHAT_METRICS, type ChatMetrics } from '../metrics.js';
+import { chatHttpServer } from './http-server.js';
 import { Outbox } from './outbox.js';
 import { admission, isWebSocketUpgrade, refuse, type ChatProtection } from './handshake.js';
-export type { ChatProtection, HandshakeLimiter } from './handshake.js';
 import { MessageBudget } from './message-budget.js';
 import type { ChatRoom, Member } from './room.js';
-import type { HistoryRequest } from './history.js';
-
-/**
- * What a handshake URL asks of the history: `?since=<id>` (recovery; wins over history), else
- * `?history=N` (a whole number; larger than the history kept gives all of it). Neither: undefined, and
- * the connection gets the contract's frames only. A `since` that is not an id is a gap, said so.
- */
-export function historyRequest(url: string | undefined): HistoryRequest | undefined {
-  const at = url?.indexOf('?') ?? -1;
-  if (at < 0) return undefined;
-  const query = new URLSearchParams(url!.slice(at + 1));
-  const since = query.get('since');
-  if (since !== null) return { since };
-  const history = query.get('history');
-  if (history !== null && /^\d{1,9}$/.test(history)) return { history: Number(history) };
-  return undefined;
-}
+import { historyRequest, type HistoryRequest } from './history.js';
 
 /** Close codes of RFC 6455 that Roster sends itself. */
 const CloseCode = {
@@ -85,9 +63,6 @@ interface Connection {
   /** Closes the connection (1008) when the credential it joined with expires (a token's exp). */
   expiryTimer?: NodeJS.Timeout;
 }
-
-/** Handshakes beyond WS_MAX_CONNECTIONS that are at least answered (503) rather than dropped on accept. */
-const HANDSHAKE_HEADROOM = 256;
 
 /** setTimeout's longest delay (about 24.8 days); a later expiry is waited for in several steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -131,63 +106,30 @@ export function createChatServer(
       log.error({ err: endError }, 'closing after an unexpected error failed too');
     }
   };
-  const plainRequest = (request: IncomingMessage) => {
-    try {
-      // A plain HTTP request to the chat port is a handshake without an upgrade: 400 (docs/decisions.md).
-      const refusal = new RosterError('ERROR', 'This port accepts WebSocket connections only');
-      writeRawError(request.socket, refusal, { headOnly: request.method === 'HEAD' });
-    } catch (error) {
-      unexpected(error, 'request', () => request.socket.destroy());
-    }
-  };
-  const serverOptions = timeouts(config.handshakeTimeoutMs, config.handshakeTimeoutMs);
-  const server: Server = protection.tls
-    ? (createTlsServer(
-        {
-          ...serverOptions,
-          cert: protection.tls.cert,
-          key: protection.tls.key,
-          ciphers: protection.tls.ciphers,
-          minVersion: 'TLSv1.2',
-        },
-        plainRequest,
-      ) as unknown as Server)
-    : createServer(serverOptions, plainRequest);
+  const server = chatHttpServer(config, protection, metrics, log, unexpected);
   const { messageLimit } = protection;
   const guarded =
     protection.origins !== undefined || protection.authenticator !== undefined || protection.limiter !== undefined;
   const addressOf = protection.addressOf ?? ((request: IncomingMessage) => request.socket.remoteAddress ?? '');
   const admit = admission(protection, addressOf);
-  // Upgraded sockets still count as the server's connections. Room for handshakes beyond the room's
-  // limit, so that the next ones get their 503 rather than a dropped connection: as many again, and
-  // at least HANDSHAKE_HEADROOM however small the limit (a burst arrives before any 503 has closed
-  // its socket); past that, the kernel backlog is the only queue.
-  server.maxConnections = config.maxConnections + Math.max(config.maxConnections, HANDSHAKE_HEADROOM);
-  // One address holds only its share of those, nor any silently for long (edge/connection-guard.ts).
-  guardConnections(server, {
-    ...config.connections,
-    exempt: protection.trustedPeer ?? (() => false),
-    onRefused: (reason) => metrics.connectionRefused(reason),
-  });
-  // Malformed HTTP, headers too large, too slow: the same replies as on the REST port.
-  server.on('clientError', clientErrorHandler);
-  // ws:// to the WSS port: a 400 that says so (edge/tls-plain.ts).
-  if (protection.tls) answerPlainHttp(server as unknown as TlsServer);
-  // Once listening, a server error (say, out of file descriptors on accept) is logged, not fatal.
-  // (A failure to listen is the start's to report, main.ts: not logged here.)
-  server.on('error', (error) => {
-    if (server.listening) log.error({ err: error }, 'chat server error');
-  });
   // Handshakes ws itself refuses (a malformed extension or subprotocol header): in the envelope too.
   wss.on('wsClientError', (error: Error, socket: Duplex) => refuse(socket, 'ERROR', error.message));
 
-  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    try {
-      upgrade(request, socket, head);
-    } catch (error) {
-      unexpected(error, 'handshake', () => internalError(socket));
-    }
-  });
+  server.on(
+    'upgrade',
+    guard('handshake', ([, socket]) => internalError(socket), upgrade),
+  );
+
+  /** `handler`, guarded: what it throws is `unexpected`, and `end` (given its arguments) closes what it concerns. */
+  function guard<A extends unknown[]>(what: string, end: (args: NoInfer<A>) => void, handler: (...args: A) => void) {
+    return (...args: A): void => {
+      try {
+        handler(...args);
+      } catch (error) {
+        unexpected(error, what, () => end(args));
+      }
+    };
+  }
 
   /** Before the upgrade: a 500 in the envelope; after it (101 sent), the socket is only destroyed. */
   function internalError(socket: Duplex): void {
@@ -215,10 +157,23 @@ export function createChatServer(
     // other handshake is looked at: the per-client check below cannot be raced.
     const join = (principal: Principal | undefined) => {
       const key = clientKey(principal, addressOf(request));
-      if (tooMany(key)) return refuseTooMany(socket);
-      wss.handleUpgrade(request, socket, head, (ws) =>
-        guardedAccept(ws, socket, key, principal, historyRequest(request.url)),
-      );
+      if (tooMany(key)) {
+        const message = `At most ${config.maxConnectionsPerClient} chat connections per client; close one first`;
+        return refuse(socket, 'TOO_MANY_CONNECTIONS', message);
+      }
+      wss.handleUpgrade(request, socket, head, (ws) => {
+        handshook.add(socket);
+        try {
+          accept(ws, socket, key, principal, historyRequest(request.url));
+        } catch (error) {
+          // The upgrade is done: a failure closes the new connection with 1011.
+          unexpected(error, 'join', () => {
+            const connection = connections.get(ws);
+            if (connection) closeConnection(ws, connection, CloseCode.internalError, 'Internal error');
+            else ws.close(CloseCode.internalError, 'Internal error');
+          });
+        }
+      });
     };
     if (!guarded) return join(undefined);
     admit(request)
@@ -231,36 +186,11 @@ export function createChatServer(
       .catch((error: unknown) => unexpected(error, 'handshake', () => internalError(socket)));
   }
 
-  /** accept(), guarded: the upgrade is done, so a failure closes the new connection with 1011. */
-  function guardedAccept(
-    ws: WebSocket,
-    socket: Duplex,
-    key: string,
-    principal: Principal | undefined,
-    asked: HistoryRequest | undefined,
-  ): void {
-    handshook.add(socket);
-    try {
-      accept(ws, socket, key, principal, asked);
-    } catch (error) {
-      unexpected(error, 'join', () => {
-        const connection = connections.get(ws);
-        if (connection) closeConnection(ws, connection, CloseCode.internalError, 'Internal error');
-        else ws.close(CloseCode.internalError, 'Internal error');
-      });
-    }
-  }
-
   /** WS_MAX_CONNECTIONS_PER_CLIENT: whether the client of `key` has all the connections it may have. */
   function tooMany(key: string): boolean {
     return (
       config.maxConnectionsPerClient !== undefined && (clients.get(key)?.open ?? 0) >= config.maxConnectionsPerClient
     );
-  }
-
-  function refuseTooMany(socket: Duplex): void {
-    const message = `At most ${config.maxConnectionsPerClient} chat connections per client; close one first`;
-    refuse(socket, 'TOO_MANY_CONNECTIONS', message);
   }
 
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
@@ -296,34 +226,21 @@ export function createChatServer(
           if (writable()) outbox.writeMany(socket, payloads, from);
         },
         replay(payloads, done) {
-          // The frames go out as fast as the peer reads them: the socket holds one buffer's worth
-          // (its highWaterMark, plus a frame) and the rest waits for 'drain', shared, not copied.
-          let next = 0;
-          const pump = () => {
-            if (ws.readyState !== WebSocket.OPEN) return; // gone: leave() tells the room
-            while (next < payloads.length) {
-              if (!outbox.writeShared(socket, payloads[next++]!) && next < payloads.length) {
-                socket.once('drain', () => {
-                  try {
-                    pump();
-                  } catch (error) {
-                    fail(error, 'replay');
-                  }
-                });
-                return;
-              }
-            }
-            done();
-          };
-          pump();
+          outbox.replay(
+            socket,
+            payloads,
+            () => ws.readyState === WebSocket.OPEN,
+            done,
+            (error) => fail(error, 'replay'),
+          );
         },
         drop() {
           dropSlowConsumer(ws, connection);
         },
       },
     };
-    const fail = (error: unknown, what: string) =>
-      unexpected(error, what, () => closeConnection(ws, connection, CloseCode.internalError, 'Internal error'));
+    const internal = () => closeConnection(ws, connection, CloseCode.internalError, 'Internal error');
+    const fail = (error: unknown, what: string) => unexpected(error, what, internal);
     connections.set(ws, connection);
     metrics.opened();
     log.debug({ id: connection.member.id, online: connections.size }, 'chat connection opened');
@@ -349,25 +266,12 @@ export function createChatServer(
       const refusal = room.receive(connection.member, data.toString('utf8'));
       if (refusal) closeConnection(ws, connection, refusal.code, refusal.reason);
     };
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
-      try {
-        received(data, isBinary);
-      } catch (error) {
-        fail(error, 'message');
-      }
-    });
+    ws.on('message', guard('message', internal, received));
     // A protocol error (1002, 1007, 1009), for which ws has already sent the matching close frame,
     // or a socket error (reset), after which there is nobody to tell.
     ws.on('error', (error) => {
       log.debug({ err: error, id: connection.member.id }, 'chat connection error');
       closeConnection(ws, connection);
-    });
-    ws.on('close', (code: number) => {
-      try {
-        closed(code);
-      } catch (error) {
-        unexpected(error, 'close', () => {});
-      }
     });
     const closed = (code: number) => {
       connections.delete(ws);
@@ -379,6 +283,10 @@ export function createChatServer(
       leave(connection);
       log.debug({ id: connection.member.id, code, online: connections.size }, 'chat connection closed');
     };
+    ws.on(
+      'close',
+      guard('close', () => {}, closed),
+    );
 
     room.join(connection.member, asked);
     metrics.joined();
@@ -444,16 +352,12 @@ export function createChatServer(
 
   return {
     room,
-    listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        // A deeper accept queue than Node's 511, so a crowd connecting at once is not kept waiting on
-        // SYN retries (the kernel caps it at net.core.somaxconn).
-        server.listen({ port, host, backlog: 4096 }, () => {
-          server.off('error', reject);
-          resolve(server.address() as AddressInfo);
-        });
-      });
+    async listen(port, host) {
+      // A deeper accept queue than Node's 511, so a crowd connecting at once is not kept waiting on
+      // SYN retries (the kernel caps it at net.core.somaxconn).
+      server.listen({ port, host, backlog: 4096 });
+      await once(server, 'listening'); // rejects with an 'error' first
+      return server.address() as AddressInfo;
     },
     async close(timeoutMs) {
       closing = true;

@@ -4,6 +4,7 @@
  * server, most likely Roster's REST port, whose console settings say where the chat is.
  */
 import type { IncomingMessage } from 'node:http';
+import { parseJson } from '../protocol/chat-codec.js';
 import { printable } from './chat-view.js';
 
 /** Chat refusals of a handshake that carry the error envelope: anything else answering is not a chat port. */
@@ -46,13 +47,9 @@ async function readSome(response: IncomingMessage, limit: number): Promise<strin
 
 /** `CODE: message` of an error envelope, or undefined. */
 function parseEnvelope(body: string): string | undefined {
-  try {
-    const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } }).error;
-    if (typeof error?.code === 'string' && typeof error.message === 'string')
-      return printable(`${error.code}: ${error.message}`);
-  } catch {
-    // not JSON
-  }
+  const error = (parseJson(body) as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  if (typeof error?.code === 'string' && typeof error.message === 'string')
+    return printable(`${error.code}: ${error.message}`);
   return undefined;
 }
 

@@ -6,9 +6,6 @@
 import type { ServerMessage } from '../protocol/chat-codec.js';
 import { shortId } from '../protocol/sender-id.js';
 
-/** Server messages are read with the chat's one codec (protocol/chat-codec.ts): shown raw when it does not know them. */
-export { decodeServerMessage as parseServerMessage } from '../protocol/chat-codec.js';
-
 export interface FormatOptions {
   /** The chat is one this client sent: it is marked `(you)`. */
   mine?: boolean;
@@ -83,9 +80,6 @@ export function formatClock(timestamp: string, timeZone?: string): string {
   const part = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? '--';
   return `${part('hour')}:${part('minute')}:${part('second')}`;
 }
-
-/** A sender's id as shown, by the rule the browser console uses too (protocol/sender-id.ts). */
-export { shortId };
 
 /** What each close code means, in words (RFC 6455 section 7.4.1, and Roster's own use of them). */
 const CLOSE_MEANINGS: Record<number, string> = {

@@ -7,11 +7,8 @@
 
 /**
  * The messages, as the AsyncAPI document (/api/v1/asyncapi.json) describes them: types generated from
- * its JSON Schemas (client/chat-types.ts, `npm run client:types`), which chat-messages.ts holds.
- * `name` (system, user_join): the authenticated principal's, only with authentication on. `id` and
- * `history` of a chat: only to a client that asked for history on its handshake URL (`?history=N`,
- * `?since=<id>`). A `history` message ends that replay: `last_id` is the position now held, `count`
- * the messages replayed, `recovered` (with `since` only) false when nothing could be replayed.
+ * its JSON Schemas (client/chat-types.ts, `npm run client:types`), which chat-messages.ts holds with
+ * what each field means.
  */
 import type { ClientMessage, ServerMessage } from './client/chat-types.js';
 
@@ -70,13 +67,9 @@ export type ClientIntent =
   { kind: 'ping' } | { kind: 'chat'; message: string } | { kind: 'ignore' } | { kind: 'refuse'; reason: string };
 
 export function parseClientText(text: string): ClientIntent {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    // Not JSON: the raw text is the chat message (contract rule 4).
-    return { kind: 'chat', message: text };
-  }
+  const value = parseJson(text);
+  // Not JSON: the raw text is the chat message (contract rule 4).
+  if (value === undefined) return { kind: 'chat', message: text };
   const type =
     typeof value === 'object' && value !== null && !Array.isArray(value)
       ? (value as { type?: unknown }).type
@@ -130,13 +123,21 @@ export function encodeClientMessage(message: ClientMessage): string {
  * instance reading another's messages from the bus.
  */
 export function decodeServerMessage(text: string): ServerMessage | undefined {
-  let value: unknown;
+  return serverMessageOf(parseJson(text));
+}
+
+/** `text` parsed as JSON; undefined (which JSON cannot say) when it is not JSON. */
+export function parseJson(text: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text) as unknown;
   } catch {
     return undefined;
   }
-  return serverMessageOf(value);
+}
+
+/** A chat with only the contract's fields (its `id` and `history` are for the clients that asked). */
+export function contractChat({ from, message, timestamp }: ChatMessage): ChatMessage {
+  return { type: 'chat', from, message, timestamp };
 }
 
 /** As decodeServerMessage, for a value already parsed (a message inside a bus envelope). */

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { historyRequest } from '../../src/chat/history.js';
 import { compareIds } from '../../src/protocol/chat-codec.js';
-import { historyRequest } from '../../src/chat/ws-server.js';
 import {
   barrier,
   ChatClient,

@@ -12,12 +12,12 @@ import {
   formatServerMessage,
   formatUnknown,
   OwnChats,
-  parseServerMessage,
   printable,
-  shortId,
   worthReconnecting,
 } from '../../src/cli/chat-view.js';
 import { backoffDelay, DEFAULT_BACKOFF } from '../../src/protocol/backoff.js';
+import { decodeServerMessage as parseServerMessage } from '../../src/protocol/chat-codec.js';
+import { shortId } from '../../src/protocol/sender-id.js';
 
 const TS = '2026-11-22T10:15:30.123456';
 const ID = '3f2a9c1b-0d4e-4f5a-8b6c-7d8e9f0a1b2c';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
-import { runChat, type ChatOptions } from '../../src/cli/chat.js';
+import { runChat, type ChatOptions } from '../../src/cli/chat-session.js';
 import {
   bareServer,
   ChatClient,

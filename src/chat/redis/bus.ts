@@ -14,20 +14,13 @@
  *   this instance's members only, is counted, and is reported once when the bus is back. ioredis
  *   reconnects by itself; the health check says `chat_bus: down` meanwhile, and the counts of the other
  *   instances expire, so the room's count falls back to this instance's.
- * - Order of joins: the room's order of joins is the order Redis relays them in (one server, one order
- *   for every subscriber), so each pair of members that join at once gets one `user_join`, to the one
- *   relayed first. A member that joins here is *joining* until its own join comes back on the channel:
- *   a join of another instance that arrives meanwhile was relayed before it, so it is not told of that
- *   one (that member is told of this one, which reaches it later). Joins here among themselves keep the
- *   room's local order, which is their publication order. The bus keeps this state, not the room: it
- *   alone sees the relay and whether there is one. Without Redis (down, not subscribed) there is no
- *   room-wide order: nobody is joining, as when the bus (re)connects; nor is anyone for longer than
- *   `ttlMs`, after which a publication that never came back counts as lost.
+ * - Order of joins: the order Redis relays them in, as docs/decisions.md rules ("Across instances, the
+ *   order of joins"); a member here is *joining* until its own join comes back on the channel. Joins
+ *   here among themselves keep the room's local order, their publication order. The bus keeps this
+ *   state, not the room: it alone sees the relay and whether there is one.
  *
- * This file holds the connections, their state and the fan-out (publishing, reading the channel,
- * counting the other instances); the rest is one concern a file: the envelope on the channel
- * (channel.ts), the member lists and the reaper (presence.ts), the shared history (history.ts) and the
- * Lua scripts they run (scripts.ts).
+ * This file holds the connections, their state and the fan-out; the rest is one concern a file
+ * (channel.ts, presence.ts, history.ts, scripts.ts: docs/architecture.md).
  */
 import { EngineFaults } from '../../engine-faults.js';
 import { randomUUID } from 'node:crypto';
@@ -37,6 +30,7 @@ import type { Logger } from 'pino';
 import type { Dependency, DependencyState } from '../../health.js';
 import { timestamp } from '../../clock.js';
 import type { BusRoom, ChatBus, MemberRecord, Presence, SharedMessage } from '../bus.js';
+import { oncePerTurn } from '../outbox.js';
 import { decode, type BusLink, type Envelope } from './channel.js';
 import { RedisHistory } from './history.js';
 import { RedisPresence } from './presence.js';
@@ -108,7 +102,6 @@ export class RedisBus implements ChatBus, Dependency {
   #heartbeat: NodeJS.Timeout | undefined;
   /** Events dropped since Redis fell behind (logged once when it starts, once when it ends). */
   #behind: number | undefined;
-  #answerScheduled = false;
   #closing = false;
   #settleStart: () => void = () => {};
   /** Members here whose join is out but not yet back from Redis, and when it went out (oldest first). */
@@ -135,7 +128,6 @@ export class RedisBus implements ChatBus, Dependency {
       id: this.#id,
       pub: this.#pub,
       channel: this.#channel,
-      // Keys' names start with this (the deployment's prefix, then `chat:`).
       keys: `${this.#channel}:`,
       send: (envelope, run, always, echoed) => this.#send(envelope, run, always, echoed),
     };
@@ -223,7 +215,6 @@ export class RedisBus implements ChatBus, Dependency {
     return total;
   }
 
-  /** The members of every instance on this Redis, by when they joined. */
   members(): Promise<MemberRecord[]> {
     return this.#presence.members();
   }
@@ -241,11 +232,8 @@ export class RedisBus implements ChatBus, Dependency {
     await Promise.all([quit(this.#pub), quit(this.#sub)]);
   }
 
-  /**
-   * Sends one envelope (as a plain publication, or by `run`, a script that publishes it); false when it
-   * could not go out. Past `maxPending` unanswered commands it is dropped, unless `always`.
-   */
-  #send(envelope: Envelope, run?: () => Promise<unknown>, always = false, echoed = false): boolean {
+  /** BusLink.send (channel.ts); its bound on unanswered commands is `maxPending`. */
+  #send(envelope: Envelope, run?: (text: string) => Promise<unknown>, always = false, echoed = false): boolean {
     // An envelope this instance's own members get only back from the channel (a chat of the shared
     // history, for its listeners here) waits for both connections: published while the subscription is
     // down, it would reach every instance but this one.
@@ -268,9 +256,8 @@ export class RedisBus implements ChatBus, Dependency {
       this.#log.info({ lost: this.#behind }, 'chat bus caught up');
       this.#behind = undefined;
     }
-    (run ? run() : this.#pub.publish(this.#channel, JSON.stringify(envelope))).catch(
-      envelope.m ? this.#lostOne : ignore,
-    );
+    const text = JSON.stringify(envelope);
+    (run ? run(text) : this.#pub.publish(this.#channel, text)).catch(envelope.m ? this.#lostOne : ignore);
     return true;
   }
 
@@ -281,13 +268,11 @@ export class RedisBus implements ChatBus, Dependency {
   #beat(): void {
     this.#stillJoining();
     this.#presence.beat({ i: this.#id, n: this.#room?.localCount() ?? 0 }, this.#options.ttlMs);
-    // Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first.
     if (this.#pub.status === 'ready') this.#presence.reap(timestamp()).catch(ignore);
     // A subscribed connection otherwise only listens: the ping lets socketTimeout notice a dead one.
     if (this.#subscribed) this.#sub.ping().catch(ignore);
   }
 
-  /** This instance's member hash written anew (after an outage, or after being reaped), alive, hello. */
   #sync(): void {
     this.#joining.clear(); // no order to wait for across a gap: everyone here has joined
     this.#presence.sync(this.#room?.localMembers() ?? [], this.#options.ttlMs, this.#options.history);
@@ -339,14 +324,7 @@ export class RedisBus implements ChatBus, Dependency {
   }
 
   /** One heartbeat answers every hello of this turn (instances often start together). */
-  #answerSoon(): void {
-    if (this.#answerScheduled) return;
-    this.#answerScheduled = true;
-    setImmediate(() => {
-      this.#answerScheduled = false;
-      this.#beat();
-    });
-  }
+  readonly #answerSoon = oncePerTurn(() => this.#beat());
 
   #maybeUp(): void {
     if (!this.#pubReady || !this.#subscribed || this.#closing) return;

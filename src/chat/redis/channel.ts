@@ -3,7 +3,7 @@
  * `m`, the message the envelope carries, is one of the room's messages (src/protocol/chat-messages.ts,
  * audience `room`) exactly as the codec writes and reads it.
  */
-import { isMessageId, serverMessageOf } from '../../protocol/chat-codec.js';
+import { contractChat, isMessageId, parseJson, serverMessageOf } from '../../protocol/chat-codec.js';
 import { ROOM_MESSAGE_TYPES } from '../../protocol/chat-messages.js';
 import type { SharedMessage } from '../bus.js';
 import type { Scripted } from './scripts.js';
@@ -35,21 +35,17 @@ export interface BusLink {
   /** Keys' names start with this (the deployment's prefix, then `chat:`). */
   readonly keys: string;
   /**
-   * Sends one envelope (as a plain publication, or by `run`, a script that publishes it); false when it
-   * could not go out. Past the bus's bound on unanswered commands it is dropped, unless `always`.
-   * `echoed`: this instance needs it back from the channel, so it goes out only while subscribed too.
+   * Sends one envelope (as a plain publication, or by `run`, a script that publishes `text`, its JSON);
+   * false when it could not go out. Past the bus's bound on unanswered commands it is dropped, unless
+   * `always`. `echoed`: this instance needs it back from the channel, so it goes out only while
+   * subscribed too.
    */
-  send(envelope: Envelope, run?: () => Promise<unknown>, always?: boolean, echoed?: boolean): boolean;
+  send(envelope: Envelope, run?: (text: string) => Promise<unknown>, always?: boolean, echoed?: boolean): boolean;
 }
 
 /** An envelope from another Roster instance, or undefined for anything else published on the channel. */
 export function decode(text: string): Envelope | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  const value = parseJson(text);
   if (typeof value !== 'object' || value === null) return undefined;
   const { i, n, m, s, j } = value as Partial<Record<keyof Envelope, unknown>>;
   if (typeof i !== 'string' || !Number.isSafeInteger(n) || (n as number) < 0) return undefined;
@@ -58,8 +54,7 @@ export function decode(text: string): Envelope | undefined {
   if (j !== undefined && typeof j !== 'string') return undefined;
   const envelope = value as Envelope;
   // Only the contract's fields travel on: ids are the room's to add, for the members that asked.
-  if (envelope.m?.type === 'chat')
-    envelope.m = { type: 'chat', from: envelope.m.from, message: envelope.m.message, timestamp: envelope.m.timestamp };
+  if (envelope.m?.type === 'chat') envelope.m = contractChat(envelope.m);
   return envelope;
 }
 

@@ -2,7 +2,7 @@
  * The history the instances share: a capped Redis stream, each chat added and published with its id in
  * one script, so every instance numbers it the same (history.ts tells what the ids mean).
  */
-import { compareIds, decodeServerMessage, isMessageId } from '../../protocol/chat-codec.js';
+import { compareIds, contractChat, decodeServerMessage, isMessageId } from '../../protocol/chat-codec.js';
 import type { SharedHistory, SharedMessage } from '../bus.js';
 import { storedChat, type HistoryRequest, type Recovery, type StoredChat } from '../history.js';
 import type { BusLink } from './channel.js';
@@ -28,19 +28,18 @@ export class RedisHistory implements SharedHistory {
   publishChat(message: SharedMessage, localCount: number): boolean {
     const { pub, channel, id } = this.#link;
     const envelope = { i: id, n: localCount, m: message };
-    // The script publishes the envelope with the id it gave the chat: `"s":"<id>"` goes before its end.
-    const prefix = `${JSON.stringify(envelope).slice(0, -1)},"s":"`;
     // One more than CHAT_HISTORY: the oldest entry kept is the floor of recovery (history.ts).
     const maxlen = this.capacity + 1;
     return this.#link.send(
       envelope,
-      () =>
+      (text) =>
         pub.rosterChat(
           this.#stream,
           maxlen,
           JSON.stringify(message),
           channel,
-          prefix,
+          // Published with the id the script gave the chat: `"s":"<id>"` goes before the envelope's end.
+          `${text.slice(0, -1)},"s":"`,
           '"}',
           `${this.#stream}-bytes`,
           this.#bytes,
@@ -93,12 +92,7 @@ export class RedisHistory implements SharedHistory {
       if (at < 0 || at % 2 !== 0) continue;
       const message = decodeServerMessage(fields[at + 1]!);
       if (message?.type !== 'chat') continue;
-      const stored = storedChat(id, {
-        type: 'chat',
-        from: message.from,
-        message: message.message,
-        timestamp: message.timestamp,
-      });
+      const stored = storedChat(id, contractChat(message));
       chats.push(stored);
       this.#frames.set(id, stored);
       this.#frameBytes += stored.payload.length;

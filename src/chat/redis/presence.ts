@@ -3,7 +3,7 @@
  * every join and leave, and anew on (re)connecting), its alive key (renewed by the heartbeat), the list
  * of instances, and the reaper, which tells the leaves of an instance gone silent on its behalf.
  */
-import { encodeServerMessage } from '../../protocol/chat-codec.js';
+import { encodeServerMessage, parseJson } from '../../protocol/chat-codec.js';
 import { leaveNotice, type MemberRecord, type Presence } from '../bus.js';
 import type { BusLink, Envelope } from './channel.js';
 
@@ -26,13 +26,12 @@ export class RedisPresence {
    * False when it could not go out.
    */
   publish(envelope: Envelope, presence: Presence): boolean {
-    const text = JSON.stringify(envelope);
     const [op, id, record] =
       'join' in presence ? ['j', presence.join.id, recordText(presence.join)] : ['l', presence.leave, ''];
     const { pub, channel } = this.#link;
     return this.#link.send(
       envelope,
-      () => pub.rosterPresence(this.#key('members'), channel, text, op, id, record),
+      (text) => pub.rosterPresence(this.#key('members'), channel, text, op, id, record),
       true,
     );
   }
@@ -40,14 +39,10 @@ export class RedisPresence {
   /** The heartbeat: alive for `ttlMs` more, and this instance's count published. */
   beat(envelope: Envelope, ttlMs: number): void {
     const { pub, channel, id } = this.#link;
-    const text = JSON.stringify(envelope);
-    this.#link.send(envelope, () => pub.rosterBeat(this.#key('alive'), ttlMs, this.#instances, id, channel, text));
+    this.#link.send(envelope, (text) => pub.rosterBeat(this.#key('alive'), ttlMs, this.#instances, id, channel, text));
   }
 
-  /**
-   * Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first. The
-   * leave is the codec's frame, cut where the script writes each leave's count.
-   */
+  /** Any instance gone silent past its ttl: its members' leaves, said once by whoever comes first (scripts.ts). */
   reap(at: string): Promise<unknown> {
     const { pub, channel, id, keys } = this.#link;
     const [head, tail] = countless(encodeServerMessage(leaveNotice(0, at)));
@@ -59,10 +54,9 @@ export class RedisPresence {
     const { pub, channel, id, keys } = this.#link;
     const pairs = members.flatMap((member) => [member.id, recordText(member)]);
     const envelope: Envelope = { i: id, n: members.length, h: 1 };
-    const text = JSON.stringify(envelope);
     this.#link.send(
       envelope,
-      () =>
+      (text) =>
         pub.rosterSync(
           this.#key('members'),
           this.#key('alive'),
@@ -123,11 +117,7 @@ function recordText(member: MemberRecord): string {
 }
 
 function recordOf(id: string, text: string): MemberRecord | undefined {
-  try {
-    const { seq, since, name } = JSON.parse(text) as { seq?: unknown; since?: unknown; name?: unknown };
-    if (typeof seq !== 'number' || typeof since !== 'string') return undefined;
-    return { id, since, seq, ...(typeof name === 'string' ? { name } : {}) };
-  } catch {
-    return undefined;
-  }
+  const { seq, since, name } = (parseJson(text) ?? {}) as { seq?: unknown; since?: unknown; name?: unknown };
+  if (typeof seq !== 'number' || typeof since !== 'string') return undefined;
+  return { id, since, seq, ...(typeof name === 'string' ? { name } : {}) };
 }
