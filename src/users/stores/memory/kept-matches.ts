@@ -20,10 +20,7 @@ const ORDERS_KEPT = 2;
 /** What a scan found (sequence numbers, ascending), counted by role. */
 export function foundOf(seqs: readonly Seq[], users: UserColumn): Found {
   const roles = new Map<string, number>();
-  for (const seq of seqs) {
-    const role = users[seq]!.role;
-    roles.set(role, (roles.get(role) ?? 0) + 1);
-  }
+  for (const seq of seqs) tally(roles, users[seq]!.role, 1);
   return { seqs: Int32Array.from(seqs), length: seqs.length, roles };
 }
 
@@ -118,71 +115,62 @@ export class KeptMatches {
 
   /** A new user, with a sequence number above every other. */
   inserted(seq: Seq, user: User): void {
-    if (this.#kept.size === 0) return;
-    const parts = searchedParts(user);
-    for (const [needle, found] of this.#kept) if (findsIn(parts, needle)) this.#add(found, seq, user.role);
-    this.#trim();
+    this.#write(seq, undefined, user);
   }
 
   /** The user at `seq` went from `before` to `after`. */
   updated(seq: Seq, before: User, after: User): void {
-    if (this.#kept.size === 0) return;
     // Every update changes updated_at at least: sorted copies holding the user are out of date.
     for (const found of this.#kept.values()) if (found.orders && holds(found, seq)) found.orders = undefined;
-    if (before.role === after.role && SEARCHABLE_FIELDS.every((field) => before[field] === after[field])) return;
-    const was = searchedParts(before);
-    const is = searchedParts(after);
+    if (before.role !== after.role || SEARCHABLE_FIELDS.some((field) => before[field] !== after[field]))
+      this.#write(seq, before, after);
+  }
+
+  removed(seq: Seq, user: User): void {
+    this.#write(seq, user, undefined);
+  }
+
+  /** Adds `seq` to, or deletes it from, each kept result as its needle finds `before` and `after` (if any). */
+  #write(seq: Seq, before: User | undefined, after: User | undefined): void {
+    if (this.#kept.size === 0) return;
+    const was = before && searchedParts(before);
+    const is = after && searchedParts(after);
     for (const [needle, found] of this.#kept) {
-      const wasFound = findsIn(was, needle);
-      const isFound = findsIn(is, needle);
+      const wasFound = was !== undefined && findsIn(was, needle);
+      const isFound = is !== undefined && findsIn(is, needle);
       if (wasFound && isFound) {
         // Still found: only its role's count may move. Deleting and adding it again would move the
         // rest of a large result (`an`'s 187 000 users) twice.
-        this.#recount(found, before.role, after.role);
+        tally(found.roles, before!.role, -1);
+        tally(found.roles, after!.role, 1);
       } else if (wasFound) {
-        this.#delete(found, seq, before.role);
+        const at = firstAtOrAbove(found, seq);
+        found.seqs.copyWithin(at, at + 1, found.length);
+        this.#resized(found, -1, before!.role);
       } else if (isFound) {
-        this.#add(found, seq, after.role);
+        if (found.length === found.seqs.length) {
+          const grown = new Int32Array(Math.max(8, found.length * 2));
+          grown.set(found.seqs);
+          found.seqs = grown;
+        }
+        const at = firstAtOrAbove(found, seq);
+        found.seqs.copyWithin(at + 1, at, found.length);
+        found.seqs[at] = seq;
+        this.#resized(found, 1, after!.role);
       }
     }
     this.#trim();
   }
 
-  removed(seq: Seq, user: User): void {
-    if (this.#kept.size === 0) return;
-    const parts = searchedParts(user);
-    for (const [needle, found] of this.#kept) if (findsIn(parts, needle)) this.#delete(found, seq, user.role);
-  }
-
-  #add(found: Found, seq: Seq, role: string): void {
-    if (found.length === found.seqs.length) {
-      const grown = new Int32Array(Math.max(8, found.length * 2));
-      grown.set(found.seqs);
-      found.seqs = grown;
-    }
-    const at = firstAtOrAbove(found, seq);
-    found.seqs.copyWithin(at + 1, at, found.length);
-    found.seqs[at] = seq;
-    found.length++;
+  /** `found` gained (1) or lost (-1) a user of `role`: its sorted copies are out of date. */
+  #resized(found: Found, by: number, role: string): void {
+    found.length += by;
     found.orders = undefined;
-    this.#held++;
-    found.roles.set(role, (found.roles.get(role) ?? 0) + 1);
-  }
-
-  #recount(found: Found, from: string, to: string): void {
-    if (from === to) return;
-    found.roles.set(from, found.roles.get(from)! - 1);
-    found.roles.set(to, (found.roles.get(to) ?? 0) + 1);
-  }
-
-  #delete(found: Found, seq: Seq, role: string): void {
-    const at = firstAtOrAbove(found, seq);
-    found.seqs.copyWithin(at, at + 1, found.length);
-    found.length--;
-    found.orders = undefined;
-    this.#held--;
-    found.roles.set(role, found.roles.get(role)! - 1);
+    this.#held += by;
+    tally(found.roles, role, by);
   }
 }
+
+const tally = (roles: Map<string, number>, role: string, by: number) => roles.set(role, (roles.get(role) ?? 0) + by);
 
 const firstAtOrAbove = (found: Found, seq: Seq): number => firstWhere(0, found.length, (i) => found.seqs[i]! >= seq);

@@ -286,18 +286,12 @@ export class OrderedIndex<T> {
 
   #refreshStarts(): void {
     const chunks = this.#chunks;
-    const starts = this.#starts;
     let c = this.#validStarts;
-    if (c >= chunks.length) {
-      starts.length = chunks.length;
-      return;
-    }
-    let rank = c === 0 ? 0 : starts[c - 1]! + chunks[c - 1]!.length;
-    for (; c < chunks.length; c++) {
-      starts[c] = rank;
+    for (let rank = c === 0 ? 0 : this.#starts[c - 1]! + chunks[c - 1]!.length; c < chunks.length; c++) {
+      this.#starts[c] = rank;
       rank += chunks[c]!.length;
     }
-    starts.length = chunks.length;
+    this.#starts.length = chunks.length;
     this.#validStarts = chunks.length;
   }
 }
