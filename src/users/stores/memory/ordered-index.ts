@@ -199,17 +199,9 @@ export class OrderedIndex<T> {
 
   /** Up to `count` items from `rank` down, descending. */
   sliceDown(rank: number, count: number): T[] {
-    const out: T[] = [];
-    if (rank < 0 || rank >= this.#size) return out;
-    let c = this.#chunkOfRank(rank);
-    let i = rank - this.#starts[c]!;
-    while (c >= 0 && out.length < count) {
-      const chunk = this.#chunks[c]!;
-      for (; i >= 0 && out.length < count; i--) out.push(chunk[i]!);
-      c--;
-      if (c >= 0) i = this.#chunks[c]!.length - 1;
-    }
-    return out;
+    if (rank < 0 || rank >= this.#size) return [];
+    const from = Math.max(0, rank - count + 1);
+    return this.slice(from, rank - from + 1).reverse();
   }
 
   /**
