@@ -118,9 +118,13 @@ function fixup(unit: number): number {
   return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
 }
 
-function matchesSearch(user: User, needle: string): boolean {
-  return SEARCHABLE_FIELDS.some((field) => (user[field] ?? '').toLowerCase().includes(needle));
-}
+/** The user's searchable fields (fields.ts), lower-cased: where a lower-cased needle is looked for. */
+export const searchedParts = (user: User): string[] =>
+  SEARCHABLE_FIELDS.map((field) => (user[field] ?? '').toLowerCase());
+
+/** Whether `needle` (lower-cased) is in one of `parts` (searchedParts). */
+export const findsIn = (parts: readonly string[], needle: string): boolean =>
+  parts.some((part) => part.includes(needle));
 
 /** Applies the whole list query to users given in creation order. */
 export function queryUsers(usersInCreationOrder: Iterable<User>, params: ListParams): ListResult {
@@ -128,7 +132,7 @@ export function queryUsers(usersInCreationOrder: Iterable<User>, params: ListPar
   const kept: User[] = [];
   for (const user of usersInCreationOrder) {
     if (params.role !== undefined && user.role !== params.role) continue;
-    if (needle !== undefined && !matchesSearch(user, needle)) continue;
+    if (needle !== undefined && !findsIn(searchedParts(user), needle)) continue;
     kept.push(user);
   }
   const direction = params.descending ? -1 : 1;

@@ -1,7 +1,6 @@
 /**
- * The memory store's sorted index per sortable field (fields.ts), and how the store reads an order from
- * them. Each index holds sequence numbers (search-text.ts: Seq) ordered by (the field's code-point key,
- * creation order).
+ * The memory store's sorted index per sortable field (fields.ts). Each index holds sequence numbers
+ * (search-text.ts: Seq) ordered by (the field's code-point key, creation order).
  */
 import { SORTABLE_FIELDS, type SortableField } from '../../fields.js';
 import { OrderedIndex } from './ordered-index.js';
@@ -19,23 +18,14 @@ export const INDEXED = KEYED.filter((field): field is IndexedField => field !== 
  */
 export type Keys = Record<KeyedField, string>;
 
-export interface Order {
-  index: OrderedIndex<Seq>;
-  /** The field sorted by; undefined for creation order. */
-  field?: KeyedField;
-  read: 'ascending' | 'reversed' | 'descendingGroups' | 'byRole';
-  /** For `byRole`: roles in descending order. */
-  descending?: boolean;
-}
-
 export function keyOf(odd: Map<Seq, Keys>, users: UserColumn, seq: Seq, field: KeyedField): string {
   return odd.get(seq)?.[field] ?? users[seq]![field];
 }
 
 /**
  * One index per IndexedField over `users`, each tagging its items with `tag` (the store's role number,
- * so that a role filter skips whole chunks of other roles: ordered-index.ts). The comparisons run a few hundred times per write. Each
- * closure reads one property name; written out per field or through a shared key function measured
+ * so that a role filter skips whole chunks of other roles: ordered-index.ts). The comparisons run a few
+ * hundred times per write. Each closure reads one property name; written out per field or through a shared key function measured
  * the same (bench/memstore.ts at 200 000 users, four runs each: insert 15.3 / 15.9 µs and patch 11.0 /
  * 10.9 µs at best, the noise larger).
  */
@@ -57,17 +47,4 @@ export function fieldIndexes(
       { maxChunk, tag, key: (seq) => (odd.size === 0 ? users[seq]![field] : keyOf(odd, users, seq, field)) },
     );
   return Object.fromEntries(INDEXED.map((field) => [field, byKey(field)])) as Record<IndexedField, OrderedIndex<Seq>>;
-}
-
-/** Reverses each run of equal keys in place of order; the runs themselves keep their places. */
-export function reverseWithinTies<T>(items: T[], key: (item: T) => string): T[] {
-  const out: T[] = [];
-  for (let start = 0; start < items.length;) {
-    let end = start + 1;
-    const value = key(items[start]!);
-    while (end < items.length && key(items[end]!) === value) end++;
-    for (let i = end - 1; i >= start; i--) out.push(items[i]!);
-    start = end;
-  }
-  return out;
 }

@@ -68,43 +68,35 @@ export class OrderedIndex<T> {
 
   insert(item: T): void {
     this.#size++;
-    if (this.#chunks.length === 0) {
-      this.#chunks.push([item]);
-      this.#fence(0, true);
-      this.#counted(0, true);
-      this.#stale(0);
-      return;
-    }
+    const chunks = this.#chunks;
+    const last = chunks.length - 1;
+    const lastChunk = chunks[last];
     // Appends (creation order, updated_at: every insert) skip both binary searches.
-    const last = this.#chunks.length - 1;
-    const lastChunk = this.#chunks[last]!;
-    const appended = this.#compare(lastChunk[lastChunk.length - 1]!, item) < 0;
-    const c = appended ? last : this.#chunkFor(item);
-    const chunk = this.#chunks[c]!;
-    const at = appended ? chunk.length : this.#positionIn(chunk, item);
-    if (at === chunk.length && c === this.#chunks.length - 1 && chunk.length >= this.#maxChunk) {
+    const appended = !lastChunk || this.#compare(lastChunk[lastChunk.length - 1]!, item) < 0;
+    if (appended && (!lastChunk || lastChunk.length >= this.#maxChunk)) {
       // Appending past a full last chunk (creation order, updated_at: every insert lands there):
       // start a new chunk rather than split, so those indexes fill their chunks completely.
-      this.#chunks.push([item]);
-      this.#fence(c + 1, true);
-      this.#counted(c + 1, true);
+      chunks.push([item]);
+      this.#renew(last + 1, true);
+      this.#stale(last + 1);
+      return;
+    }
+    const c = appended ? last : this.#chunkFor(item);
+    const chunk = chunks[c]!;
+    const at = appended ? chunk.length : this.#positionIn(chunk, item);
+    chunk.splice(at, 0, item);
+    this.#changed?.(chunk);
+    if (chunk.length > this.#maxChunk) {
+      // Two new arrays of exactly their length: the full one has grown its capacity by half, which
+      // halving it in place would keep (about 10 B of heap per item over three indexes).
+      const half = chunk.length >> 1;
+      chunks.splice(c, 1, chunk.slice(0, half), chunk.slice(half));
+      this.#changed?.(chunks[c]!);
+      this.#renew(c + 1, true);
+      this.#renew(c, false);
     } else {
-      chunk.splice(at, 0, item);
-      this.#changed?.(chunk);
-      if (chunk.length > this.#maxChunk) {
-        // Two new arrays of exactly their length: the full one has grown its capacity by half, which
-        // halving it in place would keep (about 10 B of heap per item over three indexes).
-        const half = chunk.length >> 1;
-        this.#chunks.splice(c, 1, chunk.slice(0, half), chunk.slice(half));
-        this.#changed?.(this.#chunks[c]!);
-        this.#fence(c + 1, true);
-        this.#fence(c, false);
-        this.#counted(c + 1, true);
-        this.#counted(c, false);
-      } else {
-        if (at === chunk.length - 1) this.#fence(c, false);
-        this.#count(c, item, 1);
-      }
+      if (at === chunk.length - 1) this.#fence(c, false);
+      this.#count(c, item, 1);
     }
     this.#stale(c);
   }
@@ -155,38 +147,25 @@ export class OrderedIndex<T> {
   /**
    * Where a walk of the items tagged `tag` that skips the first `skip` of them can start: the rank of
    * the first item of a chunk, and how many tagged items come before it (at most `skip`). Whole chunks
-   * are skipped by their counts. Needs `tag`.
+   * are skipped by their counts. Needs `tag`. `down`: the same from the end, the items from `rank` on
+   * holding `skipped`; a walk down starts at `rank - 1`.
    */
-  skipTagged(tag: number, skip: number): { rank: number; skipped: number } {
-    const counts = this.#tagCounts!;
+  skipTagged(tag: number, skip: number, down = false): { rank: number; skipped: number } {
     const chunks = this.#chunks;
-    let rank = 0;
+    let rank = down ? this.#size : 0;
     let skipped = 0;
-    for (let c = 0; c < chunks.length; c++) {
-      const n = counts.get(c, tag);
+    for (let i = 0; i < chunks.length; i++) {
+      const c = down ? chunks.length - 1 - i : i;
+      const n = this.#tagCounts!.get(c, tag);
       if (skipped + n > skip) break;
       skipped += n;
-      rank += chunks[c]!.length;
+      rank += down ? -chunks[c]!.length : chunks[c]!.length;
     }
     return { rank, skipped };
   }
 
-  /**
-   * The same from the end: a chunk's first rank `rank` such that the items from `rank` on hold
-   * `skipped` (at most `skip`) items tagged `tag`. A walk down starts at `rank - 1`.
-   */
   skipTaggedDown(tag: number, skip: number): { rank: number; skipped: number } {
-    const counts = this.#tagCounts!;
-    const chunks = this.#chunks;
-    let rank = this.#size;
-    let skipped = 0;
-    for (let c = chunks.length - 1; c >= 0; c--) {
-      const n = counts.get(c, tag);
-      if (skipped + n > skip) break;
-      skipped += n;
-      rank -= chunks[c]!.length;
-    }
-    return { rank, skipped };
+    return this.skipTagged(tag, skip, true);
   }
 
   #find(item: T): [chunk: T[], position: number, chunkIndex: number] | undefined {
@@ -220,17 +199,9 @@ export class OrderedIndex<T> {
 
   /** Up to `count` items from `rank` down, descending. */
   sliceDown(rank: number, count: number): T[] {
-    const out: T[] = [];
-    if (rank < 0 || rank >= this.#size) return out;
-    let c = this.#chunkOfRank(rank);
-    let i = rank - this.#starts[c]!;
-    while (c >= 0 && out.length < count) {
-      const chunk = this.#chunks[c]!;
-      for (; i >= 0 && out.length < count; i--) out.push(chunk[i]!);
-      c--;
-      if (c >= 0) i = this.#chunks[c]!.length - 1;
-    }
-    return out;
+    if (rank < 0 || rank >= this.#size) return [];
+    const from = Math.max(0, rank - count + 1);
+    return this.slice(from, rank - from + 1).reverse();
   }
 
   /**
@@ -239,25 +210,11 @@ export class OrderedIndex<T> {
    */
   firstRank(atOrAfter: (item: T) => boolean): number {
     const chunks = this.#chunks;
-    let lo = 0;
-    let hi = chunks.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      const chunk = chunks[mid]!;
-      if (atOrAfter(chunk[chunk.length - 1]!)) hi = mid;
-      else lo = mid + 1;
-    }
-    if (lo === chunks.length) return this.#size;
-    const chunk = chunks[lo]!;
-    let a = 0;
-    let b = chunk.length;
-    while (a < b) {
-      const mid = (a + b) >> 1;
-      if (atOrAfter(chunk[mid]!)) b = mid;
-      else a = mid + 1;
-    }
+    const c = firstWhere(0, chunks.length, (c) => atOrAfter(chunks[c]![chunks[c]!.length - 1]!));
+    if (c === chunks.length) return this.#size;
+    const chunk = chunks[c]!;
     this.#refreshStarts();
-    return this.#starts[lo]! + a;
+    return this.#starts[c]! + firstWhere(0, chunk.length, (i) => atOrAfter(chunk[i]!));
   }
 
   /** Every item in ascending order, chunk by chunk: for full scans (search), without per-item calls. */
@@ -269,18 +226,18 @@ export class OrderedIndex<T> {
     for (const chunk of this.#chunks) yield* chunk;
   }
 
-  /** Counts the tags of chunk `c` afresh, as a new entry (`added`) or in place of the old one. */
-  #counted(c: number, added: boolean): void {
-    const tag = this.#tag;
+  /** Keeps chunk `c`'s last key and tag counts afresh, for a new chunk (`added`) or in place of the old ones. */
+  #renew(c: number, added: boolean): void {
+    this.#fence(c, added);
     const counts = this.#tagCounts;
-    if (!tag || !counts) return;
+    if (!counts) return;
     if (added) counts.insertRow(c);
     else counts.clearRow(c);
-    for (const item of this.#chunks[c]!) counts.add(c, tag(item), 1);
+    for (const item of this.#chunks[c]!) counts.add(c, this.#tag!(item), 1);
   }
 
   #count(c: number, item: T, by: number): void {
-    if (this.#tag) this.#tagCounts!.add(c, this.#tag(item), by);
+    this.#tagCounts?.add(c, this.#tag!(item), by);
   }
 
   /** Keeps the last key of chunk `c`, as a new entry (`added`) or in place of the old one. */
@@ -295,52 +252,24 @@ export class OrderedIndex<T> {
   /** First chunk whose last item is not below `item`; the last chunk when every chunk is below. */
   #chunkFor(item: T): number {
     const chunks = this.#chunks;
-    let lo = 0;
-    let hi = chunks.length - 1;
-    if (this.#key) {
-      const key = this.#key(item);
-      const lastKeys = this.#lastKeys;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        const last = lastKeys[mid]!;
-        const chunk = chunks[mid]!;
-        if (last < key || (last === key && this.#compare(chunk[chunk.length - 1]!, item) < 0)) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo;
-    }
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      const chunk = chunks[mid]!;
-      if (this.#compare(chunk[chunk.length - 1]!, item) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    const compare = this.#compare;
+    const lastKeys = this.#lastKeys;
+    const key = this.#key?.(item);
+    return firstWhere(0, chunks.length - 1, (c) => {
+      if (key !== undefined && lastKeys[c] !== key) return lastKeys[c]! > key;
+      return compare(chunks[c]![chunks[c]!.length - 1]!, item) >= 0;
+    });
   }
 
   /** First position in `chunk` whose item is not below `item`. */
   #positionIn(chunk: readonly T[], item: T): number {
-    let lo = 0;
-    let hi = chunk.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.#compare(chunk[mid]!, item) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    const compare = this.#compare;
+    return firstWhere(0, chunk.length, (i) => compare(chunk[i]!, item) >= 0);
   }
 
   #chunkOfRank(rank: number): number {
     this.#refreshStarts();
-    const starts = this.#starts;
-    let lo = 0;
-    let hi = this.#chunks.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid]! <= rank) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return firstWhere(1, this.#chunks.length, (c) => this.#starts[c]! > rank) - 1;
   }
 
   #stale(chunk: number): void {
@@ -349,20 +278,27 @@ export class OrderedIndex<T> {
 
   #refreshStarts(): void {
     const chunks = this.#chunks;
-    const starts = this.#starts;
     let c = this.#validStarts;
-    if (c >= chunks.length) {
-      starts.length = chunks.length;
-      return;
-    }
-    let rank = c === 0 ? 0 : starts[c - 1]! + chunks[c - 1]!.length;
-    for (; c < chunks.length; c++) {
-      starts[c] = rank;
+    for (let rank = c === 0 ? 0 : this.#starts[c - 1]! + chunks[c - 1]!.length; c < chunks.length; c++) {
+      this.#starts[c] = rank;
       rank += chunks[c]!.length;
     }
-    starts.length = chunks.length;
+    this.#starts.length = chunks.length;
     this.#validStarts = chunks.length;
   }
+}
+
+/**
+ * The first `i` in [lo, hi) for which `holds(i)`, or `hi`: `holds` must be false up to some `i` and
+ * true from there on.
+ */
+export function firstWhere(lo: number, hi: number, holds: (i: number) => boolean): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (holds(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
 }
 
 /**

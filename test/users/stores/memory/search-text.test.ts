@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { queryUsers, type ListParams, type ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
 import { MemoryUserStore, type MemoryStoreOptions } from '../../../../src/users/stores/memory/memory-store.js';
-import { foundOf, KeptMatches, type Found } from '../../../../src/users/stores/memory/search-text.js';
+import { foundOf, KeptMatches, type Found } from '../../../../src/users/stores/memory/kept-matches.js';
 
 /** A list's page and total (the cursor to the next page is the cursor tests' business). */
 const listed = ({ users, total }: ListResult) => ({ users, total });

@@ -1,0 +1,176 @@
+import { firstWhere } from './ordered-index.js';
+import { findsIn, searchedParts } from '../../query.js';
+import { SEARCHABLE_FIELDS } from '../../fields.js';
+import type { Seq, UserColumn } from './search-text.js';
+import type { User } from '../../schema.js';
+
+/** The users one needle finds, in creation order, and how many of them each role has. */
+export interface Found {
+  /** Sequence numbers, ascending, in the first `length` places. */
+  seqs: Int32Array;
+  length: number;
+  roles: Map<string, number>;
+  /** The same users sorted in other orders (by the order's name), until one of them changes. */
+  orders?: Map<string, Int32Array>;
+}
+
+/** Sorted copies kept per result: the two orders asked last. */
+const ORDERS_KEPT = 2;
+
+/** What a scan found (sequence numbers, ascending), counted by role. */
+export function foundOf(seqs: readonly Seq[], users: UserColumn): Found {
+  const roles = new Map<string, number>();
+  for (const seq of seqs) tally(roles, users[seq]!.role, 1);
+  return { seqs: Int32Array.from(seqs), length: seqs.length, roles };
+}
+
+/** Whether `found` holds `seq`. */
+function holds(found: Found, seq: Seq): boolean {
+  const at = firstAtOrAbove(found, seq);
+  return at < found.length && found.seqs[at] === seq;
+}
+
+/**
+ * The results of the last few searches, kept exact through every write, so that a search asked again
+ * (the same needle, any role, any page) costs its page rather than a scan, also right after a write.
+ * Each write tests the user it changes against every kept needle (a few `includes`) and adds or removes
+ * it; nothing else is invalidated.
+ *
+ * A result also keeps the sorted copies of itself asked last (ORDERS_KEPT), until any of its users changes.
+ * So kept results hold at most three times `maxSeqs` users.
+ *
+ * A needle asked for the first time still scans. A trigram index would answer it from the users of
+ * its trigrams: its 38.5 million postings at a million users take 42 MB delta-coded (150 MB as 32-bit
+ * integers), about what the scan's per-chunk text holds (47 MB), so it can only replace that text,
+ * not join it. Built and wired in that way (commit 03dc1f5, reverted by edf25e9; BENCHMARKS.md,
+ * "Lists at a million users"), it found a needle the first time in 18 to 95 ms where the scan took 31
+ * to 484, but the process's RSS ended 33 MiB higher and inserts and renames cost 40 and 65 % more at
+ * the store, so it is not used. Kept results cost what they find, within `maxSeqs`.
+ */
+export class KeptMatches {
+  /** By lower-cased needle; a Map keeps insertion order, so its first entry is the least recently used. */
+  readonly #kept = new Map<string, Found>();
+  #held = 0;
+
+  /**
+   * At most `maxNeedles` needles (each write tests every one) holding at most `maxSeqs` users in all
+   * (4 B each, up to twice that with the room to grow); a result over half of that is not kept. Half,
+   * so that a two-letter needle's result (`an`: 186 889 of a million users, under 1 MB) is kept with
+   * room for others: a short needle is the costliest to scan again, and no shorter kept result can
+   * stand in for it (within()).
+   */
+  constructor(
+    readonly maxNeedles: number,
+    readonly maxSeqs: number,
+  ) {}
+
+  /** The kept result of `needle`, now the most recently used, if any. */
+  get(needle: string): Found | undefined {
+    const found = this.#kept.get(needle);
+    if (found) {
+      this.#kept.delete(needle);
+      this.#kept.set(needle, found);
+    }
+    return found;
+  }
+
+  /** Keeps what a scan found for `needle`, if it is small enough, evicting the least recently used. */
+  keep(needle: string, found: Found): void {
+    if (this.maxNeedles === 0 || found.length > this.maxSeqs / 2) return;
+    while (this.#kept.size >= this.maxNeedles) this.#dropOldest();
+    this.#kept.set(needle, found);
+    this.#held += found.length;
+    this.#trim();
+  }
+
+  /** Drops the least recently used results while the kept ones hold more than `maxSeqs` users. */
+  #trim(): void {
+    while (this.#held > this.maxSeqs) this.#dropOldest();
+  }
+
+  #dropOldest(): void {
+    const [oldest, dropped] = this.#kept.entries().next().value!;
+    this.#kept.delete(oldest);
+    this.#held -= dropped.length;
+  }
+
+  /**
+   * The smallest kept result of a needle that `needle` contains, if any: whoever `needle` finds is in
+   * it, so checking its users can stand in for a scan (a needle typed one more letter at a time).
+   */
+  within(needle: string): Found | undefined {
+    let best: Found | undefined;
+    for (const [kept, found] of this.#kept)
+      if (needle.includes(kept) && (!best || found.length < best.length)) best = found;
+    return best;
+  }
+
+  /** Keeps `sorted`, `found` in the order named `name`, and returns it. */
+  keepOrder(found: Found, name: string, sorted: Int32Array): Int32Array {
+    found.orders ??= new Map();
+    if (found.orders.size >= ORDERS_KEPT) found.orders.delete(found.orders.keys().next().value!);
+    found.orders.set(name, sorted);
+    return sorted;
+  }
+
+  /** A new user, with a sequence number above every other. */
+  inserted(seq: Seq, user: User): void {
+    this.#write(seq, undefined, user);
+  }
+
+  /** The user at `seq` went from `before` to `after`. */
+  updated(seq: Seq, before: User, after: User): void {
+    // Every update changes updated_at at least: sorted copies holding the user are out of date.
+    for (const found of this.#kept.values()) if (found.orders && holds(found, seq)) found.orders = undefined;
+    if (before.role !== after.role || SEARCHABLE_FIELDS.some((field) => before[field] !== after[field]))
+      this.#write(seq, before, after);
+  }
+
+  removed(seq: Seq, user: User): void {
+    this.#write(seq, user, undefined);
+  }
+
+  /** Adds `seq` to, or deletes it from, each kept result as its needle finds `before` and `after` (if any). */
+  #write(seq: Seq, before: User | undefined, after: User | undefined): void {
+    if (this.#kept.size === 0) return;
+    const was = before && searchedParts(before);
+    const is = after && searchedParts(after);
+    for (const [needle, found] of this.#kept) {
+      const wasFound = was !== undefined && findsIn(was, needle);
+      const isFound = is !== undefined && findsIn(is, needle);
+      if (wasFound && isFound) {
+        // Still found: only its role's count may move. Deleting and adding it again would move the
+        // rest of a large result (`an`'s 187 000 users) twice.
+        tally(found.roles, before!.role, -1);
+        tally(found.roles, after!.role, 1);
+      } else if (wasFound) {
+        const at = firstAtOrAbove(found, seq);
+        found.seqs.copyWithin(at, at + 1, found.length);
+        this.#resized(found, -1, before!.role);
+      } else if (isFound) {
+        if (found.length === found.seqs.length) {
+          const grown = new Int32Array(Math.max(8, found.length * 2));
+          grown.set(found.seqs);
+          found.seqs = grown;
+        }
+        const at = firstAtOrAbove(found, seq);
+        found.seqs.copyWithin(at + 1, at, found.length);
+        found.seqs[at] = seq;
+        this.#resized(found, 1, after!.role);
+      }
+    }
+    this.#trim();
+  }
+
+  /** `found` gained (1) or lost (-1) a user of `role`: its sorted copies are out of date. */
+  #resized(found: Found, by: number, role: string): void {
+    found.length += by;
+    found.orders = undefined;
+    this.#held += by;
+    tally(found.roles, role, by);
+  }
+}
+
+const tally = (roles: Map<string, number>, role: string, by: number) => roles.set(role, (roles.get(role) ?? 0) + by);
+
+const firstAtOrAbove = (found: Found, seq: Seq): number => firstWhere(0, found.length, (i) => found.seqs[i]! >= seq);
