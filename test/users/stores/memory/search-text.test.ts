@@ -1,6 +1,6 @@
 /**
  * The memory store's search against a naive model, with writes between searches: the results it keeps
- * per needle (search-text.ts: KeptMatches) must follow every insert, update and removal, for every
+ * per needle (kept-matches.ts: KeptMatches) must follow every insert, update and removal, for every
  * role, order and page. Tiny index chunks and tiny limits on what is kept exercise chunk boundaries,
  * eviction and results too large to keep.
  */
