@@ -1,10 +1,7 @@
 /**
- * What the SQLite store keeps of its recent searches: per needle, the number of matching users per role,
- * and while they are few, the matches themselves (rowid and role). The store is the file's only writer,
- * so it tells this of every write, and what is kept stays exact: a search repeated right after a write
- * counts nothing again, and a needle too short for the trigram index (one or two characters) scans the
- * table once, not at every search. Bounded: the last KEPT_NEEDLES needles searched, and KEPT_MATCHES
- * matches per needle.
+ * What the SQLite store keeps of its recent searches (docs/decisions.md, "Search on SQLite"): per needle,
+ * the number of matching users per role, and while they are few, the matches themselves (rowid and
+ * role), kept exact by every write the store tells of.
  */
 import { containsAligned, likePattern } from '../sql/stored-text.js';
 
