@@ -1,9 +1,7 @@
 /**
- * The upkeep of the SQLite store's FTS5 trigram index (migrations/sqlite/004 and 005; docs/decisions.md,
- * "Search on SQLite"): writes only note their users, and the users noted or created since are indexed in
- * one transaction shortly after writes, or before a search reads the index. Hand-written because FTS5
- * has no deferred upkeep of its own: its triggers or a 'rebuild' are the choices it offers, one segment
- * per write or all the users.
+ * The SQLite store's FTS5 trigram index brought up to date in batches (migrations/sqlite/005;
+ * docs/decisions.md, "Search on SQLite"). Hand-written because FTS5 has no deferred upkeep of its own:
+ * its triggers or a 'rebuild' are the choices it offers, one segment per write or all the users.
  */
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
@@ -21,24 +19,16 @@ const SEARCH_INDEX_BATCH = 1_000;
 const CREATED_SINCE_INDEXED = 'created_at > (SELECT indexed_up_to FROM users_search_state)';
 
 export class SearchIndex {
-  /**
-   * Whether the index holds every user as the file does, for the search being answered: false only
-   * while the noted users cannot be indexed (the disk refuses writes), and then searches test every
-   * user's text instead of reading the index.
-   */
+  /** Whether the index holds every user, for the search being answered: false while the disk refuses writes. */
   #current = true;
-  /**
-   * Whether users may wait to be indexed: set by every write (and at open, for a crash's notes), cleared
-   * once they are indexed, so that a search after no write does not look for them.
-   */
+  /** Whether users may wait to be indexed: set by every write (and at open), cleared once none does. */
   #written = false;
   /** Writes since the noted users were last indexed, and the timer that will index them. */
   #writes = 0;
   #timer: NodeJS.Timeout | undefined;
   /**
    * The text of each noted user as the index holds it taken out, the text now of those still there and
-   * of the users created since put in, the notes cleared and the mark moved on. The notes are read first
-   * (CROSS JOIN), each user then by its rowid.
+   * of the users created since put in (the notes read first, CROSS JOIN), the notes cleared, the mark moved.
    */
   readonly #reindex: Database.Transaction<() => void>;
   /** Whether any user is noted or created since the mark. */
@@ -98,10 +88,7 @@ export class SearchIndex {
     if (this.db.open) this.#indexAside();
   }
 
-  /**
-   * Indexes the users waiting, in one transaction. Returns whether the index is current; false while the
-   * disk refuses the write (health is told), and then #written stays set, so that every search tries again.
-   */
+  /** Indexes the users waiting; whether the index is current: false while the disk refuses it (health is told). */
   #index(): boolean {
     // Inside a write's transaction (a keyed create's) the notes are not final yet: the timer comes back to them.
     if (this.db.inTransaction) return true;

@@ -10,7 +10,7 @@ import type { NewUser } from '../../store.js';
 import { searchColumn } from '../sql/columns.js';
 import { likePattern } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
-import { KeptNeedle, KeptSearches, type Searched } from './kept-searches.js';
+import { KEPT_NEEDLES, KeptNeedle, type Searched } from './kept-searches.js';
 import { inCreationOrder, orderBy, type Matching, type Statements } from './list-sql.js';
 import { searchTexts } from './rows.js';
 import type { SearchIndex } from './search-index.js';
@@ -22,11 +22,10 @@ const TRIGRAM = 3;
 export const SEARCHED_COLUMNS = SEARCHABLE_FIELDS.map(searchColumn).join(', ');
 
 /**
- * The condition on `users` (FROM and WHERE) of the users matching the stored `needle`. With a trigram,
- * and `indexed`, the needle is one phrase of the index, which only a column holding the whole needle
- * matches (inside an FTS5 string only the double quote is special, written twice). Without, instr() on
- * each column. Either finds the needle anywhere in the stored text; only a needle whose first character
- * may be the inside of an escape (sql/stored-text.ts) needs its hits confirmed at whole characters.
+ * FROM and WHERE of the users matching the stored `needle`: with a trigram, and `indexed`, a phrase of
+ * the index (inside an FTS5 string only the double quote is special, written twice); else instr() on
+ * each column. A needle whose first character may be the inside of an escape (sql/stored-text.ts) has
+ * its hits confirmed at whole characters.
  */
 export function matching(needle: string, indexed: boolean): Matching & { from: string } {
   const aligned = likePattern(needle) !== undefined;
@@ -42,8 +41,8 @@ export function matching(needle: string, indexed: boolean): Matching & { from: s
 }
 
 export class Searches {
-  /** Totals of recent searches, and their matches while few, kept exact by every write. */
-  readonly #kept = new KeptSearches();
+  /** What is kept of the last KEPT_NEEDLES needles searched, by stored needle, the one searched longest ago first. */
+  readonly #kept = new Map<string, KeptNeedle>();
 
   constructor(
     private readonly statement: Statements,
@@ -63,11 +62,8 @@ export class Searches {
   }
 
   /**
-   * A search's page by number, and its total. The page comes from the matches kept while they are few.
-   * Otherwise, for a needle of three characters or more, from the trigram index: in creation order (the
-   * default) straight from the index's rowid order; in another order, the matches alone sorted, unless
-   * walking that order reads fewer rows. A shorter needle, which more than KEPT_MATCHES users then hold,
-   * walks.
+   * A search's page by number, and its total: from the matches kept, else from the trigram index, unless
+   * the needle is too short for it, the index is not current, or walking the list's order reads fewer rows.
    */
   page(params: ListParams, needle: string): { rowids: number[]; total: number } {
     const kept = this.#keptNeedle(needle);
@@ -83,23 +79,32 @@ export class Searches {
 
   /** A committed write of the user at `rowid`: as it was (undefined: created) and as it is. */
   changed(rowid: number, before: NewUser | undefined, after: NewUser): void {
-    if (this.#kept.empty) return;
-    const searched = (user: NewUser): Searched => ({ role: user.role, texts: searchTexts(user) });
-    this.#kept.changed(rowid, before && searched(before), searched(after));
+    // A write that finds nothing kept need not look at its user's text.
+    if (this.#kept.size === 0) return;
+    const was: Searched | undefined = before && { role: before.role, texts: searchTexts(before) };
+    const is: Searched = { role: after.role, texts: searchTexts(after) };
+    for (const kept of this.#kept.values()) kept.changed(rowid, was, is);
   }
 
   /** A committed delete of the user at `rowid`, with the texts of SEARCHED_COLUMNS. */
   removed(rowid: number, role: string, texts: (string | null)[]): void {
-    if (!this.#kept.empty) this.#kept.changed(rowid, { role, texts }, undefined);
+    for (const kept of this.#kept.values()) kept.changed(rowid, { role, texts }, undefined);
   }
 
   clear(): void {
     this.#kept.clear();
   }
 
-  /** The kept counts (and, while few, matches) of `needle`, counted at its first search. */
+  /** The kept counts (and, while few, matches) of `needle`, counted at its first search; now the needle searched last. */
   #keptNeedle(needle: string): KeptNeedle {
-    return this.#kept.get(needle) ?? this.#kept.keep(needle, this.#countMatches(needle));
+    let kept = this.#kept.get(needle);
+    if (kept !== undefined) this.#kept.delete(needle);
+    else {
+      kept = this.#countMatches(needle);
+      if (this.#kept.size >= KEPT_NEEDLES) this.#kept.delete(this.#kept.keys().next().value!);
+    }
+    this.#kept.set(needle, kept);
+    return kept;
   }
 
   /**
@@ -112,10 +117,9 @@ export class Searches {
   }
 
   /**
-   * The users matching `needle`, counted once. A needle of one or two characters has no trigram: one
-   * scan of the table counts every role. A longer one is counted in the trigram index, which knows no
-   * roles: each role is counted when a search first filters by it (#countRole). While the matches are
-   * at most `keptMatches`, they are kept too.
+   * The users matching `needle`, counted once: by a scan of the table, every role, or in the trigram
+   * index, which knows no roles (each is counted when a search first filters by it: #countRole). While
+   * the matches are at most `keptMatches`, they are kept too.
    */
   #countMatches(needle: string): KeptNeedle {
     const { from, where, values } = matching(needle, this.index.current);

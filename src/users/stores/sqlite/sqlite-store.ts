@@ -47,6 +47,9 @@ import { matching, SEARCHED_COLUMNS, Searches } from './search.js';
 import { SearchIndex } from './search-index.js';
 import { SQLITE_CACHED_BYTES, UserCache } from './user-cache.js';
 
+/** SqliteUserStore.open's options. */
+type Options = { cachedBytes?: number; clock?: Clock; keptMatches?: number };
+
 export class SqliteUserStore implements UserStore {
   readonly health: SqliteHealth;
   readonly keys: SqliteIdempotencyKeys;
@@ -62,16 +65,11 @@ export class SqliteUserStore implements UserStore {
   readonly #index: SearchIndex;
   readonly #searches: Searches;
 
-  private constructor(
-    db: Database.Database,
-    lock: SqliteLock | undefined,
-    logger: Logger,
-    options: { cachedBytes: number; clock: Clock; keptMatches: number },
-  ) {
+  private constructor(db: Database.Database, lock: SqliteLock | undefined, logger: Logger, options: Options) {
     this.#db = db;
-    this.#clock = options.clock;
+    this.#clock = options.clock ?? createClock();
     this.#lock = lock;
-    this.#cache = new UserCache(options.cachedBytes);
+    this.#cache = new UserCache(options.cachedBytes ?? SQLITE_CACHED_BYTES);
     this.health = new SqliteHealth(logger, () => this.#probe());
     this.keys = new SqliteIdempotencyKeys(this.#statement, (work) => this.#write(work));
     const roles = db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all();
@@ -79,7 +77,8 @@ export class SqliteUserStore implements UserStore {
     const stamps = 'coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)';
     this.#last = (db.prepare(`SELECT max(${stamps}) AS last`).get() as { last: number }).last;
     this.#index = new SearchIndex(db, this.#statement, this.health, logger);
-    this.#searches = new Searches(this.#statement, this.#index, (role) => this.#usersOf(role), options.keptMatches);
+    const keptMatches = options.keptMatches ?? KEPT_MATCHES;
+    this.#searches = new Searches(this.#statement, this.#index, (role) => this.#usersOf(role), keptMatches);
   }
 
   /**
@@ -87,22 +86,14 @@ export class SqliteUserStore implements UserStore {
    * decoded users (SQLITE_CACHED_BYTES unless given); `clock` stamps the writes, as the memory store's
    * does; `keptMatches` bounds the matches kept per needle searched (KEPT_MATCHES unless given).
    */
-  static async open(
-    config: SqliteFile,
-    logger: Logger,
-    options: { cachedBytes?: number; clock?: Clock; keptMatches?: number } = {},
-  ): Promise<SqliteUserStore> {
+  static async open(config: SqliteFile, logger: Logger, options: Options = {}): Promise<SqliteUserStore> {
     const { db, lock, applied } = await openSqlite(config);
     try {
       if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
       db.exec(
         'CREATE TABLE IF NOT EXISTS roster_probe (only_row INTEGER PRIMARY KEY CHECK (only_row = 1), at INTEGER NOT NULL)',
       );
-      return new SqliteUserStore(db, lock, logger, {
-        cachedBytes: options.cachedBytes ?? SQLITE_CACHED_BYTES,
-        clock: options.clock ?? createClock(),
-        keptMatches: options.keptMatches ?? KEPT_MATCHES,
-      });
+      return new SqliteUserStore(db, lock, logger, options);
     } catch (error) {
       db.close();
       lock?.release();
@@ -180,6 +171,7 @@ export class SqliteUserStore implements UserStore {
     const stamp = formatMicros(now);
     return { now, user: ownFields({ ...user, created_at: stamp, updated_at: stamp }) };
   }
+
   async update(
     id: string,
     changes: Changes,

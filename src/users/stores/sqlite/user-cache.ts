@@ -1,10 +1,9 @@
 /**
- * The SQLite store's decoded users, by rowid (created_at). The store is the file's only writer and
- * replaces or drops an entry at every write of its user, so an entry is never stale. Reads then fetch
- * only rowids from the indexes (no row, no decoding), and hand out the same frozen object until the
- * user changes, as the memory store does, so the reply cache keeps each user's JSON
- * (http/routes/user-json.ts). Bounded by count and by bytes (heap-size.ts): when either would be
- * passed it starts again empty.
+ * The SQLite store's decoded users, by rowid (created_at), never stale: the store is the file's only
+ * writer and replaces or drops an entry at every write of its user. Reads then fetch only rowids from
+ * the indexes, and hand out the same frozen object until the user changes, as the memory store does,
+ * so the reply cache keeps each user's JSON (http/routes/user-json.ts). When the count or the bytes
+ * (heap-size.ts) would pass their bound, it starts again empty.
  */
 import { getHeapStatistics } from 'node:v8';
 import { userBytes } from '../../heap-size.js';
