@@ -1,10 +1,8 @@
 /**
  * Users in SQLite (migrations/sqlite/), one file owned by one Roster process: durable users without a
- * database server. Every answer equals the memory store's (query.ts defines them): rows are written
- * and read by rows.ts, strings as blob-text.ts encodes them, so that SQLite sorts them by code point,
- * and searched in lower-cased columns computed by JavaScript (escaped as sql/stored-text.ts does, for
- * both SQL stores), so that search folds case as the memory store does. Lists are list-sql.ts', searches
- * search.ts', over an index search-index.ts keeps current.
+ * database server. Every answer equals the memory store's (query.ts defines them): rows.ts writes and
+ * reads the rows, so that SQLite sorts and searches as the memory store does; the lists' SQL is
+ * list-sql.ts', the searches' search.ts', over an index search-index.ts keeps current.
  *
  * better-sqlite3 is synchronous: each operation runs to its end before any other request is looked at,
  * so every operation is atomic within the process, and the file is locked against other Roster
