@@ -20,6 +20,9 @@ export interface SqliteFile {
   synchronous: 'NORMAL' | 'FULL';
 }
 
+/** The store's prepared statement of `sql`, prepared once. */
+export type Statements = (sql: string) => Database.Statement;
+
 /** How often the probe tries a write while writes fail. */
 export const SQLITE_PROBE_INTERVAL_MS = 1_000;
 

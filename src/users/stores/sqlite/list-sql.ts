@@ -3,13 +3,10 @@
  * holds it, and the cursor's keyset. Each statement reads rowids (created_at) only; the store then
  * hands out the users of those rowids.
  */
-import type Database from 'better-sqlite3';
 import { sortedField, type ListParams, type Position } from '../../query.js';
 import { toBlob } from './blob-text.js';
+import type { Statements } from './connection.js';
 import { microsOf } from './rows.js';
-
-/** The store's prepared statement of `sql`, prepared once. */
-export type Statements = (sql: string) => Database.Statement;
 
 /** A search's condition on `users` (a WHERE and its values); see search.ts. */
 export interface Matching {
@@ -24,6 +21,7 @@ export interface Matching {
  * (the same index walked backwards), then turned round: no walk passes half the users.
  */
 export function numberedPage(statement: Statements, params: ListParams, total: number): number[] {
+  if (params.offset >= total || params.limit <= 0) return [];
   const [where, values] = params.role === undefined ? ['', []] : ['WHERE role = ?', [toBlob(params.role)]];
   const far = params.offset > total - params.offset;
   const [limit, offset] = far

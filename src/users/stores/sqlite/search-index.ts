@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { isUnavailable, type SqliteHealth } from './connection.js';
+import { isUnavailable, type SqliteHealth, type Statements } from './connection.js';
 
 /**
  * How long after a write the users it noted are indexed for search, unless a search comes first: the
@@ -36,7 +36,7 @@ export class SearchIndex {
 
   constructor(
     private readonly db: Database.Database,
-    statement: (sql: string) => Database.Statement,
+    statement: Statements,
     private readonly health: SqliteHealth,
     private readonly logger: Logger,
   ) {

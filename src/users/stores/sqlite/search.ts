@@ -10,8 +10,9 @@ import type { NewUser } from '../../store.js';
 import { searchColumn } from '../sql/columns.js';
 import { likePattern } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
+import type { Statements } from './connection.js';
 import { KEPT_NEEDLES, KeptNeedle, type Searched } from './kept-searches.js';
-import { inCreationOrder, orderBy, type Matching, type Statements } from './list-sql.js';
+import { inCreationOrder, orderBy, type Matching } from './list-sql.js';
 import { searchTexts } from './rows.js';
 import type { SearchIndex } from './search-index.js';
 
@@ -54,7 +55,8 @@ export class Searches {
   ) {}
 
   /** A search's total (of its role, if any): kept, or counted once and then kept. */
-  total(params: ListParams, needle: string, kept = this.#keptNeedle(needle)): number {
+  total(params: ListParams, needle: string): number {
+    const kept = this.#keptNeedle(needle);
     if (params.role === undefined) return kept.total(undefined)!;
     return (
       kept.total(params.role) ?? kept.counted(params.role, this.#countRole(needle, params.role, kept.total(undefined)!))
@@ -62,19 +64,19 @@ export class Searches {
   }
 
   /**
-   * A search's page by number, and its total: from the matches kept, else from the trigram index, unless
-   * the needle is too short for it, the index is not current, or walking the list's order reads fewer rows.
+   * The rowids of a search's page by number, its `total` known: from the matches kept, else from the
+   * trigram index, unless the needle is too short for it, the index is not current, or walking the
+   * list's order reads fewer rows.
    */
-  page(params: ListParams, needle: string): { rowids: number[]; total: number } {
+  page(params: ListParams, needle: string, total: number): number[] {
+    if (params.offset >= total || params.limit <= 0) return [];
     const kept = this.#keptNeedle(needle);
-    const total = this.total(params, needle, kept);
-    if (params.offset >= total || params.limit <= 0) return { rowids: [], total };
-    if (kept.matches) return { rowids: this.#pageOfMatches(params, kept.matches), total };
+    if (kept.matches) return this.#pageOfMatches(params, kept.matches);
     const walk =
       [...needle].length < TRIGRAM ||
       !this.index.current ||
       (!inCreationOrder(params) && this.#walkIsShorter(params, total));
-    return { rowids: walk ? this.#pageWalked(params, needle) : this.#pageIndexed(params, needle), total };
+    return walk ? this.#pageWalked(params, needle) : this.#pageIndexed(params, needle);
   }
 
   /** A committed write of the user at `rowid`: as it was (undefined: created) and as it is. */

@@ -109,33 +109,22 @@ export class SqliteUserStore implements UserStore {
 
   async list(params: ListParams): Promise<ListResult> {
     return this.#read(() => {
-      const statement = this.#statement;
       // Every user holds the empty needle: a search for it is the list without search.
       const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
-      if (needle === '') {
-        // Without search, the total is the count kept per role: no count of the table.
-        const total = this.#usersOf(params.role);
-        if (params.after !== undefined)
-          return this.#pageAfter(params, pageAfter(statement, params, params.after), total);
-        if (params.offset >= total || params.limit <= 0) return { users: [], total };
-        return { users: numberedPage(statement, params, total).map((rowid) => this.#userAt(rowid)), total };
-      }
       // A search reads the trigram index: the users noted by writes since it was last brought up to date go in first.
-      this.#index.beforeSearch();
-      if (params.after !== undefined) {
-        const rowids = pageAfter(statement, params, params.after, matching(needle, false));
-        return this.#pageAfter(params, rowids, this.#searches.total(params, needle));
+      if (needle !== '') this.#index.beforeSearch();
+      // Without search, the total is the count kept per role: no count of the table.
+      const total = needle === '' ? this.#usersOf(params.role) : this.#searches.total(params, needle);
+      if (params.after === undefined) {
+        const rowids =
+          needle === '' ? numberedPage(this.#statement, params, total) : this.#searches.page(params, needle, total);
+        return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
       }
-      const { rowids, total } = this.#searches.page(params, needle);
-      return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
+      const search = needle === '' ? undefined : matching(needle, false);
+      const rowids = pageAfter(this.#statement, params, params.after, search);
+      const users = rowids.slice(0, params.limit).map((rowid) => this.#userAt(rowid));
+      return { users, total, ...(rowids.length > params.limit && { next: positionOf(users.at(-1)!, params.sort) }) };
     });
-  }
-
-  /** A cursor's page from pageAfter's rowids (one more than the page if more follow). */
-  #pageAfter(params: ListParams, rowids: number[], total: number): ListResult {
-    const users = rowids.slice(0, params.limit).map((rowid) => this.#userAt(rowid));
-    const more = rowids.length > params.limit;
-    return { users, total, ...(more && { next: positionOf(users.at(-1)!, params.sort) }) };
   }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
@@ -297,7 +286,7 @@ export class SqliteUserStore implements UserStore {
     this.#statement('INSERT OR REPLACE INTO roster_probe (only_row, at) VALUES (1, ?)').run(Date.now());
   }
 
-  /** The prepared statement of `sql`, prepared once (list-sql.ts: Statements). */
+  /** The prepared statement of `sql`, prepared once (connection.ts: Statements). */
   readonly #statement = (sql: string): Database.Statement => {
     let statement = this.#statements.get(sql);
     if (!statement) this.#statements.set(sql, (statement = this.#db.prepare(sql)));
