@@ -81,7 +81,7 @@ export class SearchIndex {
     }, SEARCH_INDEX_DELAY_MS).unref();
   }
 
-  /** At close: the users waiting indexed now, so that the file's index is current (the next open would do it otherwise). */
+  /** At close: the users waiting indexed now, so that the file's index is current (else the next open does it). */
   close(): void {
     clearTimeout(this.#timer);
     this.#written = true;

@@ -97,7 +97,7 @@ export class Searches {
     this.#kept.clear();
   }
 
-  /** The kept counts (and, while few, matches) of `needle`, counted at its first search; now the needle searched last. */
+  /** The kept counts (and, while few, matches) of `needle`, counted at its first search; now the last searched. */
   #keptNeedle(needle: string): KeptNeedle {
     let kept = this.#kept.get(needle);
     if (kept !== undefined) this.#kept.delete(needle);
