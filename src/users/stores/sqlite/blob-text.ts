@@ -9,30 +9,19 @@
  * Strings without units from U+D800 up (nearly all) are encoded and decoded by Buffer alone.
  */
 
-const HIGH_UNIT = /[\ud800-\uffff]/;
+const HIGH_UNITS = /[\ud800-\uffff]/g;
 
 export function toBlob(text: string): Buffer {
-  const buffer = Buffer.from(text, 'utf16le');
-  if (HIGH_UNIT.test(text)) {
-    for (let at = 0; at < buffer.length; at += 2) buffer.writeUInt16LE(shift(buffer.readUInt16LE(at)), at);
-  }
-  return buffer.swap16();
+  return Buffer.from(
+    text.replace(HIGH_UNITS, (unit) => String.fromCharCode(shift(unit.charCodeAt(0)))),
+    'utf16le',
+  ).swap16();
 }
 
 export function fromBlob(blob: Uint8Array): string {
   // A copy: swap16 works in place, and the driver's buffer is not ours to change.
-  const buffer = Buffer.from(blob).swap16();
-  let high = false;
-  for (let at = 1; at < buffer.length; at += 2) {
-    if (buffer[at]! >= 0xd8) {
-      high = true;
-      break;
-    }
-  }
-  if (high) {
-    for (let at = 0; at < buffer.length; at += 2) buffer.writeUInt16LE(unshift(buffer.readUInt16LE(at)), at);
-  }
-  return buffer.toString('utf16le');
+  const text = Buffer.from(blob).swap16().toString('utf16le');
+  return text.replace(HIGH_UNITS, (unit) => String.fromCharCode(unshift(unit.charCodeAt(0))));
 }
 
 /** compareCodePoints' remapping: U+E000..U+FFFF down to 0xD800..0xF7FF, surrogates up to 0xF800..0xFFFF. */

@@ -20,6 +20,9 @@ export interface SqliteFile {
   synchronous: 'NORMAL' | 'FULL';
 }
 
+/** The store's prepared statement of `sql`, prepared once. */
+export type Statements = (sql: string) => Database.Statement;
+
 /** How often the probe tries a write while writes fail. */
 export const SQLITE_PROBE_INTERVAL_MS = 1_000;
 
@@ -102,7 +105,7 @@ export function connect(config: SqliteFile): Database.Database {
   try {
     if (!memory) db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${config.synchronous}`);
-    // Pages kept in memory: a deep page walks index entries (sqlite-store.ts: list), and with SQLite's
+    // Pages kept in memory: a deep page walks index entries (list-sql.ts: numberedPage), and with SQLite's
     // default of 2 MiB every walk read its pages from the file again. At 1 000 000 users the middle page
     // by email took about 75 ms so, 10 ms with half the index kept (the ids' index, the widest, needs
     // about 50 MiB for half). An upper bound: the cache grows only as pages are read.

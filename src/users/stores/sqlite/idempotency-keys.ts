@@ -3,7 +3,6 @@
  * synchronous and this process is the file's only writer, so a claim (read, then write) is atomic.
  * Expired keys are deleted by each claim, a bounded batch at a time, through the expiry index.
  */
-import type Database from 'better-sqlite3';
 import {
   claimedOf,
   type Claimed,
@@ -12,13 +11,14 @@ import {
   type KeyRow,
   type SavedReply,
 } from '../../idempotency-keys.js';
+import type { Statements } from './connection.js';
 
 /** Expired keys deleted per claim at most: a claim never pays for a long backlog at once. */
 const SWEEP = 100;
 
 export class SqliteIdempotencyKeys implements IdempotencyKeys {
   constructor(
-    private readonly statement: (sql: string) => Database.Statement,
+    private readonly statement: Statements,
     /** The store's write wrapper: a disk that refuses writes gives 503. */
     private readonly write: <T>(work: () => T) => T,
   ) {}

@@ -1,10 +1,7 @@
 /**
- * What the SQLite store keeps of its recent searches: per needle, the number of matching users per role,
- * and while they are few, the matches themselves (rowid and role). The store is the file's only writer,
- * so it tells this of every write, and what is kept stays exact: a search repeated right after a write
- * counts nothing again, and a needle too short for the trigram index (one or two characters) scans the
- * table once, not at every search. Bounded: the last KEPT_NEEDLES needles searched, and KEPT_MATCHES
- * matches per needle.
+ * What the SQLite store keeps of a recent search (docs/decisions.md, "Search on SQLite"; search.ts keeps
+ * the last KEPT_NEEDLES): the number of matching users per role, and while they are few, the matches
+ * themselves (rowid and role), kept exact by every write the store tells of.
  */
 import { containsAligned, likePattern } from '../sql/stored-text.js';
 
@@ -21,6 +18,7 @@ export interface Searched {
   texts: readonly (string | null)[];
 }
 
+/** A needle's counts and matches. */
 export class KeptNeedle {
   /** The role of each matching user, by rowid, while there are at most `maxMatches`; otherwise undefined. */
   matches: Map<number, string> | undefined;
@@ -65,6 +63,7 @@ export class KeptNeedle {
     return user.texts.some((text) => text !== null && this.#contains(text));
   }
 
+  /** A committed write of the user at `rowid`: as it was (undefined: created) and as it is (undefined: deleted). */
   changed(rowid: number, before: Searched | undefined, after: Searched | undefined): void {
     if (before !== undefined && this.holds(before)) {
       this.#count(before.role, -1);
@@ -81,39 +80,5 @@ export class KeptNeedle {
     this.#total += change;
     const users = this.#perRole.get(role);
     if (users !== undefined || this.#everyRole) this.#perRole.set(role, (users ?? 0) + change);
-  }
-}
-
-export class KeptSearches {
-  /** By stored needle, the one searched longest ago first. */
-  readonly #needles = new Map<string, KeptNeedle>();
-
-  /** What is kept of `needle`, now the needle searched last; undefined if nothing is. */
-  get(needle: string): KeptNeedle | undefined {
-    const kept = this.#needles.get(needle);
-    if (kept === undefined) return undefined;
-    this.#needles.delete(needle);
-    this.#needles.set(needle, kept);
-    return kept;
-  }
-
-  keep(needle: string, kept: KeptNeedle): KeptNeedle {
-    if (this.#needles.size >= KEPT_NEEDLES) this.#needles.delete(this.#needles.keys().next().value!);
-    this.#needles.set(needle, kept);
-    return kept;
-  }
-
-  /** Whether anything is kept: a write that finds nothing kept need not look at its user's text. */
-  get empty(): boolean {
-    return this.#needles.size === 0;
-  }
-
-  /** A committed write of the user at `rowid`: as it was (undefined: created) and as it is (undefined: deleted). */
-  changed(rowid: number, before: Searched | undefined, after: Searched | undefined): void {
-    for (const kept of this.#needles.values()) kept.changed(rowid, before, after);
-  }
-
-  clear(): void {
-    this.#needles.clear();
   }
 }

@@ -28,20 +28,33 @@ export function migrateSqlite(db: Database.Database, migrations: readonly Migrat
 export const readSqliteMigrations = (): Promise<Migration[]> => readMigrations(MIGRATIONS);
 
 /**
- * Opens (and locks) the database of `config` and applies the pending migrations; for `roster migrate`.
- * Resolves with the versions applied and the last one known.
+ * Locks the database of `config` against other Roster processes (DatabaseInUse if one holds it), opens
+ * it and applies the pending migrations; on a failure, nothing stays open or locked. Resolves with the
+ * versions applied and the last one known.
  */
-export async function migrateSqliteFile(config: SqliteFile): Promise<Migrated> {
+export async function openSqlite(
+  config: SqliteFile,
+): Promise<Migrated & { db: Database.Database; lock: SqliteLock | undefined }> {
   const migrations = await readSqliteMigrations();
   const lock = config.path === ':memory:' ? undefined : new SqliteLock(config.path);
+  let db: Database.Database | undefined;
   try {
-    const db = connect(config);
-    try {
-      return { applied: migrateSqlite(db, migrations), latest: migrations.at(-1)?.version };
-    } finally {
-      db.close();
-    }
+    db = connect(config);
+    return { db, lock, applied: migrateSqlite(db, migrations), latest: migrations.at(-1)?.version };
+  } catch (error) {
+    db?.close();
+    lock?.release();
+    throw error;
+  }
+}
+
+/** `roster migrate`: the database of `config` migrated (openSqlite), then closed. */
+export async function migrateSqliteFile(config: SqliteFile): Promise<Migrated> {
+  const { db, lock, applied, latest } = await openSqlite(config);
+  try {
+    db.close();
   } finally {
     lock?.release();
   }
+  return { applied, latest };
 }

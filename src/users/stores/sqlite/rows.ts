@@ -35,22 +35,26 @@ export function toRow(user: NewUser, at: number): unknown[] {
     const value = fields[field.name];
     return value === undefined ? null : toBlob(value);
   });
-  for (const field of SEARCHABLE_FIELDS) {
-    const value = fields[field];
-    values.push(value === undefined ? null : toStored(value.toLowerCase()));
-  }
-  values.push(toStored(emailKey(user.email)));
+  values.push(...searchTexts(user), toStored(emailKey(user.email)));
   return values;
 }
 
+/** The stored lower-cased copies of the user's searchable fields, which search reads (null where absent). */
+export function searchTexts(user: NewUser): (string | null)[] {
+  const fields = user as Readonly<Record<string, string | undefined>>;
+  return SEARCHABLE_FIELDS.map((field) => {
+    const value = fields[field];
+    return value === undefined ? null : lowered(value);
+  });
+}
+
+const lowered = (value: string): string => toStored(value.toLowerCase());
+
 /**
  * The UPDATE of `changes` to the user at `rowid`, stamped `at`, and its values: `key` is the new email
- * key when the email changes. Only the columns that change are SET. SQLite rewrites the entry of every
- * index over a column a statement SETs, whether or not its value changes, so one statement for every
- * update (each column SET to itself unless changed) rewrote all eight indexes over the fields and the
- * email key at each patch of a name, where a name's needs three (the two over the name, the one over
- * updated_at): measured at 1 000 000 users, 12 pages written per patch instead of 5
- * (migrations/sqlite/005_search_index_later.sql). A statement per set of changed fields: at most a few
+ * key when the email changes. Only the columns that change are SET: SQLite rewrites the entry of every
+ * index over a column a statement SETs, even to its own value (12 pages a patch of the name instead of
+ * 5: migrations/sqlite/005_search_index_later.sql). A statement per set of changed fields: at most a few
  * dozen, each prepared once by the store.
  */
 export function toUpdate(
@@ -66,7 +70,7 @@ export function toUpdate(
     const value = fields[field];
     if (value === undefined) continue;
     columns.push(column);
-    values.push(lower ? toStored(value.toLowerCase()) : toBlob(value));
+    values.push(lower ? lowered(value) : toBlob(value));
   }
   if (key !== undefined) {
     columns.push(EMAIL_KEY);
