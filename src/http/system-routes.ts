@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import { serviceUnavailable } from '../errors.js';
-import { healthOf, type Dependency } from '../health.js';
+import { healthOf, type Dependency, type HealthReport } from '../health.js';
 import { NEAR_FULL, type Storage } from '../users/service.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
@@ -91,13 +91,7 @@ export async function systemRoutes(
     },
     async () => {
       const { status, checks, down } = healthOf(options.dependencies);
-      const critical = down.filter((dependency) => dependency.critical);
-      if (critical.length > 0) {
-        throw serviceUnavailable(
-          `Service is degraded: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
-          down.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
-        );
-      }
+      refuseIfCriticalDown('Service is degraded', down, down);
       const storage = await options.storage();
       const nearFull = storage !== undefined && storage.users >= NEAR_FULL * storage.capacity;
       const problems = down.map((d) => `${d.name} down`);
@@ -209,15 +203,24 @@ export async function probeRoutes(
     ),
     async () => {
       if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
-      const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
-      if (critical.length > 0) {
-        throw serviceUnavailable(
-          `Not ready: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
-          critical.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
-        );
-      }
+      const { down } = healthOf(options.dependencies);
+      refuseIfCriticalDown(
+        'Not ready',
+        down,
+        down.filter((dependency) => dependency.critical),
+      );
       return success('Ready', { status: 'ready' });
     },
+  );
+}
+
+/** 503 when a critical engine is down, naming them, with `listed` in its details. */
+function refuseIfCriticalDown(why: string, down: HealthReport['down'], listed: HealthReport['down']): void {
+  const critical = down.filter((dependency) => dependency.critical);
+  if (critical.length === 0) return;
+  throw serviceUnavailable(
+    `${why}: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
+    listed.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
   );
 }
 
@@ -226,16 +229,15 @@ function describe(entries: readonly CatalogEntry[]): Endpoint[] {
   return entries
     .filter((entry) => entry.description !== undefined && entry.method !== 'HEAD' && entry.url.startsWith(API_PREFIX))
     .map((entry) => {
-      const endpoint: Endpoint = {
+      const parameters = fieldTexts(entry.querystring);
+      const body = fieldTexts(entry.body);
+      return {
         path: entry.url.replace(/:(\w+)/g, '<$1>'),
         method: entry.method,
         description: entry.description!,
+        ...(parameters && { parameters }),
+        ...(body && { body }),
       };
-      const parameters = fieldTexts(entry.querystring);
-      const body = fieldTexts(entry.body);
-      if (parameters) endpoint.parameters = parameters;
-      if (body) endpoint.body = body;
-      return endpoint;
     });
 }
 
