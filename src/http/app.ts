@@ -39,7 +39,7 @@ import type { Metrics, RouteSeries } from '../metrics.js';
 import type { Authenticator } from '../edge/authenticator.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
-import { accessOf, isRateLimited, registerGate, registerProtection, requireAdmin } from './protection.js';
+import { isRateLimited, needsCredential, registerGate, registerProtection, requireAdmin } from './protection.js';
 
 export interface AppDependencies {
   logger: Logger;
@@ -196,10 +196,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     {
       auth: config.auth.scheme,
       rateLimited: config.rateLimit !== undefined,
-      // METRICS_AUTH (with AUTH on) guards /metrics with an admin credential: documented as secured too.
-      isProtected: (method, url) =>
-        accessOf(method, url) !== 'public' ||
-        (url === '/metrics' && config.metricsAuth && deps.authenticator !== undefined),
+      isProtected: (method, url) => needsCredential(method, url, config.metricsAuth),
       isLimited: isRateLimited,
     },
     documented,

@@ -6,7 +6,7 @@
  * not-found handler, so they get the error envelope like every other reply.
  */
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { AuthScheme } from '../config/index.js';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';

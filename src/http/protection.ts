@@ -70,6 +70,11 @@ export function isRateLimited(routeUrl: string | undefined): boolean {
   return routeUrl !== HEALTH && !PROBES.has(routeUrl ?? '');
 }
 
+/** Whether a route needs a credential when AUTH is on: what accessOf says, and /metrics under METRICS_AUTH. */
+export function needsCredential(method: string, routeUrl: string | undefined, metricsAuth: boolean): boolean {
+  return accessOf(method, routeUrl) !== 'public' || (metricsAuth && routeUrl === '/metrics');
+}
+
 export const forbidden = () => new RosterError('FORBIDDEN', 'This needs the admin role');
 
 /** Helmet, CORS, authentication and rate limiting: what must run before the app's own onRequest hooks. */
@@ -195,13 +200,8 @@ export const PERMISSIONS_POLICY =
 function addSecurityHeaders(app: FastifyInstance, authenticated: boolean, metricsAuth: boolean): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('permissions-policy', PERMISSIONS_POLICY);
-    if (
-      authenticated &&
-      (accessOf(request.method, request.routeOptions.url) !== 'public' ||
-        (metricsAuth && request.routeOptions.url === '/metrics'))
-    ) {
+    if (authenticated && needsCredential(request.method, request.routeOptions.url, metricsAuth))
       reply.header('cache-control', 'no-store');
-    }
     done();
   });
 }
