@@ -56,9 +56,8 @@ export interface Authenticator {
    *
    * `admit`, when given, is awaited before a password is hashed (Basic credentials not verified
    * recently), and its rejection is the request's answer: the caller counts the attempt against the
-   * client's rate limit there, before the work, and refuses with 429 past it. Password hashing is also
-   * bounded (HASHING_CONCURRENCY, HASHING_QUEUE): past the queue, 503 SERVICE_UNAVAILABLE with
-   * Retry-After, at once. (Token signatures are cheap to check and cannot be guessed: no admit there.)
+   * client's rate limit there, before the work, and refuses with 429 past it (hashing itself is bounded:
+   * HASHING_QUEUE). Token signatures are cheap to check and cannot be guessed: no admit there.
    */
   authenticate(credentials: Credentials, admit?: () => Promise<void>): Principal | Promise<Principal>;
 }

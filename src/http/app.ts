@@ -83,9 +83,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       ? {
           https: {
             ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs),
-            cert: config.tls.cert,
-            key: config.tls.key,
-            ciphers: config.tls.ciphers,
+            ...config.tls, // cert, key, ciphers
             minVersion: 'TLSv1.2' as const,
           },
         }
@@ -290,15 +288,10 @@ function redactCredentials(url: string): string {
     .split('&')
     .map((pair) => {
       const equals = pair.indexOf('=');
-      const name = equals === -1 ? pair : pair.slice(0, equals);
-      // Names as URLSearchParams reads them (credentialsOf), so `api%5Fkey` is caught too.
-      let decoded: string;
-      try {
-        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-      } catch {
-        decoded = name;
-      }
-      return equals !== -1 && (decoded === 'api_key' || decoded === 'access_token') ? `${name}=[REDACTED]` : pair;
+      if (equals === -1) return pair;
+      // The name as URLSearchParams reads it (credentialsOf), so `api%5Fkey` is caught too.
+      const name = new URLSearchParams(pair.slice(0, equals)).keys().next().value;
+      return name === 'api_key' || name === 'access_token' ? `${pair.slice(0, equals)}=[REDACTED]` : pair;
     });
   return `${url.slice(0, query)}?${pairs.join('&')}`;
 }

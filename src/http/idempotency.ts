@@ -58,12 +58,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** Claims, replays and keeps the replies of keyed creates, in the store's `keys`. */
 export class Idempotency {
-  /**
-   * Claims this instance let go of but could not release (the database was away): released again at
-   * the next claim of the same key, before it, and every RELEASE_RETRY_MS meanwhile, until their lease
-   * ends. Without this, a retry after an outage would meet its own dead claim (409 IN_USE) for the
-   * whole lease. A release deletes only a claim without a reply, so a late one is always safe.
-   */
+  /** Claims that could not be released (the database was away), retried as docs/decisions.md rules. */
   readonly #unreleased = new Map<string, KeyClaim>();
   #retrying: NodeJS.Timeout | undefined;
 

@@ -83,19 +83,15 @@ function documentProtection(app: FastifyInstance, protection: DocumentedProtecti
   });
 }
 
-/** What the document says that only the configuration knows. */
+/** What the document says that only the configuration knows (BODY_LIMIT, MAX_PAGE_SIZE, TLS, HOST). */
 export interface DocumentedConfig {
   /** CORS_ORIGINS set: an OPTIONS preflight from one of them gets 204. */
   cors: boolean;
-  /** BODY_LIMIT, in bytes. */
   bodyLimit: number;
-  /** MAX_PAGE_SIZE. */
   maxPageSize: number;
   /** The default page size of the list. */
   defaultLimit: number;
-  /** TLS_CERT/TLS_KEY: the REST port speaks HTTPS. */
   tls: boolean;
-  /** HOST. */
   host: string;
 }
 

@@ -133,10 +133,7 @@ export async function systemRoutes(
   );
 }
 
-/**
- * Prometheus metrics, off the API prefix (`/metrics`, where scrapers look). Registered by the app at
- * the root when metrics are on.
- */
+/** Prometheus metrics, off the API prefix (`/metrics`, where scrapers look). */
 export async function metricsRoute(
   app: FastifyInstance,
   options: { metrics: Metrics; guard?: onRequestHookHandler | undefined },

@@ -39,12 +39,7 @@ const MemberList = Type.Object(
   {
     members: Type.Array(ChatMember),
     pagination: Type.Object(
-      {
-        total: Type.Integer({ description: 'Members of the room, on every instance' }),
-        page: Pagination.properties.page,
-        limit: Pagination.properties.limit,
-        pages: Pagination.properties.pages,
-      },
+      { ...Pagination.properties, total: Type.Integer({ description: 'Members of the room, on every instance' }) },
       { title: 'ChatMemberPagination' },
     ),
   },
