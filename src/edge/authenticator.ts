@@ -145,15 +145,10 @@ const sha256Text = (value: string): string => hash('sha256', value, 'base64');
 function apiKeyAuthenticator(keys: AuthConfig['apiKeys']): Authenticator {
   const challenge = `ApiKey ${REALM}, header="X-API-Key", query="api_key"`;
   // Digests have one length whatever the key's, so timingSafeEqual applies and leaks no length.
-  const entries = keys.map((entry, index) => ({
-    digest: sha256(entry.key),
-    principal: {
-      name: `api-key-${index + 1}`,
-      id: `api-key-${index + 1}`,
-      role: entry.role,
-      scheme: 'apikey' as const,
-    },
-  }));
+  const entries = keys.map((entry, index) => {
+    const name = `api-key-${index + 1}`;
+    return { digest: sha256(entry.key), principal: { name, id: name, role: entry.role, scheme: 'apikey' as const } };
+  });
   return {
     scheme: 'apikey',
     challenge,

@@ -229,7 +229,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
         tls: config.tls !== undefined,
       }),
   });
-  await app.register(probeRoutes, { dependencies });
+  await app.register(probeRoutes, { dependencies, closing: () => closing });
   if (deps.metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;
     await app.register(metricsRoute, { metrics: deps.metrics, guard });

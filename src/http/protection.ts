@@ -1,8 +1,7 @@
 /**
- * Protection of the REST port, all opt-in (config/): security headers (@fastify/helmet), CORS
- * (@fastify/cors), authentication and authorization (src/edge), and rate limiting
- * (edge/rate-limiter.ts, shared with the chat's handshakes). Each is registered only when its setting is on: with everything off, no hook
- * is added and every reply is what it was before.
+ * Protection of the REST port, all opt-in (config/): security headers (@fastify/helmet), CORS (@fastify/cors),
+ * authentication and authorization (src/edge), and rate limiting (edge/rate-limiter.ts, shared with the chat's
+ * handshakes). Each is registered only when its setting is on: with everything off, no hook is added.
  *
  * Order of the onRequest hooks, by design:
  *   helmet, CORS (their headers reach every reply, errors included)
@@ -134,27 +133,22 @@ function authenticateRequest(
   next: () => void,
   admit?: () => Promise<void>,
 ): void {
+  const succeed = (principal: Principal) => {
+    request.principal = principal;
+    next();
+  };
+  const fail = (error: unknown) => {
+    request.authFailure = error;
+    next();
+  };
   let result: Principal | Promise<Principal>;
   try {
     result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }), admit);
   } catch (error) {
-    request.authFailure = error;
-    return next();
+    return fail(error);
   }
-  if (!(result instanceof Promise)) {
-    request.principal = result;
-    return next();
-  }
-  result.then(
-    (principal) => {
-      request.principal = principal;
-      next();
-    },
-    (error: unknown) => {
-      request.authFailure = error;
-      next();
-    },
-  );
+  if (result instanceof Promise) result.then(succeed, fail);
+  else succeed(result);
 }
 
 /** The 401/403 decision, after the rate limit and the router's 404/405. */

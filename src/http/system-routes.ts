@@ -170,12 +170,8 @@ export async function metricsRoute(
  */
 export async function probeRoutes(
   app: FastifyInstance,
-  options: { dependencies: readonly Dependency[] },
+  options: { dependencies: readonly Dependency[]; closing: () => boolean },
 ): Promise<void> {
-  let shuttingDown = false;
-  app.addHook('preClose', async () => {
-    shuttingDown = true;
-  });
   const probe = (operationId: string, summary: string, description: string) => ({
     schema: {
       operationId,
@@ -199,7 +195,7 @@ export async function probeRoutes(
       'Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise',
     ),
     async () => {
-      if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
+      if (options.closing()) throw serviceUnavailable('Not ready: shutting down');
       const { down } = healthOf(options.dependencies);
       refuseIfCriticalDown(
         'Not ready',

@@ -66,12 +66,9 @@ export async function chatRoutes(app: FastifyInstance, { members, maxPageSize }:
         request.query.limit === undefined ? DEFAULT_LIMIT : Number(request.query.limit),
         maxPageSize,
       );
-      let all: ChatMemberJson[];
-      try {
-        all = await members();
-      } catch {
+      const all = await members().catch((): never => {
         throw serviceUnavailable('The chat’s member list cannot be read: the chat bus (Redis) is down');
-      }
+      });
       const total = all.length;
       const start = Math.min((page - 1) * limit, total);
       return success('Chat members retrieved', {

@@ -16,9 +16,7 @@ const serializeUser: (user: User) => string = fastJson(User);
  * Users whose JSON is kept, each entry for as long as its user object lives and the cache is not full.
  *
  * Weakly: the store drops a user's object when the user changes or is removed, and its JSON then goes
- * with it. A strong map kept every former version until it filled: under a 30-minute soak of updates
- * (BENCHMARKS.md, "Memory over a long run") the heap grew by some 300 B a request, about 100 MiB, all
- * of it old users and their JSON that no reply could ever show again.
+ * with it (a strong map kept every former version: BENCHMARKS.md, "Memory over a long run").
  *
  * When full it starts again empty: a bound on memory however many users are paged through (a million
  * users' JSON would be a few hundred MB), and the pages asked for most (the first ones of each order)
