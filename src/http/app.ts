@@ -217,7 +217,6 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     // Under AUTH, health (public, for load balancers) shows no counts: how many users there are is
     // for readers (GET /users) and the metrics scraper (roster_users_stored), not for anyone.
     countsShown: deps.authenticator === undefined,
-    critical: dependencies.some((dependency) => dependency.critical),
   });
   await app.register(openApiRoutes, {
     config: documented,

@@ -68,8 +68,6 @@ export async function systemRoutes(
     storage: () => Promise<Storage | undefined>;
     /** Whether `storage` and the numbers of a nearly full store appear (not under AUTH: health is public). */
     countsShown: boolean;
-    /** A dependency whose loss makes health answer 503 (PostgreSQL). */
-    critical: boolean;
   },
 ): Promise<void> {
   // One run of the service: a client that sees another instance id knows Roster restarted (and, with
@@ -85,7 +83,8 @@ export async function systemRoutes(
         tags: ['service'],
         response: {
           200: successSchema(HealthData, 'HealthEnvelope'),
-          ...(options.critical ? errorReplies(503) : errorReplies()),
+          // 503 only with a dependency whose loss makes health answer so (PostgreSQL).
+          ...(options.dependencies.some((dependency) => dependency.critical) ? errorReplies(503) : errorReplies()),
         },
       },
     },
