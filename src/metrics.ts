@@ -51,14 +51,10 @@ export class RouteSeries {
   /** Per method seen, the slot of each status code (index: the status, -1 for none yet). */
   readonly #methods: { method: string; slots: Int32Array }[] = [];
 
-  readonly #requests: RequestSeries;
-
   constructor(
     readonly route: string,
-    requests: RequestSeries,
-  ) {
-    this.#requests = requests;
-  }
+    private readonly requests: RequestSeries,
+  ) {}
 
   observe(method: string, status: number, seconds: number): void {
     let slots: Int32Array | undefined;
@@ -75,10 +71,10 @@ export class RouteSeries {
     // A status outside 100-599 never comes from Node's http; counted all the same, in a slot found the slow way.
     let slot = status >= 0 && status < 600 ? slots[status]! : -1;
     if (slot === -1) {
-      slot = this.#requests.slotOf(this.route, method, status);
+      slot = this.requests.slotOf(this.route, method, status);
       if (status >= 0 && status < 600) slots[status] = slot;
     }
-    this.#requests.record(slot, seconds);
+    this.requests.record(slot, seconds);
   }
 }
 
@@ -176,7 +172,6 @@ class RequestDurations {
 export class Metrics {
   readonly registry = new Registry();
   readonly #requests = new RequestSeries();
-  readonly #routes = new Map<string, RouteSeries>();
   readonly #chat: () => Promise<string>;
   /** The REST port's connection guard ended a connection (edge/connection-guard.ts). */
   readonly connectionRefused: (reason: RefusalReason) => void;
@@ -228,27 +223,19 @@ export class Metrics {
     }
     if (storage) {
       // The store's fill under MAX_USERS, read at scrape time (absent without a cap).
-      const read = async (field: keyof Storage, gauge: Gauge) => {
-        gauge.reset();
-        const now = await storage();
-        if (now) gauge.set(now[field]);
-      };
-      new Gauge({
-        name: 'roster_users_stored',
-        help: 'Users in the store (under a MAX_USERS cap)',
-        registers,
-        collect() {
-          return read('users', this);
-        },
-      });
-      new Gauge({
-        name: 'roster_users_capacity',
-        help: 'MAX_USERS: creates past it get 507',
-        registers,
-        collect() {
-          return read('capacity', this);
-        },
-      });
+      const gauge = (field: keyof Storage, name: string, help: string) =>
+        new Gauge({
+          name,
+          help,
+          registers,
+          async collect() {
+            this.reset();
+            const now = await storage();
+            if (now) this.set(now[field]);
+          },
+        });
+      gauge('users', 'roster_users_stored', 'Users in the store (under a MAX_USERS cap)');
+      gauge('capacity', 'roster_users_capacity', 'MAX_USERS: creates past it get 507');
     }
     this.connectionRefused = refusedConnections(this.registry, 'http');
     this.#chat = chat;
@@ -271,12 +258,7 @@ export class Metrics {
 
   /** The series of one route pattern (`/api/v1/users/:id`, never a raw URL), made once per route. */
   route(route: string): RouteSeries {
-    let series = this.#routes.get(route);
-    if (!series) {
-      series = new RouteSeries(route, this.#requests);
-      this.#routes.set(route, series);
-    }
-    return series;
+    return new RouteSeries(route, this.#requests);
   }
 }
 

@@ -15,11 +15,6 @@ export class BoundedWork {
     readonly queue: number,
   ) {}
 
-  /** Tasks running now plus tasks waiting (for tests and metrics). */
-  get load(): number {
-    return this.#running + this.#waiting.length;
-  }
-
   /** Runs `task` when a slot is free; throws `refusal()` at once when `queue` tasks are already waiting. */
   async run<T>(task: () => Promise<T>, refusal: () => Error): Promise<T> {
     if (this.#running < this.concurrency) this.#running += 1;

@@ -1,15 +1,12 @@
 /**
- * Errors of the HTTP parser, before either door's own code sees a request: the REST port's and the
- * chat port's servers both answer them with the error envelope, written straight to the socket.
+ * Errors Node's HTTP parser raises before either door's own code sees a request (malformed HTTP, headers
+ * too large, request timeout): the REST port's and the chat port's servers both answer them with the
+ * error envelope, written straight to the socket.
  */
 import type { Socket } from 'node:net';
 import { RosterError } from '../errors.js';
 import { writeRawError } from './raw-reply.js';
 
-/**
- * Errors Node's HTTP parser raises before Fastify sees a request (malformed HTTP, headers too large,
- * request timeout). Written straight to the socket, still as the envelope.
- */
 export function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   // A HEAD request refused by the parser still gets no body. Node hands over only the packet it was

@@ -34,12 +34,12 @@ import { API_PREFIX } from './prefix.js';
 import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { asyncApiDocument } from './asyncapi.js';
 import { DEFAULT_LIMIT } from '../users/service.js';
-import { CONSOLE_ROOT, registerConsole } from './console.js';
+import { registerConsole } from './console.js';
 import type { Metrics, RouteSeries } from '../metrics.js';
 import type { Authenticator } from '../edge/authenticator.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency } from '../health.js';
-import { accessOf, isRateLimited, registerGate, registerProtection, requireAdmin } from './protection.js';
+import { isRateLimited, needsCredential, registerGate, registerProtection, requireAdmin } from './protection.js';
 
 export interface AppDependencies {
   logger: Logger;
@@ -71,6 +71,8 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export async function buildApp(config: Config, deps: AppDependencies): Promise<FastifyInstance> {
   const logController = new OneLinePerRequest();
+  const chatPort = deps.chatPort ?? (() => config.wsPort);
+  const dependencies = deps.dependencies ?? [];
   const options: FastifyHttpOptions<Server> = {
     loggerInstance: deps.logger,
     logController,
@@ -81,9 +83,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       ? {
           https: {
             ...timeouts(config.headersTimeoutMs, config.requestTimeoutMs),
-            cert: config.tls.cert,
-            key: config.tls.key,
-            ciphers: config.tls.ciphers,
+            ...config.tls, // cert, key, ciphers
             minVersion: 'TLSv1.2' as const,
           },
         }
@@ -140,13 +140,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   const catalog = new RouteCatalog();
   catalog.track(app);
   app.decorate('routeCatalog', catalog);
-  // Every reply carries X-Content-Type-Options and X-Request-Id, from this one onSend hook. (Setting
-  // them in each route instead, to spare routes Fastify's onSend runner, measured no gain:
-  // BENCHMARKS.md.) The error envelope sets X-Content-Type-Options itself too (errors.ts), since
-  // Fastify sends replies to router errors without running any hook.
-  // Fastify closes the connections that are idle when shutdown starts; a kept-alive connection that is
-  // busy then would otherwise idle until the shutdown deadline. Telling its client "Connection: close"
-  // on the last reply lets Node end it as soon as the reply is written.
+  // Every reply carries X-Content-Type-Options and X-Request-Id, from this one onSend hook (setting them
+  // in each route instead measured no gain: BENCHMARKS.md; router errors skip hooks: errors.ts). During
+  // shutdown, "Connection: close" lets Node end a busy kept-alive connection once its reply is written,
+  // rather than leave it idle until the shutdown deadline (Fastify closes only the idle ones).
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -158,7 +155,6 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     done(null, payload);
   });
 
-  // Off by default; each part registers its hooks only when its setting is on (protection.ts).
   await registerProtection(app, config, deps.authenticator, deps.limiter);
   const noRoute = registerErrorHandling(app, catalog);
   registerJsonBodies(app);
@@ -181,13 +177,9 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   });
   registerGate(app, config, deps.authenticator);
 
-  const { metrics } = deps;
-  if (metrics) {
-    // By route pattern, never the raw URL (ids would make every user a new series). Recorded when the
-    // reply is finished, by the log controller below, which Fastify calls then for every request
-    // anyway: an onResponse hook would be a second call per request.
-    logController.metrics = metrics;
-  }
+  // Requests are recorded by the log controller below, which Fastify calls for every finished request
+  // anyway: an onResponse hook would be a second call per request.
+  logController.metrics = deps.metrics;
 
   const documented = {
     cors: config.corsOrigins !== undefined && config.corsOrigins.length > 0,
@@ -202,10 +194,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     {
       auth: config.auth.scheme,
       rateLimited: config.rateLimit !== undefined,
-      // METRICS_AUTH (with AUTH on) guards /metrics with an admin credential: documented as secured too.
-      isProtected: (method, url) =>
-        accessOf(method, url) !== 'public' ||
-        (url === '/metrics' && config.metricsAuth && deps.authenticator !== undefined),
+      isProtected: (method, url) => needsCredential(method, url, config.metricsAuth),
       isLimited: isRateLimited,
     },
     documented,
@@ -223,12 +212,11 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   await app.register(systemRoutes, {
     prefix: API_PREFIX,
     catalog,
-    dependencies: deps.dependencies ?? [],
+    dependencies,
     storage: () => deps.users.service.storage(),
     // Under AUTH, health (public, for load balancers) shows no counts: how many users there are is
     // for readers (GET /users) and the metrics scraper (roster_users_stored), not for anyone.
     countsShown: deps.authenticator === undefined,
-    critical: (deps.dependencies ?? []).some((dependency) => dependency.critical),
   });
   await app.register(openApiRoutes, {
     config: documented,
@@ -236,25 +224,22 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
       asyncApiDocument({
         publicUrl: config.chatPublicUrl,
         host: config.host,
-        port: deps.chatPort?.() ?? config.wsPort,
+        port: chatPort(),
         tls: config.tls !== undefined,
       }),
   });
-  await app.register(probeRoutes, { dependencies: deps.dependencies ?? [] });
-  if (metrics) {
+  await app.register(probeRoutes, { dependencies, closing: () => closing });
+  if (deps.metrics) {
     const guard = config.metricsAuth && deps.authenticator ? requireAdmin(deps.authenticator) : undefined;
-    await app.register(metricsRoute, { metrics, guard });
+    await app.register(metricsRoute, { metrics: deps.metrics, guard });
   }
-  if (config.console) {
-    const chatPort = deps.chatPort ?? (() => config.wsPort);
+  if (config.console)
     await registerConsole(app, {
       chatPort,
       chatUrl: config.chatPublicUrl,
-      root: CONSOLE_ROOT,
       roles: config.roles,
       auth: config.auth.scheme,
     });
-  }
   return app;
 }
 
@@ -262,7 +247,7 @@ const SERIES = Symbol('roster.metricSeries');
 
 /** One `info` line per request, written when it completes, instead of Fastify's two. */
 class OneLinePerRequest extends LogController {
-  /** With METRICS on: every finished request is recorded here too. */
+  /** With METRICS on, every finished request is recorded here too: by route pattern, never the raw URL. */
   metrics: Metrics | undefined;
 
   override incomingRequest(): void {}
@@ -302,15 +287,10 @@ function redactCredentials(url: string): string {
     .split('&')
     .map((pair) => {
       const equals = pair.indexOf('=');
-      const name = equals === -1 ? pair : pair.slice(0, equals);
-      // Names as URLSearchParams reads them (credentialsOf), so `api%5Fkey` is caught too.
-      let decoded: string;
-      try {
-        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-      } catch {
-        decoded = name;
-      }
-      return equals !== -1 && (decoded === 'api_key' || decoded === 'access_token') ? `${name}=[REDACTED]` : pair;
+      if (equals === -1) return pair;
+      // The name as URLSearchParams reads it (credentialsOf), so `api%5Fkey` is caught too.
+      const name = new URLSearchParams(pair.slice(0, equals)).keys().next().value;
+      return name === 'api_key' || name === 'access_token' ? `${pair.slice(0, equals)}=[REDACTED]` : pair;
     });
   return `${url.slice(0, query)}?${pairs.join('&')}`;
 }

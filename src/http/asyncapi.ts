@@ -17,7 +17,6 @@ export interface ChatAddress {
 }
 
 export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
-  const keys = Object.keys(CHAT_MESSAGES) as ChatMessageKey[];
   const server = (() => {
     if (chat.publicUrl && /^wss?:\/\//.test(chat.publicUrl)) {
       const url = new URL(chat.publicUrl);
@@ -26,39 +25,21 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
     const host = chat.host === '0.0.0.0' || chat.host === '::' ? 'localhost' : chat.host;
     return { host: `${host}:${chat.port}`, protocol: chat.tls ? 'wss' : 'ws' };
   })();
-  const messages = Object.fromEntries(
-    keys.map((key) => {
-      const spec = CHAT_MESSAGES[key];
-      return [
-        key,
-        {
-          name: spec.name,
-          title: spec.title,
-          summary: spec.summary,
-          contentType: 'application/json',
-          payload: spec.payload,
-          examples: [{ name: `${key}Example`, payload: spec.example }],
-        },
-      ];
-    }),
-  );
-  const ref = (key: ChatMessageKey) => ({ $ref: `#/channels/room/messages/${key}` });
-  const operations = Object.fromEntries(
-    keys.map((key) => {
-      const spec = CHAT_MESSAGES[key];
-      const action = spec.sender === 'server' ? 'send' : 'receive';
-      return [
-        `${action}${key[0]!.toUpperCase()}${key.slice(1)}`,
-        {
-          action,
-          title: spec.title,
-          summary: spec.summary,
-          channel: { $ref: '#/channels/room' },
-          messages: [ref(key)],
-        },
-      ];
-    }),
-  );
+  const messages: Record<string, object> = {};
+  const operations: Record<string, object> = {};
+  for (const key of Object.keys(CHAT_MESSAGES) as ChatMessageKey[]) {
+    const { name, title, summary, payload, example, sender } = CHAT_MESSAGES[key];
+    const examples = [{ name: `${key}Example`, payload: example }];
+    messages[key] = { name, title, summary, contentType: 'application/json', payload, examples };
+    const action = sender === 'server' ? 'send' : 'receive';
+    operations[`${action}${key[0]!.toUpperCase()}${key.slice(1)}`] = {
+      action,
+      title,
+      summary,
+      channel: { $ref: '#/channels/room' },
+      messages: [{ $ref: `#/channels/room/messages/${key}` }],
+    };
+  }
   return {
     asyncapi: '3.0.0',
     info: {
@@ -79,7 +60,7 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
         address: '/',
         title: 'The room',
         description: 'The one chat room; any path of the chat port reaches it',
-        messages: { ...messages },
+        messages,
         bindings: {
           ws: {
             method: 'GET',

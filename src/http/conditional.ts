@@ -1,20 +1,14 @@
 /**
- * ETags and conditional requests of a user (RFC 9110 §8.8.3, §13). A user's ETag is strong and names
- * its version: its `updated_at`, which every store stamps later with each write of the user
- * (docs/decisions.md "ETags"), quoted. Not a hash of the reply: it costs nothing to make, and a write
- * that changes nothing still makes a new version.
- *
- * - `If-None-Match` (GET, HEAD): weak comparison; a match, or `*`, gives 304 with the ETag, no body.
- * - `If-Match` (PUT, PATCH, DELETE): strong comparison, decided by the store in the same atomic step
- *   as the write (users/store.ts `Expected`); `*` only asks that the user exists.
+ * ETags and conditional requests of a user (RFC 9110 §8.8.3, §13), as docs/decisions.md "Retries and
+ * concurrent edits" rules them. The ETag is the user's version, its `updated_at` quoted: not a hash of
+ * the reply, it costs nothing to make. If-Match is decided by the store in the same atomic step as the
+ * write (users/store.ts `Expected`).
  */
 import type { FastifyRequest } from 'fastify';
 import { RosterError } from '../errors.js';
 import type { User } from '../users/schema.js';
 import type { IfMatch } from '../users/service.js';
-import { ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE } from '../protocol/http-headers.js';
-
-export { ETAG, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE };
+import { IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE } from '../protocol/http-headers.js';
 
 export const etagOf = (user: User): string => `"${user.updated_at}"`;
 
@@ -47,27 +41,27 @@ export function notModified(request: FastifyRequest, user: User): boolean {
   const tags = entityTags(request.headers[IF_NONE_MATCH]);
   if (tags === undefined) return false;
   if (tags === '*') return true;
-  const current = user.updated_at;
-  return tags.some((tag) => tag.opaque === current);
+  return tags.some((tag) => tag.opaque === user.updated_at);
 }
 
 /**
  * If-Match as the service takes it: `any` for `*`, else the versions of its strong entity-tags (a weak
  * one never matches under strong comparison); undefined when absent, or 428 if REQUIRE_IF_MATCH.
- * Without If-Match, a valid If-Unmodified-Since (RFC 9110 §13.1.4; an invalid date is ignored), which
- * does not satisfy REQUIRE_IF_MATCH: a second is too coarse to tell two writes apart.
+ * Without If-Match, a valid If-Unmodified-Since (RFC 9110 §13.1.4; an invalid date is ignored).
  */
 export function ifMatchOf(request: FastifyRequest, required: boolean): IfMatch | undefined {
   const tags = entityTags(request.headers[IF_MATCH]);
   if (tags === undefined) {
-    if (required) throw new RosterError('PRECONDITION_REQUIRED', ERROR_428);
+    if (required)
+      throw new RosterError(
+        'PRECONDITION_REQUIRED',
+        'This write needs an If-Match header with the ETag of the user (REQUIRE_IF_MATCH)',
+      );
     const since = Date.parse(request.headers[IF_UNMODIFIED_SINCE] ?? '');
     return Number.isNaN(since) ? undefined : { unmodifiedSince: since };
   }
   return tags === '*' ? 'any' : tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
 }
-
-const ERROR_428 = 'This write needs an If-Match header with the ETag of the user (REQUIRE_IF_MATCH)';
 
 /** The ETag a reply carries, as the OpenAPI document describes it (response `headers`). */
 export const etagHeader = {

@@ -6,7 +6,7 @@
  * not-found handler, so they get the error envelope like every other reply.
  */
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { AuthScheme } from '../config/index.js';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -14,29 +14,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Where the build puts the console: dist/web, seen from dist/src/http/console.js. */
-export const CONSOLE_ROOT = fileURLToPath(new URL('../../web/', import.meta.url));
+const CONSOLE_ROOT = fileURLToPath(new URL('../../web/', import.meta.url));
 
 /** Asset URLs start with this; the page refers to them relative to itself (`console/main.js`). */
 export const CONSOLE_PREFIX = '/console/';
 
 export interface ConsoleOptions {
-  /**
-   * The chat port, which the page combines with its own host name (`ws://<page host>:<chatPort>`).
-   * A function is asked on every request for the settings, so the port bound at start-up can be
-   * given when the configured one is 0.
-   */
-  chatPort: number | (() => number);
-  /**
-   * The chat's public address, used instead of the page's host and `chatPort` (behind a proxy, say):
-   * an absolute ws:, wss:, http: or https: URL, or a path starting with `/` on the page's host.
-   */
-  chatUrl?: string;
-  /** The compiled console: `CONSOLE_ROOT` in the build. */
-  root: string;
+  /** The chat port bound (the configured one may be 0), which the page combines with its own host name. */
+  chatPort: () => number;
+  /** CHAT_PUBLIC_URL: used by the page instead of its host and `chatPort` (behind a proxy, say). */
+  chatUrl: string | undefined;
   /** The allowed values of role (ROLES), offered by the page's filter and forms. */
   roles: readonly string[];
-  /** The `AUTH` scheme, so the page knows which credential to ask for. Default: none. */
-  auth?: AuthScheme;
+  /** The `AUTH` scheme, so the page knows which credential to ask for. */
+  auth: AuthScheme;
 }
 
 /** What `/console/config.json` answers. */
@@ -107,13 +98,12 @@ const HIDDEN = { hide: true } as FastifySchema & { hide: boolean };
 
 export async function registerConsole(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   // Both checked where settings are read (config/): CHAT_PUBLIC_URL by readers.ts chatUrl, ROLES by roles.
+  const { chatPort, auth } = options;
   const chatUrl = options.chatUrl ?? null;
   const roles = [...options.roles];
-  const auth = options.auth ?? 'none';
-  const chatPort = typeof options.chatPort === 'function' ? options.chatPort : () => options.chatPort as number;
-  if (!existsSync(join(options.root, 'index.html'))) {
+  if (!existsSync(join(CONSOLE_ROOT, 'index.html'))) {
     app.log.warn(
-      { root: options.root },
+      { root: CONSOLE_ROOT },
       'browser console not built: no index.html (run the web build); / will answer 404',
     );
   }
@@ -121,12 +111,15 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
   // Encapsulated: the `sendFile` decorator and the headers below stay inside the console's routes.
   await app.register(async (scope) => {
     scope.addHook('onSend', (request, reply, payload, done) => {
-      setConsoleHeaders(reply, consoleCsp(chatSources(chatUrl, chatPort(), request)));
+      reply
+        .header('content-security-policy', consoleCsp(chatSources(chatUrl, chatPort(), request)))
+        .header('referrer-policy', 'no-referrer')
+        .header('x-frame-options', 'DENY');
       done(null, payload);
     });
 
     await scope.register(fastifyStatic, {
-      root: options.root,
+      root: CONSOLE_ROOT,
       prefix: CONSOLE_PREFIX,
       index: false,
       dotfiles: 'ignore',
@@ -147,10 +140,4 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       return { chatPort: chatPort(), chatUrl, roles, auth };
     });
   });
-}
-
-function setConsoleHeaders(reply: FastifyReply, csp: string): void {
-  reply.header('content-security-policy', csp);
-  reply.header('referrer-policy', 'no-referrer');
-  reply.header('x-frame-options', 'DENY');
 }

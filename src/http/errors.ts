@@ -12,7 +12,7 @@ import type { RouteCatalog } from './catalog.js';
 import { COMMON_HEADERS, JSON_CONTENT_TYPE, writeRawError } from '../edge/raw-reply.js';
 
 /** Fastify's own error codes, by the reply docs/decisions.md gives them. */
-const FRAMEWORK_ERRORS: Record<string, (error: FastifyError) => RosterError> = {
+const FRAMEWORK_ERRORS: Record<string, () => RosterError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
     new RosterError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json)'),
   FST_ERR_CTP_BODY_TOO_LARGE: () => new RosterError('PAYLOAD_TOO_LARGE', 'The request body is too large'),
@@ -26,18 +26,15 @@ export function toRosterError(error: unknown): RosterError {
   if (error instanceof RosterError) return error;
   const fastifyError = error as Partial<FastifyError>;
   if (fastifyError.validation) return fromSchemaValidation(fastifyError as FastifyError);
-  const translate =
-    fastifyError.code && Object.hasOwn(FRAMEWORK_ERRORS, fastifyError.code)
-      ? FRAMEWORK_ERRORS[fastifyError.code]
-      : undefined;
-  if (translate) return translate(fastifyError as FastifyError);
+  const code = fastifyError.code;
+  if (code !== undefined && Object.hasOwn(FRAMEWORK_ERRORS, code)) return FRAMEWORK_ERRORS[code]!();
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // A client error Fastify (or a plugin: @fastify/static's 403 for a folder) raised with no code of
     // ours: the catalog's first code for its status, else the contract's default code (400 ERROR); and
     // no more than the status text.
-    const code = status === 400 ? 'ERROR' : (codesOf(status)[0] ?? 'ERROR');
-    return new RosterError(code, STATUS_CODES[ERROR_CATALOG[code].status] ?? 'Bad request');
+    const ours = status === 400 ? 'ERROR' : (codesOf(status)[0] ?? 'ERROR');
+    return new RosterError(ours, STATUS_CODES[ERROR_CATALOG[ours].status] ?? 'Bad request');
   }
   return new RosterError('INTERNAL_ERROR', 'An unexpected error occurred');
 }

@@ -1,18 +1,9 @@
 /**
- * `Idempotency-Key` on creates (IETF httpapi draft "The Idempotency-Key HTTP Header Field", with
- * Stripe's semantics; docs/decisions.md "Retries"). The first request with a key claims it in the store
- * (users/idempotency-keys.ts), under its principal and the SHA-256 of its body as received; its reply is
- * kept with the key; a repeat within IDEMPOTENCY_KEY_TTL_SECONDS gets that reply byte for byte, with
- * `Idempotent-Replayed: true`. The same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the
- * first is still in flight, 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1.
- *
- * Kept: what the create itself decided, 201 and 409 EMAIL_EXISTS. The 201 is stored by the store with
- * the user, in one atomic step (users/store.ts: Keep), so a create whose outcome this instance could
- * not see (a database timeout, a connection lost at COMMIT: 503) is either wholly there, and its repeat
- * gets the 201, or wholly absent, and its repeat creates it. Not kept (the key is released, unless a
- * reply was stored meanwhile, and a repeat is processed afresh): every other error, among them 422 (a
- * body to fix), 507 (the store may have room later), 5xx and 503. 401, 403, 429, 413, 415 and a body
- * that is not JSON are answered before the key is looked at, so they never claim it.
+ * `Idempotency-Key` on creates (IETF httpapi draft, Stripe's semantics), as docs/decisions.md "Retries
+ * and concurrent edits" rules it: claimed in the store (users/idempotency-keys.ts) under its principal
+ * and the SHA-256 of the body as received; a success is stored by the store with the user in one atomic
+ * step (users/store.ts: Keep), a refusal of the create's own (KEPT_ERRORS) here; any other error
+ * releases the key, so that a repeat is processed afresh.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -20,9 +11,7 @@ import { clientKey } from '../edge/client-identity.js';
 import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
 import { envelopeOf, RosterError, type ErrorCode } from '../errors.js';
 import type { IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
-import { IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX, IDEMPOTENT_REPLAYED } from '../protocol/http-headers.js';
-
-export { IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED };
+import { IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX as MAX_KEY, IDEMPOTENT_REPLAYED } from '../protocol/http-headers.js';
 
 /** Errors that are the create's own answer, kept like a success: a repeat would only meet them again. */
 const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
@@ -33,7 +22,7 @@ const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
  * a repeat then takes the key over (a create of the crashed instance committed its reply with it, and
  * a late one of a live instance finds the claim no longer its own and stores nothing).
  */
-export const LEASE_MS = 60_000;
+const LEASE_MS = 60_000;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,7 +36,6 @@ export const digestOf = (body: string): string => createHash('sha256').update(bo
 /** A Structured Field String (`"…"`, with `\"` and `\\`), or leniently a bare token of visible ASCII. */
 const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
 const BARE = /^[\x21-\x7e]+$/;
-const MAX_KEY = IDEMPOTENCY_KEY_MAX;
 
 const malformed = (why: string) =>
   new RosterError(
@@ -56,7 +44,7 @@ const malformed = (why: string) =>
   );
 
 /** The key of the request, undefined without one; 400 when malformed. */
-export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   const value = request.headers[IDEMPOTENCY_KEY];
   if (value === undefined) return undefined;
   if (Array.isArray(value)) throw malformed('is sent more than once');
@@ -70,12 +58,7 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** Claims, replays and keeps the replies of keyed creates, in the store's `keys`. */
 export class Idempotency {
-  /**
-   * Claims this instance let go of but could not release (the database was away): released again at
-   * the next claim of the same key, before it, and every RELEASE_RETRY_MS meanwhile, until their lease
-   * ends. Without this, a retry after an outage would meet its own dead claim (409 IN_USE) for the
-   * whole lease. A release deletes only a claim without a reply, so a late one is always safe.
-   */
+  /** Claims that could not be released (the database was away), retried as docs/decisions.md rules. */
   readonly #unreleased = new Map<string, KeyClaim>();
   #retrying: NodeJS.Timeout | undefined;
 

@@ -6,7 +6,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { RosterError } from '../errors.js';
-import { digestOf, IDEMPOTENCY_KEY } from './idempotency.js';
+import { digestOf } from './idempotency.js';
+import { IDEMPOTENCY_KEY } from '../protocol/http-headers.js';
 
 /** `*\/*+json` of docs/decisions.md: any media type whose subtype ends in `+json` (RFC 6839). */
 const STRUCTURED_JSON = /^[^/\s;]+\/[^/\s;]+\+json$/i;

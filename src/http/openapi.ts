@@ -12,6 +12,7 @@ import type { AuthScheme } from '../config/index.js';
 import { API_PREFIX } from './prefix.js';
 import type { ErrorStatus } from '../errors.js';
 import { errorReplies } from './error-replies.js';
+import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
 
 export const API_VERSION = '1.0.0';
 export const API_TITLE = 'Roster User Management and Chat API';
@@ -82,19 +83,15 @@ function documentProtection(app: FastifyInstance, protection: DocumentedProtecti
   });
 }
 
-/** What the document says that only the configuration knows. */
+/** What the document says that only the configuration knows (BODY_LIMIT, MAX_PAGE_SIZE, TLS, HOST). */
 export interface DocumentedConfig {
   /** CORS_ORIGINS set: an OPTIONS preflight from one of them gets 204. */
   cors: boolean;
-  /** BODY_LIMIT, in bytes. */
   bodyLimit: number;
-  /** MAX_PAGE_SIZE. */
   maxPageSize: number;
   /** The default page size of the list. */
   defaultLimit: number;
-  /** TLS_CERT/TLS_KEY: the REST port speaks HTTPS. */
   tls: boolean;
-  /** HOST. */
   host: string;
 }
 
@@ -220,6 +217,8 @@ function finishDocument(
         if (status === '413')
           response.description = `${String(response.description)} (BODY_LIMIT: ${config.bodyLimit} bytes)`;
       }
+      // No requirement where none applies (public operations, or AUTH=none): said, not left unsaid.
+      operation.security ??= [];
       if (method === 'get' && operation.parameters) {
         for (const parameter of operation.parameters as Json[]) {
           if (parameter.name === 'page') {
@@ -237,8 +236,6 @@ function finishDocument(
       }
     }
   }
-  // No requirement where none applies (public operations, or AUTH=none): said, not left unsaid.
-  for (const item of Object.values(paths)) for (const operation of Object.values(item)) operation.security ??= [];
   const text = JSON.stringify(paths);
   const headers = Object.fromEntries(
     Object.entries(HEADERS).filter(([name]) => text.includes(`"#/components/headers/${name}"`)),
@@ -254,7 +251,7 @@ function finishDocument(
 const fastifyUrl = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
 /** `servers`: this process's REST address, as configured (HOST, TLS) and bound (the port). */
-export function serversOf(config: DocumentedConfig, port: number, requestHost: string): Json[] {
+function serversOf(config: DocumentedConfig, port: number, requestHost: string): Json[] {
   const wildcard = config.host === '0.0.0.0' || config.host === '::';
   const host = wildcard
     ? requestHost.replace(/:\d+$/, '')
@@ -282,6 +279,9 @@ const REFERENCE_CSS = [
   ".swagger-ui .topbar-wrapper a.link::after { content: 'Roster API reference'; color: #f5f7fa; font: 700 18px system-ui, sans-serif; margin-left: 10px; }",
 ].join('\n');
 
+/** A reply of one JSON object, as the document describes it. */
+const JSON_OBJECT = { 'application/json': { schema: { type: 'object' } } };
+
 /** The document itself and the reference page, under the API prefix. */
 export async function openApiRoutes(
   app: FastifyInstance,
@@ -296,22 +296,15 @@ export async function openApiRoutes(
         description: 'This API as an OpenAPI 3.1 document',
         tags: ['service'],
         response: {
-          200: {
-            description: 'The OpenAPI 3.1 document',
-            content: { 'application/json': { schema: { type: 'object' } } },
-          },
+          200: { description: 'The OpenAPI 3.1 document', content: JSON_OBJECT },
           ...errorReplies(),
         },
       },
     },
     async (request, reply) => {
       const port = (app.server.address() as AddressInfo).port;
-      return reply.type('application/json; charset=utf-8').send(
-        JSON.stringify({
-          ...app.swagger(),
-          servers: serversOf(options.config, port, request.headers.host ?? 'localhost'),
-        }),
-      );
+      const servers = serversOf(options.config, port, request.headers.host ?? 'localhost');
+      return reply.type(JSON_CONTENT_TYPE).send(JSON.stringify({ ...app.swagger(), servers }));
     },
   );
   app.get(
@@ -323,15 +316,12 @@ export async function openApiRoutes(
         description: 'The chat (WebSocket) as an AsyncAPI 3.0 document',
         tags: ['service'],
         response: {
-          200: {
-            description: 'The AsyncAPI 3.0 document',
-            content: { 'application/json': { schema: { type: 'object' } } },
-          },
+          200: { description: 'The AsyncAPI 3.0 document', content: JSON_OBJECT },
           ...errorReplies(),
         },
       },
     },
-    async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(options.asyncApi())),
+    async (_request, reply) => reply.type(JSON_CONTENT_TYPE).send(JSON.stringify(options.asyncApi())),
   );
   await app.register(swaggerUi, {
     routePrefix: `${API_PREFIX}/reference`,

@@ -1,8 +1,7 @@
 /**
- * Protection of the REST port, all opt-in (config/): security headers (@fastify/helmet), CORS
- * (@fastify/cors), authentication and authorization (src/edge), and rate limiting
- * (edge/rate-limiter.ts, shared with the chat's handshakes). Each is registered only when its setting is on: with everything off, no hook
- * is added and every reply is what it was before.
+ * Protection of the REST port, all opt-in (config/): security headers (@fastify/helmet), CORS (@fastify/cors),
+ * authentication and authorization (src/edge), and rate limiting (edge/rate-limiter.ts, shared with the chat's
+ * handshakes). Each is registered only when its setting is on: with everything off, no hook is added.
  *
  * Order of the onRequest hooks, by design:
  *   helmet, CORS (their headers reach every reply, errors included)
@@ -29,8 +28,7 @@ import { CONSOLE_PREFIX } from './console.js';
 import { clientKey } from '../edge/client-identity.js';
 import { API_PREFIX } from './prefix.js';
 import { ADMIN_ROLE } from '../config/roles.js';
-import { ETAG, IF_MATCH, IF_NONE_MATCH, IF_UNMODIFIED_SINCE } from './conditional.js';
-import { IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED } from './idempotency.js';
+import * as headers from '../protocol/http-headers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,27 +57,8 @@ const PUBLIC_ROUTES = new Set([
 ]);
 const PUBLIC_PREFIXES = [`${API_PREFIX}/reference`, CONSOLE_PREFIX];
 
-/**
- * What a route needs, in one place. Public: health, the description, the OpenAPI document and its
- * reference page, the console's files, /metrics, and CORS preflights. Everything else (the user routes,
- * and any route added later: deny by default) needs a principal to read (GET, HEAD) and an admin to
- * write.
- */
+/** What a route needs, in one place (docs/decisions.md "Who may do what"): any route not listed public needs a principal. */
 export function accessOf(method: string, routeUrl: string | undefined): Access {
-  if (routeUrl === undefined) return 'public';
-  const key = `${method} ${routeUrl}`;
-  let access = ACCESS.get(key);
-  if (access === undefined) {
-    access = decideAccess(method, routeUrl);
-    ACCESS.set(key, access);
-  }
-  return access;
-}
-
-/** Routes are fixed after start-up: each one's access is decided once (a few dozen entries). */
-const ACCESS = new Map<string, Access>();
-
-function decideAccess(method: string, routeUrl: string | undefined): Access {
   if (routeUrl === undefined || method === 'OPTIONS' || PUBLIC_ROUTES.has(routeUrl)) return 'public';
   if (PUBLIC_PREFIXES.some((prefix) => routeUrl.startsWith(prefix))) return 'public';
   return method === 'GET' || method === 'HEAD' ? 'reader' : 'admin';
@@ -88,6 +67,11 @@ function decideAccess(method: string, routeUrl: string | undefined): Access {
 /** Whether RATE_LIMIT applies to a route: all but health, which stays answerable to load balancers and orchestrators however busy a client is. */
 export function isRateLimited(routeUrl: string | undefined): boolean {
   return routeUrl !== HEALTH && !PROBES.has(routeUrl ?? '');
+}
+
+/** Whether a route needs a credential when AUTH is on: what accessOf says, and /metrics under METRICS_AUTH. */
+export function needsCredential(method: string, routeUrl: string | undefined, metricsAuth: boolean): boolean {
+  return accessOf(method, routeUrl) !== 'public' || (metricsAuth && routeUrl === '/metrics');
 }
 
 export const forbidden = () => new RosterError('FORBIDDEN', 'This needs the admin role');
@@ -119,10 +103,8 @@ export async function registerProtection(
       limiter.spent(address).then((spent) => {
         if (spent) return done(spent);
         const admit = async () => {
-          const verdict = await limiter.count(address);
-          if (!verdict.allowed) throw rateLimited(verdict.limit, verdict.resetSeconds * 1000);
+          admitted(reply, await limiter.count(address));
           request.addressCharged = true;
-          setRateLimitHeaders(reply, verdict);
         };
         authenticateRequest(authenticator, request, () => done(), admit);
       }, done);
@@ -132,7 +114,9 @@ export async function registerProtection(
   if (limiter) addRateLimitHook(app, limiter);
 }
 
-function setRateLimitHeaders(reply: FastifyReply, verdict: Verdict): void {
+/** Throws the 429 of a request over the limit; else the reply tells what is left. */
+function admitted(reply: FastifyReply, verdict: Verdict): void {
+  if (!verdict.allowed) throw rateLimited(verdict.limit, verdict.resetSeconds * 1000);
   reply
     .header('ratelimit-limit', verdict.limit)
     .header('ratelimit-remaining', verdict.remaining)
@@ -149,27 +133,22 @@ function authenticateRequest(
   next: () => void,
   admit?: () => Promise<void>,
 ): void {
+  const succeed = (principal: Principal) => {
+    request.principal = principal;
+    next();
+  };
+  const fail = (error: unknown) => {
+    request.authFailure = error;
+    next();
+  };
   let result: Principal | Promise<Principal>;
   try {
     result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }), admit);
   } catch (error) {
-    request.authFailure = error;
-    return next();
+    return fail(error);
   }
-  if (!(result instanceof Promise)) {
-    request.principal = result;
-    return next();
-  }
-  result.then(
-    (principal) => {
-      request.principal = principal;
-      next();
-    },
-    (error: unknown) => {
-      request.authFailure = error;
-      next();
-    },
-  );
+  if (result instanceof Promise) result.then(succeed, fail);
+  else succeed(result);
 }
 
 /** The 401/403 decision, after the rate limit and the router's 404/405. */
@@ -179,14 +158,15 @@ export function registerGate(app: FastifyInstance, config: Config, authenticator
   app.addHook('onRequest', (request, _reply, done) => {
     const access = accessOf(request.method, request.routeOptions.url);
     if (access === 'public') return done();
-    const decide = () => {
-      if (request.authFailure) return done(request.authFailure as Error);
-      if (access === 'admin' && request.principal?.role !== ADMIN_ROLE) return done(forbidden());
-      done();
-    };
-    if (authenticated) decide();
-    else authenticateRequest(authenticator, request, decide);
+    if (authenticated) decide(request, access, done);
+    else authenticateRequest(authenticator, request, () => decide(request, access, done));
   });
+}
+
+function decide(request: FastifyRequest, access: Access, done: (error?: Error) => void): void {
+  if (request.authFailure) return done(request.authFailure as Error);
+  if (access === 'admin' && request.principal?.role !== ADMIN_ROLE) return done(forbidden());
+  done();
 }
 
 function addRateLimitHook(app: FastifyInstance, limiter: RateLimiter): void {
@@ -194,9 +174,7 @@ function addRateLimitHook(app: FastifyInstance, limiter: RateLimiter): void {
     if (!isRateLimited(request.routeOptions.url)) return;
     // A failed password check was counted before the hashing; an accepted one counts for its principal.
     if (request.addressCharged && !request.principal) return;
-    const verdict = await limiter.count(clientKey(request.principal, request.ip));
-    if (!verdict.allowed) throw rateLimited(verdict.limit, verdict.resetSeconds * 1000);
-    setRateLimitHeaders(reply, verdict);
+    admitted(reply, await limiter.count(clientKey(request.principal, request.ip)));
   });
 }
 
@@ -216,13 +194,8 @@ export const PERMISSIONS_POLICY =
 function addSecurityHeaders(app: FastifyInstance, authenticated: boolean, metricsAuth: boolean): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('permissions-policy', PERMISSIONS_POLICY);
-    if (
-      authenticated &&
-      (accessOf(request.method, request.routeOptions.url) !== 'public' ||
-        (metricsAuth && request.routeOptions.url === '/metrics'))
-    ) {
+    if (authenticated && needsCredential(request.method, request.routeOptions.url, metricsAuth))
       reply.header('cache-control', 'no-store');
-    }
     done();
   });
 }
@@ -232,17 +205,8 @@ function addSecurityHeaders(app: FastifyInstance, authenticated: boolean, metric
  * (401 with the challenge, 403 for a reader), after the app's rate limit like any other route.
  */
 export function requireAdmin(authenticator: Authenticator) {
-  return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
-    let result: Principal | Promise<Principal>;
-    try {
-      result = authenticator.authenticate(credentialsOf(request.headers, request.url, { accessToken: false }));
-    } catch (error) {
-      return done(error as Error);
-    }
-    const decide = (principal: Principal) => done(principal.role === ADMIN_ROLE ? undefined : forbidden());
-    if (result instanceof Promise) result.then(decide, (error: unknown) => done(error as Error));
-    else decide(result);
-  };
+  return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void =>
+    authenticateRequest(authenticator, request, () => decide(request, 'admin', done));
 }
 
 /**
@@ -293,10 +257,10 @@ function corsOptions(origins: readonly string[]) {
       'Content-Type',
       'X-API-Key',
       'X-Request-Id',
-      IDEMPOTENCY_KEY,
-      IF_MATCH,
-      IF_NONE_MATCH,
-      IF_UNMODIFIED_SINCE,
+      headers.IDEMPOTENCY_KEY,
+      headers.IF_MATCH,
+      headers.IF_NONE_MATCH,
+      headers.IF_UNMODIFIED_SINCE,
     ],
     exposedHeaders: [
       'X-Request-Id',
@@ -306,8 +270,8 @@ function corsOptions(origins: readonly string[]) {
       'RateLimit-Remaining',
       'RateLimit-Reset',
       'Allow',
-      ETAG,
-      IDEMPOTENT_REPLAYED,
+      headers.ETAG,
+      headers.IDEMPOTENT_REPLAYED,
     ],
     maxAge: 600,
     // A non-preflight OPTIONS from an allowed origin gets the preflight answer rather than the

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import { serviceUnavailable } from '../errors.js';
-import { healthOf, type Dependency } from '../health.js';
+import { healthOf, type Dependency, type HealthReport } from '../health.js';
 import { NEAR_FULL, type Storage } from '../users/service.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
@@ -68,8 +68,6 @@ export async function systemRoutes(
     storage: () => Promise<Storage | undefined>;
     /** Whether `storage` and the numbers of a nearly full store appear (not under AUTH: health is public). */
     countsShown: boolean;
-    /** A dependency whose loss makes health answer 503 (PostgreSQL). */
-    critical: boolean;
   },
 ): Promise<void> {
   // One run of the service: a client that sees another instance id knows Roster restarted (and, with
@@ -85,19 +83,14 @@ export async function systemRoutes(
         tags: ['service'],
         response: {
           200: successSchema(HealthData, 'HealthEnvelope'),
-          ...(options.critical ? errorReplies(503) : errorReplies()),
+          // 503 only with a dependency whose loss makes health answer so (PostgreSQL).
+          ...(options.dependencies.some((dependency) => dependency.critical) ? errorReplies(503) : errorReplies()),
         },
       },
     },
     async () => {
       const { status, checks, down } = healthOf(options.dependencies);
-      const critical = down.filter((dependency) => dependency.critical);
-      if (critical.length > 0) {
-        throw serviceUnavailable(
-          `Service is degraded: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
-          down.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
-        );
-      }
+      refuseIfCriticalDown('Service is degraded', down, down);
       const storage = await options.storage();
       const nearFull = storage !== undefined && storage.users >= NEAR_FULL * storage.capacity;
       const problems = down.map((d) => `${d.name} down`);
@@ -139,10 +132,7 @@ export async function systemRoutes(
   );
 }
 
-/**
- * Prometheus metrics, off the API prefix (`/metrics`, where scrapers look). Registered by the app at
- * the root when metrics are on.
- */
+/** Prometheus metrics, off the API prefix (`/metrics`, where scrapers look). */
 export async function metricsRoute(
   app: FastifyInstance,
   options: { metrics: Metrics; guard?: onRequestHookHandler | undefined },
@@ -179,12 +169,8 @@ export async function metricsRoute(
  */
 export async function probeRoutes(
   app: FastifyInstance,
-  options: { dependencies: readonly Dependency[] },
+  options: { dependencies: readonly Dependency[]; closing: () => boolean },
 ): Promise<void> {
-  let shuttingDown = false;
-  app.addHook('preClose', async () => {
-    shuttingDown = true;
-  });
   const probe = (operationId: string, summary: string, description: string) => ({
     schema: {
       operationId,
@@ -208,16 +194,25 @@ export async function probeRoutes(
       'Readiness: 200 when the user store is reachable and the instance is not shutting down; 503 otherwise',
     ),
     async () => {
-      if (shuttingDown) throw serviceUnavailable('Not ready: shutting down');
-      const critical = healthOf(options.dependencies).down.filter((dependency) => dependency.critical);
-      if (critical.length > 0) {
-        throw serviceUnavailable(
-          `Not ready: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
-          critical.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
-        );
-      }
+      if (options.closing()) throw serviceUnavailable('Not ready: shutting down');
+      const { down } = healthOf(options.dependencies);
+      refuseIfCriticalDown(
+        'Not ready',
+        down,
+        down.filter((dependency) => dependency.critical),
+      );
       return success('Ready', { status: 'ready' });
     },
+  );
+}
+
+/** 503 when a critical engine is down, naming them, with `listed` in its details. */
+function refuseIfCriticalDown(why: string, down: HealthReport['down'], listed: HealthReport['down']): void {
+  const critical = down.filter((dependency) => dependency.critical);
+  if (critical.length === 0) return;
+  throw serviceUnavailable(
+    `${why}: ${critical.map((dependency) => dependency.name).join(' and ')} down`,
+    listed.map((dependency) => ({ field: dependency.name, message: `down: ${dependency.reason}` })),
   );
 }
 
@@ -226,16 +221,15 @@ function describe(entries: readonly CatalogEntry[]): Endpoint[] {
   return entries
     .filter((entry) => entry.description !== undefined && entry.method !== 'HEAD' && entry.url.startsWith(API_PREFIX))
     .map((entry) => {
-      const endpoint: Endpoint = {
+      const parameters = fieldTexts(entry.querystring);
+      const body = fieldTexts(entry.body);
+      return {
         path: entry.url.replace(/:(\w+)/g, '<$1>'),
         method: entry.method,
         description: entry.description!,
+        ...(parameters && { parameters }),
+        ...(body && { body }),
       };
-      const parameters = fieldTexts(entry.querystring);
-      const body = fieldTexts(entry.body);
-      if (parameters) endpoint.parameters = parameters;
-      if (body) endpoint.body = body;
-      return endpoint;
     });
 }
 

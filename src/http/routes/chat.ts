@@ -39,12 +39,7 @@ const MemberList = Type.Object(
   {
     members: Type.Array(ChatMember),
     pagination: Type.Object(
-      {
-        total: Type.Integer({ description: 'Members of the room, on every instance' }),
-        page: Pagination.properties.page,
-        limit: Pagination.properties.limit,
-        pages: Pagination.properties.pages,
-      },
+      { ...Pagination.properties, total: Type.Integer({ description: 'Members of the room, on every instance' }) },
       { title: 'ChatMemberPagination' },
     ),
   },
@@ -71,12 +66,9 @@ export async function chatRoutes(app: FastifyInstance, { members, maxPageSize }:
         request.query.limit === undefined ? DEFAULT_LIMIT : Number(request.query.limit),
         maxPageSize,
       );
-      let all: ChatMemberJson[];
-      try {
-        all = await members();
-      } catch {
+      const all = await members().catch((): never => {
         throw serviceUnavailable('The chat’s member list cannot be read: the chat bus (Redis) is down');
-      }
+      });
       const total = all.length;
       const start = Math.min((page - 1) * limit, total);
       return success('Chat members retrieved', {

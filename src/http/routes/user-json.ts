@@ -1,13 +1,9 @@
 /**
  * The replies of reads (a list page, a get by id), written from each user's JSON. A page of 20 users
- * serialised field by field costs more than the rest of the request; but the JSON of a user object
- * that cannot change cannot change either. So the JSON of a frozen user is kept per object, for as
- * long as the object lives: stores that hand out the same object until the user changes (memory,
- * SQLite) freeze it, and a store that makes new objects per read (PostgreSQL) does not, as keeping
- * their JSON would only churn the cache. Other users are serialised each time. Each user is
- * serialised by fast-json-stringify from the `User` schema, the serializer Fastify would use, and the
- * envelope around is the reply schema's shape (a test compares the bytes with Fastify's own
- * serialisation of random replies).
+ * serialised field by field costs more than the rest of the request, so the JSON of a frozen user (one
+ * that cannot change: memory and SQLite hand out such objects, PostgreSQL new ones per read) is kept
+ * per object (JsonCache). Users are serialised by fast-json-stringify from the `User` schema, as
+ * Fastify would, in the reply schema's envelope (a test compares the bytes with Fastify's own).
  */
 import fastJson from 'fast-json-stringify';
 import { getHeapStatistics } from 'node:v8';
@@ -20,9 +16,7 @@ const serializeUser: (user: User) => string = fastJson(User);
  * Users whose JSON is kept, each entry for as long as its user object lives and the cache is not full.
  *
  * Weakly: the store drops a user's object when the user changes or is removed, and its JSON then goes
- * with it. A strong map kept every former version until it filled: under a 30-minute soak of updates
- * (BENCHMARKS.md, "Memory over a long run") the heap grew by some 300 B a request, about 100 MiB, all
- * of it old users and their JSON that no reply could ever show again.
+ * with it (a strong map kept every former version: BENCHMARKS.md, "Memory over a long run").
  *
  * When full it starts again empty: a bound on memory however many users are paged through (a million
  * users' JSON would be a few hundred MB), and the pages asked for most (the first ones of each order)

@@ -1,25 +1,16 @@
 /** HTTP binding of the user resource: each route turns a request into one service call and wraps the result. */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { successSchema } from '../envelope.js';
 import { errorReplies } from '../error-replies.js';
 import { ListQuery, User, UserId, UserList, type UserSchemas } from '../../users/schema.js';
-import type { UserService } from '../../users/service.js';
+import type { IfMatch, UserService } from '../../users/service.js';
 import { listReplyJson, userReplyJson } from './user-json.js';
 import { JSON_CONTENT_TYPE } from '../../edge/raw-reply.js';
 import { DEFAULT_ROLE } from '../../config/roles.js';
-import {
-  conditionalHeaders,
-  ETAG,
-  etagHeader,
-  etagOf,
-  ifMatchOf,
-  notModified,
-  notModifiedReply,
-} from '../conditional.js';
+import { conditionalHeaders, etagHeader, etagOf, ifMatchOf, notModified, notModifiedReply } from '../conditional.js';
 import { idempotentHeaders, type Idempotency } from '../idempotency.js';
-import type { User as UserRecord } from '../../users/schema.js';
 import type { SavedReply } from '../../users/idempotency-keys.js';
-import { LINK } from '../../protocol/http-headers.js';
+import { ETAG, LINK } from '../../protocol/http-headers.js';
 import { API_PREFIX } from '../prefix.js';
 
 export interface UserRoutesOptions {
@@ -67,9 +58,6 @@ export async function userRoutes(
   const one = { ...successSchema(User, 'UserEnvelope'), headers: etagHeader };
   const conflict = strict ? ([409] as const) : [];
   const required = requireIfMatch ? ([428] as const) : [];
-  /** A write's reply: the user and its new ETag. */
-  const written = (reply: FastifyReply, message: string, user: UserRecord) =>
-    reply.header(ETAG, etagOf(user)).type(JSON_CONTENT_TYPE).send(userReplyJson(message, user));
   const tags = ['users'];
 
   app.get<{ Querystring: ListQuery }>(
@@ -140,57 +128,52 @@ export async function userRoutes(
         // With a key, the store keeps this reply with the user (store.ts: Keep): the bytes made there
         // are the ones sent.
         let kept: SavedReply | undefined;
-        const replyOf = (user: UserRecord): SavedReply =>
+        const replyOf = (user: User): SavedReply =>
           (kept = { status: 201, headers: { [ETAG]: etagOf(user) }, body: userReplyJson('User created', user) });
         const user = await service.create(request.body, claim && { claim, replyOf });
         return kept ?? replyOf(user);
       }),
   );
 
-  app.put<WithId>(
-    '/users/:id',
-    {
+  /** PUT and PATCH: the same preconditions, errors and reply (the user and its new ETag). */
+  const write = (
+    method: 'PUT' | 'PATCH',
+    { body, ...described }: { operationId: string; summary: string; description: string; body: unknown },
+    change: (id: string, body: unknown, ifMatch: IfMatch | undefined) => Promise<User>,
+  ) =>
+    app.route<WithId>({
+      method,
+      url: '/users/:id',
       schema: {
-        operationId: 'replaceUser',
-        summary: 'Replace a user',
-        description: `Replace a user (role resets to "${DEFAULT_ROLE}" when omitted)`,
+        ...described,
         tags,
         params: UserId,
         headers: conditionalHeaders('write'),
-        body: schemas.write,
+        body,
         response: { 200: one, ...errorReplies(404, ...conflict, 412, 413, 415, 422, ...required) },
       },
-    },
-    async (request, reply) => {
-      const ifMatch = ifMatchOf(request, requireIfMatch);
-      return written(reply, 'User updated', await service.replace(request.params.id, request.body, ifMatch));
-    },
-  );
-
-  app.patch<WithId>(
-    '/users/:id',
+      handler: async (request, reply) => {
+        const user = await change(request.params.id, request.body, ifMatchOf(request, requireIfMatch));
+        return reply.header(ETAG, etagOf(user)).type(JSON_CONTENT_TYPE).send(userReplyJson('User updated', user));
+      },
+    });
+  write(
+    'PUT',
     {
-      schema: {
-        operationId: 'updateUser',
-        summary: 'Update some fields of a user',
-        description: 'Update some fields of a user',
-        tags,
-        params: UserId,
-        headers: conditionalHeaders('write'),
-        body: schemas.patch,
-        response: { 200: one, ...errorReplies(404, ...conflict, 412, 413, 415, 422, ...required) },
-      },
+      operationId: 'replaceUser',
+      summary: 'Replace a user',
+      description: `Replace a user (role resets to "${DEFAULT_ROLE}" when omitted)`,
+      body: schemas.write,
     },
-    async (request, reply) => {
-      const ifMatch = ifMatchOf(request, requireIfMatch);
-      return written(reply, 'User updated', await service.update(request.params.id, request.body, ifMatch));
-    },
+    (id, body, ifMatch) => service.replace(id, body, ifMatch),
+  );
+  const patched = 'Update some fields of a user';
+  write(
+    'PATCH',
+    { operationId: 'updateUser', summary: patched, description: patched, body: schemas.patch },
+    (id, body, ifMatch) => service.update(id, body, ifMatch),
   );
 
-  const deleted = {
-    204: { type: 'null', description: 'Deleted; no body' },
-    ...errorReplies(404, 412, ...required),
-  };
   app.delete<WithId>(
     '/users/:id',
     {
@@ -201,7 +184,7 @@ export async function userRoutes(
         tags,
         params: UserId,
         headers: conditionalHeaders('write'),
-        response: deleted,
+        response: { 204: { type: 'null', description: 'Deleted; no body' }, ...errorReplies(404, 412, ...required) },
       },
     },
     async (request, reply) => {
