@@ -21,7 +21,7 @@ import {
   type AuthConfig,
 } from './policy.js';
 import { loadTls } from './files.js';
-import { rawValue, read, type AuthScheme, type Env, type LogLevel, type Setting } from './settings.js';
+import { rawValue, read, type Env, type LogLevel, type Setting } from './settings.js';
 import * as S from './settings.js';
 
 export { ConfigError } from './readers.js';
@@ -145,7 +145,7 @@ export function loadConfig(env: Env): Config {
   };
   const wsPort = get(S.WS_PORT);
   checkPorts(restPort, wsPort);
-  const auth = authOf(get, isSet);
+  const auth = authConfig(get, isSet);
   const corsOrigins = get(S.CORS_ORIGINS);
   const database = get(S.DATABASE_URL);
   const tlsCert = get(S.TLS_CERT);
@@ -214,20 +214,4 @@ export function loadConfig(env: Env): Config {
       historyBytes,
     },
   };
-}
-
-/** AUTH, then only its own credential settings read (another scheme's are refused by policy.ts first). */
-function authOf(get: <T>(setting: Setting<T>) => T, isSet: (name: string) => boolean): AuthConfig {
-  const scheme = get(S.AUTH);
-  const mine = <T>(owner: AuthScheme, setting: Setting<T>): T | undefined =>
-    scheme === owner && isSet(setting.name) ? get(setting) : undefined;
-  return authConfig(scheme, isSet, () => ({
-    apiKeys: mine('apikey', S.API_KEYS) ?? [],
-    basicUsers: mine('basic', S.BASIC_USERS) ?? [],
-    jwtSecret: mine('jwt', S.JWT_SECRET),
-    jwksUrl: mine('oauth2', S.OAUTH2_JWKS_URL),
-    issuer: mine('oauth2', S.OAUTH2_ISSUER),
-    audience: mine('oauth2', S.OAUTH2_AUDIENCE),
-    acceptJwtTyp: mine('oauth2', S.OAUTH2_ACCEPT_JWT_TYP),
-  }));
 }
