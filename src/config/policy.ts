@@ -31,10 +31,7 @@ export interface AuthConfig {
   basicUsers: readonly { name: string; hash: string; role: string }[];
   /** `JWT_SECRET`: the HS256 key. */
   jwtSecret: string | undefined;
-  /**
-   * `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`; `acceptJwtTyp` (`OAUTH2_ACCEPT_JWT_TYP`): also
-   * accept tokens whose `typ` is `JWT` or absent, not only RFC 9068's `at+jwt`.
-   */
+  /** `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`, and `OAUTH2_ACCEPT_JWT_TYP` as `acceptJwtTyp`. */
   oauth2: { jwksUrl: string; issuer: string; audience: string; acceptJwtTyp: boolean } | undefined;
 }
 

@@ -157,26 +157,18 @@ export const roles: Parse<readonly string[]> = (raw, name) => {
   return list;
 };
 
-const WINDOWS: Record<string, number> = {
-  second: 1_000,
-  s: 1_000,
-  sec: 1_000,
-  minute: 60_000,
-  m: 60_000,
-  min: 60_000,
-  hour: 3_600_000,
-  h: 3_600_000,
-};
+/** The windows of RATE_LIMIT, in seconds. */
+const WINDOWS: Record<string, number> = { s: 1, sec: 1, second: 1, m: 60, min: 60, minute: 60, h: 3600, hour: 3600 };
 
 /** `100/minute`: a count per second, minute or hour. */
 export const rate: Parse<{ max: number; windowMs: number }> = (raw, name) => {
   const match = /^(\d{1,9})\s*\/\s*([a-z]+)$/i.exec(raw);
-  const windowMs = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
+  const seconds = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
   const max = match ? Number(match[1]) : 0;
-  if (!match || windowMs === undefined || max < 1) {
+  if (!match || seconds === undefined || max < 1) {
     throw new ConfigError(name, `must be a count per second, minute or hour such as 100/minute (got "${raw}")`);
   }
-  return { max, windowMs };
+  return { max, windowMs: seconds * 1000 };
 };
 
 /** `true`, `false`, a hop count, or a comma list of addresses and CIDRs. */

@@ -74,10 +74,7 @@ export function read<T>(env: Env, setting: Setting<T>): T {
 /** pino's levels, the values of LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-/**
- * The values of AUTH. The types live here, with the lists they are derived from, rather than beside
- * Config: settings.ts and policy.ts both need them, and index.ts imports both.
- */
+/** The values of AUTH (its type here, not beside Config: policy.ts needs it, and index.ts imports policy.ts). */
 export const AUTH_SCHEMES = ['none', 'apikey', 'basic', 'jwt', 'oauth2'] as const;
 export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 
