@@ -47,9 +47,8 @@ export interface ServerParts {
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
   // Every engine client's error events end here: logged, counted, never thrown (engine-faults.ts).
   const faults = new EngineFaults(logger);
-  // The store DATABASE_URL names (users/stores/registry.ts), migrated before use; a database store
-  // seeds under a lock, so instances starting together seed once. Engines' drivers (pg,
-  // better-sqlite3, ioredis) are loaded only when configured: the default process does not carry them.
+  // The store DATABASE_URL names (users/stores/registry.ts, which loads its driver only then), migrated
+  // before use; a database store seeds under a lock, so instances starting together seed once.
   const opened = parts.store
     ? undefined
     : await openStore(config.storage, { logger, faults }).catch((error: unknown) => {

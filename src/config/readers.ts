@@ -87,10 +87,7 @@ export function engineUrl(protocols: readonly string[]): Parse<string> {
 /** The prefix of a SQLite DATABASE_URL: `sqlite:<path>`. */
 export const SQLITE_PREFIX = 'sqlite:';
 
-/**
- * DATABASE_URL: a PostgreSQL URL, or `sqlite:<path>` (`sqlite:./roster.db`, `sqlite:/abs/roster.db`,
- * `sqlite:///abs/roster.db`, `sqlite::memory:`), which must name a file.
- */
+/** DATABASE_URL: a PostgreSQL URL, or `sqlite:<path>`, which must name a file (its help lists the forms). */
 export const databaseUrl: Parse<string> = (raw, name) => {
   if (!raw.toLowerCase().startsWith(SQLITE_PREFIX)) return engineUrl(['postgres:', 'postgresql:'])(raw, name);
   if (sqlitePath(raw) === '')
