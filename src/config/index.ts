@@ -16,10 +16,11 @@ import {
   type AuthConfig,
 } from './policy.js';
 import { loadTls } from './files.js';
+import type { RateLimit } from './readers.js';
 import { rawValue, read, type Env, type LogLevel, type Setting } from './settings.js';
 import * as S from './settings.js';
 
-export { ConfigError } from './readers.js';
+export { ConfigError, type RateLimit } from './readers.js';
 export { automaticMaxUsers, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER, type AuthConfig } from './policy.js';
 export { JWT_SECRET_MIN_BYTES } from './credentials.js';
 export { SETTINGS, type AuthScheme, type Setting } from './settings.js';
@@ -96,12 +97,6 @@ export interface StorageConfig {
   sqliteSynchronous: 'NORMAL' | 'FULL';
   /** `IDEMPOTENCY_MAX_KEYS`: the memory store's bound on idempotency keys. */
   idempotencyMaxKeys: number;
-}
-
-export interface RateLimit {
-  /** Requests (or messages) allowed per window. */
-  max: number;
-  windowMs: number;
 }
 
 export interface ChatConfig {

@@ -157,8 +157,14 @@ export const roles: Parse<readonly string[]> = (raw, name) => {
 /** The windows of RATE_LIMIT, in seconds. */
 const WINDOWS: Record<string, number> = { s: 1, sec: 1, second: 1, m: 60, min: 60, minute: 60, h: 3600, hour: 3600 };
 
+export interface RateLimit {
+  /** Requests (or messages) allowed per window. */
+  max: number;
+  windowMs: number;
+}
+
 /** `100/minute`: a count per second, minute or hour. */
-export const rate: Parse<{ max: number; windowMs: number }> = (raw, name) => {
+export const rate: Parse<RateLimit> = (raw, name) => {
   const match = /^(\d{1,9})\s*\/\s*([a-z]+)$/i.exec(raw);
   const seconds = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
   const max = match ? Number(match[1]) : 0;
