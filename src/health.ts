@@ -29,18 +29,16 @@ export interface HealthReport {
 export function healthOf(dependencies: readonly Dependency[]): HealthReport {
   const checks: Record<string, 'up' | 'down'> = {};
   const down: HealthReport['down'] = [];
+  let listed = false;
   for (const dependency of dependencies) {
     const state = dependency.state();
     if (state.up && dependency.quietWhileUp) continue;
+    listed = true;
     checks[dependency.name] = state.up ? 'up' : 'down';
     if (!state.up) down.push({ name: dependency.name, critical: dependency.critical, reason: state.reason });
   }
   down.sort((a, b) => Number(b.critical) - Number(a.critical));
-  return {
-    status: down.length === 0 ? 'healthy' : 'degraded',
-    ...(Object.keys(checks).length > 0 ? { checks } : {}),
-    down,
-  };
+  return { status: down.length === 0 ? 'healthy' : 'degraded', ...(listed ? { checks } : {}), down };
 }
 
 /** What a ProbedDependency needs to know of its engine. */
