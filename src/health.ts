@@ -56,10 +56,9 @@ export interface ProbeOptions {
 }
 
 /**
- * An engine's entry in the health check whose state is the outcome of its last operation, so that
- * answering health costs no I/O and a dead engine cannot make health hang; once down, it probes every
- * `intervalMs` until a probe succeeds, so health turns back to up without traffic. The store reports
- * each operation's outcome with `succeeded` and `failed`.
+ * An engine's entry in the health check: the outcome of its last operation, which the store reports with
+ * `succeeded` and `failed`. Once down, it probes every `intervalMs` until a probe succeeds, so health
+ * turns back to up without traffic.
  */
 export class ProbedDependency implements Dependency {
   #down: string | undefined;

@@ -18,15 +18,12 @@ function failStart(error: unknown, logger?: Logger): never {
   process.exit(exitStatus);
 }
 
-function readConfig(): Config {
-  try {
-    return loadConfig(process.env);
-  } catch (error) {
-    failStart(error);
-  }
+let config: Config;
+try {
+  config = loadConfig(process.env);
+} catch (error) {
+  failStart(error);
 }
-
-const config = readConfig();
 const logger = await createLogger(config);
 const roster = await createServer(config, logger).catch((error: unknown) => failStart(error, logger));
 const started = roster.start();

@@ -21,8 +21,7 @@ export function minimumVersion(engines: string | undefined): Version | undefined
 }
 
 function older(a: Version, b: Version): boolean {
-  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
-  return false;
+  return (a[0] - b[0] || a[1] - b[1] || a[2] - b[2]) < 0;
 }
 
 /** The line that refuses `found` (process.version), or undefined when it is new enough. */

@@ -17,7 +17,7 @@ import { Idempotency } from './http/idempotency.js';
 import { userSchemas } from './users/schema.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
-import { openStore, storeBackend } from './users/stores/registry.js';
+import { openStore, storeBackend, type OpenStore } from './users/stores/registry.js';
 import { Metrics } from './metrics.js';
 import { createUserValidator } from './users/validation.js';
 import { RateLimiter } from './edge/rate-limiter.js';
@@ -47,18 +47,15 @@ export interface ServerParts {
 export async function createServer(config: Config, logger: Logger, parts: ServerParts = {}): Promise<RosterServer> {
   // Every engine client's error events end here: logged, counted, never thrown (engine-faults.ts).
   const faults = new EngineFaults(logger);
-  // The store DATABASE_URL names (users/stores/registry.ts), migrated before use; a database store
-  // seeds under a lock, so instances starting together seed once. Engines' drivers (pg,
-  // better-sqlite3, ioredis) are loaded only when configured: the default process does not carry them.
+  // The store DATABASE_URL names (users/stores/registry.ts, which loads its driver only then), migrated
+  // before use; a database store seeds under a lock, so instances starting together seed once.
   const opened = parts.store
     ? undefined
     : await openStore(config.storage, { logger, faults }).catch((error: unknown) => {
         throw databaseFailure(error); // one line naming DATABASE_URL (startup.ts)
       });
-  const store: UserStore = parts.store ?? opened!.store;
-  const note = opened?.note ?? storeBackend(config.storage).note(config.storage);
   try {
-    return await assemble(config, logger, parts, store, opened?.health ? [opened.health] : [], faults, note);
+    return await assemble(config, logger, parts, faults, opened);
   } catch (error) {
     await opened?.store.close().catch(() => undefined);
     throw error;
@@ -69,13 +66,11 @@ async function assemble(
   config: Config,
   logger: Logger,
   parts: ServerParts,
-  store: UserStore,
-  /** The health of the store's engine (PostgreSQL or SQLite), when it has one. */
-  storeHealth: readonly Dependency[],
   faults: EngineFaults,
-  /** Where users are kept, said once at start. */
-  storageNote: string,
+  opened: OpenStore | undefined,
 ): Promise<RosterServer> {
+  const store = parts.store ?? opened!.store;
+  const storageNote = opened?.note ?? storeBackend(config.storage).note(config.storage);
   const schemas = userSchemas(config.roles, config.strictValidation);
   const service = new UserService(store, createUserValidator(schemas), {
     maxPageSize: config.maxPageSize,
@@ -101,7 +96,7 @@ async function assemble(
         () => chat.restarts,
       )
     : undefined;
-  const dependencies: Dependency[] = [...storeHealth, ...(parts.dependencies ?? [])];
+  const dependencies: Dependency[] = [...(opened?.health ? [opened.health] : []), ...(parts.dependencies ?? [])];
   if (chat.health) dependencies.push(chat.health);
   dependencies.push(chat.door);
   const chatMembers = async () =>

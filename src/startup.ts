@@ -10,17 +10,8 @@
  */
 import { ConfigError } from './config/index.js';
 
-/** The exit statuses of a failed start (documented in the README, "Start-up failures"). */
-const EXIT_STATUS = {
-  /** Anything not listed below. */
-  other: 1,
-  /** A setting is missing or invalid (config/). */
-  badSetting: 2,
-  /** PORT or WS_PORT cannot be opened on HOST: in use, not permitted, or HOST not an address here. */
-  portUnavailable: 3,
-  /** DATABASE_URL cannot be reached or used (connection, authentication, migrations). */
-  databaseUnavailable: 4,
-} as const;
+/** The exit statuses of the header's table (the README's "Start-up failures" table too). */
+const EXIT_STATUS = { other: 1, badSetting: 2, portUnavailable: 3, databaseUnavailable: 4 } as const;
 
 /** A start-up failure already put in words: `line` follows "roster: ". */
 class StartupError extends Error {

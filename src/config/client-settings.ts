@@ -1,9 +1,8 @@
 /**
  * The settings of the `roster` command as a client of a running Roster (`roster chat`, `roster users`),
- * declared once as the server's are in settings.ts: variable, default, reader, and what the README's
- * client table says of it; a test holds that table to this list. The server never reads them. Their
- * defaults follow the server's own PORT and WS_PORT, read as the server reads them, so a client with no
- * settings finds a server with none on the same machine.
+ * declared as the server's are in settings.ts, for the README's client table. The server never reads
+ * them. Their defaults follow the server's own PORT and WS_PORT, read as the server reads them, so a
+ * client with no settings finds a server with none on the same machine.
  */
 import { engineUrl, text } from './readers.js';
 import { PORT, read, WS_PORT, type Env, type Setting } from './settings.js';

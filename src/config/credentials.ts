@@ -1,6 +1,6 @@
 /** Readers of the credential settings of AUTH: API_KEYS, BASIC_USERS and JWT_SECRET. */
 import { parsePasswordHash } from './password-hash.js';
-import { ConfigError, ROLE_NAME, type Parse } from './readers.js';
+import { commaList, ConfigError, ROLE_NAME, type Parse } from './readers.js';
 import { DEFAULT_ROLE } from './roles.js';
 
 /** RFC 7518 3.2: an HS256 key shorter than this is guessable offline from any one token. The CLI's `roster token` checks it too. */
@@ -16,45 +16,39 @@ function roleOf(name: string, raw: string | undefined): string {
 
 /** `key[:role]`: keys of 16 to 256 URL-safe characters (they travel in a header or a query string). */
 export const apiKeys: Parse<{ key: string; role: string }[]> = (raw, name) =>
-  raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .map((entry, index) => {
-      const [key = '', role, ...rest] = entry.split(':');
-      if (rest.length > 0 || !/^[A-Za-z0-9._~+/=-]{16,256}$/.test(key)) {
-        // The key itself is never echoed: configuration errors end up in logs.
-        throw new ConfigError(
-          name,
-          `entry ${index + 1} must be key[:role] with a key of 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = -`,
-        );
-      }
-      return { key, role: roleOf(name, role) };
-    });
+  commaList(raw).map((entry, index) => {
+    const [key = '', role, ...rest] = entry.split(':');
+    if (rest.length > 0 || !/^[A-Za-z0-9._~+/=-]{16,256}$/.test(key)) {
+      // The key itself is never echoed: configuration errors end up in logs.
+      throw new ConfigError(
+        name,
+        `entry ${index + 1} must be key[:role] with a key of 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = -`,
+      );
+    }
+    return { key, role: roleOf(name, role) };
+  });
 
 /** `name:hash[:role]`, the hash in the format of `roster hash-password`. */
 export const basicUsers: Parse<{ name: string; hash: string; role: string }[]> = (raw, variable) => {
   const names = new Set<string>();
-  return raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .map((entry, index) => {
-      const [name = '', hash = '', role, ...rest] = entry.split(':');
-      if (rest.length > 0 || !/^[^\s:]{1,128}$/.test(name)) {
-        throw new ConfigError(
-          variable,
-          `entry ${index + 1} must be name:hash[:role] (a name of 1 to 128 characters without ":" or spaces)`,
-        );
-      }
-      if (!parsePasswordHash(hash)) {
-        throw new ConfigError(
-          variable,
-          `entry ${index + 1} (${name}) has a hash that is not in the format of "roster hash-password" (scrypt$N$r$p$salt$hash)`,
-        );
-      }
-      if (names.has(name)) throw new ConfigError(variable, `lists the user "${name}" twice`);
-      names.add(name);
-      return { name, hash, role: roleOf(variable, role) };
-    });
+  return commaList(raw).map((entry, index) => {
+    const [name = '', hash = '', role, ...rest] = entry.split(':');
+    if (rest.length > 0 || !/^[^\s:]{1,128}$/.test(name)) {
+      throw new ConfigError(
+        variable,
+        `entry ${index + 1} must be name:hash[:role] (a name of 1 to 128 characters without ":" or spaces)`,
+      );
+    }
+    if (!parsePasswordHash(hash)) {
+      throw new ConfigError(
+        variable,
+        `entry ${index + 1} (${name}) has a hash that is not in the format of "roster hash-password" (scrypt$N$r$p$salt$hash)`,
+      );
+    }
+    if (names.has(name)) throw new ConfigError(variable, `lists the user "${name}" twice`);
+    names.add(name);
+    return { name, hash, role: roleOf(variable, role) };
+  });
 };
 
 export const jwtSecret: Parse<string> = (raw, name) => {

@@ -1,13 +1,8 @@
 /**
- * Configuration: the environment, read once, validated, turned into a typed object.
- *
- * Nothing else in the server reads `process.env`; `main.ts` calls `loadConfig(process.env)` and passes
- * the result down (the `roster` command's own client settings are client-settings.ts's). Every setting
- * is declared once in settings.ts (variable, default, reader and bounds, README text), so the comments
- * below say what each field is and name its variable, never its default; readers.ts holds the generic
- * readers, policy.ts the rules between settings and the defaults that depend on others, files.ts the
- * files they name. A bad value throws `ConfigError` naming the variable, which `main.ts` prints as one
- * line before exiting with status 2.
+ * Configuration: the environment, read once, validated, turned into a typed object. Nothing else in the
+ * server reads `process.env`: `main.ts` calls `loadConfig(process.env)` and passes the result down. Each
+ * setting is declared in settings.ts, so a field's comment names its variable, never its default. A bad
+ * value throws `ConfigError` naming the variable (startup.ts: one line, exit 2).
  */
 import {
   checkTimeouts,
@@ -21,77 +16,78 @@ import {
   type AuthConfig,
 } from './policy.js';
 import { loadTls } from './files.js';
-import { rawValue, read, type AuthScheme, type Env, type LogLevel, type Setting } from './settings.js';
+import type { RateLimit } from './readers.js';
+import { rawValue, read, type Env, type LogLevel, type Setting } from './settings.js';
 import * as S from './settings.js';
 
-export { ConfigError } from './readers.js';
+export { ConfigError, type RateLimit } from './readers.js';
 export { automaticMaxUsers, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER, type AuthConfig } from './policy.js';
 export { JWT_SECRET_MIN_BYTES } from './credentials.js';
 export { SETTINGS, type AuthScheme, type Setting } from './settings.js';
 
 export interface Config {
-  /** REST port, `PORT`; 0 asks the OS for a free port (tests use this). */
+  /** `PORT`; 0 asks the OS for a free port (tests use this). */
   port: number;
-  /** Chat (WebSocket) port, `WS_PORT`; 0 asks the OS for a free port. */
+  /** `WS_PORT`. */
   wsPort: number;
-  /** Interface both ports bind to, `HOST`. */
+  /** `HOST`, of both ports. */
   host: string;
-  /** pino level, `LOG_LEVEL`. */
+  /** `LOG_LEVEL`. */
   logLevel: LogLevel;
-  /** `LOG_FORMAT`: `json` (one JSON object a line) or `pretty` (for people: pino-pretty when installed, else plain text). */
+  /** `LOG_FORMAT` (logging.ts). */
   logFormat: 'json' | 'pretty';
-  /** Largest page size, `MAX_PAGE_SIZE`; larger `limit` values are clamped to it. */
+  /** `MAX_PAGE_SIZE`. */
   maxPageSize: number;
-  /** Users stored at most, `MAX_USERS` (0: no cap); unset, derived by policy.ts's maxUsers(). */
+  /** `MAX_USERS` (0: no cap); unset, policy.ts's maxUsers(). */
   maxUsers: number;
-  /** Largest accepted request body in bytes, `BODY_LIMIT` (`65536`, `64KiB`, `1MiB`). */
+  /** `BODY_LIMIT`, in bytes. */
   bodyLimit: number;
-  /** Allowed values of a user's `role`, `ROLES`; always includes `admin` and `user` (the seeds' roles, and the role of a user created without one). */
+  /** `ROLES`; always with `admin` and `user` (roles.ts). */
   roles: readonly string[];
-  /** Strict validation of PATCH and email uniqueness on PUT/PATCH, `STRICT_VALIDATION`. */
+  /** `STRICT_VALIDATION`. */
   strictValidation: boolean;
-  /** `REQUIRE_IF_MATCH`: PUT, PATCH and DELETE of a user without If-Match get 428. */
+  /** `REQUIRE_IF_MATCH`. */
   requireIfMatch: boolean;
-  /** `IDEMPOTENCY_KEY_TTL_SECONDS`, in milliseconds: how long a create's idempotency key is kept. */
+  /** `IDEMPOTENCY_KEY_TTL_SECONDS`, in milliseconds. */
   idempotencyKeyTtlMs: number;
   chat: ChatConfig;
-  /** How long shutdown waits for in-flight requests and chat close handshakes, `SHUTDOWN_TIMEOUT_MS`. */
+  /** `SHUTDOWN_TIMEOUT_MS`. */
   shutdownTimeoutMs: number;
   /** `HEADERS_TIMEOUT_MS`, on both ports. Shorter than Node's own: trickled headers are a cheap attack. */
   headersTimeoutMs: number;
-  /** The whole request, headers and body, must arrive within this, `REQUEST_TIMEOUT_MS`. */
+  /** `REQUEST_TIMEOUT_MS`. */
   requestTimeoutMs: number;
-  /** An idle kept-alive REST connection is closed after this, `KEEP_ALIVE_TIMEOUT_MS`. */
+  /** `KEEP_ALIVE_TIMEOUT_MS`. */
   keepAliveTimeoutMs: number;
-  /** Open TCP connections on the REST port at most, `MAX_CONNECTIONS`; more are dropped on accept. */
+  /** `MAX_CONNECTIONS`, of the REST port. */
   maxConnections: number;
   /** Both ports' connection guard (edge/connection-guard.ts): `MAX_CONNECTIONS_PER_ADDRESS`, `FIRST_BYTE_TIMEOUT_MS`. */
   connections: { perAddress: number; firstByteMs: number | undefined };
-  /** Prometheus metrics at `GET /metrics` on the REST port, `METRICS`. */
+  /** `METRICS`. */
   metrics: boolean;
   /** `METRICS_AUTH`: off unless asked for, as the metrics carry no user data and most scrapers have no credential. */
   metricsAuth: boolean;
-  /** The browser console at `/` on the REST port, `CONSOLE`. */
+  /** `CONSOLE`. */
   console: boolean;
-  /** The chat address the browser console connects to, `CHAT_PUBLIC_URL`: a URL, or a path on the page's host. */
+  /** `CHAT_PUBLIC_URL`. */
   chatPublicUrl: string | undefined;
-  /** Authentication of the REST API and the chat handshake: `AUTH` and its scheme's credentials. */
+  /** `AUTH` and its scheme's credentials (policy.ts). */
   auth: AuthConfig;
-  /** Requests per client and window on both ports, `RATE_LIMIT`; undefined: no rate limiting. */
+  /** `RATE_LIMIT`; undefined: no rate limiting. */
   rateLimit: RateLimit | undefined;
-  /** Whether X-Forwarded-For is believed, `TRUST_PROXY`: Fastify's `trustProxy`, used for chat handshakes too. */
+  /** `TRUST_PROXY`: Fastify's `trustProxy`, used for chat handshakes too. */
   trustProxy: boolean | number | readonly string[];
   /** `TLS_CERT` and `TLS_KEY`, read at start-up, and `TLS_CIPHERS` (else files.ts's); undefined: no TLS. */
   tls: { cert: Buffer; key: Buffer; ciphers: string } | undefined;
-  /** Strict-Transport-Security, `HSTS_MAX_AGE` and `HSTS_INCLUDE_SUBDOMAINS` (see their README rows). */
+  /** `HSTS_MAX_AGE` and `HSTS_INCLUDE_SUBDOMAINS`. */
   hsts: { maxAge: number; includeSubDomains: boolean };
-  /** Origins allowed cross-origin REST calls and chat handshakes, `CORS_ORIGINS`; undefined: no CORS, no Origin check. */
+  /** `CORS_ORIGINS`; undefined: no CORS, no Origin check. */
   corsOrigins: readonly string[] | undefined;
-  /** Security headers (@fastify/helmet) on every REST reply, `SECURITY_HEADERS`. */
+  /** `SECURITY_HEADERS` (@fastify/helmet). */
   securityHeaders: boolean;
   /** `DATABASE_URL`, naming the backend (users/stores/registry.ts), `DATABASE_POOL_SIZE`, `SQLITE_SYNCHRONOUS`. */
   storage: StorageConfig;
-  /** Redis carries the chat between instances, `REDIS_URL` (redis:// or rediss://); undefined: one process, one room. */
+  /** `REDIS_URL`; undefined: one process, one room. */
   redis: { url: string } | undefined;
 }
 
@@ -103,20 +99,14 @@ export interface StorageConfig {
   idempotencyMaxKeys: number;
 }
 
-export interface RateLimit {
-  /** Requests (or messages) allowed per window. */
-  max: number;
-  windowMs: number;
-}
-
 export interface ChatConfig {
   /** Largest chat message, `WS_MAX_PAYLOAD`: at least 64 KiB, so that the 64-bit length form always works. */
   maxPayload: number;
-  /** Interval of the server's protocol ping, `WS_HEARTBEAT_MS`; a peer that missed the previous one is terminated. */
+  /** `WS_HEARTBEAT_MS`. */
   heartbeatMs: number;
-  /** Unsent bytes a connection may hold before it is closed as a slow consumer (1013), `WS_MAX_BACKLOG`. */
+  /** `WS_MAX_BACKLOG`. */
   maxBacklog: number;
-  /** Open connections at most, `WS_MAX_CONNECTIONS`; the next handshake is refused with HTTP 503. */
+  /** `WS_MAX_CONNECTIONS`. */
   maxConnections: number;
   /** `WS_MAX_CONNECTIONS_PER_CLIENT`; unset, policy.ts's maxConnectionsPerClient() decides (undefined: no cap). */
   maxConnectionsPerClient: number | undefined;
@@ -124,9 +114,9 @@ export interface ChatConfig {
   handshakeTimeoutMs: number;
   /** The connection guard's limits, the REST port's (Config.connections): one pair of settings for both ports. */
   connections: { perAddress: number; firstByteMs: number | undefined };
-  /** Chat messages kept for clients that ask (`?history=`, `?since=`), `CHAT_HISTORY`; 0: off. */
+  /** `CHAT_HISTORY`; 0: off. */
   history: number;
-  /** At most this many bytes of them, `CHAT_HISTORY_BYTES`. */
+  /** `CHAT_HISTORY_BYTES`. */
   historyBytes: number;
 }
 
@@ -145,7 +135,7 @@ export function loadConfig(env: Env): Config {
   };
   const wsPort = get(S.WS_PORT);
   checkPorts(restPort, wsPort);
-  const auth = authOf(get, isSet);
+  const auth = authConfig(get, isSet);
   const corsOrigins = get(S.CORS_ORIGINS);
   const database = get(S.DATABASE_URL);
   const tlsCert = get(S.TLS_CERT);
@@ -214,20 +204,4 @@ export function loadConfig(env: Env): Config {
       historyBytes,
     },
   };
-}
-
-/** AUTH, then only its own credential settings read (another scheme's are refused by policy.ts first). */
-function authOf(get: <T>(setting: Setting<T>) => T, isSet: (name: string) => boolean): AuthConfig {
-  const scheme = get(S.AUTH);
-  const mine = <T>(owner: AuthScheme, setting: Setting<T>): T | undefined =>
-    scheme === owner && isSet(setting.name) ? get(setting) : undefined;
-  return authConfig(scheme, isSet, () => ({
-    apiKeys: mine('apikey', S.API_KEYS) ?? [],
-    basicUsers: mine('basic', S.BASIC_USERS) ?? [],
-    jwtSecret: mine('jwt', S.JWT_SECRET),
-    jwksUrl: mine('oauth2', S.OAUTH2_JWKS_URL),
-    issuer: mine('oauth2', S.OAUTH2_ISSUER),
-    audience: mine('oauth2', S.OAUTH2_AUDIENCE),
-    acceptJwtTyp: mine('oauth2', S.OAUTH2_ACCEPT_JWT_TYP),
-  }));
 }

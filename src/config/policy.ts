@@ -4,7 +4,8 @@
  */
 import { getHeapStatistics } from 'node:v8';
 import { ConfigError } from './readers.js';
-import type { AuthScheme } from './settings.js';
+import * as S from './settings.js';
+import type { AuthScheme, Setting } from './settings.js';
 
 /** Node refuses a headers timeout longer than the request timeout, which contains it. */
 export function checkTimeouts(headersTimeoutMs: number, requestTimeoutMs: number): void {
@@ -30,14 +31,11 @@ export interface AuthConfig {
   basicUsers: readonly { name: string; hash: string; role: string }[];
   /** `JWT_SECRET`: the HS256 key. */
   jwtSecret: string | undefined;
-  /**
-   * `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`; `acceptJwtTyp` (`OAUTH2_ACCEPT_JWT_TYP`): also
-   * accept tokens whose `typ` is `JWT` or absent, not only RFC 9068's `at+jwt`.
-   */
+  /** `OAUTH2_JWKS_URL`, `OAUTH2_ISSUER`, `OAUTH2_AUDIENCE`, and `OAUTH2_ACCEPT_JWT_TYP` as `acceptJwtTyp`. */
   oauth2: { jwksUrl: string; issuer: string; audience: string; acceptJwtTyp: boolean } | undefined;
 }
 
-/** The credential settings of each AUTH scheme. */
+/** The credential settings of each AUTH scheme: all required by it but OAUTH2_ACCEPT_JWT_TYP. */
 const OWNERS: Record<string, AuthScheme> = {
   API_KEYS: 'apikey',
   BASIC_USERS: 'basic',
@@ -45,6 +43,7 @@ const OWNERS: Record<string, AuthScheme> = {
   OAUTH2_JWKS_URL: 'oauth2',
   OAUTH2_ISSUER: 'oauth2',
   OAUTH2_AUDIENCE: 'oauth2',
+  OAUTH2_ACCEPT_JWT_TYP: 'oauth2',
 };
 
 /**
@@ -52,35 +51,28 @@ const OWNERS: Record<string, AuthScheme> = {
  * rather than ignored: a deployment that sets API_KEYS but forgets AUTH=apikey must not believe it is
  * protected.
  */
-export function authConfig(
-  scheme: AuthScheme,
-  isSet: (name: string) => boolean,
-  read: () => Pick<AuthConfig, 'apiKeys' | 'basicUsers' | 'jwtSecret'> & {
-    jwksUrl?: string | undefined;
-    issuer?: string | undefined;
-    audience?: string | undefined;
-    acceptJwtTyp?: boolean | undefined;
-  },
-): AuthConfig {
+export function authConfig(get: <T>(setting: Setting<T>) => T, isSet: (name: string) => boolean): AuthConfig {
+  const scheme = get(S.AUTH);
   for (const [name, owner] of Object.entries(OWNERS)) {
     if (isSet(name) && scheme !== owner)
       throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
-    if (!isSet(name) && scheme === owner) throw new ConfigError(name, `is required when AUTH=${owner}`);
+    if (!isSet(name) && scheme === owner && name !== S.OAUTH2_ACCEPT_JWT_TYP.name)
+      throw new ConfigError(name, `is required when AUTH=${owner}`);
   }
-  // Optional, but like the credentials refused for another scheme.
-  if (isSet('OAUTH2_ACCEPT_JWT_TYP') && scheme !== 'oauth2') {
-    throw new ConfigError('OAUTH2_ACCEPT_JWT_TYP', `is set but AUTH is ${scheme} (it applies to AUTH=oauth2 only)`);
-  }
-  // Read only now: the values of the scheme in force, once the others are known to be unset.
-  const { apiKeys, basicUsers, jwtSecret, jwksUrl, issuer, audience, acceptJwtTyp } = read();
+  // Read only now, once another scheme's settings are known to be unset (so undefined).
   return {
     scheme,
-    apiKeys,
-    basicUsers,
-    jwtSecret,
+    apiKeys: get(S.API_KEYS) ?? [],
+    basicUsers: get(S.BASIC_USERS) ?? [],
+    jwtSecret: get(S.JWT_SECRET),
     oauth2:
       scheme === 'oauth2'
-        ? { jwksUrl: jwksUrl!, issuer: issuer!, audience: audience!, acceptJwtTyp: acceptJwtTyp ?? false }
+        ? {
+            jwksUrl: get(S.OAUTH2_JWKS_URL)!,
+            issuer: get(S.OAUTH2_ISSUER)!,
+            audience: get(S.OAUTH2_AUDIENCE)!,
+            acceptJwtTyp: get(S.OAUTH2_ACCEPT_JWT_TYP) ?? false,
+          }
         : undefined,
   };
 }

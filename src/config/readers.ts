@@ -19,6 +19,11 @@ export class ConfigError extends Error {
 /** Reads the raw text of `name`'s variable (trimmed; set but empty counts as unset). */
 export type Parse<T> = (raw: string, name: string) => T;
 
+/** A comma list's entries, trimmed. */
+export function commaList(raw: string): string[] {
+  return raw.split(',').map((entry) => entry.trim());
+}
+
 export const KIB = 1024;
 export const MIB = 1024 * 1024;
 
@@ -70,12 +75,8 @@ export const text: Parse<string> = (raw) => raw;
 /** The URL of an engine (PostgreSQL, Redis): parsed so a typo fails at start-up, not at first use. */
 export function engineUrl(protocols: readonly string[]): Parse<string> {
   return (raw, name) => {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      throw new ConfigError(name, `must be a URL such as ${protocols[0]}//127.0.0.1 (got an unparsable value)`);
-    }
+    const url = URL.parse(raw);
+    if (!url) throw new ConfigError(name, `must be a URL such as ${protocols[0]}//127.0.0.1 (got an unparsable value)`);
     if (!protocols.includes(url.protocol)) {
       throw new ConfigError(name, `must use ${protocols.map((p) => `${p}//`).join(' or ')} (got ${url.protocol}//)`);
     }
@@ -86,10 +87,7 @@ export function engineUrl(protocols: readonly string[]): Parse<string> {
 /** The prefix of a SQLite DATABASE_URL: `sqlite:<path>`. */
 export const SQLITE_PREFIX = 'sqlite:';
 
-/**
- * DATABASE_URL: a PostgreSQL URL, or `sqlite:<path>` (`sqlite:./roster.db`, `sqlite:/abs/roster.db`,
- * `sqlite:///abs/roster.db`, `sqlite::memory:`), which must name a file.
- */
+/** DATABASE_URL: a PostgreSQL URL, or `sqlite:<path>`, which must name a file (its help lists the forms). */
 export const databaseUrl: Parse<string> = (raw, name) => {
   if (!raw.toLowerCase().startsWith(SQLITE_PREFIX)) return engineUrl(['postgres:', 'postgresql:'])(raw, name);
   if (sqlitePath(raw) === '')
@@ -116,12 +114,7 @@ export const sqliteSynchronous: Parse<'NORMAL' | 'FULL'> = (raw, name) => {
  */
 export const chatUrl: Parse<string> = (raw, name) => {
   if (/^\/(?!\/)\S*$/.test(raw)) return raw; // a path on the page's host
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.parse(raw);
   if (!url || !['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol)) {
     throw new ConfigError(
       name,
@@ -148,7 +141,7 @@ export const ROLE_NAME = new RegExp(`^[A-Za-z0-9_.-]{1,${ROLE_NAME_MAX_LENGTH}}$
 
 /** ROLES: a comma list of role names that includes `admin` and `user` (the seeds' and the default role). */
 export const roles: Parse<readonly string[]> = (raw, name) => {
-  const list = [...new Set(raw.split(',').map((role) => role.trim()))];
+  const list = [...new Set(commaList(raw))];
   if (list.some((role) => !ROLE_NAME.test(role))) {
     throw new ConfigError(
       name,
@@ -161,26 +154,24 @@ export const roles: Parse<readonly string[]> = (raw, name) => {
   return list;
 };
 
-const WINDOWS: Record<string, number> = {
-  second: 1_000,
-  s: 1_000,
-  sec: 1_000,
-  minute: 60_000,
-  m: 60_000,
-  min: 60_000,
-  hour: 3_600_000,
-  h: 3_600_000,
-};
+/** The windows of RATE_LIMIT, in seconds. */
+const WINDOWS: Record<string, number> = { s: 1, sec: 1, second: 1, m: 60, min: 60, minute: 60, h: 3600, hour: 3600 };
+
+export interface RateLimit {
+  /** Requests (or messages) allowed per window. */
+  max: number;
+  windowMs: number;
+}
 
 /** `100/minute`: a count per second, minute or hour. */
-export const rate: Parse<{ max: number; windowMs: number }> = (raw, name) => {
+export const rate: Parse<RateLimit> = (raw, name) => {
   const match = /^(\d{1,9})\s*\/\s*([a-z]+)$/i.exec(raw);
-  const windowMs = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
+  const seconds = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
   const max = match ? Number(match[1]) : 0;
-  if (!match || windowMs === undefined || max < 1) {
+  if (!match || seconds === undefined || max < 1) {
     throw new ConfigError(name, `must be a count per second, minute or hour such as 100/minute (got "${raw}")`);
   }
-  return { max, windowMs };
+  return { max, windowMs: seconds * 1000 };
 };
 
 /** `true`, `false`, a hop count, or a comma list of addresses and CIDRs. */
@@ -188,7 +179,7 @@ export const trustProxy: Parse<boolean | number | readonly string[]> = (raw, nam
   const lower = raw.toLowerCase();
   if (['true', 'false'].includes(lower)) return lower === 'true';
   if (/^\d{1,2}$/.test(raw)) return Number(raw);
-  const list = raw.split(',').map((entry) => entry.trim());
+  const list = commaList(raw);
   for (const entry of list) {
     const [address = '', prefix, ...rest] = entry.split('/');
     const family = isIP(address);
@@ -209,19 +200,14 @@ export const trustProxy: Parse<boolean | number | readonly string[]> = (raw, nam
 
 /** Exact origins (scheme, host, port), or `*` alone. Whether `*` is allowed is policy (policy.ts). */
 export const origins: Parse<readonly string[]> = (raw, name) => {
-  const list = [...new Set(raw.split(',').map((entry) => entry.trim()))];
+  const list = [...new Set(commaList(raw))];
   if (list.includes('*')) {
     if (list.length > 1) throw new ConfigError(name, 'must be "*" alone or a list of origins');
     return ['*'];
   }
   for (const entry of list) {
-    let origin: string | undefined;
-    try {
-      const url = new URL(entry);
-      origin = ['http:', 'https:'].includes(url.protocol) ? url.origin : undefined;
-    } catch {
-      origin = undefined;
-    }
+    const url = URL.parse(entry);
+    const origin = url && ['http:', 'https:'].includes(url.protocol) ? url.origin : undefined;
     if (origin !== entry) {
       throw new ConfigError(
         name,
@@ -234,13 +220,8 @@ export const origins: Parse<readonly string[]> = (raw, name) => {
 
 /** https, except on the loopback interface (a local identity provider, or a test). */
 export const jwksUrl: Parse<string> = (raw, name) => {
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
-  const loopback = url !== undefined && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  const url = URL.parse(raw);
+  const loopback = url !== null && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && loopback))) {
     throw new ConfigError(name, `must be an https:// URL (http:// only on localhost) (got "${raw}")`);
   }
