@@ -475,6 +475,11 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['BODY_LIMIT', '-1'],
     ['BODY_LIMIT', '1.5MiB'],
     ['BODY_LIMIT', 'MiB'],
+    // Names of Object.prototype's are no unit.
+    ['BODY_LIMIT', '5constructor'],
+    ['WS_MAX_PAYLOAD', '1toString'],
+    ['RATE_LIMIT', '5/constructor'],
+    ['RATE_LIMIT', '5/__proto__'],
     ['ROLES', 'admin'],
     ['ROLES', 'user'],
     ['ROLES', 'guest,editor'],

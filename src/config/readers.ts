@@ -38,13 +38,14 @@ export function integer(min: number, max: number): Parse<number> {
 
 export const port: Parse<number> = integer(0, 65_535);
 
-const UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, kib: KIB, k: KIB, mb: 1000 * 1000, mib: MIB, m: MIB };
+/** The units of a size; a Map, so that a name of Object.prototype's (`5constructor`) is no unit. */
+const UNITS = new Map(Object.entries({ '': 1, b: 1, kb: 1000, kib: KIB, k: KIB, mb: 1000 * 1000, mib: MIB, m: MIB }));
 
 /** A size in bytes: `65536`, `64KiB`, `1MiB`, `1MB`. */
 export function bytes(min: number, max: number): Parse<number> {
   return (raw, name) => {
     const match = /^(\d+)\s*([a-z]*)$/i.exec(raw);
-    const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
+    const unit = match ? UNITS.get(match[2]!.toLowerCase()) : undefined;
     if (!match || unit === undefined) {
       throw new ConfigError(name, `must be a size in bytes such as 1048576, 64KiB or 1MiB (got "${raw}")`);
     }
@@ -154,8 +155,8 @@ export const roles: Parse<readonly string[]> = (raw, name) => {
   return list;
 };
 
-/** The windows of RATE_LIMIT, in seconds. */
-const WINDOWS: Record<string, number> = { s: 1, sec: 1, second: 1, m: 60, min: 60, minute: 60, h: 3600, hour: 3600 };
+/** The windows of RATE_LIMIT, in seconds (a Map, as UNITS). */
+const WINDOWS = new Map(Object.entries({ s: 1, sec: 1, second: 1, m: 60, min: 60, minute: 60, h: 3600, hour: 3600 }));
 
 export interface RateLimit {
   /** Requests (or messages) allowed per window. */
@@ -166,7 +167,7 @@ export interface RateLimit {
 /** `100/minute`: a count per second, minute or hour. */
 export const rate: Parse<RateLimit> = (raw, name) => {
   const match = /^(\d{1,9})\s*\/\s*([a-z]+)$/i.exec(raw);
-  const seconds = match ? WINDOWS[match[2]!.toLowerCase()] : undefined;
+  const seconds = match ? WINDOWS.get(match[2]!.toLowerCase()) : undefined;
   const max = match ? Number(match[1]) : 0;
   if (!match || seconds === undefined || max < 1) {
     throw new ConfigError(name, `must be a count per second, minute or hour such as 100/minute (got "${raw}")`);
