@@ -39,6 +39,9 @@ export interface ChatMessageSpec {
   readonly example: Readonly<Record<string, unknown>>;
 }
 
+/** What a message that counts the room requires. */
+const COUNTED = ['message', 'online_count', 'timestamp'];
+
 const object = (type: string, properties: Record<string, unknown>, required: string[]) => ({
   type: 'object',
   properties: { type: { const: type }, ...properties },
@@ -66,11 +69,7 @@ export const CHAT_MESSAGES = {
     summary: 'Sent to everyone else when a connection joins',
     sender: 'server',
     audience: 'room',
-    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, [
-      'message',
-      'online_count',
-      'timestamp',
-    ]),
+    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, COUNTED),
     example: {
       type: 'user_join',
       message: 'A user joined the chat',
@@ -84,11 +83,7 @@ export const CHAT_MESSAGES = {
     summary: 'Sent to everyone still there when a connection leaves',
     sender: 'server',
     audience: 'room',
-    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, [
-      'message',
-      'online_count',
-      'timestamp',
-    ]),
+    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, COUNTED),
     example: {
       type: 'user_leave',
       message: 'A user left the chat',

@@ -175,10 +175,8 @@ export class ReconnectingChat {
     } catch (error) {
       if (this.#stopped || generation !== this.#generation) return;
       // The settings could not be loaded, or the address is not a WebSocket URL.
-      const cause = error instanceof Error ? error.message : String(error);
-      if (this.#everOpen || this.#options.retryFirst) this.#scheduleRetry(false);
-      else this.#end({ kind: 'unusable', cause });
-      return;
+      this.#cause = error instanceof Error ? error.message : String(error);
+      return this.#failed('unusable');
     }
     this.#socket = socket;
     socket.addEventListener('open', () => {
@@ -259,9 +257,9 @@ export class ReconnectingChat {
   }
 
   /** An attempt that never opened: retried, unless it was the first and those are not. */
-  #failed(): void {
+  #failed(kind: SessionEnd['kind'] = 'unreachable'): void {
     if (this.#everOpen || this.#options.retryFirst) return this.#scheduleRetry(false);
-    this.#end({ kind: 'unreachable', cause: this.#cause ?? 'the connection closed before it opened' });
+    this.#end({ kind, cause: this.#cause ?? 'the connection closed before it opened' });
   }
 
   #scheduleRetry(wasOpen: boolean): void {

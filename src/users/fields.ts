@@ -46,8 +46,8 @@ const EMAIL_MAX = 254;
  * `String.prototype.trim` removes) and counts toward the maximum, not toward the minimum. Both are
  * linear: the bounded repetition and the labels, which exclude the dot, cannot backtrack catastrophically.
  */
-export const NAME_PATTERN = `^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX - 2}}\\S)?\\s*$`;
-export const EMAIL_PATTERN = `^\\s*(?=\\S{1,${EMAIL_MAX}}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.)+[^\\s@.]+\\s*$`;
+const NAME_PATTERN = `^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX - 2}}\\S)?\\s*$`;
+const EMAIL_PATTERN = `^\\s*(?=\\S{1,${EMAIL_MAX}}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.)+[^\\s@.]+\\s*$`;
 
 /**
  * In the contract's order, which is the order of a user's JSON. The bounds hold in every mode: without
@@ -141,7 +141,7 @@ export const WRITABLE_FIELDS: readonly WritableField[] = named<WritableField>((f
 export const SORTABLE_FIELDS: readonly SortableField[] = named<SortableField>((field) => field.sortable);
 export const SEARCHABLE_FIELDS: readonly SearchableField[] = named<SearchableField>((field) => field.searchable);
 
-export const fieldSpec = (name: FieldName): FieldSpec => (FIELDS as readonly FieldSpec[]).find((f) => f.name === name)!;
+export const fieldSpec = (name: string): FieldSpec => (FIELDS as readonly FieldSpec[]).find((f) => f.name === name)!;
 
 /**
  * Exactly a user's own fields, in the table's order, whatever else `source` carries; optional fields

@@ -16,7 +16,7 @@ import type { UserValidator } from './validation.js';
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 /** `pagination.page` of a page asked for by cursor (`after`), which has no page number (docs/decisions.md). */
-export const CURSOR_PAGE = 0;
+const CURSOR_PAGE = 0;
 
 /** A list page, and the cursor of the next one when more users follow it (`Link: rel="next"`). */
 export type ListPage = UserList & { next?: string };
@@ -159,9 +159,8 @@ export class UserService {
   }
 
   /**
-   * What the store checks of a precondition: If-Match's versions; nothing for `*` (existence only).
-   * If-Unmodified-Since is decided on the user as read, then made the version the write needs: a write
-   * in between makes it 412, so the check stays atomic with the write.
+   * What the store checks of a precondition: If-Match's versions; nothing for `*` (existence only);
+   * If-Unmodified-Since decided here, then as the version read (docs/decisions.md).
    */
   async #expected(id: string, ifMatch: IfMatch | undefined): Promise<Expected | undefined> {
     if (ifMatch === undefined || ifMatch === 'any') return undefined;

@@ -12,8 +12,6 @@ import { RosterError, validationFailed } from '../errors.js';
 import { WRITABLE_FIELDS, type RequiredField } from './fields.js';
 import { FIELD_RULES, ruleOf, type UserFields, type UserSchemas } from './schema.js';
 
-const WRITABLE = WRITABLE_FIELDS;
-
 /** The fields create and replace need. */
 type RequiredFields = Pick<UserFields, RequiredField>;
 
@@ -48,7 +46,7 @@ function check(validate: ValidateFunction, body: unknown, rule: (field: string) 
       throw validationFailed(missing.map((field) => ({ field, message: `${field} is required` })));
     }
     throw validationFailed(
-      WRITABLE.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => {
+      WRITABLE_FIELDS.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => {
         const own = errors.filter((e) => fieldOf(e) === field);
         // The contract's default PATCH has no rule but the type and the length bound: name only those.
         const message = own.some((e) => e.keyword === 'type')
@@ -64,7 +62,7 @@ function check(validate: ValidateFunction, body: unknown, rule: (field: string) 
   // nothing from the body can reach a prototype.
   const source = body as Record<string, unknown>;
   const fields: Partial<UserFields> = {};
-  for (const key of WRITABLE) {
+  for (const key of WRITABLE_FIELDS) {
     if (Object.hasOwn(source, key)) fields[key] = source[key] as string;
   }
   return fields;
