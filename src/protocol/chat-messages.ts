@@ -43,11 +43,14 @@ export interface ChatMessageSpec {
 const COUNTED = ['message', 'online_count', 'timestamp'];
 
 const object = (type: string, properties: Record<string, unknown>, required: string[]) => ({
-  type: 'object',
-  properties: { type: { const: type }, ...properties },
-  required: ['type', ...required],
+  ...lenient(type, properties, required),
   additionalProperties: false,
 });
+
+/** A client message: other keys are allowed (and ignored). */
+function lenient(type: string, properties: Record<string, unknown>, required: string[] = []) {
+  return { type: 'object', properties: { type: { const: type }, ...properties }, required: ['type', ...required] };
+}
 
 export const CHAT_MESSAGES = {
   system: {
@@ -164,14 +167,9 @@ export const CHAT_MESSAGES = {
     title: 'Chat message (from a client)',
     summary: 'A chat message to broadcast; a text frame that is not JSON is taken as a chat message of that text',
     sender: 'client',
-    payload: {
-      type: 'object',
-      properties: {
-        type: { const: 'chat' },
-        message: { type: 'string', description: 'The text; absent or null is the empty string' },
-      },
-      required: ['type'],
-    },
+    payload: lenient('chat', {
+      message: { type: 'string', description: 'The text; absent or null is the empty string' },
+    }),
     example: { type: 'chat', message: 'hi' },
   },
   ping: {
@@ -179,7 +177,7 @@ export const CHAT_MESSAGES = {
     title: 'Ping',
     summary: 'An application-level ping: the service answers pong to the sender only',
     sender: 'client',
-    payload: { type: 'object', properties: { type: { const: 'ping' } }, required: ['type'] },
+    payload: lenient('ping', {}),
     example: { type: 'ping' },
   },
 } as const satisfies Record<string, ChatMessageSpec>;

@@ -213,8 +213,6 @@ export class ReconnectingChat {
   #opened(): void {
     const reconnected = this.#everOpen;
     this.#everOpen = true;
-    this.#pings = [];
-    this.#keepAlive = undefined;
     this.#pingTimer = setInterval(() => this.#beat(), this.#options.pingIntervalMs);
     this.events.state?.({ kind: 'open', reconnected });
   }

@@ -132,11 +132,9 @@ export const UserSortField = Type.Unsafe<(typeof SORTABLE_FIELDS)[number]>({
 export const UserId = Type.Object({ id: Type.String({ description: 'The user id' }) });
 
 /**
- * Positive whole numbers in a query string: decimal digits only, so `abc`, `0`, `-1`, `1.5`, `1e309`
- * and repeated parameters all fail, and docs/decisions.md makes each a 422 naming the parameter. Patterns
- * rather than coerced integers, because coercion lets `1e309` through as Infinity. A `limit` of any
- * size is valid (it is clamped to the maximum page size); a `page` has at most 15 digits, so that it
- * stays exact as a JavaScript number.
+ * Positive whole numbers in a query string, decimal digits only (docs/decisions.md: anything else, a
+ * repeated parameter too, is a 422). Patterns, because coercion lets `1e309` through as Infinity. A
+ * `limit` of any size is clamped; a `page` has at most 15 digits, to stay exact as a JavaScript number.
  */
 const POSITIVE = '^0*[1-9][0-9]*$';
 const PAGE = '^0*[1-9][0-9]{0,14}$';

@@ -1,7 +1,6 @@
 /**
  * The contract's rules for users, in one place: the order of checks, the role default, ids, email
- * uniqueness, MAX_USERS, the seed. Routes translate HTTP to these calls; stores store, and stamp
- * `created_at` and `updated_at` as they write (store.ts).
+ * uniqueness, MAX_USERS, the seed. Routes translate HTTP to these calls; stores store and stamp (store.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { emailExists, preconditionFailed, storeFull, userNotFound, validationFailed } from '../errors.js';

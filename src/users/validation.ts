@@ -1,11 +1,8 @@
 /**
- * Validation of user bodies, in the order docs/decisions.md fixes: the body must be a JSON object (400
- * INVALID_BODY), then the required keys must be present (422, one detail per missing key), then every
- * known field present must have the right type and format (422, one detail per bad field). Later stages
- * are reported only when the earlier ones pass.
- *
- * It runs inside `UserService` rather than in Fastify's pre-handler validation because the contract
- * puts the existence check of PUT and PATCH (404) before validation (422).
+ * Validation of user bodies: a JSON object (400 INVALID_BODY), then the stages of docs/decisions.md
+ * ("Validation of create and full update"). It runs inside `UserService` rather than in Fastify's
+ * pre-handler validation because the contract puts the existence check of PUT and PATCH (404) before
+ * validation (422).
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RosterError, validationFailed } from '../errors.js';
