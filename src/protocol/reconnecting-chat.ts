@@ -80,13 +80,11 @@ export interface SessionOptions {
 /** A socket's close that Roster did not see: the keep-alive ping went unanswered (RFC 6455's 1006). */
 const SILENT = 1006;
 
-type Timer = ReturnType<typeof setTimeout>;
-
 export class ReconnectingChat {
   #socket: SessionSocket | null = null;
   /** Failed tries since the last welcome; drives the backoff. */
   #attempt = 0;
-  #retryTimer: Timer | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #pingTimer: ReturnType<typeof setInterval> | undefined;
   /** Pings awaiting their pong, oldest first; `keepAlive`, the last one the interval sent. */
   #pings: { sentAt: number; asked: boolean }[] = [];

@@ -63,19 +63,15 @@ export type User = UserShape;
 /** The fields a client may write. */
 export type UserFields = Pick<User, (typeof WRITABLE_FIELDS)[number]>;
 
-/** The roles, as the OpenAPI document's `Role` enum. */
-function roleSchema(roles: readonly string[]) {
-  return Type.Unsafe<string>({
-    title: 'Role',
-    type: 'string',
-    enum: [...roles],
-    description: `Role (optional, default "${DEFAULT_ROLE}"); ${FIELD_RULES.role(roles)}`,
-  });
-}
-
-/** A field of a strict write: its bounds, its pattern, its rule. */
+/** A field of a strict write: its bounds, its pattern, its rule; the roles as the OpenAPI document's `Role` enum. */
 function strictSchema(field: FieldSpec, roles: readonly string[], required: boolean): TSchema {
-  if (field.isRole) return roleSchema(roles);
+  if (field.isRole)
+    return Type.Unsafe<string>({
+      title: 'Role',
+      type: 'string',
+      enum: [...roles],
+      description: `Role (optional, default "${DEFAULT_ROLE}"); ${FIELD_RULES.role(roles)}`,
+    });
   return Type.String({
     ...(field.minLength === undefined ? {} : { minLength: field.minLength }),
     ...(field.maxLength === undefined ? {} : { maxLength: field.maxLength }),

@@ -9,12 +9,9 @@ import { RosterError, validationFailed } from '../errors.js';
 import { WRITABLE_FIELDS, type RequiredField } from './fields.js';
 import { FIELD_RULES, ruleOf, type UserFields, type UserSchemas } from './schema.js';
 
-/** The fields create and replace need. */
-type RequiredFields = Pick<UserFields, RequiredField>;
-
 export interface UserValidator {
   /** Create and full update: the required fields (fields.ts) present, the others optional. */
-  write(body: unknown): RequiredFields & Partial<UserFields>;
+  write(body: unknown): Pick<UserFields, RequiredField> & Partial<UserFields>;
   /** Partial update: any writable field; other keys are ignored. */
   patch(body: unknown): Partial<UserFields>;
 }
