@@ -218,8 +218,7 @@ export class ReconnectingChat {
   /** The keep-alive: dead when the last one is still unanswered, else another ping. */
   #beat(): void {
     if (this.#keepAlive !== undefined && this.#pings.includes(this.#keepAlive)) {
-      // No pong for a whole interval: the connection is dead even if the socket has not noticed
-      // (a silently dropped network path). Give up on it and reconnect.
+      // Dead even if the socket has not noticed (a silently dropped network path): reconnect.
       const socket = this.#socket;
       this.#closed(SILENT, '');
       socket?.close();

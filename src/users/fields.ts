@@ -49,9 +49,8 @@ const NAME_PATTERN = `^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX - 2}}\\S)?\\s*$`;
 const EMAIL_PATTERN = `^\\s*(?=\\S{1,${EMAIL_MAX}}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.)+[^\\s@.]+\\s*$`;
 
 /**
- * In the contract's order, which is the order of a user's JSON. The bounds hold in every mode: without
- * one, the contract's default PATCH could store a name as large as BODY_LIMIT, and MAX_USERS, derived
- * from the worst-case user at these sizes (config/policy.ts), would bound nothing.
+ * In the contract's order, which is the order of a user's JSON. The bounds hold in every mode
+ * (docs/decisions.md, "Length of stored fields"); MAX_USERS is derived from them (config/policy.ts).
  */
 export const FIELDS = [
   {

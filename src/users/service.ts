@@ -146,9 +146,8 @@ export class UserService {
   }
 
   /**
-   * MAX_USERS: a create that would grow the store past it is refused, like Redis' maxmemory refuses
-   * writes that grow the data; updates change a user's fields within their bounded sizes and go on.
-   * The count is read just before the insert; creates in flight at the same instant may pass together.
+   * MAX_USERS refuses a create past it, like Redis' maxmemory; updates keep within the fields' bounds
+   * and go on. The count is read just before the insert; creates in flight at once may pass together.
    */
   async #admit(): Promise<void> {
     const capacity = this.options.maxUsers;

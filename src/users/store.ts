@@ -41,10 +41,7 @@ export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
  */
 export type Expected = readonly string[];
 
-/**
- * A keyed create's claim (http/idempotency.ts) and how its reply is made from the user as stored: the
- * store keeps that reply under the claim in the same atomic step as the user (docs/decisions.md).
- */
+/** A keyed create's claim (http/idempotency.ts) and how its reply is made from the user as stored (`insert`). */
 export interface Keep {
   claim: KeyClaim;
   replyOf: (user: User) => SavedReply;
