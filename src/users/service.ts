@@ -21,9 +21,8 @@ const CURSOR_PAGE = 0;
 export type ListPage = UserList & { next?: string };
 
 /**
- * A write's precondition (docs/decisions.md "Retries and concurrent edits"): If-Match's versions it may
- * apply to (store.ts `Expected`), or `any` (`*`): the user must exist, and a missing one is 412, not
- * 404; or If-Unmodified-Since (milliseconds since the epoch, whole seconds).
+ * A write's precondition (docs/decisions.md "Retries and concurrent edits"): If-Match's versions (store.ts
+ * `Expected`), or `any` (`*`, see `missing`), or If-Unmodified-Since (milliseconds since the epoch, whole seconds).
  */
 export type IfMatch = Expected | 'any' | { unmodifiedSince: number };
 
