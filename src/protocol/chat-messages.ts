@@ -39,12 +39,18 @@ export interface ChatMessageSpec {
   readonly example: Readonly<Record<string, unknown>>;
 }
 
+/** What a message that counts the room requires. */
+const COUNTED = ['message', 'online_count', 'timestamp'];
+
 const object = (type: string, properties: Record<string, unknown>, required: string[]) => ({
-  type: 'object',
-  properties: { type: { const: type }, ...properties },
-  required: ['type', ...required],
+  ...lenient(type, properties, required),
   additionalProperties: false,
 });
+
+/** A client message: other keys are allowed (and ignored). */
+function lenient(type: string, properties: Record<string, unknown>, required: string[] = []) {
+  return { type: 'object', properties: { type: { const: type }, ...properties }, required: ['type', ...required] };
+}
 
 export const CHAT_MESSAGES = {
   system: {
@@ -66,11 +72,7 @@ export const CHAT_MESSAGES = {
     summary: 'Sent to everyone else when a connection joins',
     sender: 'server',
     audience: 'room',
-    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, [
-      'message',
-      'online_count',
-      'timestamp',
-    ]),
+    payload: object('user_join', { message: TEXT, name: NAME, online_count: COUNT, timestamp: TIMESTAMP }, COUNTED),
     example: {
       type: 'user_join',
       message: 'A user joined the chat',
@@ -84,11 +86,7 @@ export const CHAT_MESSAGES = {
     summary: 'Sent to everyone still there when a connection leaves',
     sender: 'server',
     audience: 'room',
-    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, [
-      'message',
-      'online_count',
-      'timestamp',
-    ]),
+    payload: object('user_leave', { message: TEXT, online_count: COUNT, timestamp: TIMESTAMP }, COUNTED),
     example: {
       type: 'user_leave',
       message: 'A user left the chat',
@@ -169,14 +167,9 @@ export const CHAT_MESSAGES = {
     title: 'Chat message (from a client)',
     summary: 'A chat message to broadcast; a text frame that is not JSON is taken as a chat message of that text',
     sender: 'client',
-    payload: {
-      type: 'object',
-      properties: {
-        type: { const: 'chat' },
-        message: { type: 'string', description: 'The text; absent or null is the empty string' },
-      },
-      required: ['type'],
-    },
+    payload: lenient('chat', {
+      message: { type: 'string', description: 'The text; absent or null is the empty string' },
+    }),
     example: { type: 'chat', message: 'hi' },
   },
   ping: {
@@ -184,7 +177,7 @@ export const CHAT_MESSAGES = {
     title: 'Ping',
     summary: 'An application-level ping: the service answers pong to the sender only',
     sender: 'client',
-    payload: { type: 'object', properties: { type: { const: 'ping' } }, required: ['type'] },
+    payload: lenient('ping', {}),
     example: { type: 'ping' },
   },
 } as const satisfies Record<string, ChatMessageSpec>;

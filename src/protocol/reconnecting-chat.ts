@@ -80,13 +80,11 @@ export interface SessionOptions {
 /** A socket's close that Roster did not see: the keep-alive ping went unanswered (RFC 6455's 1006). */
 const SILENT = 1006;
 
-type Timer = ReturnType<typeof setTimeout>;
-
 export class ReconnectingChat {
   #socket: SessionSocket | null = null;
   /** Failed tries since the last welcome; drives the backoff. */
   #attempt = 0;
-  #retryTimer: Timer | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #pingTimer: ReturnType<typeof setInterval> | undefined;
   /** Pings awaiting their pong, oldest first; `keepAlive`, the last one the interval sent. */
   #pings: { sentAt: number; asked: boolean }[] = [];
@@ -175,10 +173,8 @@ export class ReconnectingChat {
     } catch (error) {
       if (this.#stopped || generation !== this.#generation) return;
       // The settings could not be loaded, or the address is not a WebSocket URL.
-      const cause = error instanceof Error ? error.message : String(error);
-      if (this.#everOpen || this.#options.retryFirst) this.#scheduleRetry(false);
-      else this.#end({ kind: 'unusable', cause });
-      return;
+      this.#cause = error instanceof Error ? error.message : String(error);
+      return this.#failed('unusable');
     }
     this.#socket = socket;
     socket.addEventListener('open', () => {
@@ -215,8 +211,6 @@ export class ReconnectingChat {
   #opened(): void {
     const reconnected = this.#everOpen;
     this.#everOpen = true;
-    this.#pings = [];
-    this.#keepAlive = undefined;
     this.#pingTimer = setInterval(() => this.#beat(), this.#options.pingIntervalMs);
     this.events.state?.({ kind: 'open', reconnected });
   }
@@ -224,8 +218,7 @@ export class ReconnectingChat {
   /** The keep-alive: dead when the last one is still unanswered, else another ping. */
   #beat(): void {
     if (this.#keepAlive !== undefined && this.#pings.includes(this.#keepAlive)) {
-      // No pong for a whole interval: the connection is dead even if the socket has not noticed
-      // (a silently dropped network path). Give up on it and reconnect.
+      // Dead even if the socket has not noticed (a silently dropped network path): reconnect.
       const socket = this.#socket;
       this.#closed(SILENT, '');
       socket?.close();
@@ -259,9 +252,9 @@ export class ReconnectingChat {
   }
 
   /** An attempt that never opened: retried, unless it was the first and those are not. */
-  #failed(): void {
+  #failed(kind: SessionEnd['kind'] = 'unreachable'): void {
     if (this.#everOpen || this.#options.retryFirst) return this.#scheduleRetry(false);
-    this.#end({ kind: 'unreachable', cause: this.#cause ?? 'the connection closed before it opened' });
+    this.#end({ kind, cause: this.#cause ?? 'the connection closed before it opened' });
   }
 
   #scheduleRetry(wasOpen: boolean): void {

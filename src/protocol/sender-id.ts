@@ -3,8 +3,6 @@
  * UUID). One rule for the browser console and the terminal client (src/cli/chat-view.ts imports this
  * file), so the same person has the same short id in both. Pure: no DOM, no Node.
  */
-const SHORT_ID_LENGTH = 8;
-
 export function shortId(id: string): string {
-  return id.slice(0, SHORT_ID_LENGTH);
+  return id.slice(0, 8);
 }

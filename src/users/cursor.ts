@@ -2,13 +2,12 @@
  * The list's cursor (`after`): an opaque string that holds a position (query.ts: Position) and a
  * digest of the list it was made for (role, search, sort, order). A cursor is read back only by the
  * same list: one altered, cut short or made for another list is refused, so a walk cannot silently
- * jump to another order's place. The digest is a check, not a secret: a client that forges a well-formed
- * cursor only asks for the users after some place of a list it may read whole anyway.
+ * jump to another order's place. The digest is a check, not a secret (docs/decisions.md "The list's cursor").
  *
  * By hand: it is a few lines over node:crypto and base64url; no package does this shape.
  */
 import { createHash } from 'node:crypto';
-import { FIELDS, type FieldSpec } from './fields.js';
+import { FIELD_NAMES, fieldSpec } from './fields.js';
 import type { Position } from './query.js';
 
 /** The list a cursor belongs to: what must be the same on every page of one walk. */
@@ -24,9 +23,7 @@ export const CURSOR_MAX_LENGTH = 4096;
 
 const STAMP = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$/;
 const SEQ = /^[0-9]{1,18}$/;
-const STAMPED: readonly string[] = FIELDS.filter((field: FieldSpec) => field.stamp !== undefined).map(
-  (field) => field.name,
-);
+const STAMPED: readonly string[] = FIELD_NAMES.filter((name) => fieldSpec(name).stamp !== undefined);
 
 /** Whether `text` is a time as users' stamps are written, one that exists (no 30 February). */
 function isStamp(text: string): boolean {

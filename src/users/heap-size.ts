@@ -5,6 +5,7 @@
  * unit is Latin-1, else in two; counting two for every unit, plus a header per string, and the object
  * with its map entry, errs on the side of too much without reading the strings.
  */
+import { FIELD_NAMES } from './fields.js';
 import type { User } from './schema.js';
 
 /** A string's header on a 64-bit V8 (map, hash, length), rounded up. */
@@ -19,13 +20,5 @@ export function stringBytes(text: string): number {
 
 /** The most heap a user can take: the object and each of its strings. */
 export function userBytes(user: User): number {
-  return (
-    USER_OBJECT_BYTES +
-    stringBytes(user.id) +
-    stringBytes(user.name) +
-    stringBytes(user.email) +
-    stringBytes(user.role) +
-    stringBytes(user.created_at) +
-    stringBytes(user.updated_at)
-  );
+  return FIELD_NAMES.reduce((bytes, name) => bytes + stringBytes(user[name]), USER_OBJECT_BYTES);
 }

@@ -5,43 +5,26 @@
  * same strings.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { ADMIN_ROLE, DEFAULT_ROLE } from '../config/roles.js';
+import { DEFAULT_ROLE } from '../config/roles.js';
 import { CURSOR_MAX_LENGTH } from './cursor.js';
-import {
-  EMAIL_PATTERN,
-  FIELDS,
-  fieldSpec,
-  NAME_PATTERN,
-  SORTABLE_FIELDS,
-  WRITABLE_FIELDS,
-  type FieldSpec,
-  type UserShape,
-  type WritableField,
-} from './fields.js';
-
-/** The most characters (code points, as `maxLength` counts them) each bounded field may hold. */
-export const FIELD_MAX_LENGTH = Object.fromEntries(
-  (FIELDS as readonly FieldSpec[]).filter((f) => f.maxLength !== undefined).map((f) => [f.name, f.maxLength!]),
-) as Record<'name' | 'email' | 'role', number>;
+import { FIELDS, fieldSpec, SORTABLE_FIELDS, WRITABLE_FIELDS, type FieldSpec, type UserShape } from './fields.js';
+import { SEED_USERS } from './seed.js';
 
 /** What each field must look like, worded once for both the schema descriptions and the error details. */
 export const FIELD_RULES = {
-  ...(Object.fromEntries(
-    (FIELDS as readonly FieldSpec[]).filter((f) => f.rule !== undefined).map((f) => [f.name, f.rule!]),
-  ) as Record<'name' | 'email', string>),
+  name: fieldSpec('name').rule!,
+  email: fieldSpec('email').rule!,
   role: (roles: readonly string[]) => `must be one of: ${roles.join(', ')}`,
   /** The one rule of the contract's default PATCH beyond "a string". */
-  bounded: (field: string) => `must be a string of at most ${fieldSpec(field as WritableField).maxLength} characters`,
+  bounded: (field: string) => `must be a string of at most ${fieldSpec(field).maxLength} characters`,
 } as const;
 
 /** The rule of `field` for a strict write. */
 export const ruleOf = (field: string, roles: readonly string[]): string =>
-  fieldSpec(field as WritableField).isRole
-    ? FIELD_RULES.role(roles)
-    : (fieldSpec(field as WritableField).rule ?? FIELD_RULES.bounded(field));
+  fieldSpec(field).isRole ? FIELD_RULES.role(roles) : (fieldSpec(field).rule ?? FIELD_RULES.bounded(field));
 
 /** Whether `value` has at most `max` code points (what `maxLength` counts), without copying it. */
-export function withinLength(value: string, max: number): boolean {
+function withinLength(value: string, max: number): boolean {
   if (value.length <= max) return true; // never more code points than UTF-16 units
   if (value.length > 2 * max) return false; // never fewer than half
   let count = 0;
@@ -49,19 +32,19 @@ export function withinLength(value: string, max: number): boolean {
   return true;
 }
 
-/** The same rules as predicates (the browser console's form rules are checked against them). */
-const NAME_REGEXP = new RegExp(NAME_PATTERN, 'u');
-const EMAIL_REGEXP = new RegExp(EMAIL_PATTERN, 'u');
+/** A field's bound and pattern as a predicate (the browser console's form rules are checked against them). */
+function format(field: FieldSpec): (value: string) => boolean {
+  const pattern = new RegExp(field.pattern!, 'u');
+  return (value) => withinLength(value, field.maxLength!) && pattern.test(value);
+}
 export const FORMATS = {
-  'roster-name': (value: string): boolean => withinLength(value, FIELD_MAX_LENGTH.name) && NAME_REGEXP.test(value),
-  'roster-email': (value: string): boolean => withinLength(value, FIELD_MAX_LENGTH.email) && EMAIL_REGEXP.test(value),
+  'roster-name': format(fieldSpec('name')),
+  'roster-email': format(fieldSpec('email')),
 } as const;
 
 const EXAMPLE_USER = {
   id: '3f1c2a9e-8d4b-4c6e-9a71-0b5d2e7f4c18',
-  name: 'Ada Lovelace',
-  email: 'ada.lovelace@example.com',
-  role: ADMIN_ROLE,
+  ...SEED_USERS[0], // the examples are the seed's users
   created_at: '2026-11-22T10:15:30.123456',
   updated_at: '2026-11-22T10:15:30.123456',
 };
@@ -78,21 +61,17 @@ export const User = Type.Object(
 export type User = UserShape;
 
 /** The fields a client may write. */
-export type UserFields = Pick<User, WritableField>;
+export type UserFields = Pick<User, (typeof WRITABLE_FIELDS)[number]>;
 
-/** The roles, as the OpenAPI document's `Role` enum. */
-function roleSchema(roles: readonly string[]) {
-  return Type.Unsafe<string>({
-    title: 'Role',
-    type: 'string',
-    enum: [...roles],
-    description: `Role (optional, default "${DEFAULT_ROLE}"); ${FIELD_RULES.role(roles)}`,
-  });
-}
-
-/** A field of a strict write: its bounds, its pattern, its rule. */
+/** A field of a strict write: its bounds, its pattern, its rule; the roles as the OpenAPI document's `Role` enum. */
 function strictSchema(field: FieldSpec, roles: readonly string[], required: boolean): TSchema {
-  if (field.isRole) return roleSchema(roles);
+  if (field.isRole)
+    return Type.Unsafe<string>({
+      title: 'Role',
+      type: 'string',
+      enum: [...roles],
+      description: `Role (optional, default "${DEFAULT_ROLE}"); ${FIELD_RULES.role(roles)}`,
+    });
   return Type.String({
     ...(field.minLength === undefined ? {} : { minLength: field.minLength }),
     ...(field.maxLength === undefined ? {} : { maxLength: field.maxLength }),
@@ -114,7 +93,7 @@ export interface UserSchemas {
   readonly write: TSchema;
   /**
    * Body of partial update (PATCH): the contract applies no rules but "a string", and Roster its length
-   * bounds (FIELD_MAX_LENGTH); strict mode applies write's.
+   * bounds (fields.ts `maxLength`); strict mode applies write's.
    */
   readonly patch: TSchema;
   readonly roles: readonly string[];
@@ -123,24 +102,18 @@ export interface UserSchemas {
 const WRITABLE = WRITABLE_FIELDS.map((name) => fieldSpec(name));
 
 export function userSchemas(roles: readonly string[], strict: boolean): UserSchemas {
-  const write = Type.Object(
-    Object.fromEntries(
-      WRITABLE.map((f) => [
-        f.name,
-        f.required ? strictSchema(f, roles, true) : Type.Optional(strictSchema(f, roles, false)),
-      ]),
-    ),
-    { title: 'UserInput', examples: [{ name: 'Grace Hopper', email: 'grace.hopper@example.com', role: DEFAULT_ROLE }] },
-  );
-  const patch = strict
-    ? Type.Object(Object.fromEntries(WRITABLE.map((f) => [f.name, Type.Optional(strictSchema(f, roles, false))])), {
-        title: 'UserPatch',
-        examples: [{ role: roles.at(-1) ?? DEFAULT_ROLE }],
-      })
-    : Type.Object(Object.fromEntries(WRITABLE.map((f) => [f.name, Type.Optional(bounded(f))])), {
-        title: 'UserPatch',
-        examples: [{ name: 'Grace Brewster Hopper' }],
-      });
+  const writeField = (f: FieldSpec) =>
+    f.required ? strictSchema(f, roles, true) : Type.Optional(strictSchema(f, roles, false));
+  const write = Type.Object(Object.fromEntries(WRITABLE.map((f) => [f.name, writeField(f)])), {
+    title: 'UserInput',
+    examples: [SEED_USERS[1]],
+  });
+  const patchField = (f: FieldSpec) => Type.Optional(strict ? strictSchema(f, roles, false) : bounded(f));
+  const patchExample = strict ? { role: roles.at(-1) ?? DEFAULT_ROLE } : { name: 'Grace Brewster Hopper' };
+  const patch = Type.Object(Object.fromEntries(WRITABLE.map((f) => [f.name, patchField(f)])), {
+    title: 'UserPatch',
+    examples: [patchExample],
+  });
   return { write, patch, roles };
 }
 
@@ -155,11 +128,9 @@ export const UserSortField = Type.Unsafe<(typeof SORTABLE_FIELDS)[number]>({
 export const UserId = Type.Object({ id: Type.String({ description: 'The user id' }) });
 
 /**
- * Positive whole numbers in a query string: decimal digits only, so `abc`, `0`, `-1`, `1.5`, `1e309`
- * and repeated parameters all fail, and docs/decisions.md makes each a 422 naming the parameter. Patterns
- * rather than coerced integers, because coercion lets `1e309` through as Infinity. A `limit` of any
- * size is valid (it is clamped to the maximum page size); a `page` has at most 15 digits, so that it
- * stays exact as a JavaScript number.
+ * Positive whole numbers in a query string, decimal digits only (docs/decisions.md: anything else, a
+ * repeated parameter too, is a 422). Patterns, because coercion lets `1e309` through as Infinity. A
+ * `limit` of any size is clamped; a `page` has at most 15 digits, to stay exact as a JavaScript number.
  */
 const POSITIVE = '^0*[1-9][0-9]*$';
 const PAGE = '^0*[1-9][0-9]{0,14}$';

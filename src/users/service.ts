@@ -1,7 +1,6 @@
 /**
  * The contract's rules for users, in one place: the order of checks, the role default, ids, email
- * uniqueness, MAX_USERS, the seed. Routes translate HTTP to these calls; stores store, and stamp
- * `created_at` and `updated_at` as they write (store.ts).
+ * uniqueness, MAX_USERS, the seed. Routes translate HTTP to these calls; stores store and stamp (store.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { emailExists, preconditionFailed, storeFull, userNotFound, validationFailed } from '../errors.js';
@@ -16,15 +15,14 @@ import type { UserValidator } from './validation.js';
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 /** `pagination.page` of a page asked for by cursor (`after`), which has no page number (docs/decisions.md). */
-export const CURSOR_PAGE = 0;
+const CURSOR_PAGE = 0;
 
 /** A list page, and the cursor of the next one when more users follow it (`Link: rel="next"`). */
 export type ListPage = UserList & { next?: string };
 
 /**
- * A write's precondition (docs/decisions.md "Retries and concurrent edits"): If-Match's versions it may
- * apply to (store.ts `Expected`), or `any` (`*`): the user must exist, and a missing one is 412, not
- * 404; or If-Unmodified-Since (milliseconds since the epoch, whole seconds).
+ * A write's precondition (docs/decisions.md "Retries and concurrent edits"): If-Match's versions (store.ts
+ * `Expected`), or `any` (`*`, see `missing`), or If-Unmodified-Since (milliseconds since the epoch, whole seconds).
  */
 export type IfMatch = Expected | 'any' | { unmodifiedSince: number };
 
@@ -147,9 +145,8 @@ export class UserService {
   }
 
   /**
-   * MAX_USERS: a create that would grow the store past it is refused, like Redis' maxmemory refuses
-   * writes that grow the data; updates change a user's fields within their bounded sizes and go on.
-   * The count is read just before the insert; creates in flight at the same instant may pass together.
+   * MAX_USERS refuses a create past it, like Redis' maxmemory; updates keep within the fields' bounds
+   * and go on. The count is read just before the insert; creates in flight at once may pass together.
    */
   async #admit(): Promise<void> {
     const capacity = this.options.maxUsers;
@@ -159,9 +156,8 @@ export class UserService {
   }
 
   /**
-   * What the store checks of a precondition: If-Match's versions; nothing for `*` (existence only).
-   * If-Unmodified-Since is decided on the user as read, then made the version the write needs: a write
-   * in between makes it 412, so the check stays atomic with the write.
+   * What the store checks of a precondition: If-Match's versions; nothing for `*` (existence only);
+   * If-Unmodified-Since decided here, then as the version read (docs/decisions.md).
    */
   async #expected(id: string, ifMatch: IfMatch | undefined): Promise<Expected | undefined> {
     if (ifMatch === undefined || ifMatch === 'any') return undefined;

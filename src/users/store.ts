@@ -35,16 +35,12 @@ export type Changes = Partial<UserFields>;
 export type NewUser = Omit<User, 'created_at' | 'updated_at'>;
 
 /**
- * The versions of a user a write may apply to (If-Match): the write goes ahead only if the user's
- * `updated_at` is one of these, checked atomically with the write. `updated_at` is a version because
- * every store stamps each write of a user later than the one before (docs/decisions.md, "ETags").
+ * The versions of a user a write may apply to (If-Match), as `updated_at` values (see `update`): a version,
+ * because every store stamps each write of a user later than the one before (docs/decisions.md, "ETags").
  */
 export type Expected = readonly string[];
 
-/**
- * A keyed create's claim (http/idempotency.ts) and how its reply is made from the user as stored: the
- * store keeps that reply under the claim in the same atomic step as the user (docs/decisions.md).
- */
+/** A keyed create's claim (http/idempotency.ts) and how its reply is made from the user as stored (`insert`). */
 export interface Keep {
   claim: KeyClaim;
   replyOf: (user: User) => SavedReply;

@@ -1,25 +1,17 @@
 /**
- * Validation of user bodies, in the order docs/decisions.md fixes: the body must be a JSON object (400
- * INVALID_BODY), then the required keys must be present (422, one detail per missing key), then every
- * known field present must have the right type and format (422, one detail per bad field). Later stages
- * are reported only when the earlier ones pass.
- *
- * It runs inside `UserService` rather than in Fastify's pre-handler validation because the contract
- * puts the existence check of PUT and PATCH (404) before validation (422).
+ * Validation of user bodies: a JSON object (400 INVALID_BODY), then the stages of docs/decisions.md
+ * ("Validation of create and full update"). It runs inside `UserService` rather than in Fastify's
+ * pre-handler validation because the contract puts the existence check of PUT and PATCH (404) before
+ * validation (422).
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RosterError, validationFailed } from '../errors.js';
 import { WRITABLE_FIELDS, type RequiredField } from './fields.js';
 import { FIELD_RULES, ruleOf, type UserFields, type UserSchemas } from './schema.js';
 
-const WRITABLE = WRITABLE_FIELDS;
-
-/** The fields create and replace need. */
-type RequiredFields = Pick<UserFields, RequiredField>;
-
 export interface UserValidator {
   /** Create and full update: the required fields (fields.ts) present, the others optional. */
-  write(body: unknown): RequiredFields & Partial<UserFields>;
+  write(body: unknown): Pick<UserFields, RequiredField> & Partial<UserFields>;
   /** Partial update: any writable field; other keys are ignored. */
   patch(body: unknown): Partial<UserFields>;
 }
@@ -48,7 +40,7 @@ function check(validate: ValidateFunction, body: unknown, rule: (field: string) 
       throw validationFailed(missing.map((field) => ({ field, message: `${field} is required` })));
     }
     throw validationFailed(
-      WRITABLE.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => {
+      WRITABLE_FIELDS.filter((field) => errors.some((e) => fieldOf(e) === field)).map((field) => {
         const own = errors.filter((e) => fieldOf(e) === field);
         // The contract's default PATCH has no rule but the type and the length bound: name only those.
         const message = own.some((e) => e.keyword === 'type')
@@ -64,7 +56,7 @@ function check(validate: ValidateFunction, body: unknown, rule: (field: string) 
   // nothing from the body can reach a prototype.
   const source = body as Record<string, unknown>;
   const fields: Partial<UserFields> = {};
-  for (const key of WRITABLE) {
+  for (const key of WRITABLE_FIELDS) {
     if (Object.hasOwn(source, key)) fields[key] = source[key] as string;
   }
   return fields;
