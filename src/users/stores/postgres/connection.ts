@@ -136,7 +136,7 @@ export function isUnreachable(error: unknown): boolean {
  * PostgreSQL refused a value as too large for what holds it (54000, program_limit_exceeded), e.g.
  * `index row size 3024 exceeds btree version 4 maximum 2704 for index "users_name"`. The request's
  * data is at fault, not the database, and nothing was stored: 422, not a 500 nor a 503. The field
- * bounds (users/schema.ts FIELD_MAX_LENGTH) keep the API's values well below any such limit; this is
+ * bounds (users/fields.ts `maxLength`) keep the API's values well below any such limit; this is
  * the answer should one be reached anyway.
  */
 export function isTooLarge(error: unknown): boolean {
