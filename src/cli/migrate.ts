@@ -3,9 +3,7 @@
  * SQLite, whichever store backend it names) and exits, so a deployment can change the schema before
  * starting new instances (which would apply them too).
  */
-import { ConfigError, loadConfig } from '../config/index.js';
-import { storeBackend } from '../users/stores/registry.js';
-import { asksHelp, print, STANDARD_IO, usageError, type Io } from './io.js';
+import { configuredStore, STANDARD_IO, usageError, type Io } from './io.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 
@@ -20,17 +18,11 @@ export async function migrateCommand(
   io: Io = STANDARD_IO,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  if (asksHelp(args)) return print(io, MIGRATE_USAGE);
   if (args.length > 0)
     return usageError(io, 'migrate', `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
-  let storage;
-  try {
-    storage = loadConfig(env).storage;
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(io, 'migrate', `invalid configuration: ${error.message}`);
-    throw error;
-  }
-  const backend = storeBackend(storage);
+  const store = configuredStore(io, 'migrate', env);
+  if (typeof store === 'number') return store;
+  const { storage, backend } = store;
   if (!backend.migrate)
     return usageError(
       io,
