@@ -4,12 +4,13 @@
  * for trying the API and for tests (a real deployment's tokens come from whoever issues them).
  */
 import { SignJWT } from 'jose';
+import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { hashPassword } from '../edge/password.js';
 import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
 import { JWT_SECRET, rawValue } from '../config/settings.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
-import { asksHelp, print, usageError, type Io as OutputIo } from './io.js';
+import { print, STANDARD_IO, usageError, type Io as OutputIo } from './io.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 
@@ -34,10 +35,9 @@ interface Io extends OutputIo {
   input: NodeJS.ReadStream;
 }
 
-const STANDARD: Io = { input: process.stdin, output: process.stdout, errors: process.stderr };
+const STANDARD: Io = { ...STANDARD_IO, input: process.stdin };
 
 export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Promise<number> {
-  if (asksHelp(args)) return print(io, HASH_PASSWORD_USAGE);
   if (args.length > 0)
     return usageError(
       io,
@@ -53,7 +53,8 @@ export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Pr
       return 1;
     }
   } else {
-    password = (await readAll(io.input)).split(/\r?\n/)[0] ?? '';
+    io.input.setEncoding('utf8'); // as text, not via text()'s TextDecoder, which would drop a byte order mark
+    password = (await text(io.input)).split(/\r?\n/)[0] ?? '';
   }
   if (password === '') {
     io.errors.write('roster hash-password: the password is empty\n');
@@ -68,7 +69,7 @@ export async function tokenCommand(
   io: Io = STANDARD,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  let values: { sub?: string; name?: string; role?: string; 'expires-in'?: string; secret?: string; help?: boolean };
+  let values;
   try {
     ({ values } = parseArgs({
       args,
@@ -108,13 +109,6 @@ export async function tokenCommand(
     .sign(new TextEncoder().encode(secret));
   io.output.write(`${token}\n`);
   return 0;
-}
-
-async function readAll(input: NodeJS.ReadableStream): Promise<string> {
-  let text = '';
-  input.setEncoding('utf8');
-  for await (const chunk of input) text += chunk as string;
-  return text;
 }
 
 /** One line from the terminal in raw mode, echoing nothing; Ctrl-C aborts. */
