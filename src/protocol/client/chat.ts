@@ -20,11 +20,6 @@ export interface ChatSocket {
 
 const OPEN = 1;
 
-/** The chat URL with the opt-in query: the last `history` messages on joining, or all `since` an id. */
-export function chatUrl(url: string, options: { history?: number; since?: string } = {}): string {
-  return withHistoryQuery(url, options);
-}
-
 /** Sends one message; false when the socket is not open. */
 export function sendMessage(socket: Pick<ChatSocket, 'readyState' | 'send'>, message: ClientMessage): boolean {
   if (socket.readyState !== OPEN) return false;
@@ -33,9 +28,7 @@ export function sendMessage(socket: Pick<ChatSocket, 'readyState' | 'send'>, mes
 }
 
 /** A text frame from the service as one of its messages, or undefined when it is none. */
-export function readMessage(text: string): ServerMessage | undefined {
-  return decodeServerMessage(text);
-}
+export { decodeServerMessage as readMessage };
 
 /**
  * Calls `listener` with every message the service sends on `socket`, and the text it came in;
@@ -44,7 +37,7 @@ export function readMessage(text: string): ServerMessage | undefined {
 export function onMessage(socket: ChatSocket, listener: (message: ServerMessage, text: string) => void): void {
   socket.addEventListener('message', (event) => {
     if (typeof event.data !== 'string') return;
-    const message = readMessage(event.data);
+    const message = decodeServerMessage(event.data);
     if (message) listener(message, event.data);
   });
 }
@@ -65,7 +58,7 @@ export function connectChat(
   options: { history?: number; since?: string; WebSocket?: new (url: string) => ChatSocket } = {},
 ): Promise<ChatSession> {
   const Socket = options.WebSocket ?? (globalThis.WebSocket as unknown as new (url: string) => ChatSocket);
-  const socket = new Socket(chatUrl(url, options));
+  const socket = new Socket(withHistoryQuery(url, options));
   onMessage(socket, listener);
   return new Promise((resolve, reject) => {
     socket.addEventListener('open', () =>
