@@ -31,6 +31,9 @@ Options:
   --expires-in TIME   lifetime such as 30s, 15m, 1h, 7d (default: 1h)
   --secret SECRET     the signing secret (default: $JWT_SECRET)`;
 
+/** The --expires-in values taken: seconds, minutes, hours or days, as jose's setExpirationTime reads them. */
+const LIFETIME = /^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i;
+
 interface Io extends OutputIo {
   input: NodeJS.ReadStream;
 }
@@ -94,11 +97,8 @@ export async function tokenCommand(
   if (!secret || Buffer.byteLength(secret) < JWT_SECRET_MIN_BYTES)
     return usageError(io, 'token', `needs --secret or JWT_SECRET of at least ${JWT_SECRET_MIN_BYTES} bytes`);
   const expiresIn = values['expires-in'] ?? '1h';
-  if (
-    !/^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i.test(expiresIn)
-  ) {
+  if (!LIFETIME.test(expiresIn))
     return usageError(io, 'token', `--expires-in must be a time such as 30s, 15m, 1h or 7d (got "${expiresIn}")`);
-  }
   const claims: Record<string, string> = { role: values.role ?? DEFAULT_ROLE };
   if (values.name) claims.name = values.name;
   const token = await new SignJWT(claims)
@@ -122,15 +122,10 @@ function askHidden(io: Io, prompt: string): Promise<string> {
     input.resume();
     const onData = (chunk: string) => {
       for (const char of chunk) {
-        if (char === '\r' || char === '\n' || char === '\u0004') {
+        if (char === '\r' || char === '\n' || char === '\u0004' || char === '\u0003') {
           finish();
           io.errors.write('\n');
-          return resolve(line);
-        }
-        if (char === '\u0003') {
-          finish();
-          io.errors.write('\n');
-          return reject(new Error('interrupted'));
+          return char === '\u0003' ? reject(new Error('interrupted')) : resolve(line);
         }
         if (char === '\u007f' || char === '\b') line = line.slice(0, -1);
         else line += char;

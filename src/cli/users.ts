@@ -2,7 +2,6 @@
  * `roster users export|import`: users out of and into a running Roster, over its REST API (so every
  * rule of the API applies: validation, email uniqueness, MAX_USERS, AUTH). Both stream: export writes
  * each page as it arrives, import posts each record as it is read, so neither holds the whole file.
- * On a terminal, stderr shows progress; import reports every refused record with the API's reason.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';

@@ -1,9 +1,6 @@
 /**
- * Roster's REST API, typed from its OpenAPI document: openapi-fetch over the `paths` that
- * openapi-typescript generated from /api/v1/openapi.json (openapi.ts, `npm run client:types`). One
- * method per operation, named by its `operationId`; each resolves to openapi-fetch's
- * `{ data, error, response }`, where `data` is the success envelope and `error` the error envelope
- * (`ErrorEnvelope`) of the status answered. Runs in the browser console and in Node (`roster users`).
+ * Roster's REST API, typed from its OpenAPI document (openapi.ts, `npm run client:types`): one
+ * openapi-fetch method per `operationId`, resolving to `{ data, error, response }` (README, "A typed client").
  */
 import createClient from 'openapi-fetch';
 import {
