@@ -83,7 +83,6 @@ const COMMANDS: Readonly<Record<string, Command>> = {
 function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
-  const details = Object.values(COMMANDS).map((command) => command.usage);
   return [
     'Usage: roster [command] [arguments]    (roster --version: the version)',
     '',
@@ -92,7 +91,7 @@ function usage(): string {
     '',
     "With no command, roster serves. 'roster <command> --help' shows one command's help.",
     '',
-    ...details.flatMap((text) => [text, '']),
+    ...Object.values(COMMANDS).flatMap((command) => [command.usage, '']),
   ]
     .join('\n')
     .trimEnd();

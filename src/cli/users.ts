@@ -240,12 +240,9 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   let written = 0;
   // By cursor (`after`, from each page's Link: rel="next"): each page costs the API the same however
   // deep, and users created or deleted meanwhile do not shift the pages under the walk.
-  for (
-    let query: ListUsersQuery | undefined = { sort: 'created_at', order: 'asc', limit: 100 }, first = true;
-    query;
-    first = false
-  ) {
-    const asked: ListUsersQuery = query;
+  let query: ListUsersQuery | undefined = { sort: 'created_at', order: 'asc', limit: 100 };
+  for (let first = true; query; first = false) {
+    const asked = query; // for the closure below, where `query` is not narrowed
     const { status, data, error, response } = await call(api, (init) => api.client.listUsers(asked, init));
     if (status !== 200 || !data) throw new Error(`listing users failed: ${status} ${reasonOf(error)}`);
     // Nothing is written before the API has answered once: a failure leaves stdout empty.
@@ -274,7 +271,7 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
  * that the email's uniqueness still answers 409). A key derived from the body never meets another body,
  * so Roster's "same key, different body" (422) cannot arise; a corrected record is a new create.
  */
-export function importKey(body: UserRecord): string {
+function importKey(body: UserRecord): string {
   const canonical = JSON.stringify(
     Object.keys(WRITTEN)
       .filter((field) => field in body)

@@ -30,18 +30,6 @@ export function sendMessage(socket: Pick<ChatSocket, 'readyState' | 'send'>, mes
 /** A text frame from the service as one of its messages, or undefined when it is none. */
 export { decodeServerMessage as readMessage };
 
-/**
- * Calls `listener` with every message the service sends on `socket`, and the text it came in;
- * frames that are not one of its messages (binary, or JSON of no known shape) are left out.
- */
-export function onMessage(socket: ChatSocket, listener: (message: ServerMessage, text: string) => void): void {
-  socket.addEventListener('message', (event) => {
-    if (typeof event.data !== 'string') return;
-    const message = decodeServerMessage(event.data);
-    if (message) listener(message, event.data);
-  });
-}
-
 export interface ChatSession {
   readonly socket: ChatSocket;
   send(message: ClientMessage): boolean;
@@ -59,7 +47,11 @@ export function connectChat(
 ): Promise<ChatSession> {
   const Socket = options.WebSocket ?? (globalThis.WebSocket as unknown as new (url: string) => ChatSocket);
   const socket = new Socket(withHistoryQuery(url, options));
-  onMessage(socket, listener);
+  // Frames that are not one of the service's messages (binary, or JSON of no known shape) are left out.
+  socket.addEventListener('message', (event) => {
+    const message = typeof event.data === 'string' ? decodeServerMessage(event.data) : undefined;
+    if (message) listener(message);
+  });
   return new Promise((resolve, reject) => {
     socket.addEventListener('open', () =>
       resolve({ socket, send: (message) => sendMessage(socket, message), close: () => socket.close(1000) }),
