@@ -84,8 +84,6 @@ export async function tokenCommand(
         secret: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
-      strict: true,
-      allowPositionals: false,
     }));
   } catch (error) {
     return usageError(io, 'token', (error as Error).message);
