@@ -2,9 +2,7 @@
  * `roster backup <file>`: an online copy of the store of DATABASE_URL, where its backend can take one
  * (SQLite: users/stores/sqlite/backup.ts), while the service keeps serving.
  */
-import { ConfigError, loadConfig } from '../config/index.js';
-import { storeBackend } from '../users/stores/registry.js';
-import { asksHelp, print, STANDARD_IO, usageError, type Io } from './io.js';
+import { configuredStore, STANDARD_IO, usageError, type Io } from './io.js';
 
 export const BACKUP_USAGE = `Usage: roster backup <file>
 
@@ -18,18 +16,12 @@ export async function backupCommand(
   io: Io = STANDARD_IO,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  if (asksHelp(args)) return print(io, BACKUP_USAGE);
   if (args.length !== 1 || args[0] === '')
     return usageError(io, 'backup', 'takes one argument: the file to write the backup to');
   const target = args[0]!;
-  let storage;
-  try {
-    storage = loadConfig(env).storage;
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(io, 'backup', `invalid configuration: ${error.message}`);
-    throw error;
-  }
-  const backup = storeBackend(storage).backupOf?.(storage);
+  const store = configuredStore(io, 'backup', env);
+  if (typeof store === 'number') return store;
+  const backup = store.backend.backupOf?.(store.storage);
   if (!backup) return usageError(io, 'backup', 'needs DATABASE_URL=sqlite:<file> naming the database file to back up');
   try {
     const { users, pages, source } = await backup(target);

@@ -4,12 +4,13 @@
  * for trying the API and for tests (a real deployment's tokens come from whoever issues them).
  */
 import { SignJWT } from 'jose';
+import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { hashPassword } from '../edge/password.js';
 import { JWT_SECRET_MIN_BYTES } from '../config/index.js';
 import { JWT_SECRET, rawValue } from '../config/settings.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
-import { asksHelp, print, usageError, type Io as OutputIo } from './io.js';
+import { print, STANDARD_IO, usageError, type Io as OutputIo } from './io.js';
 
 export const HASH_PASSWORD_USAGE = `Usage: roster hash-password
 
@@ -30,14 +31,16 @@ Options:
   --expires-in TIME   lifetime such as 30s, 15m, 1h, 7d (default: 1h)
   --secret SECRET     the signing secret (default: $JWT_SECRET)`;
 
+/** The --expires-in values taken: seconds, minutes, hours or days, as jose's setExpirationTime reads them. */
+const LIFETIME = /^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i;
+
 interface Io extends OutputIo {
   input: NodeJS.ReadStream;
 }
 
-const STANDARD: Io = { input: process.stdin, output: process.stdout, errors: process.stderr };
+const STANDARD: Io = { ...STANDARD_IO, input: process.stdin };
 
 export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Promise<number> {
-  if (asksHelp(args)) return print(io, HASH_PASSWORD_USAGE);
   if (args.length > 0)
     return usageError(
       io,
@@ -53,7 +56,8 @@ export async function hashPasswordCommand(args: string[], io: Io = STANDARD): Pr
       return 1;
     }
   } else {
-    password = (await readAll(io.input)).split(/\r?\n/)[0] ?? '';
+    io.input.setEncoding('utf8'); // as text, not via text()'s TextDecoder, which would drop a byte order mark
+    password = (await text(io.input)).split(/\r?\n/)[0] ?? '';
   }
   if (password === '') {
     io.errors.write('roster hash-password: the password is empty\n');
@@ -68,7 +72,7 @@ export async function tokenCommand(
   io: Io = STANDARD,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  let values: { sub?: string; name?: string; role?: string; 'expires-in'?: string; secret?: string; help?: boolean };
+  let values;
   try {
     ({ values } = parseArgs({
       args,
@@ -80,8 +84,6 @@ export async function tokenCommand(
         secret: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
-      strict: true,
-      allowPositionals: false,
     }));
   } catch (error) {
     return usageError(io, 'token', (error as Error).message);
@@ -93,11 +95,8 @@ export async function tokenCommand(
   if (!secret || Buffer.byteLength(secret) < JWT_SECRET_MIN_BYTES)
     return usageError(io, 'token', `needs --secret or JWT_SECRET of at least ${JWT_SECRET_MIN_BYTES} bytes`);
   const expiresIn = values['expires-in'] ?? '1h';
-  if (
-    !/^\d+\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$/i.test(expiresIn)
-  ) {
+  if (!LIFETIME.test(expiresIn))
     return usageError(io, 'token', `--expires-in must be a time such as 30s, 15m, 1h or 7d (got "${expiresIn}")`);
-  }
   const claims: Record<string, string> = { role: values.role ?? DEFAULT_ROLE };
   if (values.name) claims.name = values.name;
   const token = await new SignJWT(claims)
@@ -108,13 +107,6 @@ export async function tokenCommand(
     .sign(new TextEncoder().encode(secret));
   io.output.write(`${token}\n`);
   return 0;
-}
-
-async function readAll(input: NodeJS.ReadableStream): Promise<string> {
-  let text = '';
-  input.setEncoding('utf8');
-  for await (const chunk of input) text += chunk as string;
-  return text;
 }
 
 /** One line from the terminal in raw mode, echoing nothing; Ctrl-C aborts. */
@@ -128,15 +120,10 @@ function askHidden(io: Io, prompt: string): Promise<string> {
     input.resume();
     const onData = (chunk: string) => {
       for (const char of chunk) {
-        if (char === '\r' || char === '\n' || char === '\u0004') {
+        if (char === '\r' || char === '\n' || char === '\u0004' || char === '\u0003') {
           finish();
           io.errors.write('\n');
-          return resolve(line);
-        }
-        if (char === '\u0003') {
-          finish();
-          io.errors.write('\n');
-          return reject(new Error('interrupted'));
+          return char === '\u0003' ? reject(new Error('interrupted')) : resolve(line);
         }
         if (char === '\u007f' || char === '\b') line = line.slice(0, -1);
         else line += char;

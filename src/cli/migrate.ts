@@ -1,11 +1,5 @@
-/**
- * `roster migrate`: applies the pending migrations to the database of DATABASE_URL (PostgreSQL or
- * SQLite, whichever store backend it names) and exits, so a deployment can change the schema before
- * starting new instances (which would apply them too).
- */
-import { ConfigError, loadConfig } from '../config/index.js';
-import { storeBackend } from '../users/stores/registry.js';
-import { asksHelp, print, STANDARD_IO, usageError, type Io } from './io.js';
+/** `roster migrate`: the pending migrations of DATABASE_URL's store backend, applied ahead of a start (MIGRATE_USAGE). */
+import { configuredStore, STANDARD_IO, usageError, type Io } from './io.js';
 
 export const MIGRATE_USAGE = `Usage: roster migrate
 
@@ -15,22 +9,12 @@ prints each version applied. A SQLite file in use by a running Roster is refused
 start-up as well; this runs them ahead, e.g. before a rolling update. Exit status 0 when the schema is
 up to date, 1 when the database refused or could not be reached, 2 for a bad setting.`;
 
-export async function migrateCommand(
-  args: string[],
-  io: Io = STANDARD_IO,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<number> {
-  if (asksHelp(args)) return print(io, MIGRATE_USAGE);
+export async function migrateCommand(args: string[], io: Io = STANDARD_IO): Promise<number> {
   if (args.length > 0)
     return usageError(io, 'migrate', `takes no arguments (got ${args.join(' ')}); the database is DATABASE_URL`);
-  let storage;
-  try {
-    storage = loadConfig(env).storage;
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(io, 'migrate', `invalid configuration: ${error.message}`);
-    throw error;
-  }
-  const backend = storeBackend(storage);
+  const store = configuredStore(io, 'migrate', process.env);
+  if (typeof store === 'number') return store;
+  const { storage, backend } = store;
   if (!backend.migrate)
     return usageError(
       io,

@@ -1,9 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `roster` command (package.json `bin`): `roster [command] [arguments]`, dispatched through the
- * COMMANDS table. `serve` (also what a bare `roster` does) starts the service exactly as
- * `node dist/src/main.js` does; `chat` is the terminal chat client. A new subcommand (`hash-password`,
- * `migrate`, …) is one more entry in the table.
+ * COMMANDS table; a new subcommand is one more entry there (a summary, a usage text and run()).
  */
 // First: an unsupported Node is refused before any native module loads.
 import '../node-version.js';
@@ -13,12 +11,12 @@ import { createRequire } from 'node:module';
 import { BACKUP_USAGE, backupCommand } from './backup.js';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
 import { USERS_USAGE, usersCommand } from './users.js';
-import { asksHelp, print, STANDARD_IO, usageError } from './io.js';
+import { print, STANDARD_IO, usageError } from './io.js';
 
 interface Command {
   /** One line for `roster --help`. */
   summary: string;
-  /** The command's own help (`roster <command> --help`). */
+  /** The command's own help (`roster <command> --help` or `-h`, answered before run). */
   usage: string;
   /**
    * Runs the command with the arguments after its name. Resolves with the exit status, or with
@@ -38,7 +36,6 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'start the REST API and the chat room (the default)',
     usage: SERVE_USAGE,
     async run(args) {
-      if (asksHelp(args)) return print(STANDARD_IO, SERVE_USAGE);
       if (args.length > 0)
         return usageError(
           STANDARD_IO,
@@ -59,35 +56,33 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'hash-password': {
     summary: 'print the hash of a password for BASIC_USERS (read from stdin, no echo)',
     usage: HASH_PASSWORD_USAGE,
-    run: (args) => hashPasswordCommand(args),
+    run: hashPasswordCommand,
   },
   token: {
     summary: 'mint an HS256 token for AUTH=jwt (signed with JWT_SECRET)',
     usage: TOKEN_USAGE,
-    run: (args) => tokenCommand(args),
+    run: tokenCommand,
   },
   migrate: {
     summary: 'apply the pending database migrations (DATABASE_URL: PostgreSQL or SQLite) and exit',
     usage: MIGRATE_USAGE,
-    run: (args) => migrateCommand(args),
+    run: migrateCommand,
   },
   users: {
     summary: 'export users to JSON or CSV, or import them, over the REST API',
     usage: USERS_USAGE,
-    run: (args) => usersCommand(args),
+    run: usersCommand,
   },
   backup: {
     summary: 'copy the SQLite database (DATABASE_URL=sqlite:…) to a file, while the service runs',
     usage: BACKUP_USAGE,
-    run: (args) => backupCommand(args),
+    run: backupCommand,
   },
-  // Further subcommands go here: a summary, a usage text and run().
 };
 
 function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
-  const details = Object.values(COMMANDS).map((command) => command.usage);
   return [
     'Usage: roster [command] [arguments]    (roster --version: the version)',
     '',
@@ -96,7 +91,7 @@ function usage(): string {
     '',
     "With no command, roster serves. 'roster <command> --help' shows one command's help.",
     '',
-    ...details.flatMap((text) => [text, '']),
+    ...Object.values(COMMANDS).flatMap((command) => [command.usage, '']),
   ]
     .join('\n')
     .trimEnd();
@@ -118,6 +113,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     process.stderr.write(`roster: unknown command ${JSON.stringify(name)}\nRun 'roster --help' for usage.\n`);
     return 2;
   }
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return print(STANDARD_IO, command.usage);
   return command.run(args);
 }
 

@@ -21,7 +21,7 @@ export function csvCell(value: unknown): string {
 }
 
 /** The cell as written before csvCell neutralised it: one apostrophe off a formula-like cell. */
-export function csvValue(cell: string): string {
+function csvValue(cell: string): string {
   return cell.startsWith("'") && FORMULA_LIKE.test(cell) ? cell.slice(1) : cell;
 }
 
@@ -31,13 +31,13 @@ export async function* records(
   format: Format | undefined,
 ): AsyncGenerator<UserRecord | (Error & { email?: undefined })> {
   input.setEncoding('utf8');
-  const chunks = input[Symbol.asyncIterator]() as AsyncIterator<string>;
+  const chunks = input[Symbol.asyncIterator]() as AsyncIterableIterator<string>;
   let first = await chunks.next();
   while (!first.done && first.value.trim() === '') first = await chunks.next();
   if (first.done) return;
   const all = (async function* () {
     yield first.value;
-    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+    yield* chunks;
   })();
   const kind = format ?? (/^\s*[[{]/.test(first.value) ? 'json' : 'csv');
   yield* kind === 'json' ? jsonRecords(all) : csvRecords(all);

@@ -2,7 +2,6 @@
  * `roster users export|import`: users out of and into a running Roster, over its REST API (so every
  * rule of the API applies: validation, email uniqueness, MAX_USERS, AUTH). Both stream: export writes
  * each page as it arrives, import posts each record as it is read, so neither holds the whole file.
- * On a terminal, stderr shows progress; import reports every refused record with the API's reason.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -13,6 +12,7 @@ import {
   type CallOptions,
   nextListQuery,
   type components,
+  type ErrorEnvelope,
   type ListUsersQuery,
   type RosterClient,
   type User,
@@ -117,11 +117,8 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
   } catch (error) {
     return { error: (error as Error).message }; // a ConfigError naming API_URL or PORT
   }
-  try {
-    new URL(base);
-  } catch {
+  if (!URL.canParse(base))
     return { error: `--url must be an http(s) URL such as http://127.0.0.1:5000/api/v1 (got ${base})` };
-  }
   const headers: Record<string, string> = { accept: 'application/json' };
   const apiKey = values['api-key'] ?? read(env, ROSTER_API_KEY);
   const token = values.token ?? read(env, ROSTER_TOKEN);
@@ -191,7 +188,7 @@ const ATTEMPT_MS = 30_000;
 async function call<T>(
   api: Api,
   send: (init: CallOptions) => Promise<Reply<T>>,
-): Promise<{ status: number; data?: T; error?: unknown; replayed?: boolean; attempts: number; response: Response }> {
+): Promise<Reply<T> & { status: number; replayed: boolean; attempts: number }> {
   let attempts = 0;
   let sent: Request | undefined;
   let answered: Response | undefined;
@@ -219,14 +216,7 @@ async function call<T>(
   if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
   if (status === 401 || status === 403)
     throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
-  return {
-    status,
-    data: reply.data,
-    error: reply.error,
-    replayed: reply.replayed === true,
-    attempts,
-    response: reply.response,
-  };
+  return { ...reply, status, replayed: reply.replayed === true, attempts };
 }
 
 function notJson(request: Request | undefined, response: Response): Error {
@@ -236,10 +226,7 @@ function notJson(request: Request | undefined, response: Response): Error {
 }
 
 function reasonOf(json: unknown): string {
-  const error = (
-    json as
-      { error?: { code?: string; message?: string; details?: { field?: string; message?: string }[] } } | undefined
-  )?.error;
+  const error = (json as Partial<ErrorEnvelope> | undefined)?.error;
   if (!error) return 'unexpected reply';
   const details = (error.details ?? []).map((d) => `${d.field}: ${d.message}`).join('; ');
   return `${error.code}: ${error.message}${details ? ` (${details})` : ''}`;
@@ -253,12 +240,9 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   let written = 0;
   // By cursor (`after`, from each page's Link: rel="next"): each page costs the API the same however
   // deep, and users created or deleted meanwhile do not shift the pages under the walk.
-  for (
-    let query: ListUsersQuery | undefined = { sort: 'created_at', order: 'asc', limit: 100 }, first = true;
-    query;
-    first = false
-  ) {
-    const asked: ListUsersQuery = query;
+  let query: ListUsersQuery | undefined = { sort: 'created_at', order: 'asc', limit: 100 };
+  for (let first = true; query; first = false) {
+    const asked = query; // for the closure below, where `query` is not narrowed
     const { status, data, error, response } = await call(api, (init) => api.client.listUsers(asked, init));
     if (status !== 200 || !data) throw new Error(`listing users failed: ${status} ${reasonOf(error)}`);
     // Nothing is written before the API has answered once: a failure leaves stdout empty.
@@ -287,7 +271,7 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
  * that the email's uniqueness still answers 409). A key derived from the body never meets another body,
  * so Roster's "same key, different body" (422) cannot arise; a corrected record is a new create.
  */
-export function importKey(body: UserRecord): string {
+function importKey(body: UserRecord): string {
   const canonical = JSON.stringify(
     Object.keys(WRITTEN)
       .filter((field) => field in body)
@@ -325,8 +309,8 @@ async function importUsers(
     );
     // Already there: created by an earlier run (Roster replays its 201 to this run's first attempt),
     // or a user has the email. A replay to a retry is this run's create, whose first answer was lost.
-    if ((status === 201 && replayed && attempts === 1) || (status === 409 && codeOf(error) === 'EMAIL_EXISTS'))
-      present++;
+    const code = (error as Partial<ErrorEnvelope> | undefined)?.error?.code;
+    if ((status === 201 && replayed && attempts === 1) || (status === 409 && code === 'EMAIL_EXISTS')) present++;
     else if (status === 201) imported++;
     else {
       refused++;
@@ -340,8 +324,4 @@ async function importUsers(
     `roster users import: ${imported} imported, ${present} already there, ${refused} refused (of ${number} records)\n`,
   );
   return refused === 0 ? 0 : 1;
-}
-
-function codeOf(json: unknown): string | undefined {
-  return (json as { error?: { code?: string } } | undefined)?.error?.code;
 }

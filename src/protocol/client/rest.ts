@@ -1,9 +1,6 @@
 /**
- * Roster's REST API, typed from its OpenAPI document: openapi-fetch over the `paths` that
- * openapi-typescript generated from /api/v1/openapi.json (openapi.ts, `npm run client:types`). One
- * method per operation, named by its `operationId`; each resolves to openapi-fetch's
- * `{ data, error, response }`, where `data` is the success envelope and `error` the error envelope
- * (`ErrorEnvelope`) of the status answered. Runs in the browser console and in Node (`roster users`).
+ * Roster's REST API, typed from its OpenAPI document (openapi.ts, `npm run client:types`): one
+ * openapi-fetch method per `operationId`, resolving to `{ data, error, response }` (README, "A typed client").
  */
 import createClient from 'openapi-fetch';
 import {
@@ -30,11 +27,7 @@ export type User = Schemas['User'];
 export type UserInput = Omit<Schemas['UserInput'], 'role'> & { role?: string };
 export type UserPatch = Schemas['UserPatch'];
 export type UserList = Schemas['UserList'];
-export type Pagination = Schemas['Pagination'];
-export type Health = Schemas['Health'];
 export type ErrorEnvelope = Schemas['ErrorEnvelope'];
-export type ErrorCode = Schemas['ErrorCode'];
-export type FieldDetail = Schemas['FieldDetail'];
 export type ListUsersQuery = NonNullable<operations['listUsers']['parameters']['query']>;
 export type ListChatMembersQuery = NonNullable<operations['listChatMembers']['parameters']['query']>;
 

@@ -29,28 +29,22 @@ export interface RetryPolicy {
   random: () => number;
 }
 
-/** The statuses that ask to be tried again later. */
-export const RETRIED_STATUSES: readonly number[] = [429, 503];
-
-/** The error code of a keyed create whose first attempt is still being processed (409, with Retry-After). */
-export const KEY_IN_USE = 'IDEMPOTENCY_KEY_IN_USE';
-
-/** Whether the reply asks for the same request again later. */
+/** Whether the reply asks for the same request again later (the statuses and the 409 of the module's comment). */
 async function asksAgain(request: Request, response: Response): Promise<boolean> {
-  if (RETRIED_STATUSES.includes(response.status)) return true;
+  if (response.status === 429 || response.status === 503) return true;
   if (response.status !== 409 || !request.headers.has(IDEMPOTENCY_KEY)) return false;
   const body = (await response
     .clone()
     .json()
     .catch(() => undefined)) as { error?: { code?: unknown } } | undefined;
-  return body?.error?.code === KEY_IN_USE;
+  return body?.error?.code === 'IDEMPOTENCY_KEY_IN_USE';
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
   retries: 3,
   maxWaitMs: 30_000,
   backoff: { initialMs: 500, maxMs: 8_000, jitter: 0.5 },
-  sleep: sleep,
+  sleep,
   now: () => Date.now(),
   random: () => Math.random(),
 };
@@ -70,22 +64,14 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
 /** Whether sending `request` twice can do no more than sending it once (see the module's comment). */
 export function safeToRetry(request: Request): boolean {
-  switch (request.method.toUpperCase()) {
-    case 'GET':
-    case 'HEAD':
-    case 'OPTIONS':
-    case 'PUT':
-    case 'DELETE':
-      return true;
-    case 'POST':
-      return request.headers.has(IDEMPOTENCY_KEY);
-    case 'PATCH':
-      return request.headers.has(IF_MATCH);
-    default:
-      return false;
-  }
+  const method = request.method.toUpperCase();
+  if (method === 'POST') return request.headers.has(IDEMPOTENCY_KEY);
+  if (method === 'PATCH') return request.headers.has(IF_MATCH);
+  return IDEMPOTENT_METHODS.has(method);
 }
 
 /** A Retry-After value in milliseconds (delay-seconds or an HTTP date, RFC 9110 §10.2.3); undefined if absent or unreadable. */
