@@ -20,6 +20,11 @@ export interface ChatSocket {
 
 const OPEN = 1;
 
+/** The chat URL with the opt-in query: the last `history` messages on joining, or all `since` an id. */
+export function chatUrl(url: string, options: { history?: number; since?: string } = {}): string {
+  return withHistoryQuery(url, options);
+}
+
 /** Sends one message; false when the socket is not open. */
 export function sendMessage(socket: Pick<ChatSocket, 'readyState' | 'send'>, message: ClientMessage): boolean {
   if (socket.readyState !== OPEN) return false;
@@ -28,7 +33,21 @@ export function sendMessage(socket: Pick<ChatSocket, 'readyState' | 'send'>, mes
 }
 
 /** A text frame from the service as one of its messages, or undefined when it is none. */
-export { decodeServerMessage as readMessage };
+export function readMessage(text: string): ServerMessage | undefined {
+  return decodeServerMessage(text);
+}
+
+/**
+ * Calls `listener` with every message the service sends on `socket`, and the text it came in;
+ * frames that are not one of its messages (binary, or JSON of no known shape) are left out.
+ */
+export function onMessage(socket: ChatSocket, listener: (message: ServerMessage, text: string) => void): void {
+  socket.addEventListener('message', (event) => {
+    if (typeof event.data !== 'string') return;
+    const message = readMessage(event.data);
+    if (message) listener(message, event.data);
+  });
+}
 
 export interface ChatSession {
   readonly socket: ChatSocket;
@@ -46,12 +65,8 @@ export function connectChat(
   options: { history?: number; since?: string; WebSocket?: new (url: string) => ChatSocket } = {},
 ): Promise<ChatSession> {
   const Socket = options.WebSocket ?? (globalThis.WebSocket as unknown as new (url: string) => ChatSocket);
-  const socket = new Socket(withHistoryQuery(url, options));
-  // Frames that are not one of the service's messages (binary, or JSON of no known shape) are left out.
-  socket.addEventListener('message', (event) => {
-    const message = typeof event.data === 'string' ? decodeServerMessage(event.data) : undefined;
-    if (message) listener(message);
-  });
+  const socket = new Socket(chatUrl(url, options));
+  onMessage(socket, listener);
   return new Promise((resolve, reject) => {
     socket.addEventListener('open', () =>
       resolve({ socket, send: (message) => sendMessage(socket, message), close: () => socket.close(1000) }),

@@ -27,7 +27,11 @@ export type User = Schemas['User'];
 export type UserInput = Omit<Schemas['UserInput'], 'role'> & { role?: string };
 export type UserPatch = Schemas['UserPatch'];
 export type UserList = Schemas['UserList'];
+export type Pagination = Schemas['Pagination'];
+export type Health = Schemas['Health'];
 export type ErrorEnvelope = Schemas['ErrorEnvelope'];
+export type ErrorCode = Schemas['ErrorCode'];
+export type FieldDetail = Schemas['FieldDetail'];
 export type ListUsersQuery = NonNullable<operations['listUsers']['parameters']['query']>;
 export type ListChatMembersQuery = NonNullable<operations['listChatMembers']['parameters']['query']>;
 

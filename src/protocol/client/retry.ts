@@ -29,15 +29,21 @@ export interface RetryPolicy {
   random: () => number;
 }
 
-/** Whether the reply asks for the same request again later (the statuses and the 409 of the module's comment). */
+/** The statuses that ask to be tried again later. */
+export const RETRIED_STATUSES: readonly number[] = [429, 503];
+
+/** The error code of a keyed create whose first attempt is still being processed (409, with Retry-After). */
+export const KEY_IN_USE = 'IDEMPOTENCY_KEY_IN_USE';
+
+/** Whether the reply asks for the same request again later. */
 async function asksAgain(request: Request, response: Response): Promise<boolean> {
-  if (response.status === 429 || response.status === 503) return true;
+  if (RETRIED_STATUSES.includes(response.status)) return true;
   if (response.status !== 409 || !request.headers.has(IDEMPOTENCY_KEY)) return false;
   const body = (await response
     .clone()
     .json()
     .catch(() => undefined)) as { error?: { code?: unknown } } | undefined;
-  return body?.error?.code === 'IDEMPOTENCY_KEY_IN_USE';
+  return body?.error?.code === KEY_IN_USE;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
