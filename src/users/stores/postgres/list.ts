@@ -83,10 +83,26 @@ export class PostgresList {
       filters.push(matching(search.at));
     }
     const where = filters.length === 0 ? 'true' : filters.join(' AND ');
-    if (params.after !== undefined) return this.#listAfter(params, params.after, where, values, search);
-    values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
-    if (search === undefined) return this.#page(params, values, where);
-    const page = this.#beside(params, where, values, `LIMIT $${values.length - 1} OFFSET $${values.length}`);
+    if (params.after === undefined && search === undefined) {
+      values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
+      return this.#page(params, values, where);
+    }
+    // A numbered page of a search, or the page after a cursor (query.ts: Position): the rows whose
+    // (sort value, created_at, seq) come after the cursor's, read from the sort's index from the cursor
+    // on, one row more than the page, which tells whether more follow.
+    let [pageWhere, limits] = [where, ''];
+    if (params.after === undefined) {
+      limits = `LIMIT $${values.push(params.limit)} OFFSET $${values.push(Math.min(params.offset, MAX_OFFSET))}`;
+    } else {
+      pageWhere = `${where} AND ${keysetAfter(params, params.after, values)}`;
+      limits = `LIMIT $${values.push(params.limit + 1)}`;
+    }
+    const page = this.#beside(params, pageWhere, values, limits);
+    // The total as the numbered page reads it: the count kept per role, or the search's (#searched).
+    if (search === undefined) {
+      const { rows } = await page(roleCount(params), true);
+      return pageOf(params, rows, Number(rows[0]!.total));
+    }
     const { rows, total } = await this.#searched(params, search, where, page);
     return pageOf(params, rows, total);
   }
@@ -243,36 +259,6 @@ export class PostgresList {
     );
     return pageOf(params, rows, Number(rows[0]!.total));
   }
-
-  // ---- The cursor's page (`after`): a keyset WHERE on the list's order, read from its index. ----
-
-  /**
-   * The page after `after` (query.ts: Position): the rows whose (sort value, created_at, seq) come
-   * after the cursor's in the list's order, read from the sort's index from the cursor on, up to one
-   * row more than the page, which tells whether more follow. The total comes as on a page-number page:
-   * the kept count per role, or the count the search's needle keeps (as `list` reads it), in the same
-   * statement, so from the same snapshot.
-   */
-  async #listAfter(
-    params: ListParams,
-    after: Position,
-    where: string,
-    filterValues: unknown[],
-    search: Search | undefined,
-  ): Promise<ListResult> {
-    const values = [...filterValues];
-    const keyset = keysetAfter(params, after, values);
-    values.push(params.limit + 1);
-    const page = this.#beside(params, `${where} AND ${keyset}`, values, `LIMIT $${values.length}`);
-    if (search === undefined) {
-      const { rows } = await page(roleCount(params), true);
-      return pageOf(params, rows, Number(rows[0]!.total));
-    }
-    const { rows, total } = await this.#searched(params, search, where, page);
-    return pageOf(params, rows, total);
-  }
-
-  // ---- End of the cursor's page. ----
 }
 
 /**
