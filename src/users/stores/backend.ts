@@ -11,8 +11,6 @@ import type { Dependency } from '../../health.js';
 import type { UserStore } from '../store.js';
 import type { Migrated } from './sql/migrations.js';
 
-export type { Migrated } from './sql/migrations.js';
-
 export interface StoreDeps {
   logger: Logger;
   /** Where the engine's client errors go (engine-faults.ts); one of its own by default. */

@@ -1,15 +1,15 @@
 /**
- * The store backends, and the one that DATABASE_URL names. A new backend is a folder of its own
- * exporting a `StoreBackend` (backend.ts), plus its line below. Each backend's module loads its
+ * The store backends (backend.ts), and the one that DATABASE_URL names. Each backend's module loads its
  * engine's driver only when opened, so the default process carries neither pg nor better-sqlite3.
  */
 import type { StorageConfig } from '../../config/index.js';
 import type { Dependency } from '../../health.js';
 import type { UserStore } from '../store.js';
-import type { BackedUp, Migrated, StoreBackend, StoreDeps } from './backend.js';
+import type { BackedUp, StoreBackend, StoreDeps } from './backend.js';
 import { memoryBackend } from './memory/backend.js';
 import { postgresBackend } from './postgres/backend.js';
 import { sqliteBackend } from './sqlite/backend.js';
+import type { Migrated } from './sql/migrations.js';
 
 /** Every backend, in the order they are asked whether DATABASE_URL is theirs. */
 export const STORE_BACKENDS: readonly StoreBackend[] = [memoryBackend, sqliteBackend, postgresBackend];
@@ -21,11 +21,10 @@ export function storeBackend(storage: StorageConfig): StoreBackend {
   return backend;
 }
 
+/** A store opened, with what its backend tells of it (backend.ts: StoreBackend). */
 export interface OpenStore {
   readonly store: UserStore;
-  /** The health entry of the store's engine (`database`), when it has one. */
   readonly health: Dependency | undefined;
-  /** The start-up line saying where users are kept. */
   readonly note: string;
   /** Applies pending migrations (opening did already; none is left unless another process added files). */
   migrate(): Promise<Migrated>;

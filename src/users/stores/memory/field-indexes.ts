@@ -36,7 +36,6 @@ export function fieldIndexes(
   tag: (seq: Seq) => number,
 ): Record<IndexedField, OrderedIndex<Seq>> {
   const ordered = (x: string, y: string, a: Seq, b: Seq): number => (x < y ? -1 : x > y ? 1 : a - b);
-  // Each index also gets its key, which it keeps per chunk to find an item's chunk (ordered-index.ts).
   /** The index of a field whose keys may be the odd ones (`odd`, see Keys) of users being moved. */
   const byKey = (field: IndexedField) =>
     new OrderedIndex<Seq>(

@@ -113,25 +113,16 @@ export class KeptMatches {
     return sorted;
   }
 
-  /** A new user, with a sequence number above every other. */
-  inserted(seq: Seq, user: User): void {
-    this.#write(seq, undefined, user);
-  }
-
   /** The user at `seq` went from `before` to `after`. */
   updated(seq: Seq, before: User, after: User): void {
     // Every update changes updated_at at least: sorted copies holding the user are out of date.
     for (const found of this.#kept.values()) if (found.orders && holds(found, seq)) found.orders = undefined;
     if (before.role !== after.role || SEARCHABLE_FIELDS.some((field) => before[field] !== after[field]))
-      this.#write(seq, before, after);
-  }
-
-  removed(seq: Seq, user: User): void {
-    this.#write(seq, user, undefined);
+      this.changed(seq, before, after);
   }
 
   /** Adds `seq` to, or deletes it from, each kept result as its needle finds `before` and `after` (if any). */
-  #write(seq: Seq, before: User | undefined, after: User | undefined): void {
+  changed(seq: Seq, before: User | undefined, after: User | undefined): void {
     if (this.#kept.size === 0) return;
     const was = before && searchedParts(before);
     const is = after && searchedParts(after);

@@ -2,23 +2,16 @@
  * The default store: users in memory, for the life of the process (contract). All operations are
  * synchronous underneath, so each one is atomic with respect to concurrent requests.
  *
- * Every list page is answered from an index, so its cost does not grow with the number of users:
- * - by id and by normalised email (Maps);
- * - creation order, for everyone and for each role (the role filter's default page);
- * - one sorted index per field (id, name, email, updated_at: field-indexes.ts), kept up to date on
- *   every write. Sorting by role needs no index of its own: it is the per-role creation indexes read
- *   one after the other in role order (ties keep creation order both ways).
- * A role filter with another sort walks that sort's index and skips other roles, whole chunks of them
- * by their counts (list-pages.ts). Only search looks at every user (search-text.ts), the first time a
- * needle is asked and no kept result of a part of it is small enough to check instead.
+ * Every list page is answered from an index, so its cost does not grow with the number of users: by
+ * id and by normalised email (Maps); creation order, for everyone and for each role; one sorted index
+ * per field (field-indexes.ts); how a page walks them is list-pages.ts'. Only search looks at every
+ * user (search-text.ts).
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
- * `created_at` strictly increasing (docs/decisions.md). Indexes hold sequence numbers (search-text.ts:
- * Seq), so an update moves the user only in the indexes whose key changed.
+ * `created_at` strictly increasing (docs/decisions.md). Indexes hold sequence numbers (search-text.ts: Seq).
  */
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
-import type { Clock } from '../../../clock.js';
-import { createClock } from '../../../clock.js';
+import { createClock, type Clock } from '../../../clock.js';
 import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
 import {
   codePointOrderKey,
@@ -187,7 +180,7 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
     for (const field of INDEXED) this.#fields[field].insert(seq);
-    this.#search.kept.inserted(seq, user);
+    this.#search.kept.changed(seq, undefined, user);
     if (keep) this.keys.keep(keep.claim, reply!);
     return user;
   }
@@ -242,7 +235,7 @@ export class MemoryUserStore implements UserStore {
     this.#roleIndex(user.role).remove(seq);
     for (const field of INDEXED) this.#fields[field].remove(seq);
     this.#oddKeys.delete(seq);
-    this.#search.kept.removed(seq, user);
+    this.#search.kept.changed(seq, user, undefined);
     this.#users[seq] = undefined;
     return true;
   }

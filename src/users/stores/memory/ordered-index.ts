@@ -74,8 +74,7 @@ export class OrderedIndex<T> {
     // Appends (creation order, updated_at: every insert) skip both binary searches.
     const appended = !lastChunk || this.#compare(lastChunk[lastChunk.length - 1]!, item) < 0;
     if (appended && (!lastChunk || lastChunk.length >= this.#maxChunk)) {
-      // Appending past a full last chunk (creation order, updated_at: every insert lands there):
-      // start a new chunk rather than split, so those indexes fill their chunks completely.
+      // Past a full last chunk: a new chunk rather than a split, so those indexes fill their chunks completely.
       chunks.push([item]);
       this.#renew(last + 1, true);
       this.#stale(last + 1);
@@ -96,7 +95,7 @@ export class OrderedIndex<T> {
       this.#renew(c, false);
     } else {
       if (at === chunk.length - 1) this.#fence(c, false);
-      this.#count(c, item, 1);
+      this.#tagCounts?.add(c, this.#tag!(item), 1);
     }
     this.#stale(c);
   }
@@ -126,7 +125,7 @@ export class OrderedIndex<T> {
       this.#tagCounts?.removeRow(c);
     } else {
       if (i === chunk.length) this.#fence(c, false);
-      this.#count(c, item, -1);
+      this.#tagCounts?.add(c, this.#tag!(item), -1);
     }
     this.#stale(c);
     return true;
@@ -234,10 +233,6 @@ export class OrderedIndex<T> {
     if (added) counts.insertRow(c);
     else counts.clearRow(c);
     for (const item of this.#chunks[c]!) counts.add(c, this.#tag!(item), 1);
-  }
-
-  #count(c: number, item: T, by: number): void {
-    this.#tagCounts?.add(c, this.#tag!(item), by);
   }
 
   /** Keeps the last key of chunk `c`, as a new entry (`added`) or in place of the old one. */

@@ -10,8 +10,7 @@
  * counts only if it lies wholly inside one part, so the result is exactly what query.ts's search
  * finds.
  *
- * The results of the last searches are kept exact through every write (kept-matches.ts), so a needle
- * asked again costs its page rather than a scan. Only matches are ever sorted.
+ * The last searches' results are kept exact through every write (kept-matches.ts); only matches are ever sorted.
  */
 import { SEARCHABLE_FIELDS } from '../../fields.js';
 import { foundOf, type KeptMatches } from './kept-matches.js';
@@ -34,8 +33,6 @@ export type UserColumn = readonly (User | undefined)[];
 /** Between parts; any character would do, since hits across parts are refused anyway. */
 const SEPARATOR = '\u0000';
 
-type Offsets = Int32Array | Uint16Array;
-
 /** How many parts each user has in a chunk's text: its searchable fields (fields.ts). */
 const PARTS = SEARCHABLE_FIELDS.length;
 
@@ -47,7 +44,7 @@ interface ChunkText {
    * chunk's text is short enough (it nearly always is): at a million users the offsets are a quarter of
    * what this cache holds.
    */
-  ends: Offsets[];
+  ends: (Int32Array | Uint16Array)[];
 }
 
 /**

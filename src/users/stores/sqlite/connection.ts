@@ -24,7 +24,7 @@ export interface SqliteFile {
 export type Statements = (sql: string) => Database.Statement;
 
 /** How often the probe tries a write while writes fail. */
-export const SQLITE_PROBE_INTERVAL_MS = 1_000;
+const SQLITE_PROBE_INTERVAL_MS = 1_000;
 
 /**
  * SQLite's result codes for a database that cannot be written (or read) just now, rather than a fault of

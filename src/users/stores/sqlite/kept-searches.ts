@@ -10,7 +10,7 @@ export const KEPT_NEEDLES = 64;
 /** Matches of a needle kept at most: 10 000 users, about 0.5 MB; a needle with more keeps its counts alone. */
 export const KEPT_MATCHES = 10_000;
 /** Roles whose count a needle keeps at most, when it keeps the count of each role as it is asked for. */
-export const KEPT_ROLES = 16;
+const KEPT_ROLES = 16;
 
 /** A user as search sees it: its role, and the stored lower-cased text of each searchable field (null where absent). */
 export interface Searched {

@@ -7,7 +7,7 @@
  */
 import { closeSync, constants, openSync } from 'node:fs';
 
-export const PRIVATE_MODE = 0o600;
+const PRIVATE_MODE = 0o600;
 
 /** Creates `path` empty with mode 0600 unless it exists; an existing file is left as it is. */
 export function createPrivateFile(path: string): void {

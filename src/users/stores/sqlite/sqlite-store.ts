@@ -1,8 +1,7 @@
 /**
  * Users in SQLite (migrations/sqlite/), one file owned by one Roster process: durable users without a
- * database server. Every answer equals the memory store's (query.ts defines them): rows.ts writes and
- * reads the rows, so that SQLite sorts and searches as the memory store does; the lists' SQL is
- * list-sql.ts', the searches' search.ts', over an index search-index.ts keeps current.
+ * database server. Every answer equals the memory store's (query.ts defines them); the files beside
+ * this one hold its rows, lists and searches (docs/architecture.md).
  *
  * better-sqlite3 is synchronous: each operation runs to its end before any other request is looked at,
  * so every operation is atomic within the process, and the file is locked against other Roster
@@ -55,7 +54,7 @@ export class SqliteUserStore implements UserStore {
   readonly #lock: SqliteLock | undefined;
   /** Users per role (the role as the client sent it): the total of a list without search, and count(). */
   readonly #roles = new Map<string, number>();
-  /** The last stamp handed out (microseconds): every next one is later, also across restarts. */
+  /** The last stamp handed out (microseconds): every next one is later, even past a clock stepped back. */
   #last: number;
   readonly #clock: Clock;
   readonly #statements = new Map<string, Database.Statement>();
@@ -111,9 +110,7 @@ export class SqliteUserStore implements UserStore {
     return this.#read(() => {
       // Every user holds the empty needle: a search for it is the list without search.
       const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
-      // A search reads the trigram index: the users noted by writes since it was last brought up to date go in first.
       if (needle !== '') this.#index.beforeSearch();
-      // Without search, the total is the count kept per role: no count of the table.
       const total = needle === '' ? this.#usersOf(params.role) : this.#searches.total(params, needle);
       if (params.after === undefined) {
         const rowids =
@@ -275,8 +272,6 @@ export class SqliteUserStore implements UserStore {
   }
 
   #next(): number {
-    // The clock's stamps strictly increase; the file's may be later still (a clock stepped back
-    // across a restart), and every stamp must pass them.
     this.#last = Math.max(microsOf(this.#clock.next()), this.#last + 1);
     return this.#last;
   }
