@@ -194,10 +194,7 @@ export class ChatRoom {
     this.bus.publish(notice, this.size, { join: record });
   }
 
-  /**
-   * Reads what the member asked for, once one of the MAX_REPLAYS places is free (the place is held
-   * while reading); everything else it is sent waits until the replay is out.
-   */
+  /** Reads what the member asked for once one of the MAX_REPLAYS places is free (held while reading). */
   #replay(member: Member, request: HistoryRequest): void {
     const listener: Listener = { lastId: undefined, pending: [], pendingBytes: 0, replaying: false };
     this.#listeners.set(member, listener);
