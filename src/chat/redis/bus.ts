@@ -233,9 +233,7 @@ export class RedisBus implements ChatBus, Dependency {
 
   /** BusLink.send (channel.ts); its bound on unanswered commands is `maxPending`. */
   #send(envelope: Envelope, run?: (text: string) => Promise<unknown>, always = false, echoed = false): boolean {
-    // An envelope this instance's own members get only back from the channel (a chat of the shared
-    // history, for its listeners here) waits for both connections: published while the subscription is
-    // down, it would reach every instance but this one.
+    // `echoed` waits for both connections: published while unsubscribed, it would reach every instance but this one.
     if (this.#pub.status !== 'ready' || (echoed && !this.#subscribed)) {
       if (envelope.m) this.#lost++;
       return false;
