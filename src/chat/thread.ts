@@ -221,12 +221,11 @@ export class ChatThread {
     });
   }
 
-  /** The members of the whole room (every instance's, with a bus that shares them). */
+  /** ChatRoom.members and .localMembers, asked of the chat thread. */
   members(): Promise<MemberRecord[]> {
     return this.#ask('members', []);
   }
 
-  /** This instance's members, in the order they joined. */
   localMembers(): Promise<MemberRecord[]> {
     return this.#ask('localMembers', []);
   }
