@@ -1,12 +1,12 @@
 import type { RateLimit } from '../config/index.js';
 
 /**
- * RATE_LIMIT for chat messages, per client (shared by its connections): a token bucket of `max` messages refilled at `max` per
- * window, so a steady sender at the limit is never cut and a burst is allowed up to `max`. Written by
- * hand because rate-limit libraries (rate-limiter-flexible, edge/rate-limiter.ts) count requests in
- * windows, not a bucket of messages on open sockets that must also decide when to close one. Past the budget a message is dropped (the sender hears so once per window); a
- * sender that keeps going — twice the limit dropped within one window, i.e. three times the limit sent —
- * is closed with 1008.
+ * RATE_LIMIT for chat messages, per client (shared by its connections): a token bucket of `max` messages
+ * refilled at `max` per window, so a steady sender at the limit is never cut and a burst is allowed up to
+ * `max`. Written by hand because rate-limit libraries (rate-limiter-flexible, edge/rate-limiter.ts) count
+ * requests in windows, not a bucket of messages on open sockets that must also decide when to close one.
+ * Past the budget a message is dropped (the sender hears so once per window); a sender that keeps going
+ * (twice the limit dropped within one window, i.e. three times the limit sent) is closed with 1008.
  */
 export class MessageBudget {
   readonly max: number;
@@ -23,8 +23,7 @@ export class MessageBudget {
   }
 
   take(now: number): 'ok' | 'notify' | 'drop' | 'close' {
-    if (this.#refilledAt !== 0)
-      this.#tokens = Math.min(this.max, this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs);
+    this.#tokens = Math.min(this.max, this.#tokensAt(now));
     this.#refilledAt = now;
     if (this.#tokens >= 1) {
       this.#tokens -= 1;
@@ -41,8 +40,11 @@ export class MessageBudget {
 
   /** Whether the budget is as new (full, nothing dropped in the current window): forgetting it changes nothing. */
   rested(now: number): boolean {
-    const tokens =
-      this.#refilledAt === 0 ? this.max : this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs;
-    return tokens >= this.max && now - this.#windowStart >= this.windowMs;
+    return this.#tokensAt(now) >= this.max && now - this.#windowStart >= this.windowMs;
+  }
+
+  /** The tokens at `now`: refilled since the last take, not yet capped at `max`. */
+  #tokensAt(now: number): number {
+    return this.#refilledAt === 0 ? this.#tokens : this.#tokens + ((now - this.#refilledAt) * this.max) / this.windowMs;
   }
 }

@@ -27,7 +27,6 @@ export class Notices {
   readonly #joinedAt = new Map<Member, number>();
   /** Members not to be handed some of the pending notices (joins before theirs, bus.ts): their indexes. */
   readonly #skips = new Map<Member, number[]>();
-  /** Cancels the scheduled flush. */
   #cancelFlush: (() => void) | undefined;
 
   constructor(private readonly room: NoticeRoom) {}

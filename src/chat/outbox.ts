@@ -11,17 +11,10 @@
 import type { Duplex } from 'node:stream';
 import * as wsModule from 'ws';
 
+const TEXT = { fin: true, rsv1: false, opcode: 0x1, mask: false, readOnly: true };
 /** The static half of ws's Sender that is used here (@types/ws does not describe it). */
-interface FrameOptions {
-  fin: boolean;
-  rsv1: boolean;
-  opcode: number;
-  mask: boolean;
-  readOnly: boolean;
-}
-const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, options: FrameOptions): Buffer[] } };
+const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, options: typeof TEXT): Buffer[] } };
 const frame = Sender.frame.bind(Sender);
-const TEXT: FrameOptions = { fin: true, rsv1: false, opcode: 0x1, mask: false, readOnly: true };
 
 type Failed = (error: unknown) => void;
 

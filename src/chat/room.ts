@@ -194,10 +194,7 @@ export class ChatRoom {
     this.bus.publish(notice, this.size, { join: record });
   }
 
-  /**
-   * Reads what the member asked for, once one of the MAX_REPLAYS places is free (the place is held
-   * while reading); everything else it is sent waits until the replay is out.
-   */
+  /** Reads what the member asked for once one of the MAX_REPLAYS places is free (held while reading). */
   #replay(member: Member, request: HistoryRequest): void {
     const listener: Listener = { lastId: undefined, pending: [], pendingBytes: 0, replaying: false };
     this.#listeners.set(member, listener);
@@ -315,13 +312,11 @@ export class ChatRoom {
   }
 
   /**
-   * What a member of another instance did, told to every member here as if it were local. A notice's
-   * count is this instance's view of the room (the bus has already taken in the sender's new count).
-   * `own`: a chat of this instance coming back from the shared history with its id, for the listeners.
+   * BusRoom.deliver (bus.ts): told to every member here as if it were local. A notice's count is this
+   * instance's view of the room (the bus has already taken in the sender's new count).
    */
   #fromElsewhere(message: SharedMessage, id?: string, own?: boolean, joining?: Iterable<string>): void {
     if (message.type !== 'chat') {
-      // A join: the members here who joined after it in the room's order are not told of it.
       if (joining) this.#notices.skipNext([...joining].flatMap((id) => this.#members.get(id) ?? []));
       return this.#notices.add(serialise({ ...message, online_count: this.#online() }));
     }

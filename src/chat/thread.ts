@@ -1,9 +1,8 @@
 /**
  * The chat door as the REST thread sees it: a worker thread (worker.ts) that owns everything of the
  * chat, started, asked and stopped by message (thread-protocol.ts). Who owns what, and what happens
- * when the thread dies, is docs/architecture.md's "Two threads, one owner per state": a death is a
- * fault, not the end (with Redis the other instances reap its members and tell their leaves); it is
- * started again at once the first time, then after a back-off that doubles up to 30 s.
+ * when the thread dies, is docs/architecture.md's "Two threads, one owner per state" (with Redis, the
+ * other instances reap a dead thread's members and tell their leaves).
  */
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
@@ -27,9 +26,9 @@ export interface ChatThreadOptions {
   config: Config;
   logger: Logger;
   faults: EngineFaults;
-  /** The one rate limiter of both doors (RATE_LIMIT), asked by the chat thread per handshake. */
+  /** RATE_LIMIT's one limiter (ChatProtection.limiter). */
   limiter?: RateLimiter | undefined;
-  /** Tuning of the Redis bus, for tests. */
+  /** ChatThreadData.chatBus. */
   chatBus?: Partial<RedisBusOptions> | undefined;
 }
 
@@ -222,12 +221,11 @@ export class ChatThread {
     });
   }
 
-  /** The members of the whole room (every instance's, with a bus that shares them). */
+  /** ChatRoom.members and .localMembers, asked of the chat thread. */
   members(): Promise<MemberRecord[]> {
     return this.#ask('members', []);
   }
 
-  /** This instance's members, in the order they joined. */
   localMembers(): Promise<MemberRecord[]> {
     return this.#ask('localMembers', []);
   }

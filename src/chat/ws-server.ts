@@ -157,8 +157,9 @@ export function createChatServer(
     // other handshake is looked at: the per-client check below cannot be raced.
     const join = (principal: Principal | undefined) => {
       const key = clientKey(principal, addressOf(request));
-      if (tooMany(key)) {
-        const message = `At most ${config.maxConnectionsPerClient} chat connections per client; close one first`;
+      const max = config.maxConnectionsPerClient; // WS_MAX_CONNECTIONS_PER_CLIENT
+      if (max !== undefined && (clients.get(key)?.open ?? 0) >= max) {
+        const message = `At most ${max} chat connections per client; close one first`;
         return refuse(socket, 'TOO_MANY_CONNECTIONS', message);
       }
       wss.handleUpgrade(request, socket, head, (ws) => {
@@ -184,13 +185,6 @@ export function createChatServer(
         join(verdict);
       })
       .catch((error: unknown) => unexpected(error, 'handshake', () => internalError(socket)));
-  }
-
-  /** WS_MAX_CONNECTIONS_PER_CLIENT: whether the client of `key` has all the connections it may have. */
-  function tooMany(key: string): boolean {
-    return (
-      config.maxConnectionsPerClient !== undefined && (clients.get(key)?.open ?? 0) >= config.maxConnectionsPerClient
-    );
   }
 
   /** `socket` is the one ws writes to; the outbox writes chat frames to it too (outbox.ts). */
@@ -334,8 +328,7 @@ export function createChatServer(
     closeConnection(ws, connection, CloseCode.tryAgainLater, 'Too slow: unsent messages over the limit');
   }
 
-  // Protocol-level heartbeat (docs/decisions.md): ping everyone each interval, terminate whoever did not
-  // answer the previous ping. Terminating fires 'close', which counts the peer out of the room.
+  // Protocol-level heartbeat (docs/decisions.md); terminating fires 'close', which counts the peer out of the room.
   const heartbeat = setInterval(() => {
     for (const [ws, connection] of connections) {
       if (!connection.alive) {
@@ -367,10 +360,7 @@ export function createChatServer(
       const closed = Promise.all(open.map((ws) => new Promise<void>((resolve) => ws.once('close', () => resolve()))));
       for (const ws of open) ws.close(CloseCode.goingAway, 'Server shutting down');
       let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, timeoutMs);
-      });
-      await Promise.race([closed, timedOut]);
+      await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
       clearTimeout(timer);
       for (const ws of connections.keys()) ws.terminate();
       server.closeAllConnections();

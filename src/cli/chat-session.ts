@@ -69,7 +69,7 @@ class ChatSession {
   readonly #options: Required<Omit<ChatOptions, 'timeZone'>> & { timeZone?: string };
   readonly #io: ChatIo;
   readonly #resolve: (code: number) => void;
-  /** Prompt and line editing: a person at a terminal, and not --json. */
+  /** ChatIo.interactive, and not --json. */
   readonly #prompting: boolean;
   readonly #own = new OwnChats();
   #state: State = 'connecting';
@@ -99,7 +99,6 @@ class ChatSession {
         url: () => this.#options.url,
         connect: (url) => this.#connect(url),
         pingIntervalMs: this.#options.pingIntervalMs,
-        // --history: the last N on the first connection, what was missed since on the next ones.
         history: this.#options.history,
         // A first connection that fails ends the session: the person learns why at once.
         retryFirst: false,
@@ -151,7 +150,6 @@ class ChatSession {
 
   #stateChanged(state: SessionState): void {
     if (state.kind === 'waiting') {
-      // Only after an open connection was lost: a first one that fails ends the session.
       this.#notice(
         `* reconnecting in ${(state.delayMs / 1000).toFixed(1)} s (attempt ${state.attempt + 1}; Ctrl-C to leave)`,
       );

@@ -14,10 +14,9 @@
  *   this instance's members only, is counted, and is reported once when the bus is back. ioredis
  *   reconnects by itself; the health check says `chat_bus: down` meanwhile, and the counts of the other
  *   instances expire, so the room's count falls back to this instance's.
- * - Order of joins: the order Redis relays them in, as docs/decisions.md rules ("Across instances, the
- *   order of joins"); a member here is *joining* until its own join comes back on the channel. Joins
- *   here among themselves keep the room's local order, their publication order. The bus keeps this
- *   state, not the room: it alone sees the relay and whether there is one.
+ * - Order of joins: the order Redis relays them in (docs/decisions.md, "Across instances, the order of
+ *   joins"); a member here is *joining* until its own join comes back (joins here keep their publication
+ *   order). The bus keeps this state, not the room: it alone sees the relay and whether there is one.
  *
  * This file holds the connections, their state and the fan-out; the rest is one concern a file
  * (channel.ts, presence.ts, history.ts, scripts.ts: docs/architecture.md).
@@ -234,9 +233,7 @@ export class RedisBus implements ChatBus, Dependency {
 
   /** BusLink.send (channel.ts); its bound on unanswered commands is `maxPending`. */
   #send(envelope: Envelope, run?: (text: string) => Promise<unknown>, always = false, echoed = false): boolean {
-    // An envelope this instance's own members get only back from the channel (a chat of the shared
-    // history, for its listeners here) waits for both connections: published while the subscription is
-    // down, it would reach every instance but this one.
+    // `echoed` waits for both connections: published while unsubscribed, it would reach every instance but this one.
     if (this.#pub.status !== 'ready' || (echoed && !this.#subscribed)) {
       if (envelope.m) this.#lost++;
       return false;

@@ -108,10 +108,8 @@ const SCRIPTS = {
     return out`,
 } as const;
 
-type ScriptName = keyof typeof SCRIPTS;
-
 /** A connection that runs the scripts as commands of their own names. */
-export type Scripted = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<unknown>>;
+export type Scripted = Redis & Record<keyof typeof SCRIPTS, (...args: (string | number)[]) => Promise<unknown>>;
 
 /** `redis` with every script defined on it. */
 export function withScripts(redis: Redis): Scripted {
