@@ -18,7 +18,8 @@ export function stringBytes(text: string): number {
   return STRING_HEADER_BYTES + 2 * text.length;
 }
 
-/** The most heap a user can take: the object and each of its strings. */
+/** The most heap a user can take: the object and each of its strings (an absent optional field: none). */
 export function userBytes(user: User): number {
-  return FIELD_NAMES.reduce((bytes, name) => bytes + stringBytes(user[name]), USER_OBJECT_BYTES);
+  const fields = user as Readonly<Record<string, string | undefined>>;
+  return FIELD_NAMES.reduce((bytes, name) => bytes + stringBytes(fields[name] ?? ''), USER_OBJECT_BYTES);
 }
