@@ -9,13 +9,13 @@
  * Strings without units from U+D800 up (nearly all) are encoded and decoded by Buffer alone.
  */
 
+import { codePointOrderKey } from '../../query.js';
+
 const HIGH_UNITS = /[\ud800-\uffff]/g;
 
+/** The string's code-point order key (query.ts), as big-endian UTF-16 units. */
 export function toBlob(text: string): Buffer {
-  return Buffer.from(
-    text.replace(HIGH_UNITS, (unit) => String.fromCharCode(shift(unit.charCodeAt(0)))),
-    'utf16le',
-  ).swap16();
+  return Buffer.from(codePointOrderKey(text), 'utf16le').swap16();
 }
 
 export function fromBlob(blob: Uint8Array): string {
@@ -24,12 +24,7 @@ export function fromBlob(blob: Uint8Array): string {
   return text.replace(HIGH_UNITS, (unit) => String.fromCharCode(unshift(unit.charCodeAt(0))));
 }
 
-/** compareCodePoints' remapping: U+E000..U+FFFF down to 0xD800..0xF7FF, surrogates up to 0xF800..0xFFFF. */
-function shift(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
-}
-
+/** Undoes compareCodePoints' remapping (U+E000..U+FFFF down to 0xD800..0xF7FF, surrogates up to 0xF800..0xFFFF). */
 function unshift(unit: number): number {
   if (unit < 0xd800) return unit;
   return unit >= 0xf800 ? unit - 0x2000 : unit + 0x800;
