@@ -35,15 +35,15 @@ export interface AuthConfig {
   oauth2: { jwksUrl: string; issuer: string; audience: string; acceptJwtTyp: boolean } | undefined;
 }
 
-/** The credential settings of each AUTH scheme: all required by it but OAUTH2_ACCEPT_JWT_TYP. */
-const OWNERS: Record<string, AuthScheme> = {
-  API_KEYS: 'apikey',
-  BASIC_USERS: 'basic',
-  JWT_SECRET: 'jwt',
-  OAUTH2_JWKS_URL: 'oauth2',
-  OAUTH2_ISSUER: 'oauth2',
-  OAUTH2_AUDIENCE: 'oauth2',
-  OAUTH2_ACCEPT_JWT_TYP: 'oauth2',
+/** The credential settings of each AUTH scheme, and whether that scheme requires them. */
+const OWNERS: Readonly<Record<string, { scheme: AuthScheme; required: boolean }>> = {
+  API_KEYS: { scheme: 'apikey', required: true },
+  BASIC_USERS: { scheme: 'basic', required: true },
+  JWT_SECRET: { scheme: 'jwt', required: true },
+  OAUTH2_JWKS_URL: { scheme: 'oauth2', required: true },
+  OAUTH2_ISSUER: { scheme: 'oauth2', required: true },
+  OAUTH2_AUDIENCE: { scheme: 'oauth2', required: true },
+  OAUTH2_ACCEPT_JWT_TYP: { scheme: 'oauth2', required: false },
 };
 
 /**
@@ -54,10 +54,10 @@ const OWNERS: Record<string, AuthScheme> = {
 export function authConfig(get: <T>(setting: Setting<T>) => T, isSet: (name: string) => boolean): AuthConfig {
   const scheme = get(S.AUTH);
   for (const [name, owner] of Object.entries(OWNERS)) {
-    if (isSet(name) && scheme !== owner)
-      throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner} only)`);
-    if (!isSet(name) && scheme === owner && name !== S.OAUTH2_ACCEPT_JWT_TYP.name)
-      throw new ConfigError(name, `is required when AUTH=${owner}`);
+    if (isSet(name) && scheme !== owner.scheme)
+      throw new ConfigError(name, `is set but AUTH is ${scheme} (it applies to AUTH=${owner.scheme} only)`);
+    if (!isSet(name) && scheme === owner.scheme && owner.required)
+      throw new ConfigError(name, `is required when AUTH=${owner.scheme}`);
   }
   // Read only now, once another scheme's settings are known to be unset (so undefined).
   return {
