@@ -288,8 +288,10 @@ function redactCredentials(url: string): string {
     .map((pair) => {
       const equals = pair.indexOf('=');
       if (equals === -1) return pair;
-      // The name as URLSearchParams reads it (credentialsOf), so `api%5Fkey` is caught too.
-      const name = new URLSearchParams(pair.slice(0, equals)).keys().next().value;
+      // The name as URLSearchParams reads it (credentialsOf), so `api%5Fkey` and `?api_key` are caught
+      // too; a name without `%`, `+` or `?` reads as it is written, without building one per pair.
+      const raw = pair.slice(0, equals);
+      const name = /[%+?]/.test(raw) ? new URLSearchParams(raw).keys().next().value : raw;
       return name === 'api_key' || name === 'access_token' ? `${pair.slice(0, equals)}=[REDACTED]` : pair;
     });
   return `${url.slice(0, query)}?${pairs.join('&')}`;
