@@ -18,7 +18,7 @@ export function stringBytes(text: string): number {
   return STRING_HEADER_BYTES + 2 * text.length;
 }
 
-/** The most heap a user can take: the object and each of its strings (an absent optional field: none). */
+/** The most heap a user can take: the object and each of its strings (an absent optional field: a header). */
 export function userBytes(user: User): number {
   const fields = user as Readonly<Record<string, string | undefined>>;
   return FIELD_NAMES.reduce((bytes, name) => bytes + stringBytes(fields[name] ?? ''), USER_OBJECT_BYTES);
