@@ -411,7 +411,22 @@ test(
       await page.keyboard.type('ada');
       await page.keyboard.press('Enter');
       await settled(page);
+      assert.equal(new URL(page.url()).searchParams.get('search'), 'ada', 'Enter applied the search');
       assert.ok((await rows(page).count()) <= 1);
+
+      // The close event comes a task after the dialog closed: focus the user moved on to meanwhile (a
+      // quick Tab after Escape) stays there, and is not pulled back to the button that opened the dialog.
+      await page.keyboard.press('Shift+Tab');
+      assert.equal(await page.evaluate('document.activeElement.id'), 'add-user');
+      await page.keyboard.press('Enter');
+      await eventually(async () => (await dialog(page).getAttribute('open')) !== null, 'the dialog again');
+      const focusAfterClose = await page.evaluate(`(async () => {
+        document.getElementById('user-dialog').close();
+        document.getElementById('user-search').focus();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return document.activeElement.id;
+      })()`);
+      assert.equal(focusAfterClose, 'user-search');
       assert.deepEqual(errors, []);
     });
   },

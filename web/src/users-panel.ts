@@ -96,6 +96,8 @@ export class UsersPanel {
   #deleting: TaggedUser | null = null;
   /** Where focus goes back to when a dialog closes. */
   #returnFocus: HTMLElement | null = null;
+  /** What had focus when the open dialog was opened: the browser itself puts focus back there on close. */
+  #openedFrom: Element | null = null;
 
   constructor(roles: readonly string[]) {
     // The view in the address (a shared link, or a reload), shown in the controls.
@@ -138,6 +140,7 @@ export class UsersPanel {
     this.#loading?.abort();
     this.#loading = null;
     this.#returnFocus = null;
+    this.#openedFrom = null;
     if (this.#dialog.open) this.#dialog.close();
     if (this.#deleteDialog.open) this.#deleteDialog.close();
     this.#body.replaceChildren();
@@ -427,7 +430,7 @@ export class UsersPanel {
     this.#clearNotice();
     this.#warned = null;
     this.#mode = mode;
-    this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
+    this.#returnFocus = this.#focusedBeforeOpening();
     const user = mode.kind === 'edit' ? mode.user : null;
     this.#dialogTitle.textContent = user ? `Edit ${user.name}` : 'Add user';
     this.#dialogHint.textContent = user
@@ -682,7 +685,7 @@ export class UsersPanel {
     this.#clearNotice();
     const deleting: TaggedUser = { user, etag: undefined };
     this.#deleting = deleting;
-    this.#returnFocus = document.activeElement instanceof HTMLElement ? document.activeElement : this.#add;
+    this.#returnFocus = this.#focusedBeforeOpening();
     this.#showDeleted(user);
     this.#deleteError.hidden = true;
     this.#deleteConfirm.replaceChildren('Delete');
@@ -748,8 +751,18 @@ export class UsersPanel {
     await this.#load();
   }
 
+  #focusedBeforeOpening(): HTMLElement {
+    this.#openedFrom = document.activeElement;
+    return this.#openedFrom instanceof HTMLElement ? this.#openedFrom : this.#add;
+  }
+
   #restoreFocus(): void {
     if (this.#dialog.open || this.#deleteDialog.open) return;
+    // A dialog's close event comes a task after it closed, and a save's reload later still. Focus that
+    // has moved on meanwhile (the user tabbed on from where the browser put it back) stays where it is;
+    // only focus left where the dialog was opened, or lost with a redrawn row, is moved.
+    const active = document.activeElement;
+    if (active !== null && active !== document.body && active !== this.#openedFrom) return;
     let target = this.#returnFocus;
     // The table was drawn again meanwhile: the same button of the same user's new row.
     if (target && !target.isConnected && target.dataset.userId !== undefined) {
