@@ -28,6 +28,12 @@ import { INSERT_USER, microsOf, toRow as toSqliteRow } from '../../../src/users/
 import { SqliteUserStore } from '../../../src/users/stores/sqlite/sqlite-store.js';
 import { DATABASE_URL, freshSchema, NO_DATABASE } from '../../support/index.js';
 
+/** node-postgres's warnings of two statements at once on one client, from this file's start. */
+const overlapWarnings: Error[] = [];
+process.on('warning', (warning) => {
+  if (warning.message.includes('already executing a query')) overlapWarnings.push(warning);
+});
+
 const silent = pino({ level: 'silent' });
 const clock = createClock();
 
@@ -218,6 +224,25 @@ describe('PostgreSQL: a database the previous version filled', { skip: DATABASE_
     } finally {
       await pool.end();
     }
+  });
+
+  test('a new connection is set up before its first statement, not beside it (which pg@9 refuses)', async () => {
+    // node-postgres warns once a process of a statement sent while another runs on the same client:
+    // the listener, set when this file loaded, has heard every one its tests caused so far.
+    const pool = createPool({ url: DATABASE_URL!, poolSize: 2 }, new EngineFaults(silent));
+    try {
+      const answers = await Promise.all([1, 2, 3, 4].map(() => pool.query('SHOW jit')));
+      assert.deepEqual(
+        answers.map(({ rows }) => rows[0].jit),
+        ['off', 'off', 'off', 'off'],
+      );
+    } finally {
+      await pool.end();
+    }
+    assert.deepEqual(
+      overlapWarnings.map((warning) => warning.message),
+      [],
+    );
   });
 
   test('a build that was interrupted (an INVALID index) is dropped and built again at the next start', async () => {

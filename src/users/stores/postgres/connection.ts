@@ -55,20 +55,21 @@ export function createPool(database: { url: string; poolSize: number }, faults: 
     statement_timeout: STATEMENT_TIMEOUT_MS,
     query_timeout: QUERY_TIMEOUT_MS,
     keepAlive: true,
-  });
-  // A connection the server ends (a restart, pg_terminate_backend, a failover) emits 'error' on its
-  // client, whether idle in the pool or checked out between two statements of a transaction; the pool
-  // listens only while a client is idle. Unheard, the event would end the process, so every client
-  // gets a listener for its whole life. The statement it was serving fails by itself (503), and the
-  // pool discards the client when it is released with that error.
-  pool.on('connect', (client) => {
-    client.on('error', (error) => faults.report('database', error));
-    // No JIT compilation: it is for long analytical queries. A page's prepared statement is planned
-    // once without its LIMIT and OFFSET (a generic plan), whose estimated cost passes jit_above_cost,
-    // and every execution then compiled its expressions again: 300 to 600 ms for a page that takes
-    // one. Sent before any statement of the connection (a client runs its queries in order); if it
-    // fails, so does the connection, and the statement that needed it reports that.
-    client.query('SET jit = off').catch(() => undefined);
+    // Run on each new connection before the pool hands it out (pg-pool awaits it, where a 'connect'
+    // listener's statement would overlap the first checkout's, which pg@9 will refuse).
+    async onConnect(client) {
+      // A connection the server ends (a restart, pg_terminate_backend, a failover) emits 'error' on its
+      // client, whether idle in the pool or checked out between two statements of a transaction; the
+      // pool listens only while a client is idle. Unheard, the event would end the process, so every
+      // client gets a listener for its whole life. The statement it was serving fails by itself (503),
+      // and the pool discards the client when it is released with that error.
+      client.on('error', (error) => faults.report('database', error));
+      // No JIT compilation: it is for long analytical queries. A page's prepared statement is planned
+      // once without its LIMIT and OFFSET (a generic plan), whose estimated cost passes jit_above_cost,
+      // and every execution then compiled its expressions again: 300 to 600 ms for a page that takes
+      // one. If it fails, the pool ends the connection and the checkout that asked for it fails.
+      await client.query('SET jit = off');
+    },
   });
   // The pool re-emits an idle client's error here; the client's own listener has reported it already.
   pool.on('error', () => {});
