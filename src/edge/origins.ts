@@ -28,15 +28,9 @@ export function originAllowed(
  */
 function isOwnOrigin(origin: string, host: string | undefined, restPort: number): boolean {
   if (host === undefined) return false;
-  let page: URL;
-  let chat: URL;
-  try {
-    page = new URL(origin);
-    chat = new URL(`http://${host}`);
-  } catch {
-    return false;
-  }
-  if (page.hostname !== chat.hostname) return false;
+  const page = URL.parse(origin);
+  const chat = URL.parse(`http://${host}`);
+  if (page === null || chat === null || page.hostname !== chat.hostname) return false;
   const pagePort = page.port === '' ? (page.protocol === 'https:' ? '443' : '80') : page.port;
   return pagePort === String(restPort) || page.host === chat.host;
 }
