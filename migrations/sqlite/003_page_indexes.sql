@@ -1,4 +1,4 @@
--- Indexes for deep pages (src/users/stores/sqlite/sqlite-store.ts: list, pageIndex). A page at offset
+-- Indexes for deep pages (src/users/stores/sqlite/list-sql.ts: pageIndex). A page at offset
 -- n walks the index entries before it; each entry ends with the rowid (created_at), so only the index
 -- is read, never the table.
 --

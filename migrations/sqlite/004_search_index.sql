@@ -1,7 +1,7 @@
 -- Search without reading every user: an FTS5 index of the trigrams (every run of three characters) of
 -- name_lower and email_lower, whose rowid is the user's (created_at). A needle of three characters or
 -- more is a phrase of its trigrams, which only a column holding the needle matches, so the index finds
--- the matches and counts them without a scan (src/users/stores/sqlite/sqlite-store.ts).
+-- the matches and counts them without a scan (src/users/stores/sqlite/search.ts).
 --
 -- case_sensitive 1: the columns are lower-cased by JavaScript already, and SQLite's own case folding
 -- differs from toLowerCase() (it folds U+017F LONG S to s, for one); the index must find exactly the

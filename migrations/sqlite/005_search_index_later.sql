@@ -1,6 +1,6 @@
 -- Writes no longer index their user's text for search in their own transaction: the store indexes
--- every user written since the last time in one transaction (src/users/stores/sqlite/sqlite-store.ts:
--- #indexSearches), on a short timer after writes and before any search reads the index, so every
+-- every user written since the last time in one transaction (src/users/stores/sqlite/search-index.ts:
+-- SearchIndex), on a short timer after writes and before any search reads the index, so every
 -- search still sees every write.
 --
 -- Why: FTS5 writes a segment of its own at every commit (and merges the segments as they pile up), so
