@@ -133,7 +133,7 @@ export class MemoryUserStore implements UserStore {
     let seqs: Seq[];
     let total: number;
     if (needle !== undefined) {
-      const matches = this.#search.matches(needle, order, role, this.#creation, this.#byId.size);
+      const matches = this.#search.matches(needle, order, role, this.#creation);
       total = matches.total;
       // The matches are of every role: those of `role` are picked, and then the page starts at `offset`
       // of them, or after the cursor (with a role, sort=role is creation order: its key is the role's).

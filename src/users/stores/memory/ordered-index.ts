@@ -163,10 +163,6 @@ export class OrderedIndex<T> {
     return { rank, skipped };
   }
 
-  skipTaggedDown(tag: number, skip: number): { rank: number; skipped: number } {
-    return this.skipTagged(tag, skip, true);
-  }
-
   #find(item: T): [chunk: T[], position: number, chunkIndex: number] | undefined {
     if (this.#chunks.length === 0) return undefined;
     const c = this.#chunkFor(item);

@@ -72,7 +72,7 @@ export class SearchText {
   }
 
   /**
-   * The matches of `needle` (lower-cased, not empty) among `count` users in `index` (the creation index),
+   * The matches of `needle` (lower-cased, not empty) among the users in `index` (the creation index),
    * in `order` (of every role), as runs from a place on; and how many are of `role`. In creation order
    * the matches are read off as they are, forwards or back; in another order, off their sorted copy,
    * which the kept result holds until its users change.
@@ -82,11 +82,10 @@ export class SearchText {
     order: Order,
     role: string | undefined,
     index: OrderedIndex<Seq>,
-    count: number,
   ): { total: number; runs: (from: number, batch: number) => Generator<ArrayLike<Seq>> } {
     let found = this.kept.get(needle);
     if (!found) {
-      found = foundOf(this.#find(needle, index, count), this.users);
+      found = foundOf(this.#find(needle, index), this.users);
       this.kept.keep(needle, found);
     }
     const { length } = found;
@@ -111,10 +110,10 @@ export class SearchText {
    * Every user whose searchable fields hold `needle`, ascending: a scan of `index`, or, when a kept
    * result of a part of the needle is small (WITHIN_SHARE), its users checked one by one.
    */
-  #find(needle: string, index: OrderedIndex<Seq>, count: number): Seq[] {
+  #find(needle: string, index: OrderedIndex<Seq>): Seq[] {
     const users = this.users;
     const within = this.kept.within(needle);
-    if (within && within.length <= Math.max(WITHIN_ANY, count / WITHIN_SHARE)) {
+    if (within && within.length <= Math.max(WITHIN_ANY, index.size / WITHIN_SHARE)) {
       const seqs = Array.from(within.seqs.subarray(0, within.length));
       return seqs.filter((seq) => findsIn(searchedParts(users[seq]!), needle));
     }

@@ -104,7 +104,7 @@ test('property: touch reports the chunk holding the item, and nothing for an abs
   );
 });
 
-test('property: with tags, skipTagged and skipTaggedDown start a walk at the right place, through retags', () => {
+test('property: with tags, skipTagged up and down starts a walk at the right place, through retags', () => {
   interface Tagged extends Item {
     tag: number;
   }
@@ -160,7 +160,7 @@ test('property: with tags, skipTagged and skipTaggedDown start a walk at the rig
           model.filter((item) => item.tag === tag)[skip],
         );
         // Backwards: the items from `rank` on hold `skipped` tagged ones.
-        const down = index.skipTaggedDown(tag, skip);
+        const down = index.skipTagged(tag, skip, true);
         assert.equal(down.skipped, tagged(model.slice(down.rank)));
         assert.ok(down.skipped <= skip);
         const reversed = model.filter((item) => item.tag === tag).reverse();
