@@ -3,10 +3,10 @@
  * where text cannot hold it (sql/stored-text.ts), the stamps read as `to_char` text. The store's
  * inserts and updates, and the benchmark's bulk fill, write rows through here.
  */
-import { FIELD_NAMES, FIELDS, SEARCHABLE_FIELDS, type FieldSpec } from '../../fields.js';
+import { FIELD_NAMES, FIELDS, type FieldSpec } from '../../fields.js';
 import type { User } from '../../schema.js';
-import { emailKey, type Changes, type NewUser } from '../../store.js';
-import { DERIVED_COLUMNS, UPDATED_COLUMNS } from '../sql/columns.js';
+import type { Changes, NewUser } from '../../store.js';
+import { DERIVED_COLUMNS, derivedValues, searchText, UPDATED_COLUMNS } from '../sql/columns.js';
 import { fromStored, toStored } from '../sql/stored-text.js';
 
 const SPECS = FIELDS as readonly FieldSpec[];
@@ -34,8 +34,7 @@ export const INSERT_COLUMNS: readonly string[] = [
 export function toRow(user: NewUser): (string | null)[] {
   const fields = user as Readonly<Record<string, string | undefined>>;
   const values = SPECS.filter((field) => !field.stamp).map((field) => nullable(fields[field.name], toStored));
-  for (const field of SEARCHABLE_FIELDS) values.push(nullable(fields[field], (value) => toStored(value.toLowerCase())));
-  values.push(toStored(emailKey(user.email)));
+  values.push(...derivedValues(user));
   return values;
 }
 
@@ -60,7 +59,7 @@ export function updateSet(first: number, withEmail: boolean): { sql: string; val
     values: (changes) =>
       updated.map(({ field, lower }) =>
         nullable((changes as Readonly<Record<string, string | undefined>>)[field], (value) =>
-          toStored(lower ? value.toLowerCase() : value),
+          lower ? searchText(value) : toStored(value),
         ),
       ),
   };

@@ -4,6 +4,8 @@
  * the client sent. Both SQL stores keep this layout (migrations/ and migrations/sqlite/).
  */
 import { FIELD_NAMES, SEARCHABLE_FIELDS, WRITABLE_FIELDS, type FieldName } from '../../fields.js';
+import { emailKey, type NewUser } from '../../store.js';
+import { toStored } from './stored-text.js';
 
 /** The lower-cased copy of a searchable field, which search reads. */
 export const searchColumn = (field: string): string => `${field}_lower`;
@@ -13,6 +15,24 @@ export const EMAIL_KEY = 'email_key';
 
 /** The columns derived from others: lower-cased copies for search, then the email key. */
 export const DERIVED_COLUMNS: readonly string[] = [...SEARCHABLE_FIELDS.map(searchColumn), EMAIL_KEY];
+
+/** The stored lower-cased copy of a searchable field's value, which search reads. */
+export const searchText = (value: string): string => toStored(value.toLowerCase());
+
+/** The user's search copies, one per searchable field (null where absent). */
+export function searchTexts(user: NewUser): (string | null)[] {
+  const fields = user as Readonly<Record<string, string | undefined>>;
+  return SEARCHABLE_FIELDS.map((field) => {
+    const value = fields[field];
+    return value === undefined ? null : searchText(value);
+  });
+}
+
+/** DERIVED_COLUMNS' values for `user`. */
+export const derivedValues = (user: NewUser): (string | null)[] => [
+  ...searchTexts(user),
+  toStored(emailKey(user.email)),
+];
 
 /** Every column a user's row holds, fields first. */
 export const ROW_COLUMNS: readonly string[] = [...FIELD_NAMES, ...DERIVED_COLUMNS];

@@ -5,11 +5,10 @@
  * write rows through here.
  */
 import { formatMicros } from '../../../clock.js';
-import { FIELDS, SEARCHABLE_FIELDS, type FieldSpec } from '../../fields.js';
+import { FIELDS, type FieldSpec } from '../../fields.js';
 import type { User } from '../../schema.js';
-import { emailKey, type Changes, type NewUser } from '../../store.js';
-import { EMAIL_KEY, ROW_COLUMNS, UPDATED_COLUMNS } from '../sql/columns.js';
-import { toStored } from '../sql/stored-text.js';
+import type { Changes, NewUser } from '../../store.js';
+import { derivedValues, EMAIL_KEY, ROW_COLUMNS, searchText, UPDATED_COLUMNS } from '../sql/columns.js';
 import { fromBlob, toBlob } from './blob-text.js';
 
 /** A row as read: fields as BLOBs (null where an optional field is absent), stamps as integers. */
@@ -35,20 +34,9 @@ export function toRow(user: NewUser, at: number): unknown[] {
     const value = fields[field.name];
     return value === undefined ? null : toBlob(value);
   });
-  values.push(...searchTexts(user), toStored(emailKey(user.email)));
+  values.push(...derivedValues(user));
   return values;
 }
-
-/** The stored lower-cased copies of the user's searchable fields, which search reads (null where absent). */
-export function searchTexts(user: NewUser): (string | null)[] {
-  const fields = user as Readonly<Record<string, string | undefined>>;
-  return SEARCHABLE_FIELDS.map((field) => {
-    const value = fields[field];
-    return value === undefined ? null : lowered(value);
-  });
-}
-
-const lowered = (value: string): string => toStored(value.toLowerCase());
 
 /**
  * The UPDATE of `changes` to the user at `rowid`, stamped `at`, and its values: `key` is the new email
@@ -70,7 +58,7 @@ export function toUpdate(
     const value = fields[field];
     if (value === undefined) continue;
     columns.push(column);
-    values.push(lower ? lowered(value) : toBlob(value));
+    values.push(lower ? searchText(value) : toBlob(value));
   }
   if (key !== undefined) {
     columns.push(EMAIL_KEY);

@@ -13,7 +13,7 @@ import { fromBlob, toBlob } from './blob-text.js';
 import type { Statements } from './connection.js';
 import { KEPT_NEEDLES, KeptNeedle, type Searched } from './kept-searches.js';
 import { inCreationOrder, orderBy, type Matching } from './list-sql.js';
-import { searchTexts } from './rows.js';
+import { searchTexts } from '../sql/columns.js';
 import type { SearchIndex } from './search-index.js';
 
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
