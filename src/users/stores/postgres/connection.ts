@@ -194,7 +194,7 @@ function reasonOf(error: unknown): string {
  */
 const statementNames = new Map<string, string>();
 
-export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+function prepared(text: string, values: unknown[]): pg.QueryConfig {
   let name = statementNames.get(text);
   if (name === undefined) {
     name = `roster_${statementNames.size + 1}`;

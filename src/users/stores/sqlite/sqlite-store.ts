@@ -208,8 +208,9 @@ export class SqliteUserStore implements UserStore {
       if (gone === undefined) return false;
       const [role, rowid, ...texts] = gone;
       this.#cache.delete(rowid);
-      this.#counted(fromBlob(role), -1);
-      this.#searches.removed(rowid, fromBlob(role), texts);
+      const roleName = fromBlob(role);
+      this.#counted(roleName, -1);
+      this.#searches.removed(rowid, roleName, texts);
       return true;
     });
   }
