@@ -256,7 +256,7 @@ export class Metrics {
     return chat === '' ? own : `${own}${chat}`;
   }
 
-  /** The series of one route pattern (`/api/v1/users/:id`, never a raw URL), made once per route. */
+  /** A new series for one route pattern (`/api/v1/users/:id`, never a raw URL); the caller keeps it (http/app.ts, in the route's config). */
   route(route: string): RouteSeries {
     return new RouteSeries(route, this.#requests);
   }

@@ -21,7 +21,7 @@ export const API_TITLE = 'Roster User Management and Chat API';
 export interface DocumentedProtection {
   auth: AuthScheme;
   rateLimited: boolean;
-  /** Whether an operation needs a principal (protection.ts `accessOf`). */
+  /** Whether an operation needs a credential (protection.ts `needsCredential`). */
   isProtected(method: string, url: string): boolean;
   /** Whether an operation is rate limited (everything but health). */
   isLimited(url: string): boolean;

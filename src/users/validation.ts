@@ -1,6 +1,7 @@
 /**
- * Validation of user bodies: a JSON object (400 INVALID_BODY), then the stages of docs/decisions.md
- * ("Validation of create and full update"). It runs inside `UserService` rather than in Fastify's
+ * Validation of user bodies: a JSON object (400 INVALID_BODY), then stages 1 and 2 of docs/decisions.md
+ * ("Validation of create and full update": required keys, then types and formats; the email's uniqueness,
+ * stage 3, is the store's), and the fields of a PATCH. It runs inside `UserService` rather than in Fastify's
  * pre-handler validation because the contract puts the existence check of PUT and PATCH (404) before
  * validation (422).
  */

@@ -87,9 +87,9 @@ export class PostgresList {
       values.push(params.limit, Math.min(params.offset, MAX_OFFSET));
       return this.#page(params, values, where);
     }
-    // A numbered page of a search, or the page after a cursor (query.ts: Position): the rows whose
-    // (sort value, created_at, seq) come after the cursor's, read from the sort's index from the cursor
-    // on, one row more than the page, which tells whether more follow.
+    // A numbered page of a search (LIMIT and OFFSET), or the page after a cursor (query.ts: Position):
+    // the rows whose (sort value, created_at, seq) come after the cursor's, read from the sort's index
+    // from the cursor on, one row more than the page, which tells whether more follow.
     let [pageWhere, limits] = [where, ''];
     if (params.after === undefined) {
       limits = `LIMIT $${values.push(params.limit)} OFFSET $${values.push(Math.min(params.offset, MAX_OFFSET))}`;
