@@ -57,7 +57,7 @@ function matching(at: number): string {
 }
 
 /** Runs `work` in one transaction, its statements on one connection. */
-type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
+export type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 
 export class PostgresList {
   /** Until when (Date.now()) this instance counts searches rather than register their needles. */

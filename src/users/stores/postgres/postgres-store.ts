@@ -57,7 +57,7 @@ import {
 import { migrate } from './migrations.js';
 import { toStored } from '../sql/stored-text.js';
 import { ownFields } from '../../fields.js';
-import { PostgresList } from './list.js';
+import { PostgresList, type Transaction } from './list.js';
 import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './rows.js';
 
 /**
@@ -113,7 +113,9 @@ export class PostgresUserStore implements UserStore {
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
   readonly #list: PostgresList;
   /** One statement on a pooled connection (connection.ts: Query). */
-  readonly #query: Query = (text, values, named) => this.#guard(() => queryOn(this.pool)(text, values, named));
+  readonly #query: Query;
+  /** Statements in one transaction on one connection, its outcome fed to health like any statement's. */
+  readonly #inTransaction: Transaction;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -122,9 +124,10 @@ export class PostgresUserStore implements UserStore {
     private readonly faults: EngineFaults,
   ) {
     this.health = new DatabaseHealth(pool, logger);
-    this.#list = new PostgresList(this.#query, (work) =>
-      this.#guard(() => this.#transaction((client) => work(queryOn(client)))),
-    );
+    const onPool = queryOn(pool);
+    this.#query = (text, values, named) => this.#guard(() => onPool(text, values, named));
+    this.#inTransaction = (work) => this.#guard(() => this.#transaction((client) => work(queryOn(client))));
+    this.#list = new PostgresList(this.#query, this.#inTransaction);
     this.keys = new PostgresIdempotencyKeys(this.#query);
   }
 
@@ -158,15 +161,12 @@ export class PostgresUserStore implements UserStore {
     if (!keep) return this.#insertRow(this.#query, user);
     // A keyed create (store.ts: Keep): the claim's row locked first, so nothing is inserted once the
     // claim is no longer this request's; then the user and its reply, committed together.
-    return this.#guard(() =>
-      this.#transaction(async (client) => {
-        const query = queryOn(client);
-        await this.keys.lock(query, keep.claim);
-        const stored = await this.#insertRow(query, user);
-        if (stored !== 'email_taken') await this.keys.keep(query, keep.claim, keep.replyOf(stored));
-        return stored;
-      }),
-    );
+    return this.#inTransaction(async (query) => {
+      await this.keys.lock(query, keep.claim);
+      const stored = await this.#insertRow(query, user);
+      if (stored !== 'email_taken') await this.keys.keep(query, keep.claim, keep.replyOf(stored));
+      return stored;
+    });
   }
 
   /** The INSERT of a user, one statement: `email_taken` when another user claims its email key. */
