@@ -1,6 +1,6 @@
 /**
  * The one error type of Roster. Thrown wherever a rule lives (service, store, HTTP plumbing); framework
- * errors are translated to it in `http/errors.ts`, and `envelopeOf` below is the only code that turns
+ * errors are translated to it in `http/error-handler.ts`, and `envelopeOf` below is the only code that turns
  * one into the error envelope, whichever way the reply is then written.
  */
 

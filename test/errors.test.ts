@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { envelopeOf, ERROR_CATALOG, RosterError, type ErrorCode } from '../src/errors.js';
-import { toRosterError } from '../src/http/errors.js';
+import { toRosterError } from '../src/http/error-handler.js';
 import { request, startRoster, type JsonResponse } from './support/index.js';
 
 const CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];

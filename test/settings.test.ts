@@ -26,8 +26,8 @@ import {
   YOUNG_GENERATION_ALLOWANCE,
 } from '../src/config/policy.js';
 import { MAX_USERS, PORT, WS_MAX_CONNECTIONS_PER_CLIENT, WS_PORT } from '../src/config/settings.js';
-import { CHAT_USAGE } from '../src/cli/chat.js';
-import { USERS_USAGE } from '../src/cli/users.js';
+import { CHAT_USAGE } from '../src/cli/chat-command.js';
+import { USERS_USAGE } from '../src/cli/users-command.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const source = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
@@ -198,7 +198,7 @@ test('every default the README and the CLI help state beside a variable is the d
     'README.md HSTS_MAX_AGE',
     'src/cli/chat-refusal.ts WS_PORT',
     'src/cli/roster.ts PORT',
-    'src/cli/users.ts PORT',
+    'src/cli/users-command.ts PORT',
   ])
     assert.ok(names.has(expected), `found no statement of ${expected}'s default: ${[...names].join(', ')}`);
 });

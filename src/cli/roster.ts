@@ -4,13 +4,13 @@
  * COMMANDS table; a new subcommand is one more entry there (a summary, a usage text and run()).
  */
 // First: an unsupported Node is refused before any native module loads.
-import '../node-version.js';
-import { CHAT_USAGE, chatCommand } from './chat.js';
-import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
+import '../ops/node-version.js';
+import { CHAT_USAGE, chatCommand } from './chat-command.js';
+import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credential-commands.js';
 import { createRequire } from 'node:module';
 import { BACKUP_USAGE, backupCommand } from './backup.js';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
-import { USERS_USAGE, usersCommand } from './users.js';
+import { USERS_USAGE, usersCommand } from './users-command.js';
 import { print, STANDARD_IO, usageError } from './io.js';
 
 interface Command {

@@ -6,7 +6,7 @@
  * or that belong to one AUTH scheme are undefined here and decided by policy.ts. The `roster` command's
  * own settings, as a client of a running Roster, are declared the same way in client-settings.ts.
  */
-import { apiKeys, basicUsers, jwtSecret } from './credentials.js';
+import { apiKeys, basicUsers, jwtSecret } from './credential-settings.js';
 import {
   boolean,
   bytes,

@@ -4,6 +4,6 @@
  * console and the `roster` command both use it; `import … from 'roster/client'` outside.
  */
 export * from './rest.js';
-export * from './chat.js';
+export * from './chat-client.js';
 export * from './retry.js';
 export * from '../http-headers.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { RosterProcess } from './support/index.js';
+import { RosterProcess } from '../support/index.js';
 
 const EXIT_MS = 15_000;
 const TEST_MS = 30_000;

@@ -4,7 +4,7 @@
  * when it is installed (a development dependency), else the plain text of `plainLine`.
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
-import type { Config } from './config/index.js';
+import type { Config } from '../config/index.js';
 
 export async function createLogger(
   config: Pick<Config, 'logLevel' | 'logFormat'>,

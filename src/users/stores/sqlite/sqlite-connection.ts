@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { tryAgainShortly, type RosterError } from '../../../errors.js';
-import { ProbedDependency } from '../../../health.js';
+import { ProbedDependency } from '../../../ops/health.js';
 import { containsAligned } from '../sql/stored-text.js';
 import { createPrivateFile } from './private-file.js';
 

@@ -5,7 +5,7 @@
  */
 import { encodeServerMessage, parseJson } from '../../protocol/chat-codec.js';
 import { leaveNotice, type MemberRecord, type Presence } from '../bus.js';
-import type { BusLink, Envelope } from './channel.js';
+import type { BusLink, Envelope } from './redis-channel.js';
 
 export class RedisPresence {
   readonly #link: BusLink;

@@ -1,5 +1,5 @@
 /** Users in PostgreSQL (`DATABASE_URL=postgres://…`), shared by every instance on the database. */
-import { EngineFaults } from '../../../engine-faults.js';
+import { EngineFaults } from '../../../ops/engine-faults.js';
 import type { StoreBackend } from '../backend.js';
 
 const SCHEMES = /^postgres(ql)?:\/\//i;
@@ -19,14 +19,13 @@ export const postgresBackend: StoreBackend = {
     return { store, health: store.health };
   },
   async migrate(storage) {
-    const [{ createPool }, { migrate }, { readMigrations }] = await Promise.all([
-      import('./connection.js'),
-      import('./migrations.js'),
-      import('../sql/migrations.js'),
+    const [{ createPool }, { migrate, readPostgresMigrations }] = await Promise.all([
+      import('./postgres-connection.js'),
+      import('./postgres-migrations.js'),
     ]);
     const pool = createPool({ url: storage.url!, poolSize: storage.poolSize }, new EngineFaults());
     try {
-      const migrations = await readMigrations();
+      const migrations = await readPostgresMigrations();
       return { applied: await migrate(pool, migrations), latest: migrations.at(-1)?.version };
     } finally {
       await pool.end().catch(() => undefined);

@@ -1,6 +1,6 @@
 /**
  * The numbered SQL files that create and change a SQL store's schema (`001_users.sql`, …), read in
- * order: `migrations/` at the package root for PostgreSQL, `migrations/sqlite/` for SQLite. Each store
+ * order: `migrations/postgres/` for PostgreSQL, `migrations/sqlite/` for SQLite, one folder per backend. Each store
  * records the files it applied in `schema_migrations` and applies the others, all in one transaction.
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -20,7 +20,7 @@ export interface Migrated {
   latest: string | undefined;
 }
 
-export async function readMigrations(directory: URL = MIGRATIONS_ROOT): Promise<Migration[]> {
+export async function readMigrations(directory: URL): Promise<Migration[]> {
   const files = (await readdir(directory)).filter((file) => /^\d+_[\w-]+\.sql$/.test(file)).sort();
   return Promise.all(
     files.map(async (file) => ({

@@ -1,6 +1,6 @@
 /**
- * The PostgreSQL schema, created and changed only by the numbered SQL files in `migrations/` at the
- * package root, under an advisory lock, so instances starting together apply them once. Consecutive
+ * The PostgreSQL schema, created and changed only by the numbered SQL files in `migrations/postgres/`
+ * at the package root, under an advisory lock, so instances starting together apply them once. Consecutive
  * pending files are applied in one transaction, so a failing file leaves the schema as it was.
  *
  * A file whose first line is `-- migrate: concurrently` is applied outside any transaction, statement
@@ -13,7 +13,12 @@
  * once all of it ran: the next start builds what is missing, and so heals.
  */
 import type pg from 'pg';
-import { readMigrations, type Migration } from '../sql/migrations.js';
+import { MIGRATIONS_ROOT, readMigrations, type Migration } from '../sql/sql-migrations.js';
+
+const MIGRATIONS = new URL('postgres/', MIGRATIONS_ROOT);
+
+/** The PostgreSQL migrations, in order. */
+export const readPostgresMigrations = (): Promise<Migration[]> => readMigrations(MIGRATIONS);
 
 /** The advisory lock of migrating, per schema: two databases or schemas do not wait for each other. */
 const LOCK = "hashtextextended('roster.migrate:' || current_schema(), 0)";
@@ -57,7 +62,7 @@ export function concurrentStatements(migration: Migration): { index: string; tab
 
 /** Applies the migrations not yet recorded; resolves with the versions applied now (none when up to date). */
 export async function migrate(pool: pg.Pool, migrations?: readonly Migration[]): Promise<string[]> {
-  const all = migrations ?? (await readMigrations());
+  const all = migrations ?? (await readPostgresMigrations());
   const client = await pool.connect();
   let failure: Error | undefined;
   const run = (text: string, values: unknown[] = []) => client.query({ text, values, ...NO_TIMEOUT });

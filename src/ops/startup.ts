@@ -8,7 +8,7 @@
  *   roster: DATABASE_URL: connection refused at 127.0.0.1:1                                  exit 4
  *   roster: could not start: <message>                                                       exit 1
  */
-import { ConfigError } from './config/index.js';
+import { ConfigError } from '../config/index.js';
 
 /** The exit statuses of the header's table (the README's "Start-up failures" table too). */
 const EXIT_STATUS = { other: 1, badSetting: 2, portUnavailable: 3, databaseUnavailable: 4 } as const;

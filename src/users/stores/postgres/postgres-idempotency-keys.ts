@@ -1,5 +1,5 @@
 /**
- * Idempotency keys in PostgreSQL (migrations/007), shared by every instance on the database. A claim is
+ * Idempotency keys in PostgreSQL (migrations/postgres/007), shared by every instance on the database. A claim is
  * one INSERT … ON CONFLICT of its own, committed at once: of two instances claiming one key, exactly
  * one inserts (or takes over an expired or abandoned row), and the other reads what holds the key.
  * The user is inserted after the claim, in one transaction with its reply (postgres-store.ts: `insert`
@@ -9,7 +9,7 @@
  * either wholly there, reply included, or wholly absent. A crash after the claim leaves the key in
  * flight until its lease ends, and a repeat then takes it over (docs/decisions.md).
  */
-import type { Query } from './connection.js';
+import type { Query } from './postgres-connection.js';
 import { toStored } from '../sql/stored-text.js';
 import {
   claimLost,

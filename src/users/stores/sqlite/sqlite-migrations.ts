@@ -1,7 +1,7 @@
 /** The SQLite schema, created and changed only by the numbered SQL files of `migrations/sqlite/`. */
 import type Database from 'better-sqlite3';
-import { MIGRATIONS_ROOT, readMigrations, type Migrated, type Migration } from '../sql/migrations.js';
-import { connect, SqliteLock, type SqliteFile } from './connection.js';
+import { MIGRATIONS_ROOT, readMigrations, type Migrated, type Migration } from '../sql/sql-migrations.js';
+import { connect, SqliteLock, type SqliteFile } from './sqlite-connection.js';
 
 const MIGRATIONS = new URL('sqlite/', MIGRATIONS_ROOT);
 

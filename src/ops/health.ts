@@ -3,6 +3,12 @@
  * own state as its connections succeed and fail, so answering health costs no I/O and a dead engine
  * cannot make the health check hang.
  */
+/** How full the user store is: its users and its capacity (0: no cap), for health and the metrics. */
+export interface Storage {
+  users: number;
+  capacity: number;
+}
+
 export type DependencyState = { up: true } | { up: false; reason: string };
 
 export interface Dependency {

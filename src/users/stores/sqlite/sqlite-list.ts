@@ -5,8 +5,8 @@
  */
 import { sortedField, type ListParams, type Position } from '../../query.js';
 import { toBlob } from './blob-text.js';
-import type { Statements } from './connection.js';
-import { microsOf } from './rows.js';
+import type { Statements } from './sqlite-connection.js';
+import { microsOf } from './sqlite-rows.js';
 
 /** A search's condition on `users` (a WHERE and its values); see search.ts. */
 export interface Matching {

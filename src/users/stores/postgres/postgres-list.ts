@@ -9,8 +9,8 @@ import { SEARCHABLE_FIELDS } from '../../fields.js';
 import { positionOf, sortedField, type ListParams, type ListResult, type Position } from '../../query.js';
 import { searchColumn } from '../sql/columns.js';
 import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
-import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './rows.js';
-import type { Query } from './connection.js';
+import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './postgres-rows.js';
+import type { Query } from './postgres-connection.js';
 
 /** Offsets beyond this are past any table; PostgreSQL's bigint could not take page × limit at its largest. */
 const MAX_OFFSET = 2 ** 62;

@@ -11,7 +11,7 @@ import {
   type KeyRow,
   type SavedReply,
 } from '../../idempotency-keys.js';
-import type { Statements } from './connection.js';
+import type { Statements } from './sqlite-connection.js';
 
 /** Expired keys deleted per claim at most: a claim never pays for a long backlog at once. */
 const SWEEP = 100;

@@ -4,7 +4,7 @@
  * thrown by Node and ends the process. Every engine client Roster holds (pooled idle or checked out,
  * dedicated, migration, bus) is given a listener that reports here, so such an event is logged and
  * counted (`roster_engine_errors_total` in /metrics) and never becomes an uncaught exception. The
- * request the connection was serving fails on its own, with 503 (see users/stores/postgres/connection.ts).
+ * request the connection was serving fails on its own, with 503 (see users/stores/postgres/postgres-connection.ts).
  */
 import type { Logger } from 'pino';
 

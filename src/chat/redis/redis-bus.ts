@@ -21,19 +21,19 @@
  * This file holds the connections, their state and the fan-out; the rest is one concern a file
  * (channel.ts, presence.ts, history.ts, scripts.ts: docs/architecture.md).
  */
-import { EngineFaults } from '../../engine-faults.js';
+import { EngineFaults } from '../../ops/engine-faults.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Dependency, DependencyState } from '../../health.js';
+import type { Dependency, DependencyState } from '../../ops/health.js';
 import { timestamp } from '../../clock.js';
 import type { BusRoom, ChatBus, MemberRecord, Presence, SharedMessage } from '../bus.js';
 import { oncePerTurn } from '../outbox.js';
-import { decode, type BusLink, type Envelope } from './channel.js';
-import { RedisHistory } from './history.js';
-import { RedisPresence } from './presence.js';
-import { withScripts, type Scripted } from './scripts.js';
+import { decode, type BusLink, type Envelope } from './redis-channel.js';
+import { RedisHistory } from './redis-history.js';
+import { RedisPresence } from './redis-presence.js';
+import { withScripts, type Scripted } from './redis-scripts.js';
 
 export interface RedisBusOptions {
   /** How often an instance repeats its member count. */

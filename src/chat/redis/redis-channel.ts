@@ -6,7 +6,7 @@
 import { contractChat, isMessageId, parseJson, serverMessageOf } from '../../protocol/chat-codec.js';
 import { ROOM_MESSAGE_TYPES } from '../../protocol/chat-messages.js';
 import type { SharedMessage } from '../bus.js';
-import type { Scripted } from './scripts.js';
+import type { Scripted } from './redis-scripts.js';
 
 /** One publication: the sender instance, its member count, and what happened (nothing: a heartbeat). */
 export interface Envelope {

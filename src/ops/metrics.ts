@@ -4,9 +4,9 @@
  * process, as in the tests, do not share counters.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import type { RefusalReason } from './edge/connection-guard.js';
+import type { RefusalReason } from '../edge/connection-guard.js';
 import type { EngineFaults } from './engine-faults.js';
-import type { Storage } from './users/service.js';
+import type { Storage } from './health.js';
 
 /** What the chat door reports. Every method is cheap: counters and a gauge. */
 export interface ChatMetrics {
@@ -83,7 +83,7 @@ export class RouteSeries {
  * handed to prom-client at scrape time. Why not prom-client's own Counter and Histogram children: each
  * observation there goes through label validation and a hash of the label values, about 1.4 µs per
  * request for the pair, measured; here it is a few array writes. The exposition is what prom-client
- * printed for the same observations, series in the order first seen (test/metrics.test.ts compares the
+ * printed for the same observations, series in the order first seen (test/ops/metrics.test.ts compares the
  * two).
  */
 class RequestSeries {

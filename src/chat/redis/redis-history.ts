@@ -5,8 +5,8 @@
 import { compareIds, contractChat, decodeServerMessage, isMessageId } from '../../protocol/chat-codec.js';
 import type { SharedHistory, SharedMessage } from '../bus.js';
 import { storedChat, type HistoryRequest, type Recovery, type StoredChat } from '../history.js';
-import type { BusLink } from './channel.js';
-import type { StreamEntry } from './scripts.js';
+import type { BusLink } from './redis-channel.js';
+import type { StreamEntry } from './redis-scripts.js';
 
 export class RedisHistory implements SharedHistory {
   readonly capacity: number;

@@ -10,8 +10,8 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { RosterError, tryAgainShortly, validationFailed, type FieldDetail } from '../../../errors.js';
-import type { EngineFaults } from '../../../engine-faults.js';
-import { ProbedDependency } from '../../../health.js';
+import type { EngineFaults } from '../../../ops/engine-faults.js';
+import { ProbedDependency } from '../../../ops/health.js';
 
 /** Giving up on opening a connection (or on waiting for a free one in the pool). */
 const CONNECT_TIMEOUT_MS = 2_000;
