@@ -8,7 +8,13 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { USER_FIELDS, type UserFieldSpec } from '../../src/protocol/client/user-fields.js';
 import { FORMATS } from '../../src/users/schema.js';
-import { consoleFields, fieldProblem as problemOf, problems } from '../../web/src/users/fields.js';
+import {
+  changedValues,
+  checkedValues,
+  consoleFields,
+  fieldProblem as problemOf,
+  problems,
+} from '../../web/src/users/fields.js';
 
 const FIELDS = consoleFields(USER_FIELDS);
 const fieldProblem = (name: string, value: string, roles: readonly string[]) =>
@@ -103,4 +109,34 @@ test('a required field with a pattern and no words of its own says so genericall
   assert.equal(problemOf(field!, 'abc', []), 'Badge code is not in the expected form');
   assert.equal(problemOf(field!, 'ABC', []), null);
   assert.equal(field!.sortColumn, false);
+});
+
+test('a PATCH sends what changed: an optional field the user never had, left empty, is no change', () => {
+  const values = { name: 'Ada Lovelace', email: 'ada@example.com', role: 'admin', phone: '' };
+  const had = { id: 'u-1', name: 'Ada', email: 'ada@example.com', role: 'admin' };
+  assert.deepEqual(changedValues(values, had), { name: 'Ada Lovelace' });
+  assert.deepEqual(changedValues({ ...values, phone: '+1 555 0100' }, had), {
+    name: 'Ada Lovelace',
+    phone: '+1 555 0100',
+  });
+  // Emptied, a phone the user had is a change (the API then says what it makes of it).
+  assert.deepEqual(changedValues(values, { ...had, name: 'Ada Lovelace', phone: '+1 555 0100' }), { phone: '' });
+});
+
+test('a create or PUT checks every field but an empty optional one; an empty required one is checked', () => {
+  const phone: UserFieldSpec = {
+    name: 'phone',
+    title: 'Phone number',
+    writable: true,
+    required: false,
+    optional: true,
+    sortable: false,
+    isRole: false,
+    maxLength: 40,
+  };
+  const fields = consoleFields([...USER_FIELDS, phone]);
+  assert.deepEqual(checkedValues(fields, { name: '', email: 'a@b.co', role: '', phone: '' }), {
+    name: '',
+    email: 'a@b.co',
+  });
 });

@@ -91,3 +91,23 @@ export function problems(
   }
   return found;
 }
+
+/**
+ * What a PATCH sends: the values that differ from the user's, a field the user never had reading as
+ * empty, as its input shows it (so an optional field left empty is no change, not `""`).
+ */
+export function changedValues(
+  values: Readonly<Record<string, string>>,
+  user: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).filter(([name, value]) => value !== (user[name] ?? '')));
+}
+
+/** What a create or a PUT is checked on: every value but an empty one of a field that may be left out. */
+export function checkedValues(
+  fields: readonly ConsoleField[],
+  values: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const required = (name: string) => fields.find((field) => field.name === name)?.required === true;
+  return Object.fromEntries(Object.entries(values).filter(([name, value]) => value.trim() !== '' || required(name)));
+}

@@ -18,7 +18,7 @@ import {
 import { byId, h } from '../dom.js';
 import { ConflictView, type SaveAction } from './conflict.js';
 import { describe, type ReturnFocus, wireClose } from './dialogs.js';
-import { problems, type ConsoleField } from './fields.js';
+import { changedValues, checkedValues, problems, type ConsoleField } from './fields.js';
 
 /**
  * What the dialog edits. An edit holds the user as read when the dialog opened (the values a PATCH is
@@ -209,16 +209,12 @@ export class UserForm {
     this.#clearErrors();
     const values: UserValues = Object.fromEntries(this.#fields.map((f) => [f.name, this.#input(f.name).value]));
     const user = this.#mode.kind === 'edit' ? this.#mode.user : null;
-    // What is checked: for a PATCH the fields changed (a field the user never had, left empty, is no
-    // change); otherwise every field but an empty one that may be left out (the role at "default").
-    const changes: UserValues =
+    // What is checked: for a PATCH the fields changed; otherwise every field but an empty one that may
+    // be left out (the role at "default").
+    const changes =
       action === 'patch' && user
-        ? Object.fromEntries(Object.entries(values).filter(([name, value]) => value !== valueOf(user, name)))
-        : Object.fromEntries(
-            Object.entries(values).filter(
-              ([name, value]) => value.trim() !== '' || this.#fields.find((f) => f.name === name)?.required,
-            ),
-          );
+        ? changedValues(values, user as Record<string, string | undefined>)
+        : checkedValues(this.#fields, values);
     if (action === 'patch' && Object.keys(changes).length === 0) {
       this.#showError('Nothing to save: no field has changed.');
       return;
