@@ -196,7 +196,5 @@ if (process.argv[1] && new URL(`file://${process.argv[1]}`).href === import.meta
   writeFileSync(OPENAPI_TYPES, openapi);
   writeFileSync(CHAT_TYPES, chat);
   writeFileSync(USER_FIELDS_FILE, fields);
-  console.log(
-    `client:types: wrote ${OPENAPI_TYPES.pathname}, ${CHAT_TYPES.pathname} and ${USER_FIELDS_FILE.pathname}`,
-  );
+  console.log(`client:types: wrote ${OPENAPI_TYPES.pathname}, ${CHAT_TYPES.pathname} and ${USER_FIELDS_FILE.pathname}`);
 }

@@ -3,7 +3,7 @@
  * here, not written in index.html), sortable columns as header buttons with `aria-sort`, and each
  * user's row with its edit, delete and copy-id buttons.
  */
-import type { User, UserPage } from '../api.js';
+import type { User } from '../api.js';
 import { breakableEmail, byId, h, hiddenText, timeElement } from '../dom.js';
 import type { ConsoleField } from './fields.js';
 
