@@ -11,36 +11,34 @@ import {
   createRosterClient,
   type CallOptions,
   nextListQuery,
-  type components,
+  type ErrorCode,
   type ErrorEnvelope,
   type ListUsersQuery,
   type RosterClient,
-  type User,
+  type UserFieldSpec,
   type UserInput,
+  USER_FIELDS,
 } from '../protocol/client/index.js';
 import { print, STANDARD_IO, usageError } from './io.js';
 import { csvCell, records, type Format, type UserRecord } from './user-records.js';
 
-/** A user's fields, in the document's order: the compiler holds this to the generated `User`. */
-const FIELDS = Object.keys({
-  id: 0,
-  name: 0,
-  email: 0,
-  role: 0,
-  created_at: 0,
-  updated_at: 0,
-} satisfies Record<keyof User, 0>) as (keyof User)[];
+const TABLE: readonly UserFieldSpec[] = USER_FIELDS;
+/** A user's fields, in the document's order (the generated field table): the columns of a CSV export. */
+const FIELDS = TABLE.map((field) => field.name);
 
-type Input = components['schemas']['UserInput'];
 /**
  * The fields import sends, and whether the API needs them (a required one is sent even empty, for the
- * API to name; an optional one only when given): held to the generated `UserInput` by the compiler.
+ * API to name; an optional one only when given), from the generated field table.
  */
-const WRITTEN = {
-  name: 'required',
-  email: 'required',
-  role: 'optional',
-} satisfies { [K in keyof Input]-?: undefined extends Input[K] ? 'optional' : 'required' };
+const WRITTEN: Readonly<Record<string, 'required' | 'optional'>> = Object.fromEntries(
+  TABLE.filter((field) => field.writable).map((field) => [field.name, field.required ? 'required' : 'optional']),
+);
+
+/** The code of an error reply's envelope (the catalog's), if it has one. */
+const codeOf = (json: unknown): ErrorCode | undefined => (json as Partial<ErrorEnvelope> | undefined)?.error?.code;
+
+/** The codes of a credential refused: missing or wrong (UNAUTHORIZED), or not allowed to write (FORBIDDEN). */
+const REFUSED_CREDENTIAL: ReadonlySet<ErrorCode | undefined> = new Set(['UNAUTHORIZED', 'FORBIDDEN']);
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]
@@ -214,7 +212,7 @@ async function call<T>(
   const { status } = reply.response;
   // openapi-fetch hands an error body that is not JSON over as its text.
   if (typeof reply.error === 'string' && reply.error !== '') throw notJson(sent, reply.response);
-  if (status === 401 || status === 403)
+  if (REFUSED_CREDENTIAL.has(codeOf(reply.error)))
     throw new Error(`${status} ${reasonOf(reply.error)} (see --api-key, --token, --basic)`);
   return { ...reply, status, replayed: reply.replayed === true, attempts };
 }
@@ -244,14 +242,14 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   for (let first = true; query; first = false) {
     const asked = query; // for the closure below, where `query` is not narrowed
     const { status, data, error, response } = await call(api, (init) => api.client.listUsers(asked, init));
-    if (status !== 200 || !data) throw new Error(`listing users failed: ${status} ${reasonOf(error)}`);
+    if (error !== undefined || !data) throw new Error(`listing users failed: ${status} ${reasonOf(error)}`);
     // Nothing is written before the API has answered once: a failure leaves stdout empty.
     if (first) await write(out, format === 'csv' ? `${FIELDS.join(',')}\r\n` : '[');
     const { users, pagination } = data.data;
     for (const user of users) {
       const line =
         format === 'csv'
-          ? `${FIELDS.map((field) => csvCell(user[field])).join(',')}\r\n`
+          ? `${FIELDS.map((field) => csvCell((user as Record<string, unknown>)[field])).join(',')}\r\n`
           : `${written === 0 ? '\n' : ',\n'}${JSON.stringify(user)}`;
       await write(out, line);
       written++;
@@ -304,14 +302,14 @@ async function importUsers(
       if (need === 'required' || (record[field] !== undefined && record[field] !== '')) body[field] = record[field];
     }
     // Sent as read: the API's validation, not this command's, says what a record may hold.
-    const { status, error, replayed, attempts } = await call(api, (init) =>
+    const { status, data, error, replayed, attempts } = await call(api, (init) =>
       api.client.createUser(body as UserInput, { ...init, idempotencyKey: importKey(body) }),
     );
     // Already there: created by an earlier run (Roster replays its 201 to this run's first attempt),
     // or a user has the email. A replay to a retry is this run's create, whose first answer was lost.
-    const code = (error as Partial<ErrorEnvelope> | undefined)?.error?.code;
-    if ((status === 201 && replayed && attempts === 1) || (status === 409 && code === 'EMAIL_EXISTS')) present++;
-    else if (status === 201) imported++;
+    const created = data !== undefined;
+    if ((created && replayed && attempts === 1) || codeOf(error) === 'EMAIL_EXISTS') present++;
+    else if (created) imported++;
     else {
       refused++;
       progress.done();

@@ -6,4 +6,5 @@
 export * from './rest.js';
 export * from './chat-client.js';
 export * from './retry.js';
+export * from './user-fields.js';
 export * from '../http-headers.js';
