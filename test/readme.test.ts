@@ -26,8 +26,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -291,6 +291,17 @@ function compiled(block: Block, code: string): string {
   return file.replace(/\.mts$/, '.mjs');
 }
 
+/** A heading's anchor as GitHub makes it: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
+const slug = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+    .replaceAll(' ', '-');
+
+/** Prose without fenced blocks (a `#` comment in a block is no heading, a `](` in one no link). */
+const prose = (text: string) => text.replace(/```[\s\S]*?```/g, '');
+
 const ALL = pages().flatMap(({ page, text }) => blocks(page, text));
 
 describe('shell and TypeScript blocks of the README and the pages it links, pasted as is', () => {
@@ -316,6 +327,27 @@ describe('shell and TypeScript blocks of the README and the pages it links, past
         );
       for (const name of Object.keys(block.env)) assert.match(name, /^[A-Z][A-Z0-9_]*$/);
     }
+  });
+
+  test('every relative link of these pages reaches a file, and its #anchor a heading there', () => {
+    let checked = 0;
+    for (const { page, text } of pages()) {
+      for (const [, link] of prose(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(link!)) continue; // another site
+        const [path, anchor] = link!.split('#') as [string, string | undefined];
+        const target = path === '' ? page : join(dirname(page), path);
+        assert.ok(existsSync(join(ROOT, target)), `${page}: ${link} names no file`);
+        if (anchor !== undefined && target.endsWith('.md')) {
+          const headings = [...prose(readFileSync(join(ROOT, target), 'utf8')).matchAll(/^#{1,6} (.+)$/gm)];
+          assert.ok(
+            headings.some(([, heading]) => slug(heading!) === anchor),
+            `${page}: ${link}: ${target} has no heading #${anchor}`,
+          );
+        }
+        checked += 1;
+      }
+    }
+    assert.ok(checked >= 50, `only ${checked} links checked`);
   });
 
   test('a block that stops on its own serves in the foreground only at its end', () => {
