@@ -1,5 +1,5 @@
 /**
- * `roster hash-password` and `roster token`: the credentials of the README's examples. The first makes
+ * `roster hash-password` and `roster token`: the credentials of docs/protection.md's examples. The first makes
  * a BASIC_USERS hash (src/edge/password.ts); the second mints an HS256 token for AUTH=jwt, with jose,
  * for trying the API and for tests (a real deployment's tokens come from whoever issues them).
  */

@@ -28,8 +28,9 @@ interface Command {
 const SERVE_USAGE = `Usage: roster serve
 
 Starts Roster: the REST API (PORT, default 5000) and the chat room (WS_PORT, default 8765), both on
-HOST (default 127.0.0.1). Every setting is an environment variable (see the README). Stops cleanly on
-Ctrl-C (SIGINT) or SIGTERM. Same as \`node dist/src/main.js\`; also what \`roster\` alone does.`;
+HOST (default 127.0.0.1). Every setting is an environment variable (see docs/configuration.md).
+Stops cleanly on Ctrl-C (SIGINT) or SIGTERM. Same as \`node dist/src/main.js\`; also what \`roster\`
+alone does.`;
 
 const COMMANDS: Readonly<Record<string, Command>> = {
   serve: {

@@ -10,7 +10,7 @@
  */
 import { ConfigError } from '../config/index.js';
 
-/** The exit statuses of the header's table (the README's "Start-up failures" table too). */
+/** The exit statuses of the header's table (docs/configuration.md's "Start-up failures" table too). */
 const EXIT_STATUS = { other: 1, badSetting: 2, portUnavailable: 3, databaseUnavailable: 4 } as const;
 
 /** A start-up failure already put in words: `line` follows "roster: ". */

@@ -10,7 +10,7 @@
  * totals, and stamp timestamps itself: from the injected clock (clock.ts), as the memory store does,
  * never earlier than a stamp already in the file.
  *
- * A write is acknowledged only after its transaction committed to the WAL (README, "Durability";
+ * A write is acknowledged only after its transaction committed to the WAL (docs/storage.md, "Durability";
  * connection.ts sets `synchronous`). A disk that is full, read-only or failing refuses writes with 503
  * SERVICE_UNAVAILABLE; reads go on, and health reports the `database` as down until a write (or the
  * probe) succeeds again.
