@@ -53,7 +53,9 @@ const EMAIL_PATTERN = `^\\s*(?=\\S{1,${EMAIL_MAX}}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.
 
 /**
  * In the contract's order, which is the order of a user's JSON. The bounds hold in every mode
- * (docs/decisions.md, "Length of stored fields"); MAX_USERS is derived from them (config/policy.ts).
+ * (docs/decisions.md, "Length of stored fields"). MAX_USERS' budget per user (config/policy.ts,
+ * WORST_CASE_BYTES_PER_USER) was measured with users at these bounds, not derived from them: a new
+ * field, or a larger bound, needs it measured again.
  */
 export const FIELDS = [
   {
