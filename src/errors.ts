@@ -3,6 +3,7 @@
  * errors are translated to it in `http/error-handler.ts`, and `envelopeOf` below is the only code that turns
  * one into the error envelope, whichever way the reply is then written.
  */
+import { RETRY_AFTER } from './protocol/http-headers.js';
 
 export interface FieldDetail {
   field: string;
@@ -181,7 +182,7 @@ export const serviceUnavailable = (message: string, details?: readonly FieldDeta
 
 /** A store's engine is busy or away for a moment: the request was not carried out; retry in a second. */
 export const tryAgainShortly = (message: string) =>
-  new RosterError('SERVICE_UNAVAILABLE', message, { headers: { 'retry-after': '1' } });
+  new RosterError('SERVICE_UNAVAILABLE', message, { headers: { [RETRY_AFTER]: '1' } });
 
 /** MAX_USERS reached: nothing that grows the store is accepted until users are deleted. */
 export const storeFull = (capacity: number) =>

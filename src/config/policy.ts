@@ -127,7 +127,8 @@ export function maxConnectionsPerClient(
  * Bytes of heap one user can take in the memory store at worst, measured: 10 000 users created over
  * HTTP with a name of 200 astral-plane characters (400 UTF-16 units) and a 254-character email outside
  * Latin-1, then a search and a sort by email, came to 4 281 B of live heap per user (the user, its
- * lower-cased copies for search, every sort index); 5 KiB leaves a margin.
+ * lower-cased copies for search, every sort index); 5 KiB leaves a margin. Measured at the bounds of
+ * users/fields.ts, not derived from them: a field added there, or a larger bound, calls for measuring again.
  */
 export const WORST_CASE_BYTES_PER_USER = 5120;
 /**

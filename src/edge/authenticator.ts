@@ -12,6 +12,7 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { AuthConfig, AuthScheme } from '../config/index.js';
 import { RosterError } from '../errors.js';
+import { RETRY_AFTER, WWW_AUTHENTICATE } from '../protocol/http-headers.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
 import { BoundedWork } from './bounded-work.js';
 import { parsePasswordHash, verifyPassword, type PasswordHash } from './password.js';
@@ -134,7 +135,7 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 function unauthorized(challenge: string, message: string): RosterError {
-  return new RosterError('UNAUTHORIZED', message, { headers: { 'WWW-Authenticate': challenge } });
+  return new RosterError('UNAUTHORIZED', message, { headers: { [WWW_AUTHENTICATE]: challenge } });
 }
 
 // crypto.hash (one-shot) is two to four times as fast as createHash for these short inputs, and it runs
@@ -187,7 +188,7 @@ function basicAuthenticator(users: AuthConfig['basicUsers']): Authenticator {
   const hashing = new BoundedWork(HASHING_CONCURRENCY, HASHING_QUEUE);
   const busy = () =>
     new RosterError('SERVICE_UNAVAILABLE', 'Too many logins are being checked; try again shortly', {
-      headers: { 'Retry-After': String(HASHING_RETRY_AFTER_S) },
+      headers: { [RETRY_AFTER]: String(HASHING_RETRY_AFTER_S) },
     });
   return {
     scheme: 'basic',
@@ -266,7 +267,7 @@ function tokenAuthenticator(
           ) {
             // The identity provider did not answer: not the client's fault.
             throw new RosterError('SERVICE_UNAVAILABLE', 'The token cannot be checked now; try again later', {
-              headers: { 'Retry-After': '5' },
+              headers: { [RETRY_AFTER]: '5' },
             });
           }
           throw invalid('The token is not valid');

@@ -7,6 +7,7 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimit } from '../config/index.js';
 import { RosterError } from '../errors.js';
+import { RETRY_AFTER } from '../protocol/http-headers.js';
 
 /** Where a key stands after a request was counted. */
 export interface Verdict {
@@ -64,7 +65,7 @@ export function rateLimited(max: number, ttlMs: number): RosterError {
   const seconds = String(Math.max(1, Math.ceil(ttlMs / 1000)));
   return new RosterError('RATE_LIMITED', `Too many requests; try again in ${seconds} s`, {
     headers: {
-      'Retry-After': seconds,
+      [RETRY_AFTER]: seconds,
       'RateLimit-Limit': String(max),
       'RateLimit-Remaining': '0',
       'RateLimit-Reset': seconds,

@@ -26,8 +26,9 @@ import { frameworkErrors, registerErrorHandling } from './error-handler.js';
 import { clientErrorHandler } from '../edge/client-errors.js';
 import { hopsTrusted, trustedPeer } from '../edge/client-identity.js';
 import { guardConnections } from '../edge/connection-guard.js';
-import { registerJsonBodies } from './json-body.js';
+import { registerJsonBodies, requestValidators } from './json-body.js';
 import { COMMON_HEADERS, timeouts } from '../edge/raw-reply.js';
+import { X_REQUEST_ID } from '../protocol/http-headers.js';
 import { RosterError } from '../errors.js';
 import { metricsRoute, probeRoutes, systemRoutes } from './system-routes.js';
 import { API_PREFIX } from './prefix.js';
@@ -112,7 +113,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     // Fastify's requestIdHeader, which would take any value at all into logs and headers.
     requestIdHeader: false,
     genReqId: (request) => {
-      const given = request.headers['x-request-id'];
+      const given = request.headers[X_REQUEST_ID];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
   };
@@ -132,10 +133,10 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
 
   // Query strings and path parameters are validated here, as the strings they are (no coercion: see
   // ListQuery for why numbers are patterns). Bodies pass through untouched: UserService validates them
-  // itself, because the contract checks a user's existence (404) before its body (422). The body
-  // schemas stay on the routes to describe them.
+  // itself, because the contract checks a user's existence (404) before its body (422). The routes'
+  // body schemas are documentationOnly(), and say so (json-body.ts).
   const paramsAjv = new Ajv({ coerceTypes: false, allErrors: true, verbose: true, useDefaults: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? () => true : paramsAjv.compile(schema)));
+  app.setValidatorCompiler(requestValidators(paramsAjv));
 
   const catalog = new RouteCatalog();
   catalog.track(app);
@@ -150,7 +151,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(COMMON_HEADERS);
-    reply.header('x-request-id', request.id);
+    reply.header(X_REQUEST_ID, request.id);
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });

@@ -11,7 +11,12 @@ import { clientKey } from '../edge/client-identity.js';
 import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
 import { envelopeOf, RosterError, type ErrorCode } from '../errors.js';
 import type { IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
-import { IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX as MAX_KEY, IDEMPOTENT_REPLAYED } from '../protocol/http-headers.js';
+import {
+  IDEMPOTENCY_KEY,
+  IDEMPOTENCY_KEY_MAX as MAX_KEY,
+  IDEMPOTENT_REPLAYED,
+  RETRY_AFTER,
+} from '../protocol/http-headers.js';
 
 /** Errors that are the create's own answer, kept like a success: a repeat would only meet them again. */
 const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
@@ -98,7 +103,7 @@ export class Idempotency {
         throw new RosterError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
       if (held.state === 'in_flight')
         throw new RosterError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in progress', {
-          headers: { 'retry-after': '1' },
+          headers: { [RETRY_AFTER]: '1' },
         });
       return send(reply.header(IDEMPOTENT_REPLAYED, 'true'), held.reply);
     }

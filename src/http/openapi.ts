@@ -208,6 +208,8 @@ function finishDocument(
     for (const [method, operation] of Object.entries(item)) {
       const responses = operation.responses as Record<string, Json>;
       for (const [status, response] of Object.entries(responses)) {
+        // The document spells names as their RFCs do (the routes' ETag and Idempotent-Replayed too); the
+        // code that sets them uses protocol/http-headers.ts's lower-case names. HTTP names ignore case.
         const headers: Json = { 'X-Request-Id': header('XRequestId') };
         if (status === '401') headers['WWW-Authenticate'] = header('WWWAuthenticate');
         if (status === '429') Object.assign(headers, { 'Retry-After': header('RetryAfter'), ...RATE_HEADERS });

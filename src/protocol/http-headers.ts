@@ -1,7 +1,7 @@
 /**
- * The HTTP headers of retries and concurrent edits, named once for the service and its
- * clients: a create's idempotency key and the mark of a replayed reply, a user's entity tag and the
- * preconditions on it, and how long to wait before trying again. Lower case, as Node and fetch hand
+ * The HTTP headers of Roster's own rules, named once for the service and its clients: a create's
+ * idempotency key and the mark of a replayed reply, a user's entity tag and the preconditions on it,
+ * how long to wait before trying again, the next page, the request's id and the 401's challenge. Lower case, as Node and fetch hand
  * header names over; HTTP names are case-insensitive.
  */
 export const IDEMPOTENCY_KEY = 'idempotency-key';
@@ -13,6 +13,10 @@ export const IF_UNMODIFIED_SINCE = 'if-unmodified-since';
 export const RETRY_AFTER = 'retry-after';
 /** Web links (RFC 8288): a list page names the next one with `rel="next"`. */
 export const LINK = 'link';
+/** The request's id, kept from the client's or made up, on every reply and in its log line. */
+export const X_REQUEST_ID = 'x-request-id';
+/** The scheme a 401 asks for (RFC 9110 §11.6.1). */
+export const WWW_AUTHENTICATE = 'www-authenticate';
 
 /**
  * The target of the `rel="next"` link of a Link header value (RFC 8288 §3), or undefined. Links are

@@ -13,7 +13,10 @@ export interface FieldSpec {
   readonly title: string;
   /** What a user's value is, in the User schema, when the title does not say it all. */
   readonly about?: string;
-  /** Absent from users that never had it; a client may leave it out of every write. */
+  /**
+   * Absent from users that never had it; a client may leave it out of every write. A PUT replaces every
+   * writable field, so one that leaves an optional field out clears it (the service sends `null`).
+   */
   readonly optional?: boolean;
   /** A client writes it (create, replace, update); otherwise the service or the store sets it. */
   readonly writable: boolean;
@@ -50,7 +53,9 @@ const EMAIL_PATTERN = `^\\s*(?=\\S{1,${EMAIL_MAX}}\\s*$)[^\\s@]+@(?:[^\\s@.]+\\.
 
 /**
  * In the contract's order, which is the order of a user's JSON. The bounds hold in every mode
- * (docs/decisions.md, "Length of stored fields"); MAX_USERS is derived from them (config/policy.ts).
+ * (docs/decisions.md, "Length of stored fields"). MAX_USERS' budget per user (config/policy.ts,
+ * WORST_CASE_BYTES_PER_USER) was measured with users at these bounds, not derived from them: a new
+ * field, or a larger bound, needs it measured again.
  */
 export const FIELDS = [
   {
@@ -119,6 +124,7 @@ export type WritableField = Extract<Spec, { writable: true }>['name'];
 export type RequiredField = Extract<Spec, { required: true }>['name'];
 export type SortableField = Extract<Spec, { sortable: true }>['name'];
 export type SearchableField = Extract<Spec, { searchable: true }>['name'];
+export type ClearableField = Extract<Spec, { writable: true; optional: true }>['name'];
 
 /** A user as the API shows it: every field a string, optional ones possibly absent. */
 export type UserShape = { [S in Spec as S extends { optional: true } ? never : S['name']]: string } & {
@@ -132,18 +138,23 @@ export const FIELD_NAMES: readonly FieldName[] = named<FieldName>(() => true);
 export const WRITABLE_FIELDS: readonly WritableField[] = named<WritableField>((field) => field.writable);
 export const SORTABLE_FIELDS: readonly SortableField[] = named<SortableField>((field) => field.sortable);
 export const SEARCHABLE_FIELDS: readonly SearchableField[] = named<SearchableField>((field) => field.searchable);
+/** The writable fields a user may lack: what a PUT that leaves them out clears. */
+export const CLEARABLE_FIELDS: readonly ClearableField[] = named<ClearableField>(
+  (field) => field.writable && field.optional === true,
+);
 
 export const fieldSpec = (name: string): FieldSpec => (FIELDS as readonly FieldSpec[]).find((f) => f.name === name)!;
 
 /**
  * Exactly a user's own fields, in the table's order, whatever else `source` carries; optional fields
- * it lacks stay absent. Stores answer with this, so that every store's users serialise alike.
+ * it lacks, or holds as `null` (cleared by a write), stay absent. Stores answer with this, so that
+ * every store's users serialise alike.
  */
-export function ownFields(source: Readonly<Record<string, string | undefined>>): UserShape {
+export function ownFields(source: Readonly<Record<string, string | null | undefined>>): UserShape {
   const user: Record<string, string> = {};
   for (const name of FIELD_NAMES) {
     const value = source[name];
-    if (value !== undefined) user[name] = value;
+    if (value !== undefined && value !== null) user[name] = value;
   }
   return user as UserShape;
 }

@@ -9,6 +9,7 @@ import { nextPosition, type ListParams, type Position } from './query.js';
 import type { ListQuery, User, UserList } from './schema.js';
 import { DEFAULT_ROLE } from '../config/roles.js';
 import { SEED_USERS } from './seed.js';
+import { CLEARABLE_FIELDS } from './fields.js';
 import { CHANGED, type Changes, type Expected, type Keep, type NewUser, type UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
 import type { Storage } from '../ops/health.js';
@@ -96,10 +97,17 @@ export class UserService {
     return stored;
   }
 
-  /** Full update: existence (404) before validation (422); role resets to the default when omitted. */
+  /**
+   * Full update: existence (404) before validation (422). Every writable field is replaced: role resets
+   * to the default when omitted, and an optional field left out is cleared.
+   */
   async replace(id: string, body: unknown, ifMatch?: IfMatch): Promise<User> {
     const fields = await this.#validFor(id, () => this.validator.write(body), ifMatch);
-    return this.#apply(id, { ...fields, role: fields.role ?? DEFAULT_ROLE }, ifMatch);
+    const changes: Changes = { ...fields, role: fields.role ?? DEFAULT_ROLE };
+    // By name: in a table without optional fields (the shipped one), ClearableField is `never`.
+    const byName = changes as Record<string, string | null | undefined>;
+    for (const field of CLEARABLE_FIELDS as readonly string[]) byName[field] ??= null;
+    return this.#apply(id, changes, ifMatch);
   }
 
   /** Partial update: existence first; only the writable fields present in the body change. */

@@ -5,6 +5,7 @@
  * through stores/registry.ts.
  */
 import type { ListParams, ListResult } from './query.js';
+import type { ClearableField } from './fields.js';
 import type { User, UserFields } from './schema.js';
 import type { IdempotencyKeys, KeyClaim, SavedReply } from './idempotency-keys.js';
 
@@ -28,8 +29,12 @@ export function emailKey(email: string): string {
 // eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
 const ASCII = /^[\x00-\x7f]*$/;
 
-/** The changes of an update: any of the user's own fields. The store stamps `updated_at`. */
-export type Changes = Partial<UserFields>;
+/**
+ * The changes of an update: any of the user's writable fields; one that is absent is kept, one that is
+ * `null` (an optional field a PUT left out: fields.ts CLEARABLE_FIELDS) is cleared. The store stamps
+ * `updated_at`.
+ */
+export type Changes = { [F in keyof UserFields]?: F extends ClearableField ? UserFields[F] | null : UserFields[F] };
 
 /** A user before it is stored: the store stamps `created_at` and `updated_at` (strictly increasing). */
 export type NewUser = Omit<User, 'created_at' | 'updated_at'>;

@@ -55,7 +55,7 @@ async function assertUnauthorized(auth: Authenticator, credentials: Credentials,
   const error = await rejection(() => auth.authenticate(credentials));
   assert.equal(error.code, 'UNAUTHORIZED', error.message);
   assert.equal(error.status, 401);
-  assert.match(error.headers?.['WWW-Authenticate'] ?? '', challenge);
+  assert.match(error.headers?.['www-authenticate'] ?? '', challenge);
 }
 
 test('AUTH=none builds no authenticator: every request is anonymous', () => {
@@ -280,7 +280,7 @@ describe('AUTH=oauth2', () => {
     const error = await rejection(async () => gone.authenticate(await bearer(accessToken())));
     assert.equal(error.code, 'SERVICE_UNAVAILABLE', error.message);
     assert.equal(error.status, 503);
-    assert.equal(error.headers?.['Retry-After'], '5');
+    assert.equal(error.headers?.['retry-after'], '5');
   });
 });
 

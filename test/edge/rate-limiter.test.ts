@@ -16,8 +16,8 @@ function assertRateLimited(error: RosterError | undefined, max: number, what: st
   assert.equal(error.status, 429, what);
   assert.equal(error.headers?.['RateLimit-Limit'], String(max), what);
   assert.equal(error.headers?.['RateLimit-Remaining'], '0', what);
-  assert.equal(error.headers?.['Retry-After'], error.headers?.['RateLimit-Reset'], what);
-  const seconds = Number(error.headers?.['Retry-After']);
+  assert.equal(error.headers?.['retry-after'], error.headers?.['RateLimit-Reset'], what);
+  const seconds = Number(error.headers?.['retry-after']);
   assert.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= HOUR / 1000, `${what}: Retry-After ${seconds}`);
 }
 
@@ -91,7 +91,7 @@ describe('rateLimited', () => {
       assert.equal(error.status, 429);
       assert.equal(error.code, 'RATE_LIMITED');
       assert.deepEqual(error.headers, {
-        'Retry-After': seconds,
+        'retry-after': seconds,
         'RateLimit-Limit': '10',
         'RateLimit-Remaining': '0',
         'RateLimit-Reset': seconds,

@@ -30,3 +30,20 @@ test('restApp answers through inject, without a socket: a route rule such as 405
   assert.equal(reply.json().error.code, 'METHOD_NOT_ALLOWED');
   assert.deepEqual(String(reply.headers.allow).split(', ').sort(), ['GET', 'HEAD', 'POST']);
 });
+
+test('bodies are checked by the service, not by Fastify: a route body schema must say it only describes', async (t) => {
+  const app = await restApp(t);
+  // The users' body schemas are documentationOnly(): a body against them gets the service's envelope.
+  const bad = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { name: 7 } });
+  assert.equal(bad.statusCode, 422, bad.body);
+  assert.deepEqual(bad.json().error.details, [{ field: 'email', message: 'email is required' }]);
+  // PUT checks existence first, which a Fastify body check would have answered before.
+  const put = await app.inject({ method: 'PUT', url: '/api/v1/users/nobody', payload: { name: 7 } });
+  assert.equal(put.statusCode, 404, put.body);
+  // A body schema not marked so would look validated and not be: the app refuses to start with it.
+  const other = await restApp(t);
+  other.post('/described', { schema: { body: { type: 'object', required: ['x'] } } }, async () => ({}));
+  await assert.rejects(async () => {
+    await other.ready();
+  }, /POST \/described: its body schema must be documentationOnly\(\)/);
+});

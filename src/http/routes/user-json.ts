@@ -10,7 +10,12 @@ import { getHeapStatistics } from 'node:v8';
 import { stringBytes } from '../../users/heap-size.js';
 import { User, type UserList } from '../../users/schema.js';
 
-const serializeUser: (user: User) => string = fastJson(User);
+/**
+ * Without the schema's `required`: fast-json-stringify writes required properties first, which would put
+ * an optional field after `updated_at`. The stores hand over users with every required field (fields.ts
+ * ownFields); what is left is the table's order.
+ */
+const serializeUser: (user: User) => string = fastJson({ ...User, required: [] });
 
 /**
  * Users whose JSON is kept, each entry for as long as its user object lives and the cache is not full.

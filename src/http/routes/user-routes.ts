@@ -12,6 +12,7 @@ import { idempotentHeaders, type Idempotency } from '../idempotency.js';
 import type { SavedReply } from '../../users/idempotency-keys.js';
 import { ETAG, LINK } from '../../protocol/http-headers.js';
 import { API_PREFIX } from '../prefix.js';
+import { documentationOnly } from '../json-body.js';
 
 export interface UserRoutesOptions {
   service: UserService;
@@ -115,7 +116,7 @@ export async function userRoutes(
         description: 'Create a user; the email must not be held by another user (case-insensitive)',
         tags,
         headers: conditionalHeaders('create'),
-        body: schemas.write,
+        body: documentationOnly(schemas.write),
         response: {
           ...errorReplies(409, 413, 415, 422, ...(capped ? ([507] as const) : [])),
           201: { ...one, headers: { ...etagHeader, ...idempotentHeaders } },
@@ -163,14 +164,14 @@ export async function userRoutes(
       operationId: 'replaceUser',
       summary: 'Replace a user',
       description: `Replace a user (role resets to "${DEFAULT_ROLE}" when omitted)`,
-      body: schemas.write,
+      body: documentationOnly(schemas.write),
     },
     (id, body, ifMatch) => service.replace(id, body, ifMatch),
   );
   const patched = 'Update some fields of a user';
   write(
     'PATCH',
-    { operationId: 'updateUser', summary: patched, description: patched, body: schemas.patch },
+    { operationId: 'updateUser', summary: patched, description: patched, body: documentationOnly(schemas.patch) },
     (id, body, ifMatch) => service.update(id, body, ifMatch),
   );
 

@@ -50,18 +50,27 @@ export function fromRow(row: Row): User {
 
 /**
  * `SET` clauses that keep a column where the change is absent (`coalesce`), numbered from `$first`,
- * with their values: every writable field (and its search copy), or all but the email's.
+ * with their values: every writable field (and its search copy), or all but the email's. A clearable
+ * column (an optional field's) takes one more value before its own, whether the change is `null`, which
+ * sets it to NULL: the statements are the same for every update, so "absent" and "cleared" cannot both
+ * be a NULL value.
  */
 export function updateSet(first: number, withEmail: boolean): { sql: string; values(changes: Changes): unknown[] } {
   const updated = UPDATED_COLUMNS.filter(({ field }) => withEmail || field !== 'email');
+  let next = first;
+  const clauses = updated.map(({ column, clearable }) => {
+    if (!clearable) return `${column} = coalesce($${next++}, ${column})`;
+    const cleared = next++;
+    return `${column} = CASE WHEN $${cleared}::boolean THEN NULL ELSE coalesce($${next++}, ${column}) END`;
+  });
   return {
-    sql: updated.map(({ column }, at) => `${column} = coalesce($${first + at}, ${column})`).join(', '),
+    sql: clauses.join(', '),
     values: (changes) =>
-      updated.map(({ field, lower }) =>
-        nullable((changes as Readonly<Record<string, string | undefined>>)[field], (value) =>
-          lower ? searchText(value) : toStored(value),
-        ),
-      ),
+      updated.flatMap(({ field, lower, clearable }) => {
+        const change = (changes as Readonly<Record<string, string | null | undefined>>)[field];
+        const value = nullable(change ?? undefined, (text) => (lower ? searchText(text) : toStored(text)));
+        return clearable ? [change === null, value] : [value];
+      }),
   };
 }
 

@@ -3,7 +3,7 @@
  * the columns that serve search and uniqueness, which hold what the stores compare rather than what
  * the client sent. Both SQL stores keep this layout (migrations/ and migrations/sqlite/).
  */
-import { FIELD_NAMES, SEARCHABLE_FIELDS, WRITABLE_FIELDS, type FieldName } from '../../fields.js';
+import { CLEARABLE_FIELDS, FIELD_NAMES, SEARCHABLE_FIELDS, WRITABLE_FIELDS, type FieldName } from '../../fields.js';
 import { emailKey, type NewUser } from '../../store.js';
 import { toStored } from './stored-text.js';
 
@@ -37,12 +37,17 @@ export const derivedValues = (user: NewUser): (string | null)[] => [
 /** Every column a user's row holds, fields first. */
 export const ROW_COLUMNS: readonly string[] = [...FIELD_NAMES, ...DERIVED_COLUMNS];
 
-/** The columns an update may change: each writable field and its lower-cased copy if it has one. */
-export const UPDATED_COLUMNS: readonly { field: FieldName; column: string; lower: boolean }[] = WRITABLE_FIELDS.flatMap(
-  (field) => [
-    { field, column: field as string, lower: false },
-    ...((SEARCHABLE_FIELDS as readonly string[]).includes(field)
-      ? [{ field, column: searchColumn(field), lower: true }]
-      : []),
-  ],
-);
+/**
+ * The columns an update may change: each writable field and its lower-cased copy if it has one;
+ * `clearable` where the field is optional, so that a PUT may set it to NULL.
+ */
+export const UPDATED_COLUMNS: readonly { field: FieldName; column: string; lower: boolean; clearable: boolean }[] =
+  WRITABLE_FIELDS.flatMap((field) => {
+    const clearable = (CLEARABLE_FIELDS as readonly string[]).includes(field);
+    return [
+      { field, column: field as string, lower: false, clearable },
+      ...((SEARCHABLE_FIELDS as readonly string[]).includes(field)
+        ? [{ field, column: searchColumn(field), lower: true, clearable }]
+        : []),
+    ];
+  });

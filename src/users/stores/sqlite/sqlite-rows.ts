@@ -51,14 +51,14 @@ export function toUpdate(
   at: number,
   rowid: number,
 ): { sql: string; values: unknown[] } {
-  const fields = changes as Readonly<Record<string, string | undefined>>;
+  const fields = changes as Readonly<Record<string, string | null | undefined>>;
   const columns: string[] = [];
   const values: unknown[] = [];
   for (const { field, column, lower } of UPDATED_COLUMNS) {
     const value = fields[field];
     if (value === undefined) continue;
     columns.push(column);
-    values.push(lower ? searchText(value) : toBlob(value));
+    values.push(value === null ? null : lower ? searchText(value) : toBlob(value)); // null: cleared
   }
   if (key !== undefined) {
     columns.push(EMAIL_KEY);

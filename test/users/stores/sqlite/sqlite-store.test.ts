@@ -27,6 +27,38 @@ import { formatMicros } from '../../../../src/clock.js';
 import { SqliteUserStore } from '../../../../src/users/stores/sqlite/sqlite-store.js';
 import { userStoreContract } from '../../store-contract.js';
 import { ROSTER } from '../../../support/index.js';
+import { emailKey } from '../../../../src/users/store.js';
+import { searchText } from '../../../../src/users/stores/sql/columns.js';
+import { toStored } from '../../../../src/users/stores/sql/stored-text.js';
+
+/**
+ * A users row as the versions before migration 004 wrote it: the columns of 001_users.sql, named here
+ * and not taken from today's row codec (rows.ts), which follows the field table and would name any
+ * column added since. The values are encoded as 001_users.sql describes.
+ */
+const FIRST_COLUMNS = [
+  'created_at',
+  'id',
+  'name',
+  'email',
+  'role',
+  'updated_at',
+  'name_lower',
+  'email_lower',
+  'email_key',
+];
+const INSERT_FIRST_USER = `INSERT INTO users (${FIRST_COLUMNS.join(', ')}) VALUES (${FIRST_COLUMNS.map(() => '?').join(', ')})`;
+function firstRow(user: { id: string; name: string; email: string; role: string }, at: number): unknown[] {
+  const { id, name, email, role } = user;
+  return [
+    at,
+    ...[id, name, email, role].map(toBlob),
+    at,
+    searchText(name),
+    searchText(email),
+    toStored(emailKey(email)),
+  ];
+}
 
 /** A list's page and total (the cursor to the next page is the cursor tests' business). */
 const listed = ({ users, total }: ListResult) => ({ users, total });
@@ -245,12 +277,12 @@ describe('SqliteUserStore on a file', () => {
     const db = connect({ path, synchronous: 'NORMAL' });
     try {
       migrateSqlite(db, migrations.slice(0, before));
-      const insert = db.prepare(INSERT_USER);
+      const insert = db.prepare(INSERT_FIRST_USER);
       for (const [i, name] of names.entries()) {
         const at = microsOf('2025-01-01T00:00:00.000000') + i;
         const stamp = formatMicros(at);
         const user = { id: randomUUID(), name, email: `${i}.${name}@x.io`, role: i % 2 ? 'admin' : 'user' };
-        insert.run(...toRow(user, at));
+        insert.run(...firstRow(user, at));
         users.push({ ...user, created_at: stamp, updated_at: stamp });
       }
     } finally {
@@ -316,12 +348,12 @@ describe('SqliteUserStore on a file', () => {
     const db = connect({ path, synchronous: 'NORMAL' });
     try {
       migrateSqlite(db, migrations.slice(0, before));
-      const insert = db.prepare(INSERT_USER);
+      const insert = db.prepare(INSERT_FIRST_USER);
       for (const [i, name] of ['Ada Hansen', 'Bo Sen', 'Cy "Sen"', 'Straße'].entries()) {
         const at = microsOf('2025-01-01T00:00:00.000000') + i;
         const stamp = formatMicros(at);
         const user = { id: randomUUID(), name, email: `${i}@x.io`, role: i % 2 ? 'admin' : 'user' };
-        insert.run(...toRow(user, at));
+        insert.run(...firstRow(user, at));
         users.push({ ...user, created_at: stamp, updated_at: stamp });
       }
     } finally {
