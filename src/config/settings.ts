@@ -134,7 +134,7 @@ export const REQUIRE_IF_MATCH = setting(
   'REQUIRE_IF_MATCH',
   false,
   boolean,
-  '`true`: PUT, PATCH and DELETE of a user need `If-Match` (428 `PRECONDITION_REQUIRED` without). See [Retries and concurrent edits](#retries-and-concurrent-edits).',
+  '`true`: PUT, PATCH and DELETE of a user need `If-Match` with an ETag (428 `PRECONDITION_REQUIRED` without, or with `*`). See [Retries and concurrent edits](#retries-and-concurrent-edits).',
 );
 export const IDEMPOTENCY_KEY_TTL_SECONDS = setting(
   'IDEMPOTENCY_KEY_TTL_SECONDS',
@@ -215,7 +215,7 @@ export const MAX_CONNECTIONS_PER_ADDRESS = setting(
   'MAX_CONNECTIONS_PER_ADDRESS',
   256,
   integer(0, 1_000_000),
-  'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Trusted proxies (`TRUST_PROXY`) are exempt; `0`: no cap.',
+  'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Proxies that `TRUST_PROXY` lists by address are exempt (a hop count or `true` exempts none); `0`: no cap.',
 );
 export const FIRST_BYTE_TIMEOUT_MS = setting(
   'FIRST_BYTE_TIMEOUT_MS',
