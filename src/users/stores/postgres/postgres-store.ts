@@ -45,12 +45,14 @@ import {
   databaseUnreachable,
   DatabaseHealth,
   inTransaction,
+  isDataException,
   isTimeout,
   isPoolExhausted,
   poolBusy,
   isTooLarge,
   isUnreachable,
   queryOn,
+  valueRefused,
   valueTooLarge,
   type Query,
 } from './connection.js';
@@ -372,7 +374,7 @@ export class PostgresUserStore implements UserStore {
 
   /**
    * Outcomes feed the health check; a lost or unreachable database becomes a 503 for this request, a
-   * value too large for an index a 422.
+   * value too large for an index, or one the database refuses (class 22), a 422.
    */
   async #guard<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -381,6 +383,7 @@ export class PostgresUserStore implements UserStore {
       return result;
     } catch (error) {
       if (isTooLarge(error)) throw valueTooLarge(error);
+      if (isDataException(error)) throw valueRefused();
       if (isTimeout(error)) throw databaseBusy();
       if (isPoolExhausted(error)) throw poolBusy();
       if (!isUnreachable(error)) throw error;
