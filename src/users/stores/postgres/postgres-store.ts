@@ -60,6 +60,7 @@ import { migrate } from './migrations.js';
 import { toStored } from '../sql/stored-text.js';
 import { ownFields } from '../../fields.js';
 import { PostgresList, type Transaction } from './list.js';
+import type { KeyBounds } from '../../idempotency-keys.js';
 import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './rows.js';
 
 /**
@@ -121,7 +122,7 @@ export class PostgresUserStore implements UserStore {
 
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly database: { url: string },
+    private readonly database: { url: string; keyBounds?: KeyBounds | undefined },
     logger: Logger,
     private readonly faults: EngineFaults,
   ) {
@@ -130,12 +131,12 @@ export class PostgresUserStore implements UserStore {
     this.#query = (text, values, named) => this.#guard(() => onPool(text, values, named));
     this.#inTransaction = (work) => this.#guard(() => this.#transaction((client) => work(queryOn(client))));
     this.#list = new PostgresList(this.#query, this.#inTransaction);
-    this.keys = new PostgresIdempotencyKeys(this.#query);
+    this.keys = new PostgresIdempotencyKeys(this.#query, database.keyBounds);
   }
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
   static async open(
-    database: { url: string; poolSize: number },
+    database: { url: string; poolSize: number; keyBounds?: KeyBounds | undefined },
     logger: Logger,
     faults = new EngineFaults(logger),
   ): Promise<PostgresUserStore> {
