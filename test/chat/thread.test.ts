@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { WebSocket } from 'ws';
 import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 import { ANSWER_TIMEOUT_MS } from '../../src/chat/thread.js';
-import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../support/index.js';
+import { ChatClient, closeOf, request, RosterProcess, startRoster, until, within } from '../support/index.js';
 
 /** Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. */
 const USERS = 300_000;
@@ -142,54 +142,56 @@ describe('the chat on its own thread', () => {
     await after.close();
   });
 
-  test('two deaths in a row, the second a crash of its own code: /metrics and the member list answer at once meanwhile', async (t) => {
-    const running = await startRoster({ LOG_LEVEL: 'silent' });
-    t.after(() => running.stop());
-    const chat = running.server.chat;
-    const members = `${running.api}/chat/members`;
-    assert.equal((await request(members)).status, 200);
-    // A first death is restarted at once.
-    await chat.worker.terminate();
-    await until('the first restart', () => chat.restarts === 1 && chat.door.state().up, 10_000, 20);
-    // A second, soon after, waits out a back-off of a second: this one an exception thrown in the chat
-    // thread's own code (thread-protocol.ts: the `crash` hook), not terminate().
-    // (events.once would reject on the thread's 'error', which the crash emits before 'exit'.)
-    const exited = new Promise<number>((resolve) => chat.worker.on('exit', resolve));
-    chat.worker.postMessage({ type: 'crash' });
-    assert.equal(await exited, 1, 'the thread died of its exception');
-    assert.equal(chat.restarts, 2);
-    assert.equal(chat.door.state().up, false, 'no thread serves yet: the back-off runs');
-    // Within the back-off, each route answers well before the question's own deadline.
-    const timed = async (url: string) => {
-      const started = performance.now();
-      const response = await fetch(url, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS) });
-      return { response, ms: performance.now() - started };
-    };
-    for (let i = 0; i < 3; i++) {
-      const scrape = await timed(`${running.origin}/metrics`);
-      assert.equal(scrape.response.status, 200);
-      const text = await scrape.response.text();
-      assert.match(text, /^roster_chat_thread_restarts_total 2$/m);
-      assert.doesNotMatch(text, /^roster_chat_connections_open /m, 'no chat series while there is no chat thread');
-      assert.ok(scrape.ms < 500, `/metrics took ${scrape.ms.toFixed(0)} ms`);
-      const listed = await timed(members);
-      assert.equal(listed.response.status, 503);
-      assert.match(listed.response.headers.get('content-type') ?? '', /^application\/json/);
-      assert.match(listed.response.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
-      const body = (await listed.response.json()) as { status: string; error: { code: string } };
-      assert.deepEqual([body.status, body.error.code], ['error', 'SERVICE_UNAVAILABLE']);
-      assert.ok(listed.ms < 500, `the member list took ${listed.ms.toFixed(0)} ms`);
-    }
-    assert.equal(chat.door.state().up, false, 'all of that within the back-off');
-    // And once the thread is back, both answer from it again.
-    await until('the second restart serves', () => chat.door.state().up, 10_000, 20);
-    const client = await ChatClient.connect(running.wsUrl);
-    const back = await request(members);
-    assert.equal(back.status, 200);
-    assert.equal(back.body.data.pagination.total, 1);
-    assert.match(await (await fetch(`${running.origin}/metrics`)).text(), /^roster_chat_connections_open 1$/m);
-    await client.close();
-  });
+  for (const second of ['terminate', 'crash'] as const)
+    test(`two deaths in a row, the second by ${second === 'crash' ? 'an exception in its own code' : 'terminate()'}: /metrics and the member list answer at once meanwhile`, async (t) => {
+      const running = await startRoster({ LOG_LEVEL: 'silent' });
+      t.after(() => running.stop());
+      const chat = running.server.chat;
+      const members = `${running.api}/chat/members`;
+      assert.equal((await request(members)).status, 200);
+      // A first death is restarted at once.
+      await chat.worker.terminate();
+      await until('the first restart', () => chat.restarts === 1 && chat.door.state().up, 10_000, 20);
+      // A second, soon after, waits out a back-off of a second: by terminate(), or by an exception thrown
+      // in the chat thread's own code (thread-protocol.ts: the `crash` hook).
+      // (events.once would reject on the thread's 'error', which the crash emits before 'exit'.)
+      const exited = new Promise<number>((resolve) => chat.worker.on('exit', resolve));
+      if (second === 'crash') chat.worker.postMessage({ type: 'crash' });
+      else void chat.worker.terminate();
+      assert.equal(await within(exited, 10_000, 'the thread’s exit'), 1, 'the thread died');
+      assert.equal(chat.restarts, 2);
+      assert.equal(chat.door.state().up, false, 'no thread serves yet: the back-off runs');
+      // Within the back-off, each route answers well before the question's own deadline.
+      const timed = async (url: string) => {
+        const started = performance.now();
+        const response = await fetch(url, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS) });
+        return { response, ms: performance.now() - started };
+      };
+      for (let i = 0; i < 3; i++) {
+        const scrape = await timed(`${running.origin}/metrics`);
+        assert.equal(scrape.response.status, 200);
+        const text = await scrape.response.text();
+        assert.match(text, /^roster_chat_thread_restarts_total 2$/m);
+        assert.doesNotMatch(text, /^roster_chat_connections_open /m, 'no chat series while there is no chat thread');
+        assert.ok(scrape.ms < 500, `/metrics took ${scrape.ms.toFixed(0)} ms`);
+        const listed = await timed(members);
+        assert.equal(listed.response.status, 503);
+        assert.match(listed.response.headers.get('content-type') ?? '', /^application\/json/);
+        assert.match(listed.response.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+        const body = (await listed.response.json()) as { status: string; error: { code: string } };
+        assert.deepEqual([body.status, body.error.code], ['error', 'SERVICE_UNAVAILABLE']);
+        assert.ok(listed.ms < 500, `the member list took ${listed.ms.toFixed(0)} ms`);
+      }
+      assert.equal(chat.door.state().up, false, 'all of that within the back-off');
+      // And once the thread is back, both answer from it again.
+      await until('the second restart serves', () => chat.door.state().up, 10_000, 20);
+      const client = await ChatClient.connect(running.wsUrl);
+      const back = await request(members);
+      assert.equal(back.status, 200);
+      assert.equal(back.body.data.pagination.total, 1);
+      assert.match(await (await fetch(`${running.origin}/metrics`)).text(), /^roster_chat_connections_open 1$/m);
+      await client.close();
+    });
 
   test('a chat thread that does not answer: /metrics and the member list answer at the question’s deadline', async (t) => {
     const running = await startRoster({ LOG_LEVEL: 'silent' });
