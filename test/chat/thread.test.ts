@@ -220,6 +220,22 @@ describe('the chat on its own thread', () => {
     );
   });
 
+  test('a question pending when the thread dies is answered then, not at its deadline', async (t) => {
+    const running = await startRoster({ LOG_LEVEL: 'silent' });
+    t.after(() => running.stop());
+    await until('the chat serves', () => running.server.chat.door.state().up, 10_000, 20);
+    running.server.chat.worker.postMessage({ type: 'stall', ms: 10_000 });
+    const started = performance.now();
+    const listed = fetch(`${running.api}/chat/members`, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS) });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await running.server.chat.worker.terminate();
+    const reply = await listed;
+    const ms = performance.now() - started;
+    assert.equal(reply.status, 503);
+    assert.match(reply.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+    assert.ok(ms < ANSWER_TIMEOUT_MS - 500, `answered after ${ms.toFixed(0)} ms, at the exit`);
+  });
+
   test('health says the chat is down while the thread is being started again, and nothing once it serves', async (t) => {
     const running = await startRoster({ LOG_LEVEL: 'silent' });
     t.after(() => running.stop());
