@@ -101,7 +101,7 @@ export const ERROR_CATALOG = {
   },
   PRECONDITION_REQUIRED: {
     status: 428,
-    meaning: 'With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match',
+    meaning: 'With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match, or with `If-Match: *`',
     example: 'This write needs an If-Match header with the ETag of the user',
   },
   RATE_LIMITED: {

@@ -17,7 +17,7 @@ const DEFAULTS: Config = {
   logFormat: 'json',
   maxPageSize: 100,
   // The default chat history (500 messages, 16 MiB) is kept in memory: its bytes are not the users'.
-  maxUsers: automaticMaxUsers(undefined, 16 * MIB),
+  maxUsers: automaticMaxUsers(undefined, 16 * MIB + 32 * MIB),
   bodyLimit: MIB,
   roles: ['admin', 'user'],
   strictValidation: false,
@@ -40,7 +40,14 @@ const DEFAULTS: Config = {
   hsts: { maxAge: 31_536_000, includeSubDomains: false },
   corsOrigins: undefined,
   securityHeaders: false,
-  storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 },
+  storage: {
+    url: undefined,
+    poolSize: 10,
+    sqliteSynchronous: 'NORMAL',
+    idempotencyMaxKeys: 100_000,
+    idempotencyMaxKeysPerPrincipal: 10_000,
+    idempotencyMaxBytes: 32 * MIB,
+  },
   redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
@@ -272,6 +279,8 @@ describe('loadConfig valid overrides', () => {
           poolSize: 10,
           sqliteSynchronous: 'NORMAL',
           idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
         },
         maxUsers: 0,
       },
@@ -285,6 +294,8 @@ describe('loadConfig valid overrides', () => {
           poolSize: 10,
           sqliteSynchronous: 'NORMAL',
           idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
         },
         maxUsers: 0,
       },
@@ -293,7 +304,14 @@ describe('loadConfig valid overrides', () => {
       'DATABASE_URL',
       'sqlite:./roster.db',
       {
-        storage: { url: 'sqlite:./roster.db', poolSize: 10, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 },
+        storage: {
+          url: 'sqlite:./roster.db',
+          poolSize: 10,
+          sqliteSynchronous: 'NORMAL',
+          idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
+        },
         maxUsers: 0,
       },
     ],
@@ -306,6 +324,8 @@ describe('loadConfig valid overrides', () => {
           poolSize: 10,
           sqliteSynchronous: 'NORMAL',
           idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
         },
         maxUsers: 0,
       },
@@ -314,7 +334,14 @@ describe('loadConfig valid overrides', () => {
       'DATABASE_URL',
       'sqlite::memory:',
       {
-        storage: { url: 'sqlite::memory:', poolSize: 10, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 },
+        storage: {
+          url: 'sqlite::memory:',
+          poolSize: 10,
+          sqliteSynchronous: 'NORMAL',
+          idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
+        },
         maxUsers: 0,
       },
     ],
@@ -322,12 +349,30 @@ describe('loadConfig valid overrides', () => {
     [
       'SQLITE_SYNCHRONOUS',
       'full',
-      { storage: { url: undefined, poolSize: 10, sqliteSynchronous: 'FULL', idempotencyMaxKeys: 100_000 } },
+      {
+        storage: {
+          url: undefined,
+          poolSize: 10,
+          sqliteSynchronous: 'FULL',
+          idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
+        },
+      },
     ],
     [
       'DATABASE_POOL_SIZE',
       '4',
-      { storage: { url: undefined, poolSize: 4, sqliteSynchronous: 'NORMAL', idempotencyMaxKeys: 100_000 } },
+      {
+        storage: {
+          url: undefined,
+          poolSize: 4,
+          sqliteSynchronous: 'NORMAL',
+          idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
+        },
+      },
     ],
     ['LOG_FORMAT', 'pretty', { logFormat: 'pretty' }],
     ['LOG_FORMAT', 'JSON', {}],
@@ -335,17 +380,32 @@ describe('loadConfig valid overrides', () => {
     [
       'REDIS_URL',
       'redis://127.0.0.1:6379',
-      { redis: { url: 'redis://127.0.0.1:6379' }, maxUsers: automaticMaxUsers() },
+      { redis: { url: 'redis://127.0.0.1:6379' }, maxUsers: automaticMaxUsers(undefined, 32 * MIB) },
     ],
-    ['REDIS_URL', 'rediss://cache:6380/2', { redis: { url: 'rediss://cache:6380/2' }, maxUsers: automaticMaxUsers() }],
-    ['CHAT_HISTORY_BYTES', '1MiB', { chat: { historyBytes: MIB }, maxUsers: automaticMaxUsers(undefined, MIB) }],
+    [
+      'REDIS_URL',
+      'rediss://cache:6380/2',
+      { redis: { url: 'rediss://cache:6380/2' }, maxUsers: automaticMaxUsers(undefined, 32 * MIB) },
+    ],
+    [
+      'CHAT_HISTORY_BYTES',
+      '1MiB',
+      { chat: { historyBytes: MIB }, maxUsers: automaticMaxUsers(undefined, MIB + 32 * MIB) },
+    ],
   ];
 
   test('DATABASE_URL=sqlite: with SQLITE_SYNCHRONOUS=FULL', () => {
     assert.deepEqual(
       loadConfig({ DATABASE_URL: 'sqlite:data/roster.db', SQLITE_SYNCHRONOUS: 'FULL' }),
       expected({
-        storage: { url: 'sqlite:data/roster.db', poolSize: 10, sqliteSynchronous: 'FULL', idempotencyMaxKeys: 100_000 },
+        storage: {
+          url: 'sqlite:data/roster.db',
+          poolSize: 10,
+          sqliteSynchronous: 'FULL',
+          idempotencyMaxKeys: 100_000,
+          idempotencyMaxKeysPerPrincipal: 10_000,
+          idempotencyMaxBytes: 32 * MIB,
+        },
         maxUsers: 0,
       }),
     );
@@ -415,6 +475,8 @@ describe('loadConfig valid overrides', () => {
         poolSize: 3,
         sqliteSynchronous: 'NORMAL',
         idempotencyMaxKeys: 100_000,
+        idempotencyMaxKeysPerPrincipal: 10_000,
+        idempotencyMaxBytes: 32 * MIB,
       },
       maxUsers: 0,
       redis: { url: 'redis://127.0.0.1:6379/1' },

@@ -169,8 +169,10 @@ describe('container image', () => {
     assert.equal(two.pull_policy, 'never');
     for (const instance of [one, two]) {
       assert.equal(instance.environment.CHAT_PUBLIC_URL, '/chat');
-      // Roster exempts its trusted proxy from MAX_CONNECTIONS_PER_ADDRESS: the proxy holds clients to theirs.
+      // One trusted hop; a hop count exempts no peer from MAX_CONNECTIONS_PER_ADDRESS, so the cap is
+      // off here, where nginx is the only peer and holds clients to theirs (limit_conn).
       assert.equal(instance.environment.TRUST_PROXY, '1');
+      assert.equal(instance.environment.MAX_CONNECTIONS_PER_ADDRESS, '0');
       assert.equal(instance.depends_on.postgres.condition, 'service_healthy');
       assert.equal(instance.ports, undefined, 'only nginx publishes a port');
     }

@@ -36,14 +36,22 @@ export type ToChat =
   | { type: 'close'; timeoutMs: number }
   | { type: 'ask'; id: number; question: keyof Questions }
   | { type: 'restPort'; port: number }
-  | { type: 'limited'; id: number; refusal: ErrorShape | undefined };
+  | { type: 'limited'; id: number; refusal: ErrorShape | undefined }
+  /**
+   * A test hook: the chat thread throws from its own code, as a bug of its would, so that a test sees
+   * a crash (not only Worker.terminate) end it and the REST thread carry on (test/chat/thread.test.ts).
+   */
+  | { type: 'crash' }
+  /** A test hook: the chat thread's event loop is held for `ms`, as by a stuck handler (no answer comes). */
+  | { type: 'stall'; ms: number };
 
 /** Chat thread to REST thread. */
 export type FromChat =
   | { type: 'listening'; port: number }
   | { type: 'listenFailed'; code: string | undefined; message: string }
   | { type: 'closed' }
-  | { type: 'answer'; id: number; value: Questions[keyof Questions] }
+  /** `value` undefined: the question could not be answered (the bus cannot read the shared members). */
+  | { type: 'answer'; id: number; value: Questions[keyof Questions] | undefined }
   | { type: 'log'; line: string }
   | { type: 'fault'; engine: 'chat_bus' }
   | { type: 'bus'; state: DependencyState }

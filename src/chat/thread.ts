@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from '../config/index.js';
+import { RosterError } from '../errors.js';
 import type { EngineFaults } from '../ops/engine-faults.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency, DependencyState } from '../ops/health.js';
@@ -21,6 +22,12 @@ const MAX_RESTART_DELAY_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 /** How long past the shutdown deadline the thread may take to report closed before it is terminated. */
 const CLOSE_GRACE_MS = 2_000;
+/**
+ * How long a question to the chat thread (its metrics, its members) waits for the answer before it is
+ * given its fallback: a live thread answers in milliseconds, so only one stuck in a loop, or dying,
+ * takes this long, and the request that asked (a scrape, a member list) must not wait on it.
+ */
+export const ANSWER_TIMEOUT_MS = 2_000;
 
 export interface ChatThreadOptions {
   config: Config;
@@ -42,12 +49,17 @@ export class ChatThread {
   #restarts = 0;
   #failuresInARow = 0;
   #restartTimer: NodeJS.Timeout | undefined;
+  /** When the next thread starts, while none is alive (its back-off after a death). */
+  #restartAt = 0;
+  /** Whether a thread is running (between its spawn and its exit): questions wait only on one that is. */
+  #alive = false;
   /** Where it listens, once it does: a restart listens there again. */
   #bound: { port: number; host: string } | undefined;
   #restPort: number | undefined;
   #busState: DependencyState = { up: false, reason: 'connecting' };
   #nextQuestion = 0;
-  readonly #questions = new Map<number, { resolve: (value: never) => void; fallback: unknown }>();
+  /** Questions asked and not yet answered: each is answered `undefined` at its deadline or the thread's exit. */
+  readonly #questions = new Map<number, { resolve: (value: never) => void; timer: NodeJS.Timeout }>();
   /** Waiters of the thread's next `listening`/`listenFailed`, `closed`, or its exit. */
   #onMessage = new Set<(message: FromChat | { type: 'exit'; code: number }) => void>();
   /** The chat bus in the health check (REDIS_URL): its state as the chat thread last told it. */
@@ -79,6 +91,7 @@ export class ChatThread {
     const data: ChatThreadData = { config: this.#options.config, chatBus: this.#options.chatBus };
     const worker = new Worker(WORKER, { workerData: data });
     this.#worker = worker;
+    this.#alive = true;
     this.#startedAt = Date.now();
     worker.on('message', (message: FromChat) => {
       try {
@@ -91,9 +104,10 @@ export class ChatThread {
     worker.on('error', (error) => this.#log.error({ err: error }, 'the chat thread failed'));
     worker.on('exit', (code) => {
       if (worker !== this.#worker) return;
+      this.#alive = false;
       for (const wake of this.#onMessage) wake({ type: 'exit', code });
-      for (const question of this.#questions.values()) question.resolve(question.fallback as never);
-      this.#questions.clear();
+      // A thread that is gone answers nothing more: what it was asked gets its fallback now.
+      for (const id of [...this.#questions.keys()]) this.#answered(id, undefined);
       if (!this.#closing) this.#died(code);
     });
     if (this.#restPort !== undefined) this.#send({ type: 'restPort', port: this.#restPort });
@@ -109,6 +123,7 @@ export class ChatThread {
       { exitCode: code, restartInMs: delay },
       'the chat thread died; its connections are lost, starting it again',
     );
+    this.#restartAt = Date.now() + delay;
     this.#restartTimer = setTimeout(() => {
       if (this.#closing) return;
       this.#spawn();
@@ -138,12 +153,8 @@ export class ChatThread {
       case 'bus':
         this.#busState = message.state;
         return;
-      case 'answer': {
-        const question = this.#questions.get(message.id);
-        this.#questions.delete(message.id);
-        question?.resolve(message.value as never);
-        return;
-      }
+      case 'answer':
+        return this.#answered(message.id, message.value);
       case 'limit':
         return void this.#limit(message.id, message.check, message.key);
       default:
@@ -213,21 +224,50 @@ export class ChatThread {
     await worker.terminate();
   }
 
-  #ask<Q extends keyof Questions>(question: Q, fallback: Questions[Q]): Promise<Questions[Q]> {
+  /**
+   * The chat thread's answer to `question`, or undefined when it gives none: at once while no thread
+   * is alive (a message to a thread that has exited is dropped, and its successor never hears it),
+   * else at ANSWER_TIMEOUT_MS or when the thread exits first.
+   */
+  #ask<Q extends keyof Questions>(question: Q): Promise<Questions[Q] | undefined> {
+    if (!this.#alive || this.#closing) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const id = ++this.#nextQuestion;
-      this.#questions.set(id, { resolve: resolve as (value: never) => void, fallback });
+      const timer = setTimeout(() => this.#answered(id, undefined), ANSWER_TIMEOUT_MS);
+      timer.unref();
+      this.#questions.set(id, { resolve: resolve as (value: never) => void, timer });
       this.#send({ type: 'ask', id, question });
     });
   }
 
-  /** ChatRoom.members and .localMembers, asked of the chat thread. */
-  members(): Promise<MemberRecord[]> {
-    return this.#ask('members', []);
+  #answered(id: number, value: Questions[keyof Questions] | undefined): void {
+    const question = this.#questions.get(id);
+    if (!question) return; // answered already: a late answer after its deadline
+    this.#questions.delete(id);
+    clearTimeout(question.timer);
+    question.resolve(value as never);
   }
 
-  localMembers(): Promise<MemberRecord[]> {
-    return this.#ask('localMembers', []);
+  /**
+   * ChatRoom.members, asked of the chat thread; 503 with Retry-After when it cannot tell them (it is
+   * being started again, did not answer in time, or its bus cannot read the shared list).
+   */
+  async members(): Promise<MemberRecord[]> {
+    const members = await this.#ask('members');
+    if (members !== undefined) return members;
+    const wait = this.#alive ? 1 : Math.max(1, Math.ceil((this.#restartAt - Date.now()) / 1000));
+    throw new RosterError(
+      'SERVICE_UNAVAILABLE',
+      this.#alive
+        ? 'The chat’s member list cannot be read now; try again shortly'
+        : 'The chat is being started again; try again shortly',
+      { headers: { 'retry-after': String(wait) } },
+    );
+  }
+
+  /** ChatRoom.localMembers, asked of the chat thread: none while it cannot answer. */
+  async localMembers(): Promise<MemberRecord[]> {
+    return (await this.#ask('localMembers')) ?? [];
   }
 
   /** How many members this instance holds. */
@@ -235,9 +275,9 @@ export class ChatThread {
     return (await this.localMembers()).length;
   }
 
-  /** The chat thread's metrics, in the exposition format. */
-  metrics(): Promise<string> {
-    return this.#ask('metrics', '');
+  /** The chat thread's metrics, in the exposition format; none (empty) while it cannot answer. */
+  async metrics(): Promise<string> {
+    return (await this.#ask('metrics')) ?? '';
   }
 }
 

@@ -127,9 +127,16 @@ port.on('message', (message: ToChat) => {
         (value) => tell({ type: 'answer', id: message.id, value }),
         (error: unknown) => {
           logger.error({ err: error }, `answering ${message.question} failed`);
-          tell({ type: 'answer', id: message.id, value: message.question === 'metrics' ? '' : [] });
+          tell({ type: 'answer', id: message.id, value: undefined });
         },
       );
+    case 'crash':
+      throw new Error('the chat thread was asked to crash (a test hook)');
+    case 'stall': {
+      const until = Date.now() + message.ms;
+      while (Date.now() < until); // holds the loop, as a stuck handler would
+      return;
+    }
   }
 });
 

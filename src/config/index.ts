@@ -95,8 +95,12 @@ export interface StorageConfig {
   url: string | undefined;
   poolSize: number;
   sqliteSynchronous: 'NORMAL' | 'FULL';
-  /** `IDEMPOTENCY_MAX_KEYS`: the memory store's bound on idempotency keys. */
+  /** `IDEMPOTENCY_MAX_KEYS`: every store's bound on idempotency keys. */
   idempotencyMaxKeys: number;
+  /** `IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL`. */
+  idempotencyMaxKeysPerPrincipal: number;
+  /** `IDEMPOTENCY_MAX_BYTES`: the memory store's bound on its keys' heap. */
+  idempotencyMaxBytes: number;
 }
 
 export interface ChatConfig {
@@ -154,7 +158,12 @@ export function loadConfig(env: Env): Config {
     logLevel: get(S.LOG_LEVEL),
     logFormat: get(S.LOG_FORMAT),
     maxPageSize: get(S.MAX_PAGE_SIZE),
-    maxUsers: maxUsers(get(S.MAX_USERS), database !== undefined, memoryHistory ? historyBytes : 0),
+    // With users in memory their idempotency keys are too, within IDEMPOTENCY_MAX_BYTES: off the users' share.
+    maxUsers: maxUsers(
+      get(S.MAX_USERS),
+      database !== undefined,
+      (memoryHistory ? historyBytes : 0) + (database === undefined ? get(S.IDEMPOTENCY_MAX_BYTES) : 0),
+    ),
     bodyLimit: get(S.BODY_LIMIT),
     roles: get(S.ROLES),
     strictValidation: get(S.STRICT_VALIDATION),
@@ -186,6 +195,8 @@ export function loadConfig(env: Env): Config {
       poolSize: get(S.DATABASE_POOL_SIZE),
       sqliteSynchronous: get(S.SQLITE_SYNCHRONOUS),
       idempotencyMaxKeys: get(S.IDEMPOTENCY_MAX_KEYS),
+      idempotencyMaxKeysPerPrincipal: get(S.IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL),
+      idempotencyMaxBytes: get(S.IDEMPOTENCY_MAX_BYTES),
     },
     redis: redisUrl === undefined ? undefined : { url: redisUrl },
     chat: {

@@ -134,7 +134,7 @@ export const REQUIRE_IF_MATCH = setting(
   'REQUIRE_IF_MATCH',
   false,
   boolean,
-  '`true`: PUT, PATCH and DELETE of a user need `If-Match` (428 `PRECONDITION_REQUIRED` without). See [Retries and concurrent edits](rest-api.md#retries-and-concurrent-edits).',
+  '`true`: PUT, PATCH and DELETE of a user need `If-Match` with an ETag (428 `PRECONDITION_REQUIRED` without, or with `*`). See [Retries and concurrent edits](rest-api.md#retries-and-concurrent-edits).',
 );
 export const IDEMPOTENCY_KEY_TTL_SECONDS = setting(
   'IDEMPOTENCY_KEY_TTL_SECONDS',
@@ -146,7 +146,20 @@ export const IDEMPOTENCY_MAX_KEYS = setting(
   'IDEMPOTENCY_MAX_KEYS',
   100_000,
   integer(1, 100_000_000),
-  'Users in memory only: idempotency keys kept at most; past it the oldest key is forgotten. The SQL stores keep every key until it expires.',
+  'Idempotency keys kept at most, on every store; past it the oldest key is forgotten (a repeat of it is processed afresh). Each instance checks the SQL stores against a count it takes at most once a second.',
+);
+export const IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL = setting(
+  'IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL',
+  10_000,
+  integer(1, 100_000_000),
+  'Idempotency keys one principal keeps at most (an API key, a user, a token subject; every anonymous client together is one); past it its own oldest key is forgotten, so one client cannot push out the keys of others.',
+);
+export const IDEMPOTENCY_MAX_BYTES = setting(
+  'IDEMPOTENCY_MAX_BYTES',
+  32 * MIB,
+  bytes(MIB, 1024 * MIB),
+  'Users in memory only: heap bytes of idempotency keys and their replies kept at most (two bytes a character); past it the oldest key is forgotten. It is taken off the heap that the default `MAX_USERS` is derived from.',
+  '`32MiB`',
 );
 export const SHUTDOWN_TIMEOUT_MS = setting(
   'SHUTDOWN_TIMEOUT_MS',
@@ -215,7 +228,7 @@ export const MAX_CONNECTIONS_PER_ADDRESS = setting(
   'MAX_CONNECTIONS_PER_ADDRESS',
   256,
   integer(0, 1_000_000),
-  'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Trusted proxies (`TRUST_PROXY`) are exempt; `0`: no cap.',
+  'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Proxies that `TRUST_PROXY` lists by address are exempt (a hop count or `true` exempts none); `0`: no cap.',
 );
 export const FIRST_BYTE_TIMEOUT_MS = setting(
   'FIRST_BYTE_TIMEOUT_MS',

@@ -21,13 +21,13 @@ export function hopsTrusted(hops: number): (address: string, hop: number) => boo
 }
 
 /**
- * Whether a peer (the TCP connection's own address) is a trusted proxy under TRUST_PROXY: with `true`
- * or a hop count every peer is; with a list, the peers it names.
+ * Whether a peer (the TCP connection's own address) is a trusted proxy, exempt from
+ * MAX_CONNECTIONS_PER_ADDRESS: only one that TRUST_PROXY names in a list. `true` and a hop count say
+ * how far to believe X-Forwarded-For, not who the proxy is: under them any peer, a client that reaches
+ * the port directly included, would pass for one, so none is exempt (SECURITY.md).
  */
 export function trustedPeer(trust: boolean | number | readonly string[]): (address: string) => boolean {
-  if (trust === false) return () => false;
-  if (typeof trust === 'number') return () => trust > 0;
-  if (trust === true) return () => true;
+  if (typeof trust !== 'object') return () => false;
   const trusted = proxyAddr.compile([...trust]);
   return (address) => trusted(address, 0);
 }

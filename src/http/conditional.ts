@@ -46,22 +46,27 @@ export function notModified(request: FastifyRequest, user: User): boolean {
 
 /**
  * If-Match as the service takes it: `any` for `*`, else the versions of its strong entity-tags (a weak
- * one never matches under strong comparison); undefined when absent, or 428 if REQUIRE_IF_MATCH.
+ * one never matches under strong comparison); undefined when absent, or 428 if REQUIRE_IF_MATCH
+ * (absent or `*`).
  * Without If-Match, a valid If-Unmodified-Since (RFC 9110 §13.1.4; an invalid date is ignored).
  */
 export function ifMatchOf(request: FastifyRequest, required: boolean): IfMatch | undefined {
   const tags = entityTags(request.headers[IF_MATCH]);
+  // `*` only asks that the user exists: a blind write all the same, which REQUIRE_IF_MATCH promises
+  // to refuse (RFC 9110 allows `*`; the setting is stricter on purpose).
+  if (required && (tags === undefined || tags === '*')) throw ifMatchRequired();
   if (tags === undefined) {
-    if (required)
-      throw new RosterError(
-        'PRECONDITION_REQUIRED',
-        'This write needs an If-Match header with the ETag of the user (REQUIRE_IF_MATCH)',
-      );
     const since = Date.parse(request.headers[IF_UNMODIFIED_SINCE] ?? '');
     return Number.isNaN(since) ? undefined : { unmodifiedSince: since };
   }
   return tags === '*' ? 'any' : tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
 }
+
+const ifMatchRequired = () =>
+  new RosterError(
+    'PRECONDITION_REQUIRED',
+    'This write needs an If-Match header with the ETag of the user (REQUIRE_IF_MATCH; `*` is not enough)',
+  );
 
 /** The ETag a reply carries, as the OpenAPI document describes it (response `headers`). */
 export const etagHeader = {

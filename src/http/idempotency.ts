@@ -2,14 +2,15 @@
  * `Idempotency-Key` on creates (IETF httpapi draft, Stripe's semantics), as docs/decisions.md "Retries
  * and concurrent edits" rules it: claimed in the store (users/idempotency-keys.ts) under its principal
  * and the SHA-256 of the body as received; a success is stored by the store with the user in one atomic
- * step (users/store.ts: Keep), a refusal of the create's own (KEPT_ERRORS) here; any other error
- * releases the key, so that a repeat is processed afresh.
+ * step (users/store.ts: Keep); any error releases the key, so that a repeat is processed afresh. A 409
+ * EMAIL_EXISTS is not kept either: it creates nothing, and kept it let a client store a row a request
+ * for a day by repeating an existing email under fresh keys; its repeat meets the same 409 anyway.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientKey } from '../edge/client-identity.js';
 import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
-import { envelopeOf, RosterError, type ErrorCode } from '../errors.js';
+import { RosterError } from '../errors.js';
 import type { IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
 import {
   IDEMPOTENCY_KEY,
@@ -17,9 +18,6 @@ import {
   IDEMPOTENT_REPLAYED,
   RETRY_AFTER,
 } from '../protocol/http-headers.js';
-
-/** Errors that are the create's own answer, kept like a success: a repeat would only meet them again. */
-const KEPT_ERRORS: ReadonlySet<ErrorCode> = new Set(['EMAIL_EXISTS']);
 
 /**
  * How long a claim without a reply counts as in flight: past every request's own deadline
@@ -111,18 +109,9 @@ export class Idempotency {
     try {
       created = await create(claim);
     } catch (error) {
-      if (!(error instanceof RosterError && KEPT_ERRORS.has(error.code))) {
-        // Deletes nothing if the create stored its reply after all (it committed, unseen by this request).
-        await this.#release(claim).catch(() => this.#releaseLater(claim));
-        throw error;
-      }
-      // The create's own refusal, nothing stored: its reply is kept here, and sent even when it cannot
-      // be kept (the claim then ends with its lease).
-      const refused = { status: error.status, headers: error.headers ?? {}, body: JSON.stringify(envelopeOf(error)) };
-      await this.keys
-        .complete(claim, refused)
-        .catch((failure: unknown) => request.log.warn({ err: failure }, 'idempotency key not kept'));
-      return send(reply, refused);
+      // Deletes nothing if the create stored its reply after all (it committed, unseen by this request).
+      await this.#release(claim).catch(() => this.#releaseLater(claim));
+      throw error;
     }
     // A success was kept by `create` itself, with what it stored.
     return send(reply, created);

@@ -262,6 +262,23 @@ export class Metrics {
   }
 }
 
+/**
+ * The close codes of RFC 6455 §7.4.1 and IANA's registry (1004 is reserved, never sent), each its own
+ * series. The peer picks its close code: a label per code it sends would let one client mint a series
+ * a connection (3000–4999 are all valid on the wire), so the rest count by range.
+ */
+const STANDARD_CLOSE_CODES: ReadonlySet<number> = new Set([
+  1000, 1001, 1002, 1003, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 1015,
+]);
+
+/** The `code` label of roster_chat_closes_total: a standard code, else `3xxx`, `4xxx` or `other`. */
+export function closeCodeLabel(code: number): string {
+  if (STANDARD_CLOSE_CODES.has(code)) return String(code);
+  if (code >= 3000 && code <= 3999) return '3xxx';
+  if (code >= 4000 && code <= 4999) return '4xxx';
+  return 'other';
+}
+
 /** The chat door's metrics, registered in `registry` (the chat thread's own: worker.ts). */
 export function chatMetrics(registry: Registry): ChatMetrics {
   const registers = [registry];
@@ -281,7 +298,7 @@ export function chatMetrics(registry: Registry): ChatMetrics {
   );
   const closes = new Counter({
     name: 'roster_chat_closes_total',
-    help: 'Closed chat connections by close code',
+    help: 'Closed chat connections by close code (a standard code, else its range: 3xxx, 4xxx, other)',
     labelNames: ['code'] as const,
     registers,
   });
@@ -289,7 +306,7 @@ export function chatMetrics(registry: Registry): ChatMetrics {
     opened: () => open.inc(),
     closed: (code) => {
       open.dec();
-      closes.inc({ code: String(code) });
+      closes.inc({ code: closeCodeLabel(code) });
     },
     joined: () => joins.inc(),
     left: () => leaves.inc(),

@@ -22,12 +22,19 @@ export interface CursorList {
 export const CURSOR_MAX_LENGTH = 4096;
 
 const STAMP = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$/;
-const SEQ = /^[0-9]{1,18}$/;
+const SEQ = /^[0-9]{1,19}$/;
+/** The largest seq PostgreSQL's `bigint` holds (2^63 - 1); a larger one is no position of any store. */
+const MAX_SEQ = 2n ** 63n - 1n;
 const STAMPED: readonly string[] = FIELD_NAMES.filter((name) => fieldSpec(name).stamp !== undefined);
 
-/** Whether `text` is a time as users' stamps are written, one that exists (no 30 February). */
+/**
+ * Whether `text` is a time as users' stamps are written, one that exists (no 30 February) and that
+ * every store can hold: not year 0000, which Date.parse takes (1 BC) but PostgreSQL's `timestamp` has
+ * no year for. Anyone can mint a cursor (its digest is no secret), so what one holds must be refused
+ * here, alike on every store, rather than by one engine's error.
+ */
 function isStamp(text: string): boolean {
-  if (!STAMP.test(text)) return false;
+  if (!STAMP.test(text) || text.startsWith('0000')) return false;
   const time = Date.parse(`${text.slice(0, 19)}Z`);
   return !Number.isNaN(time) && new Date(time).toISOString().slice(0, 19) === text.slice(0, 19);
 }
@@ -63,6 +70,6 @@ export function decodeCursor(list: CursorList, cursor: string): Position | undef
   if (typeof key !== 'string' || typeof createdAt !== 'string' || !isStamp(createdAt)) return undefined;
   // A stamp's key goes to the SQL stores as a time: it must be one.
   if (STAMPED.includes(list.sort) && !isStamp(key)) return undefined;
-  if (seq !== undefined && (typeof seq !== 'string' || !SEQ.test(seq))) return undefined;
+  if (seq !== undefined && (typeof seq !== 'string' || !SEQ.test(seq) || BigInt(seq) > MAX_SEQ)) return undefined;
   return { key, created_at: createdAt, ...(seq !== undefined && { seq }) };
 }

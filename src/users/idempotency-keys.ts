@@ -33,7 +33,64 @@ export type Claimed =
   | { state: 'in_flight'; fingerprint: string }
   | { state: 'done'; fingerprint: string; reply: SavedReply };
 
+/**
+ * How many keys a store keeps at most (IDEMPOTENCY_MAX_KEYS, IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL, and in
+ * memory IDEMPOTENCY_MAX_BYTES). Past a bound the oldest key it concerns is forgotten (a repeat of it
+ * is then processed afresh): past the principal's, that principal's own oldest, so that one client's
+ * flood of keys evicts only its own; past the overall one, the oldest of all. Without them a client
+ * repeating creates under fresh keys stored a row each time, about 1.2 KB on PostgreSQL, for a day.
+ *
+ * The defaults (config/settings.ts): 100 000 keys in all, room for a thousand keyed creates an hour
+ * over four days' worth of the 24 h TTL; 10 000 a principal, more retries than one client needs in a
+ * day, so that it takes ten principals' floods to fill the whole; and in memory 32 MiB, some 25 000
+ * keys of typical 201 replies (1.3 KiB each), small beside the users' share of the heap.
+ */
+export interface KeyBounds {
+  maxKeys: number;
+  perPrincipal: number;
+  /** The memory store's bound on the heap its keys and replies take (heap-size.ts counts them). */
+  maxBytes: number;
+}
+
+/** The settings' defaults, for stores made without settings (tests, the bench). */
+export const DEFAULT_KEY_BOUNDS: KeyBounds = { maxKeys: 100_000, perPrincipal: 10_000, maxBytes: 32 * 1024 * 1024 };
+
+/** How often a SQL store counts its keys afresh; between counts it counts its own claims and deletes. */
+const RECOUNT_EVERY_MS = 1000;
+
+/**
+ * A SQL store's count of its keys, against IDEMPOTENCY_MAX_KEYS: counting the table at every claim
+ * would read every key, so it is counted at most once a second, and kept up by this instance's own
+ * claims and deletes in between. Other instances' claims since the last count are missed until the
+ * next: the bound holds to within what the others add in a second.
+ */
+export class KeyTally {
+  #count = 0;
+  #countedAt = Number.NEGATIVE_INFINITY;
+
+  /** Whether the count is due again at `now`. */
+  due(now: number): boolean {
+    return now - this.#countedAt >= RECOUNT_EVERY_MS || now < this.#countedAt;
+  }
+
+  counted(count: number, now: number): void {
+    this.#count = count;
+    this.#countedAt = now;
+  }
+
+  changed(by: number): void {
+    this.#count = Math.max(0, this.#count + by);
+  }
+
+  /** Keys past `max`, the oldest of which are to be deleted. */
+  excess(max: number): number {
+    return Math.max(0, this.#count - max);
+  }
+}
+
 export interface IdempotencyKeys {
+  /** Keys held, of one principal or of all (expired ones not yet swept included). */
+  count(principal?: string): Promise<number>;
   /**
    * Claims the key for this request, atomically (across instances on one database): `claimed` when no
    * one holds it (or its holder expired, or left it in flight past its lease), otherwise what holds it.

@@ -13,7 +13,8 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
 import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
-import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../support/index.js';
+import { ANSWER_TIMEOUT_MS } from '../../src/chat/thread.js';
+import { ChatClient, closeOf, request, RosterProcess, startRoster, until, within } from '../support/index.js';
 
 /** Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. */
 const USERS = 300_000;
@@ -139,6 +140,100 @@ describe('the chat on its own thread', () => {
     assert.equal(await metric(running.origin, 'roster_chat_thread_restarts_total'), 1);
     assert.equal(await running.server.chat.size(), 1);
     await after.close();
+  });
+
+  for (const second of ['terminate', 'crash'] as const)
+    test(`two deaths in a row, the second by ${second === 'crash' ? 'an exception in its own code' : 'terminate()'}: /metrics and the member list answer at once meanwhile`, async (t) => {
+      const running = await startRoster({ LOG_LEVEL: 'silent' });
+      t.after(() => running.stop());
+      const chat = running.server.chat;
+      const members = `${running.api}/chat/members`;
+      assert.equal((await request(members)).status, 200);
+      // A first death is restarted at once.
+      await chat.worker.terminate();
+      await until('the first restart', () => chat.restarts === 1 && chat.door.state().up, 10_000, 20);
+      // A second, soon after, waits out a back-off of a second: by terminate(), or by an exception thrown
+      // in the chat thread's own code (thread-protocol.ts: the `crash` hook).
+      // (events.once would reject on the thread's 'error', which the crash emits before 'exit'.)
+      const exited = new Promise<number>((resolve) => chat.worker.on('exit', resolve));
+      if (second === 'crash') chat.worker.postMessage({ type: 'crash' });
+      else void chat.worker.terminate();
+      assert.equal(await within(exited, 10_000, 'the thread’s exit'), 1, 'the thread died');
+      assert.equal(chat.restarts, 2);
+      assert.equal(chat.door.state().up, false, 'no thread serves yet: the back-off runs');
+      // Within the back-off, each route answers well before the question's own deadline.
+      const timed = async (url: string) => {
+        const started = performance.now();
+        const response = await fetch(url, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS) });
+        return { response, ms: performance.now() - started };
+      };
+      for (let i = 0; i < 3; i++) {
+        const scrape = await timed(`${running.origin}/metrics`);
+        assert.equal(scrape.response.status, 200);
+        const text = await scrape.response.text();
+        assert.match(text, /^roster_chat_thread_restarts_total 2$/m);
+        assert.doesNotMatch(text, /^roster_chat_connections_open /m, 'no chat series while there is no chat thread');
+        assert.ok(scrape.ms < 500, `/metrics took ${scrape.ms.toFixed(0)} ms`);
+        const listed = await timed(members);
+        assert.equal(listed.response.status, 503);
+        assert.match(listed.response.headers.get('content-type') ?? '', /^application\/json/);
+        assert.match(listed.response.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+        const body = (await listed.response.json()) as { status: string; error: { code: string } };
+        assert.deepEqual([body.status, body.error.code], ['error', 'SERVICE_UNAVAILABLE']);
+        assert.ok(listed.ms < 500, `the member list took ${listed.ms.toFixed(0)} ms`);
+      }
+      assert.equal(chat.door.state().up, false, 'all of that within the back-off');
+      // And once the thread is back, both answer from it again.
+      await until('the second restart serves', () => chat.door.state().up, 10_000, 20);
+      const client = await ChatClient.connect(running.wsUrl);
+      const back = await request(members);
+      assert.equal(back.status, 200);
+      assert.equal(back.body.data.pagination.total, 1);
+      assert.match(await (await fetch(`${running.origin}/metrics`)).text(), /^roster_chat_connections_open 1$/m);
+      await client.close();
+    });
+
+  test('a chat thread that does not answer: /metrics and the member list answer at the question’s deadline', async (t) => {
+    const running = await startRoster({ LOG_LEVEL: 'silent' });
+    t.after(() => running.stop());
+    await until('the chat serves', () => running.server.chat.door.state().up, 10_000, 20);
+    // Its event loop held for longer than the deadline (thread-protocol.ts: the `stall` hook).
+    running.server.chat.worker.postMessage({ type: 'stall', ms: ANSWER_TIMEOUT_MS + 3000 });
+    const started = performance.now();
+    const [scrape, listed] = await Promise.all([
+      fetch(`${running.origin}/metrics`, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS + 2000) }),
+      fetch(`${running.api}/chat/members`, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS + 2000) }),
+    ]);
+    const ms = performance.now() - started;
+    assert.equal(scrape.status, 200);
+    assert.doesNotMatch(await scrape.text(), /^roster_chat_connections_open /m);
+    assert.equal(listed.status, 503);
+    assert.equal(listed.headers.get('retry-after'), '1');
+    assert.equal(((await listed.json()) as { error: { code: string } }).error.code, 'SERVICE_UNAVAILABLE');
+    assert.ok(ms >= ANSWER_TIMEOUT_MS - 100 && ms < ANSWER_TIMEOUT_MS + 1000, `answered after ${ms.toFixed(0)} ms`);
+    // The late answers, once the loop is free, are dropped; the next questions are answered again.
+    await until(
+      'answering again',
+      async () => (await fetch(`${running.api}/chat/members`)).status === 200,
+      10_000,
+      100,
+    );
+  });
+
+  test('a question pending when the thread dies is answered then, not at its deadline', async (t) => {
+    const running = await startRoster({ LOG_LEVEL: 'silent' });
+    t.after(() => running.stop());
+    await until('the chat serves', () => running.server.chat.door.state().up, 10_000, 20);
+    running.server.chat.worker.postMessage({ type: 'stall', ms: 10_000 });
+    const started = performance.now();
+    const listed = fetch(`${running.api}/chat/members`, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS) });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await running.server.chat.worker.terminate();
+    const reply = await listed;
+    const ms = performance.now() - started;
+    assert.equal(reply.status, 503);
+    assert.match(reply.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+    assert.ok(ms < ANSWER_TIMEOUT_MS - 500, `answered after ${ms.toFixed(0)} ms, at the exit`);
   });
 
   test('health says the chat is down while the thread is being started again, and nothing once it serves', async (t) => {

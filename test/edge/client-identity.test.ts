@@ -58,9 +58,12 @@ describe('clientKey', () => {
 describe('trustedPeer: which TCP peers are proxies (exempt from MAX_CONNECTIONS_PER_ADDRESS)', () => {
   const cases: [trust: boolean | number | string[], peer: string, expected: boolean][] = [
     [false, '127.0.0.1', false],
-    [true, '203.0.113.7', true],
+    // `true` and hop counts name no proxy: every peer could pass for one, so none is exempt.
+    [true, '203.0.113.7', false],
+    [true, '127.0.0.1', false],
     [0, '127.0.0.1', false],
-    [1, '203.0.113.7', true],
+    [1, '203.0.113.7', false],
+    [2, '127.0.0.1', false],
     [['127.0.0.1'], '127.0.0.1', true],
     [['127.0.0.1'], '127.0.0.2', false],
     [['10.0.0.0/8'], '10.1.2.3', true],

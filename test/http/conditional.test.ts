@@ -163,7 +163,7 @@ for (const kit of TEST_STORES) {
       );
     });
 
-    test('REQUIRE_IF_MATCH: PUT, PATCH and DELETE without If-Match get 428', async (t) => {
+    test('REQUIRE_IF_MATCH: PUT, PATCH and DELETE without If-Match, or with `*`, get 428', async (t) => {
       const roster = await startOn(kit, { REQUIRE_IF_MATCH: 'true' });
       t.after(() => roster.stop());
       const created = await newUser(roster, 4);
@@ -175,6 +175,16 @@ for (const kit of TEST_STORES) {
       ]) {
         const refused = await request(url, write);
         assert.equal(refused.status, 428, write.method);
+        assert.equal(refused.body.error.code, 'PRECONDITION_REQUIRED');
+      }
+      // `*` asks only that the user exists: still a blind write, refused alike (issue 40).
+      for (const write of [
+        json('PUT', { name: 'N', email: 'cond4@example.com' }, { 'if-match': '*' }),
+        json('PATCH', { name: 'N' }, { 'if-match': '*' }),
+        { method: 'DELETE', headers: { 'if-match': '*' } },
+      ]) {
+        const refused = await request(url, write);
+        assert.equal(refused.status, 428, `${write.method} with If-Match: *`);
         assert.equal(refused.body.error.code, 'PRECONDITION_REQUIRED');
       }
       const etag = created.headers.get('etag')!;

@@ -134,16 +134,18 @@ for (const kit of TEST_STORES) {
       assert.equal((await create(running, body(1))).status, 409);
     });
 
-    test('409 EMAIL_EXISTS is kept and replayed; another body under the key is 422; malformed keys 400', async () => {
+    test('409 EMAIL_EXISTS is not kept (its repeat meets the 409 afresh); a kept key with another body is 422; malformed keys 400', async () => {
       const { running } = await roster();
       assert.equal((await create(running, body(2))).status, 201);
       const taken = await create(running, body(2), '"key-2"');
       assert.equal(taken.status, 409);
       assert.equal(taken.body.error.code, 'EMAIL_EXISTS');
-      const replayed = await create(running, body(2), '"key-2"');
-      assert.equal(replayed.text, taken.text);
-      assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
-      const reused = await create(running, body(3), '"key-2"');
+      const again = await create(running, body(2), '"key-2"');
+      assert.equal(again.text, taken.text);
+      assert.equal(again.headers.get('idempotent-replayed'), null, 'processed afresh, not replayed');
+      const kept = await create(running, body(9), '"key-9"');
+      assert.equal(kept.status, 201);
+      const reused = await create(running, body(3), '"key-9"');
       assert.equal(reused.status, 422);
       assert.equal(reused.body.error.code, 'IDEMPOTENCY_KEY_REUSED');
       assert.equal(await usersWith(running, 'idem3@example.com'), 0);

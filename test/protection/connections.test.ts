@@ -134,6 +134,19 @@ describe('MAX_CONNECTIONS_PER_ADDRESS: one address cannot hold every slot', () =
     assert.equal(await getFrom(`${running.origin}/livez`, OTHER_ADDRESS), undefined, 'an untrusted peer, past 4');
   });
 
+  for (const trust of ['1', '2', 'true'])
+    test(`TRUST_PROXY=${trust} names no proxy: a peer that reaches both ports directly is capped all the same`, async (t) => {
+      const { running, sockets } = await roster(t, { MAX_CONNECTIONS_PER_ADDRESS: '4', TRUST_PROXY: trust });
+      await holdSlots(sockets, running.origin, 4);
+      assert.equal(await getFrom(`${running.origin}/livez`, '127.0.0.1'), undefined, 'the REST port, past 4');
+      await holdSlots(sockets, running.wsUrl, 4, '');
+      const fifth = await socketTo(running.wsUrl);
+      sockets.push(fifth);
+      assert.equal((await endedWithin(fifth, 2000)).ended, true, 'the chat port, past 4');
+      // Another address is served: the cap is per address, not a lock-out.
+      assert.equal(await getFrom(`${running.origin}/livez`, OTHER_ADDRESS), 'HTTP/1.1 200 OK');
+    });
+
   test('0 turns the cap off', async (t) => {
     const { running, sockets } = await roster(t, { MAX_CONNECTIONS_PER_ADDRESS: '0' });
     await holdSlots(sockets, running.origin, 300);

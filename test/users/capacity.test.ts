@@ -130,11 +130,17 @@ describe('MAX_USERS', () => {
           automaticMaxUsers(heap) === 1000,
       );
     }
-    // Less the chat history's byte bound when this process keeps it; all of it without history or with Redis.
-    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers(undefined, 16 * MIB));
+    // Less the chat history's byte bound when this process keeps it (none without history or with
+    // Redis), and the idempotency keys' (IDEMPOTENCY_MAX_BYTES), kept beside the users in memory.
+    const keys = 32 * MIB;
+    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers(undefined, 16 * MIB + keys));
     assert.ok(automaticMaxUsers(4144 * MIB, 1024 * MIB) < automaticMaxUsers(4144 * MIB));
-    assert.equal(loadConfig({ CHAT_HISTORY: '0' }).maxUsers, automaticMaxUsers());
-    assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).maxUsers, automaticMaxUsers());
+    assert.equal(loadConfig({ CHAT_HISTORY: '0' }).maxUsers, automaticMaxUsers(undefined, keys));
+    assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).maxUsers, automaticMaxUsers(undefined, keys));
+    assert.equal(
+      loadConfig({ CHAT_HISTORY: '0', IDEMPOTENCY_MAX_BYTES: '256MiB' }).maxUsers,
+      automaticMaxUsers(undefined, 256 * MIB),
+    );
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://127.0.0.1/x' }).maxUsers, 0);
     assert.equal(loadConfig({ MAX_USERS: '1000' }).maxUsers, 1000);
     assert.throws(() => loadConfig({ MAX_USERS: '-1' }), /MAX_USERS/);

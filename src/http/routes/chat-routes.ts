@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { serviceUnavailable } from '../../errors.js';
+import { RosterError, tryAgainShortly } from '../../errors.js';
 import { ListQuery, Pagination } from '../../users/schema.js';
 import { DEFAULT_LIMIT, DEFAULT_PAGE } from '../../users/service.js';
 import { success, successSchema } from '../envelope.js';
@@ -19,7 +19,10 @@ export interface ChatMemberJson {
 }
 
 export interface ChatRoutesOptions {
-  /** The members of the whole room, by when they joined; rejects when they cannot be read (Redis away). */
+  /**
+   * The members of the whole room, by when they joined; rejects when they cannot be read (the chat
+   * thread restarting or not answering, Redis away), with the RosterError to send (503, Retry-After).
+   */
   members: () => Promise<ChatMemberJson[]>;
   maxPageSize: number;
 }
@@ -66,8 +69,9 @@ export async function chatRoutes(app: FastifyInstance, { members, maxPageSize }:
         request.query.limit === undefined ? DEFAULT_LIMIT : Number(request.query.limit),
         maxPageSize,
       );
-      const all = await members().catch((): never => {
-        throw serviceUnavailable('The chat’s member list cannot be read: the chat bus (Redis) is down');
+      const all = await members().catch((error: unknown): never => {
+        // The chat door's own 503 (with Retry-After) says why; anything else is a list it could not read.
+        throw error instanceof RosterError ? error : tryAgainShortly('The chat’s member list cannot be read now');
       });
       const total = all.length;
       const start = Math.min((page - 1) * limit, total);

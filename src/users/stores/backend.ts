@@ -8,8 +8,16 @@ import type { Clock } from '../../clock.js';
 import type { StorageConfig } from '../../config/index.js';
 import type { EngineFaults } from '../../ops/engine-faults.js';
 import type { Dependency } from '../../ops/health.js';
+import type { KeyBounds } from '../idempotency-keys.js';
 import type { UserStore } from '../store.js';
 import type { Migrated } from './sql/sql-migrations.js';
+
+/** The bounds on idempotency keys the settings give every store. */
+export const keyBoundsOf = (storage: StorageConfig): KeyBounds => ({
+  maxKeys: storage.idempotencyMaxKeys,
+  perPrincipal: storage.idempotencyMaxKeysPerPrincipal,
+  maxBytes: storage.idempotencyMaxBytes,
+});
 
 export interface StoreDeps {
   logger: Logger;

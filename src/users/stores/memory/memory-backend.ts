@@ -1,5 +1,5 @@
 /** Users in this process's memory, for its life (contract): the store without DATABASE_URL. */
-import type { StoreBackend } from '../backend.js';
+import { keyBoundsOf, type StoreBackend } from '../backend.js';
 import { MemoryUserStore } from './memory-store.js';
 
 export const memoryBackend: StoreBackend = {
@@ -8,6 +8,6 @@ export const memoryBackend: StoreBackend = {
   note: () =>
     'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL or SQLite',
   open: async (storage, deps) => ({
-    store: new MemoryUserStore({ clock: deps.clock, maxKeys: storage.idempotencyMaxKeys }),
+    store: new MemoryUserStore({ clock: deps.clock, keyBounds: keyBoundsOf(storage) }),
   }),
 };

@@ -37,15 +37,15 @@ import {
   type UserStore,
 } from '../../store.js';
 import { MemoryIdempotencyKeys } from './memory-idempotency-keys.js';
-import { claimLost } from '../../idempotency-keys.js';
+import { claimLost, type KeyBounds } from '../../idempotency-keys.js';
 
 export interface MemoryStoreOptions {
   /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
   indexChunkSize?: number;
   /** What stamps `created_at` and `updated_at`; a clock of its own by default. */
   clock?: Clock;
-  /** IDEMPOTENCY_MAX_KEYS: idempotency keys kept at most. */
-  maxKeys?: number;
+  /** IDEMPOTENCY_MAX_KEYS, IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL, IDEMPOTENCY_MAX_BYTES. */
+  keyBounds?: KeyBounds;
   /** Search results kept (kept-matches.ts): needles, and users over all of them. */
   keptSearches?: { needles: number; users: number };
 }
@@ -57,9 +57,6 @@ export interface MemoryStoreOptions {
  * sorted copies. A result over 250 000 users (half) is scanned for each time it is asked.
  */
 const KEPT_SEARCHES = { needles: 16, users: 500_000 };
-
-/** IDEMPOTENCY_MAX_KEYS' default, for stores made without settings (tests, the bench). */
-const MAX_KEYS = 100_000;
 
 const creationOrder = (a: Seq, b: Seq): number => a - b;
 
@@ -101,7 +98,7 @@ export class MemoryUserStore implements UserStore {
   constructor(options: MemoryStoreOptions = {}) {
     this.#chunkSize = options.indexChunkSize ?? DEFAULT_CHUNK_SIZE;
     this.#clock = options.clock ?? createClock();
-    this.keys = new MemoryIdempotencyKeys(options.maxKeys ?? MAX_KEYS);
+    this.keys = new MemoryIdempotencyKeys(options.keyBounds);
     const kept = options.keptSearches ?? KEPT_SEARCHES;
     this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users);
     // Search reads the creation index's chunks and keeps its lower-cased text per chunk.

@@ -1,6 +1,6 @@
 /** Users in PostgreSQL (`DATABASE_URL=postgres://…`), shared by every instance on the database. */
 import { EngineFaults } from '../../../ops/engine-faults.js';
-import type { StoreBackend } from '../backend.js';
+import { keyBoundsOf, type StoreBackend } from '../backend.js';
 
 const SCHEMES = /^postgres(ql)?:\/\//i;
 
@@ -12,7 +12,7 @@ export const postgresBackend: StoreBackend = {
     // Loaded here, not at the top: only a process on PostgreSQL carries pg.
     const { PostgresUserStore } = await import('./postgres-store.js');
     const store = await PostgresUserStore.open(
-      { url: storage.url!, poolSize: storage.poolSize },
+      { url: storage.url!, poolSize: storage.poolSize, keyBounds: keyBoundsOf(storage) },
       deps.logger,
       deps.faults ?? new EngineFaults(deps.logger),
     );

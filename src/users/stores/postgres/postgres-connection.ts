@@ -144,6 +144,21 @@ export function isTooLarge(error: unknown): boolean {
   return error instanceof Error && (error as { code?: unknown }).code === '54000';
 }
 
+/**
+ * PostgreSQL refused a value of the statement (SQLSTATE class 22, data_exception: a time out of
+ * range, a number too large for `bigint`, a byte sequence the encoding has no character for). Every
+ * value Roster puts in a statement comes from the request or from rows it wrote, so it is the request
+ * that is at fault: 422, never a 500 logged with a stack on every repeat. The API's own checks
+ * (cursor.ts, fields.ts) refuse such values first; this is the answer to one they miss.
+ */
+export function isDataException(error: unknown): boolean {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.startsWith('22');
+}
+
+export const valueRefused = (): RosterError =>
+  new RosterError('VALIDATION_ERROR', 'The request holds a value the database cannot take');
+
 /** The user field an index or column of `users` is about, by its name (migrations/: `users_<field>…`). */
 const FIELD_OF_INDEX = /^users_(name|email|role)(?:_|$)/;
 

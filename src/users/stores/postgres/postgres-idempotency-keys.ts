@@ -7,15 +7,19 @@
  * claim was released or taken over, and a repeat or a release meeting the row waits for its COMMIT.
  * A create whose outcome its instance could not see (a timeout, a connection lost at COMMIT) is thus
  * either wholly there, reply included, or wholly absent. A crash after the claim leaves the key in
- * flight until its lease ends, and a repeat then takes it over (docs/decisions.md).
+ * flight until its lease ends, and a repeat then takes it over (docs/decisions.md). A new key past
+ * its principal's bound or the overall one (KeyBounds) deletes the oldest it concerns.
  */
 import type { Query } from './postgres-connection.js';
 import { toStored } from '../sql/stored-text.js';
 import {
   claimLost,
   claimedOf,
+  DEFAULT_KEY_BOUNDS,
+  KeyTally,
   type Claimed,
   type IdempotencyKeys,
+  type KeyBounds,
   type KeyClaim,
   type KeyRow,
   type SavedReply,
@@ -36,10 +40,32 @@ const CLAIM = `INSERT INTO idempotency_keys AS held (principal, key, fingerprint
     WHERE held.expires_at <= $7 OR (held.status IS NULL AND held.lease_until <= $7)
   RETURNING 1`;
 
+/** Deletes a principal's keys but its newest $2 (its rows, through the primary key's prefix). */
+const TRIM_PRINCIPAL = `DELETE FROM idempotency_keys WHERE (principal, key) IN
+  (SELECT principal, key FROM idempotency_keys WHERE principal = $1 ORDER BY expires_at DESC, key DESC OFFSET $2)`;
+/** Deletes the $1 oldest keys (through the expiry index). */
+const TRIM_OLDEST = `DELETE FROM idempotency_keys WHERE (principal, key) IN
+  (SELECT principal, key FROM idempotency_keys ORDER BY expires_at, principal, key LIMIT $1)`;
+
 export class PostgresIdempotencyKeys implements IdempotencyKeys {
   #swept = 0;
+  readonly #tally = new KeyTally();
 
-  constructor(private readonly query: Query) {}
+  constructor(
+    private readonly query: Query,
+    private readonly bounds: KeyBounds = DEFAULT_KEY_BOUNDS,
+  ) {}
+
+  async count(principal?: string): Promise<number> {
+    const { rows } = await (principal === undefined
+      ? this.query<{ n: string }>('SELECT count(*) AS n FROM idempotency_keys', [], true)
+      : this.query<{ n: string }>(
+          'SELECT count(*) AS n FROM idempotency_keys WHERE principal = $1',
+          [toStored(principal)],
+          true,
+        ));
+    return Number(rows[0]!.n);
+  }
 
   async claim(claim: KeyClaim): Promise<Claimed> {
     await this.#sweep(claim.now);
@@ -50,7 +76,10 @@ export class PostgresIdempotencyKeys implements IdempotencyKeys {
         [principal, claim.key, claim.fingerprint, claim.token, claim.expiresAt, claim.leaseUntil, claim.now],
         true,
       );
-      if (rowCount === 1) return { state: 'claimed' };
+      if (rowCount === 1) {
+        await this.#bound(principal, claim.now);
+        return { state: 'claimed' };
+      }
       const { rows } = await this.query<KeyRow>(
         'SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE principal = $1 AND key = $2',
         [principal, claim.key],
@@ -91,6 +120,17 @@ export class PostgresIdempotencyKeys implements IdempotencyKeys {
       [toStored(claim.principal), claim.key, claim.token, reply.status, JSON.stringify(reply.headers), reply.body],
       true,
     );
+  }
+
+  /** A key was just claimed for `principal`: the oldest keys past the bounds go (the new one is the newest). */
+  async #bound(principal: string, now: number): Promise<void> {
+    const own = await this.query(TRIM_PRINCIPAL, [principal, this.bounds.perPrincipal], true);
+    this.#tally.changed(1 - (own.rowCount ?? 0));
+    if (this.#tally.due(now)) this.#tally.counted(await this.count(), now);
+    const excess = this.#tally.excess(this.bounds.maxKeys);
+    if (excess === 0) return;
+    const oldest = await this.query(TRIM_OLDEST, [excess], true);
+    this.#tally.changed(-(oldest.rowCount ?? 0));
   }
 
   async #sweep(now: number): Promise<void> {

@@ -45,12 +45,14 @@ import {
   databaseUnreachable,
   DatabaseHealth,
   inTransaction,
+  isDataException,
   isTimeout,
   isPoolExhausted,
   poolBusy,
   isTooLarge,
   isUnreachable,
   queryOn,
+  valueRefused,
   valueTooLarge,
   type Query,
 } from './postgres-connection.js';
@@ -58,6 +60,7 @@ import { migrate } from './postgres-migrations.js';
 import { toStored } from '../sql/stored-text.js';
 import { ownFields } from '../../fields.js';
 import { PostgresList, type Transaction } from './postgres-list.js';
+import type { KeyBounds } from '../../idempotency-keys.js';
 import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './postgres-rows.js';
 
 /**
@@ -119,7 +122,7 @@ export class PostgresUserStore implements UserStore {
 
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly database: { url: string },
+    private readonly database: { url: string; keyBounds?: KeyBounds | undefined },
     logger: Logger,
     private readonly faults: EngineFaults,
   ) {
@@ -128,12 +131,12 @@ export class PostgresUserStore implements UserStore {
     this.#query = (text, values, named) => this.#guard(() => onPool(text, values, named));
     this.#inTransaction = (work) => this.#guard(() => this.#transaction((client) => work(queryOn(client))));
     this.#list = new PostgresList(this.#query, this.#inTransaction);
-    this.keys = new PostgresIdempotencyKeys(this.#query);
+    this.keys = new PostgresIdempotencyKeys(this.#query, database.keyBounds);
   }
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
   static async open(
-    database: { url: string; poolSize: number },
+    database: { url: string; poolSize: number; keyBounds?: KeyBounds | undefined },
     logger: Logger,
     faults = new EngineFaults(logger),
   ): Promise<PostgresUserStore> {
@@ -372,7 +375,7 @@ export class PostgresUserStore implements UserStore {
 
   /**
    * Outcomes feed the health check; a lost or unreachable database becomes a 503 for this request, a
-   * value too large for an index a 422.
+   * value too large for an index, or one the database refuses (class 22), a 422.
    */
   async #guard<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -381,6 +384,7 @@ export class PostgresUserStore implements UserStore {
       return result;
     } catch (error) {
       if (isTooLarge(error)) throw valueTooLarge(error);
+      if (isDataException(error)) throw valueRefused();
       if (isTimeout(error)) throw databaseBusy();
       if (isPoolExhausted(error)) throw poolBusy();
       if (!isUnreachable(error)) throw error;

@@ -1,7 +1,7 @@
 /** Users in one SQLite file owned by this process (`DATABASE_URL=sqlite:<path>`). */
 import { SQLITE_PREFIX, sqlitePath } from '../../../config/readers.js';
 import type { StorageConfig } from '../../../config/index.js';
-import type { StoreBackend } from '../backend.js';
+import { keyBoundsOf, type StoreBackend } from '../backend.js';
 import type { SqliteFile } from './sqlite-connection.js';
 
 const fileOf = (storage: StorageConfig): SqliteFile => ({
@@ -27,7 +27,10 @@ export const sqliteBackend: StoreBackend = {
     fileSizeSignalIgnored = true;
     // Loaded here, not at the top: only a process on SQLite carries better-sqlite3.
     const { SqliteUserStore } = await import('./sqlite-store.js');
-    const store = await SqliteUserStore.open(fileOf(storage), deps.logger, { clock: deps.clock });
+    const store = await SqliteUserStore.open(fileOf(storage), deps.logger, {
+      clock: deps.clock,
+      keyBounds: keyBoundsOf(storage),
+    });
     return { store, health: store.health };
   },
   async migrate(storage) {

@@ -1,12 +1,16 @@
 /**
  * Idempotency keys in the SQLite file, beside the users (migrations/sqlite/002). better-sqlite3 is
  * synchronous and this process is the file's only writer, so a claim (read, then write) is atomic.
- * Expired keys are deleted by each claim, a bounded batch at a time, through the expiry index.
+ * Expired keys are deleted by each claim, a bounded batch at a time, through the expiry index; a new
+ * key past its principal's bound or the overall one (KeyBounds) deletes the oldest it concerns.
  */
 import {
   claimedOf,
+  DEFAULT_KEY_BOUNDS,
+  KeyTally,
   type Claimed,
   type IdempotencyKeys,
+  type KeyBounds,
   type KeyClaim,
   type KeyRow,
   type SavedReply,
@@ -17,11 +21,27 @@ import type { Statements } from './sqlite-connection.js';
 const SWEEP = 100;
 
 export class SqliteIdempotencyKeys implements IdempotencyKeys {
+  readonly #tally = new KeyTally();
+
   constructor(
     private readonly statement: Statements,
     /** The store's write wrapper: a disk that refuses writes gives 503. */
     private readonly write: <T>(work: () => T) => T,
+    private readonly bounds: KeyBounds = DEFAULT_KEY_BOUNDS,
   ) {}
+
+  async count(principal?: string): Promise<number> {
+    return this.#count(principal);
+  }
+
+  #count(principal?: string): number {
+    const row = (
+      principal === undefined
+        ? this.statement('SELECT count(*) AS n FROM idempotency_keys').get()
+        : this.statement('SELECT count(*) AS n FROM idempotency_keys WHERE principal = ?').get(principal)
+    ) as { n: number };
+    return row.n;
+  }
 
   async claim(claim: KeyClaim): Promise<Claimed> {
     return this.write(() => {
@@ -37,6 +57,7 @@ export class SqliteIdempotencyKeys implements IdempotencyKeys {
         `INSERT OR REPLACE INTO idempotency_keys (principal, key, fingerprint, token, expires_at, lease_until)
          VALUES (?, ?, ?, ?, ?, ?)`,
       ).run(claim.principal, claim.key, claim.fingerprint, claim.token, claim.expiresAt, claim.leaseUntil);
+      this.#bound(claim.principal, claim.now);
       return { state: 'claimed' } as const;
     });
   }
@@ -62,6 +83,23 @@ export class SqliteIdempotencyKeys implements IdempotencyKeys {
         claim.token,
       ) !== undefined
     );
+  }
+
+  /** A key was just claimed for `principal`: the oldest keys past the bounds go (the new one is the newest). */
+  #bound(principal: string, now: number): void {
+    const own = this.statement(
+      `DELETE FROM idempotency_keys WHERE (principal, key) IN
+         (SELECT principal, key FROM idempotency_keys WHERE principal = ? ORDER BY expires_at DESC, key DESC LIMIT -1 OFFSET ?)`,
+    ).run(principal, this.bounds.perPrincipal);
+    this.#tally.changed(1 - own.changes);
+    if (this.#tally.due(now)) this.#tally.counted(this.#count(), now);
+    const excess = this.#tally.excess(this.bounds.maxKeys);
+    if (excess === 0) return;
+    const oldest = this.statement(
+      `DELETE FROM idempotency_keys WHERE (principal, key) IN
+         (SELECT principal, key FROM idempotency_keys ORDER BY expires_at, principal, key LIMIT ?)`,
+    ).run(excess);
+    this.#tally.changed(-oldest.changes);
   }
 
   /** Keeps the reply of this request's claim: one statement, in whatever transaction the caller runs. */

@@ -31,7 +31,7 @@ import {
   type NewUser,
   type UserStore,
 } from '../../store.js';
-import { claimLost } from '../../idempotency-keys.js';
+import { claimLost, type KeyBounds } from '../../idempotency-keys.js';
 import { toStored } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
 import { isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './sqlite-connection.js';
@@ -45,7 +45,7 @@ import { SearchIndex } from './search-index.js';
 import { SQLITE_CACHED_BYTES, UserCache } from './user-cache.js';
 
 /** SqliteUserStore.open's options. */
-type Options = { cachedBytes?: number; clock?: Clock; keptMatches?: number };
+type Options = { cachedBytes?: number; clock?: Clock; keptMatches?: number; keyBounds?: KeyBounds };
 
 export class SqliteUserStore implements UserStore {
   readonly health: SqliteHealth;
@@ -68,7 +68,7 @@ export class SqliteUserStore implements UserStore {
     this.#lock = lock;
     this.#cache = new UserCache(options.cachedBytes ?? SQLITE_CACHED_BYTES);
     this.health = new SqliteHealth(logger, () => this.#probe());
-    this.keys = new SqliteIdempotencyKeys(this.#statement, (work) => this.#write(work));
+    this.keys = new SqliteIdempotencyKeys(this.#statement, (work) => this.#write(work), options.keyBounds);
     const roles = db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all();
     for (const { role, users } of roles as { role: Buffer; users: number }[]) this.#roles.set(fromBlob(role), users);
     const stamps = 'coalesce((SELECT max(created_at) FROM users), 0), coalesce((SELECT max(updated_at) FROM users), 0)';

@@ -14,7 +14,7 @@ userStoreContract(
 
 describe('the memory store’s idempotency keys', () => {
   test('keep at most IDEMPOTENCY_MAX_KEYS: the oldest goes first, expired ones before it', async () => {
-    const store = new MemoryUserStore({ maxKeys: 2 });
+    const store = new MemoryUserStore({ keyBounds: { maxKeys: 2, perPrincipal: 10, maxBytes: 1 << 20 } });
     const claim = (key: string, now = 0) => ({
       principal: 'p',
       key,
