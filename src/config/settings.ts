@@ -2,9 +2,10 @@
  * Every setting of Roster, declared once: its variable, its default, its reader with its bounds, and
  * what the README's settings table says of it (the default as shown, and the help). config/index.ts
  * reads them and policy.ts applies the rules between them; a test holds the README's table to this
- * list, row for row. Settings whose default depends on others (MAX_USERS, WS_MAX_CONNECTIONS_PER_CLIENT)
- * or that belong to one AUTH scheme are undefined here and decided by policy.ts. The `roster` command's
- * own settings, as a client of a running Roster, are declared the same way in client-settings.ts.
+ * list, row for row. Settings whose default depends on others (MAX_USERS, WS_MAX_CONNECTIONS_PER_CLIENT,
+ * MAX_CONNECTIONS_PER_ADDRESS) or that belong to one AUTH scheme are undefined here and decided by
+ * policy.ts. The `roster` command's own settings, as a client of a running Roster, are declared the
+ * same way in client-settings.ts.
  */
 import { apiKeys, basicUsers, jwtSecret } from './credentials.js';
 import {
@@ -213,9 +214,10 @@ export const MAX_CONNECTIONS = setting(
 );
 export const MAX_CONNECTIONS_PER_ADDRESS = setting(
   'MAX_CONNECTIONS_PER_ADDRESS',
-  256,
+  undefined,
   integer(0, 1_000_000),
   'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Trusted proxies (`TRUST_PROXY`) are exempt; `0`: no cap.',
+  '`256` (at most a quarter of the port\'s cap: `MAX_CONNECTIONS` on the REST port, `WS_MAX_CONNECTIONS` on the chat port)',
 );
 export const FIRST_BYTE_TIMEOUT_MS = setting(
   'FIRST_BYTE_TIMEOUT_MS',
