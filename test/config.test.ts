@@ -548,7 +548,7 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
 });
 
 describe('loadConfig: MAX_CONNECTIONS_PER_ADDRESS', () => {
-  test('unset: 256, at most a quarter of each port\'s own cap (at least 1); set, it wins on both ports', () => {
+  test("unset: 256, at most a quarter of each port's own cap (at least 1); set, it wins on both ports", () => {
     const perAddress = (env: Record<string, string>) => {
       const config = loadConfig(env);
       return [config.connections.perAddress, config.chat.connections.perAddress];

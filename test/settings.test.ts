@@ -114,7 +114,10 @@ test('every setting is declared once, and its reader accepts the default it show
 
 test('the defaults policy.ts derives are the ones the settings table shows', () => {
   assert.match(WS_MAX_CONNECTIONS_PER_CLIENT.shown, new RegExp(`^\`${DEFAULT_MAX_CONNECTIONS_PER_CLIENT}\` `));
-  assert.match(MAX_CONNECTIONS_PER_ADDRESS.shown, new RegExp(`^\`${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}\` \\(at most a quarter`));
+  assert.match(
+    MAX_CONNECTIONS_PER_ADDRESS.shown,
+    new RegExp(`^\`${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}\` \\(at most a quarter`),
+  );
   const derivation = [
     `${USERS_HEAP_SHARE * 100} % of the heap limit`,
     `less ${YOUNG_GENERATION_ALLOWANCE / MIB} MiB`,

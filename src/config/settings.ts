@@ -217,7 +217,7 @@ export const MAX_CONNECTIONS_PER_ADDRESS = setting(
   undefined,
   integer(0, 1_000_000),
   'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Trusted proxies (`TRUST_PROXY`) are exempt; `0`: no cap.',
-  '`256` (at most a quarter of the port\'s cap: `MAX_CONNECTIONS` on the REST port, `WS_MAX_CONNECTIONS` on the chat port)',
+  "`256` (at most a quarter of the port's cap: `MAX_CONNECTIONS` on the REST port, `WS_MAX_CONNECTIONS` on the chat port)",
 );
 export const FIRST_BYTE_TIMEOUT_MS = setting(
   'FIRST_BYTE_TIMEOUT_MS',
