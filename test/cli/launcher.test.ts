@@ -62,13 +62,13 @@ test('without dist/, npm start says in one line to run npm ci', (t) => {
   assert.match(result.stderr, NOT_BUILT, 'nothing but the one line on stderr: no stack');
 });
 
-test('a build killed half-way leaves dist/ as it was', { timeout: 120_000 }, async (t) => {
+test('a build killed half-way leaves dist/ as it was', { timeout: 300_000 }, async (t) => {
   const next = join(ROOT, 'dist.next');
   t.after(() => rmSync(next, { recursive: true, force: true }));
   const before = distIdentity();
   const build = spawn(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'ignore', detached: true });
   // Killed as soon as the first compiler has written something: well before the swap.
-  const deadline = Date.now() + 100_000;
+  const deadline = Date.now() + 240_000;
   while (!existsSync(join(next, 'src')) && build.exitCode === null && Date.now() < deadline) await delay(20);
   try {
     process.kill(-build.pid!, 'SIGKILL');
