@@ -11,7 +11,7 @@
 #   docker run --rm -p 127.0.0.1:5000:5000 -v roster-data:/data -e DATABASE_URL=sqlite:/data/roster.db roster
 #
 # With podman, build with `--format docker`: the OCI format has no HEALTHCHECK, and podman drops it.
-# Settings are environment variables (README, Settings). HOST is 0.0.0.0 here: inside a container the
+# Settings are environment variables (docs/configuration.md). HOST is 0.0.0.0 here: inside a container the
 # ports must be reachable from outside it. The health check asks /readyz (200 when the user store is
 # reachable and the instance is not shutting down); with TLS_CERT set, point it at https instead.
 ARG NODE_VERSION=24

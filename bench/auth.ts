@@ -1,6 +1,6 @@
 /**
  * Credentials for the benchmark's runs of Roster with authentication on: an API key, and an HS256 JWT
- * minted with jose as `roster token` mints one (src/cli/credentials.ts). They are made afresh for each
+ * minted with jose as `roster token` mints one (src/cli/credential-commands.ts). They are made afresh for each
  * run and never written down.
  */
 import { randomBytes } from 'node:crypto';

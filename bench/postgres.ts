@@ -4,8 +4,8 @@
  * users in bulk and dropped afterwards.
  */
 import pg from 'pg';
-import { migrate } from '../src/users/stores/postgres/migrations.js';
-import { INSERT_COLUMNS, toRow } from '../src/users/stores/postgres/rows.js';
+import { migrate } from '../src/users/stores/postgres/postgres-migrations.js';
+import { INSERT_COLUMNS, toRow } from '../src/users/stores/postgres/postgres-rows.js';
 import { benchUser } from './users.js';
 
 /** Users per INSERT: each column goes as one array parameter, so a batch is one short statement. */
@@ -14,7 +14,7 @@ const BATCH = 5_000;
 /**
  * Applies Roster's migrations to the schema of `url` and, when its users table is empty, stores the
  * first `count` benchmark users in it, rows written by the store's own encoding
- * (src/users/stores/postgres/rows.ts); then has the planner's statistics taken. A table
+ * (src/users/stores/postgres/postgres-rows.ts); then has the planner's statistics taken. A table
  * that holds users already (a server restarted by the benchmark) is left as it is.
  */
 export async function fillUsers(url: string, count: number): Promise<void> {

@@ -1,11 +1,11 @@
 /**
  * The SQLite file of the benchmark's rows on Roster's SQLite store: migrated by the store itself and
  * filled with the benchmark's users in one transaction, rows written by the store's own encoding
- * (src/users/stores/sqlite/rows.ts), before Roster opens it. A file that holds users already (a server
+ * (src/users/stores/sqlite/sqlite-rows.ts), before Roster opens it. A file that holds users already (a server
  * restarted by the benchmark) is left as it is.
  */
 import { pino } from 'pino';
-import { INSERT_USER, microsOf, toRow } from '../src/users/stores/sqlite/rows.js';
+import { INSERT_USER, microsOf, toRow } from '../src/users/stores/sqlite/sqlite-rows.js';
 import { SqliteUserStore } from '../src/users/stores/sqlite/sqlite-store.js';
 import { benchUser } from './users.js';
 

@@ -1,6 +1,6 @@
 /**
  * The one error type of Roster. Thrown wherever a rule lives (service, store, HTTP plumbing); framework
- * errors are translated to it in `http/errors.ts`, and `envelopeOf` below is the only code that turns
+ * errors are translated to it in `http/error-handler.ts`, and `envelopeOf` below is the only code that turns
  * one into the error envelope, whichever way the reply is then written.
  */
 
@@ -11,7 +11,7 @@ export interface FieldDetail {
 
 /**
  * Every error code Roster can send, with the one HTTP status it always travels with and what it means.
- * The envelope, the OpenAPI error replies (http/error-replies.ts) and the README's table all come from
+ * The envelope, the OpenAPI error replies (http/error-replies.ts) and docs/rest-api.md's table all come from
  * here, and a RosterError is made from a code, so a status can never disagree with its code.
  */
 export const ERROR_CATALOG = {

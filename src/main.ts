@@ -1,11 +1,11 @@
 /** Entry point: read the configuration, start Roster, stop it cleanly on SIGINT or SIGTERM. */
 // First: an unsupported Node is refused before any native module loads.
-import './node-version.js';
+import './ops/node-version.js';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from './config/index.js';
-import { createLogger } from './logging.js';
+import { createLogger } from './ops/logging.js';
 import { createServer } from './server.js';
-import { describeStartupFailure } from './startup.js';
+import { describeStartupFailure } from './ops/startup.js';
 
 /**
  * A failed start: one plain line on stderr naming the setting and the cause, whatever LOG_LEVEL says,

@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { createAuthenticator } from './edge/authenticator.js';
 import type { Logger } from 'pino';
-import type { Dependency } from './health.js';
+import type { Dependency } from './ops/health.js';
 import { ChatThread } from './chat/thread.js';
-import type { RedisBusOptions } from './chat/redis/bus.js';
-import { EngineFaults } from './engine-faults.js';
+import type { RedisBusOptions } from './chat/redis/redis-bus.js';
+import { EngineFaults } from './ops/engine-faults.js';
 import type { Config } from './config/index.js';
 import { buildApp } from './http/app.js';
 import { Idempotency } from './http/idempotency.js';
@@ -18,10 +18,10 @@ import { userSchemas } from './users/schema.js';
 import { UserService } from './users/service.js';
 import type { UserStore } from './users/store.js';
 import { openStore, storeBackend, type OpenStore } from './users/stores/registry.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './ops/metrics.js';
 import { createUserValidator } from './users/validation.js';
 import { RateLimiter } from './edge/rate-limiter.js';
-import { databaseFailure, listenFailure } from './startup.js';
+import { databaseFailure, listenFailure } from './ops/startup.js';
 import { API_PREFIX } from './http/prefix.js';
 
 /**

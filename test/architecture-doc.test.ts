@@ -1,7 +1,7 @@
 /**
  * docs/architecture.md shows the code as it is: its "What lives where" table names every source file
  * of src/ in the row of its folder, and names no file that is not there. A file added, moved or
- * removed without the table following fails here, as the README's settings table fails
+ * removed without the table following fails here, as docs/configuration.md's settings table fails
  * test/settings.test.ts.
  */
 import assert from 'node:assert/strict';

@@ -1,14 +1,14 @@
 /**
  * The error catalog (errors.ts) is the one home of every code: the envelope carries code, message and
  * details only, the translation of framework errors lands on its codes, a real reply's status is its
- * code's, the OpenAPI document lists every code, and the README's error table is the catalog, row for
+ * code's, the OpenAPI document lists every code, and docs/rest-api.md's error table is the catalog, row for
  * row.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { envelopeOf, ERROR_CATALOG, RosterError, type ErrorCode } from '../src/errors.js';
-import { toRosterError } from '../src/http/errors.js';
+import { toRosterError } from '../src/http/error-handler.js';
 import { request, startRoster, type JsonResponse } from './support/index.js';
 
 const CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];
@@ -118,9 +118,9 @@ describe('the error catalog', () => {
       );
   });
 
-  test('the README error table is the catalog, row for row', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const rows = [...readme.matchAll(/^\| (\d{3}) \| `([A-Z_]+)` \| (.+) \|$/gm)].map(([, status, code, when]) => [
+  test("docs/rest-api.md's error table is the catalog, row for row", () => {
+    const page = readFileSync(new URL('../../docs/rest-api.md', import.meta.url), 'utf8');
+    const rows = [...page.matchAll(/^\| (\d{3}) \| `([A-Z_]+)` \| (.+) \|$/gm)].map(([, status, code, when]) => [
       Number(status),
       code,
       when,

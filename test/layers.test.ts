@@ -19,7 +19,7 @@ function sources(folder: string): string[] {
   });
 }
 
-/** The top folder under src/ of a path (`http` for src/http/routes/users.ts), or `.` for src/ itself. */
+/** The top folder under src/ of a path (`http` for src/http/routes/user-routes.ts), or `.` for src/ itself. */
 const layerOf = (path: string) => {
   const parts = relative(ROOT, path).split('/');
   return parts.length > 1 ? parts[0]! : '.';

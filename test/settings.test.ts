@@ -1,9 +1,10 @@
 /**
  * Settings are declared once (src/config/settings.ts for the server, src/config/client-settings.ts for
  * the `roster` command as a client), and everything else that states them is held to the declarations
- * here: the README's two settings tables row for row, its Limits table, every default its prose states
- * beside a variable's name, the local addresses its examples use, the CLI's help texts; and Config's
- * comments name their variables without restating a default.
+ * here: docs/configuration.md's two settings tables row for row, the Limits table of docs/operations.md,
+ * every default the README and its docs/ pages state beside a variable's name, the local addresses
+ * their examples use, the CLI's help texts; and Config's comments name their variables without
+ * restating a default.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -33,22 +34,32 @@ import {
   WS_MAX_CONNECTIONS_PER_CLIENT,
   WS_PORT,
 } from '../src/config/settings.js';
-import { CHAT_USAGE } from '../src/cli/chat.js';
-import { USERS_USAGE } from '../src/cli/users.js';
+import { CHAT_USAGE } from '../src/cli/chat-command.js';
+import { USERS_USAGE } from '../src/cli/users-command.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const source = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
 const README = source('README.md');
+const CONFIGURATION = source('docs/configuration.md');
+const OPERATIONS = source('docs/operations.md');
+/** The README and every docs/ page it links: where people read settings and addresses. */
+const PAGES = [
+  { where: 'README.md', text: README },
+  ...[...new Set([...README.matchAll(/\]\((docs\/[\w-]+\.md)/g)].map((m) => m[1]!))].map((page) => ({
+    where: page,
+    text: source(page),
+  })),
+];
 const CLI_SOURCES = readdirSync(new URL('src/cli/', ROOT))
   .filter((file) => file.endsWith('.ts'))
   .map((file) => ({ file: `src/cli/${file}`, text: source(`src/cli/${file}`) }));
 const MIB = 1024 * 1024;
 
-/** The rows of the README table whose header is `header`. */
-function tableRows(header: string): string[] {
-  const at = README.indexOf(header);
-  assert.notEqual(at, -1, `the README has a table headed ${header}`);
-  const table = README.slice(at);
+/** The rows of the table whose header is `header` on a page. */
+function tableRows(page: string, header: string): string[] {
+  const at = page.indexOf(header);
+  assert.notEqual(at, -1, `a table headed ${header}`);
+  const table = page.slice(at);
   return table.slice(0, table.indexOf('\n\n')).split('\n').slice(2);
 }
 
@@ -69,6 +80,7 @@ function renderings(setting: Setting<unknown>): string[] {
   if (typeof value !== 'number') return [String(value)];
   const forms = [String(value), grouped(value)];
   if (setting.name.endsWith('_MS') && value % 1000 === 0) forms.push(`${value / 1000} s`);
+  if (setting.name.endsWith('_SECONDS') && value % 3600 === 0) forms.push(`${value / 3600} h`);
   const unit = /^`(\d+)(KiB|MiB)`$/.exec(setting.shown);
   if (unit) forms.push(`${unit[1]} ${unit[2]}`, `${unit[1]}${unit[2]}`);
   return forms;
@@ -81,24 +93,24 @@ const states = (text: string, setting: Setting<unknown>) =>
 
 const BY_NAME = new Map<string, Setting<unknown>>([...SETTINGS, ...CLIENT_SETTINGS].map((s) => [s.name, s]));
 
-test('the README settings table is the declared settings, row for row (name, default, meaning)', () => {
+test('the settings table of docs/configuration.md is the declared settings, row for row (name, default, meaning)', () => {
   const expected = SETTINGS.map((setting) => `| \`${setting.name}\` | ${setting.shown} | ${setting.help} |`);
   assert.deepEqual(
-    tableRows('| Variable | Default | Meaning |'),
+    tableRows(CONFIGURATION, '| Variable | Default | Meaning |'),
     expected,
-    `the README's table should read:\n${expected.join('\n')}`,
+    `docs/configuration.md's table should read:\n${expected.join('\n')}`,
   );
 });
 
-test("the README's client settings table is the declared client settings, row for row", () => {
+test("docs/configuration.md's client settings table is the declared client settings, row for row", () => {
   const expected = CLIENT_SETTINGS.map(
     (setting) =>
       `| \`${setting.name}\` | ${setting.shown} | ${setting.commands.map((c) => `\`roster ${c}\``).join(', ')} | ${setting.help} |`,
   );
   assert.deepEqual(
-    tableRows('| Variable | Default | Read by | Meaning |'),
+    tableRows(CONFIGURATION, '| Variable | Default | Read by | Meaning |'),
     expected,
-    `the README's client table should read:\n${expected.join('\n')}`,
+    `docs/configuration.md's client table should read:\n${expected.join('\n')}`,
   );
 });
 
@@ -125,17 +137,17 @@ test('the defaults policy.ts derives are the ones the settings table shows', () 
     `(${grouped(automaticMaxUsers(4144 * MIB))} on a 4 GiB heap)`,
   ];
   for (const part of derivation) assert.ok(MAX_USERS.shown.includes(part), `MAX_USERS shows ${part}`);
-  // The worked example under Limits, line by line.
-  const example = README.slice(README.indexOf('heap limit (node -p'), README.indexOf(' users\n```') + 6);
+  // The worked example under Limits (docs/operations.md), line by line.
+  const example = OPERATIONS.slice(OPERATIONS.indexOf('heap limit (node -p'), OPERATIONS.indexOf(' users\n```') + 6);
   assert.match(example, new RegExp(`- ${YOUNG_GENERATION_ALLOWANCE / MIB} MiB of young generation`));
   assert.match(example, new RegExp(`x ${USERS_HEAP_SHARE} for users`));
   assert.match(example, new RegExp(`/ ${grouped(WORST_CASE_BYTES_PER_USER)} bytes per user`));
   assert.match(example, new RegExp(`${grouped(automaticMaxUsers(4144 * MIB))} users$`));
 });
 
-test("every row of the README's Limits table that names a setting states that setting's default", () => {
+test("every row of the Limits table (docs/operations.md) that names a setting states that setting's default", () => {
   let checked = 0;
-  for (const row of tableRows('| Limit | Default | Setting | Past it |')) {
+  for (const row of tableRows(OPERATIONS, '| Limit | Default | Setting | Past it |')) {
     const [limit, stated, settingCell] = row.split(' | ').map((cell) => cell.replace(/^\| /, ''));
     for (const [, name] of settingCell!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) {
       const setting = BY_NAME.get(name!);
@@ -167,7 +179,7 @@ function paragraphs(text: string): string[] {
 
 /** How prose states a default; the value is group `value`. */
 const DEFAULT_STATEMENTS = [
-  /\bdefault(?:s to)?:? `?(?<value>[^\s`;,)]+)/g, // `PORT, default 5000`, `WS_PORT` defaults to 8765
+  /(?<!-|by )\bdefault(?:s to)?:? (?=`|\d)`?(?<value>(?:\d{1,3}(?: \d{3})+(?!\d)|[^\s`;,)]+)(?: (?:KiB|MiB|s|h)\b)?)/g, // default 5000, defaults to 8765, default 1 MiB, default 10 000
   /`?(?<value>[^\s`(]+)`? \((?:the|by) default\)/g, // `NORMAL` (the default)
   /\((?<value>[^\s()]+) by default\)/g, // WS_PORT (8765 by default)
   /\((?:PORT|WS_PORT) (?<value>\d+)\)/g, // (PORT 5000)
@@ -192,9 +204,9 @@ function statedDefaults(text: string): { setting: Setting<unknown>; value: strin
   return found;
 }
 
-test('every default the README and the CLI help state beside a variable is the declared one', () => {
+test('every default the README, its docs/ pages and the CLI help state beside a variable is the declared one', () => {
   const statements = [
-    ...statedDefaults(README).map((s) => ({ ...s, where: 'README.md' })),
+    ...PAGES.flatMap(({ where, text }) => statedDefaults(text).map((s) => ({ ...s, where }))),
     ...CLI_SOURCES.flatMap(({ file, text }) => statedDefaults(text).map((s) => ({ ...s, where: file }))),
   ];
   for (const { setting, value, context, where } of statements) {
@@ -206,24 +218,22 @@ test('every default the README and the CLI help state beside a variable is the d
   const names = new Set(statements.map((s) => `${s.where} ${s.setting.name}`));
   // The statements known to be there, so a pattern that stops matching cannot pass unseen.
   for (const expected of [
-    'README.md WS_PORT',
-    'README.md CHAT_HISTORY',
-    'README.md SQLITE_SYNCHRONOUS',
-    'README.md HSTS_MAX_AGE',
+    'docs/clients.md WS_PORT',
+    'docs/chat-protocol.md CHAT_HISTORY',
+    'docs/storage.md SQLITE_SYNCHRONOUS',
+    'docs/deployment.md HSTS_MAX_AGE',
+    'docs/operations.md LOG_LEVEL',
     'src/cli/chat-refusal.ts WS_PORT',
     'src/cli/roster.ts PORT',
-    'src/cli/users.ts PORT',
+    'src/cli/users-command.ts PORT',
   ])
     assert.ok(names.has(expected), `found no statement of ${expected}'s default: ${[...names].join(', ')}`);
 });
 
-test("every local address in the README and the CLI's help is on the declared default port", () => {
+test("every local address in the README, its docs/ pages and the CLI's help is on the declared default port", () => {
   const rest = String(PORT.fallback);
   const chat = String(WS_PORT.fallback);
-  for (const { where, text } of [
-    { where: 'README.md', text: README },
-    ...CLI_SOURCES.map(({ file, text }) => ({ where: file, text })),
-  ]) {
+  for (const { where, text } of [...PAGES, ...CLI_SOURCES.map(({ file, text }) => ({ where: file, text }))]) {
     for (const [address, scheme, port] of text.matchAll(/\b(https?|wss?):\/\/(?:127\.0\.0\.1|<page host>):(\d+)/g))
       assert.equal(port, scheme!.startsWith('http') ? rest : chat, `${where}: ${address}`);
   }

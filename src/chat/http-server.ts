@@ -13,7 +13,7 @@ import { guardConnections } from '../edge/connection-guard.js';
 import { timeouts, writeRawError } from '../edge/raw-reply.js';
 import { answerPlainHttp } from '../edge/tls-plain.js';
 import { RosterError } from '../errors.js';
-import type { ChatMetrics } from '../metrics.js';
+import type { ChatMetrics } from '../ops/metrics.js';
 import type { ChatProtection } from './handshake.js';
 
 /** Handshakes beyond WS_MAX_CONNECTIONS that are at least answered (503) rather than dropped on accept. */

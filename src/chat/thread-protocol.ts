@@ -6,8 +6,8 @@
 import type { Config } from '../config/index.js';
 import type { ErrorCode } from '../errors.js';
 import type { MemberRecord } from './bus.js';
-import type { RedisBusOptions } from './redis/bus.js';
-import type { DependencyState } from '../health.js';
+import type { RedisBusOptions } from './redis/redis-bus.js';
+import type { DependencyState } from '../ops/health.js';
 
 /** What the chat thread is started with (its workerData). */
 export interface ChatThreadData {

@@ -8,11 +8,11 @@ import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import type { EngineFaults } from '../engine-faults.js';
+import type { EngineFaults } from '../ops/engine-faults.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
-import type { Dependency, DependencyState } from '../health.js';
+import type { Dependency, DependencyState } from '../ops/health.js';
 import type { MemberRecord } from './bus.js';
-import type { RedisBusOptions } from './redis/bus.js';
+import type { RedisBusOptions } from './redis/redis-bus.js';
 import type { ChatThreadData, FromChat, Questions, ToChat } from './thread-protocol.js';
 
 const WORKER = new URL('./worker.js', import.meta.url);

@@ -9,10 +9,10 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createAuthenticator } from '../edge/authenticator.js';
 import { addressOf, trustedPeer } from '../edge/client-identity.js';
-import { EngineFaults } from '../engine-faults.js';
+import { EngineFaults } from '../ops/engine-faults.js';
 import { RosterError } from '../errors.js';
-import { chatMetrics, NO_CHAT_METRICS } from '../metrics.js';
-import type { RedisBus } from './redis/bus.js';
+import { chatMetrics, NO_CHAT_METRICS } from '../ops/metrics.js';
+import type { RedisBus } from './redis/redis-bus.js';
 import { ChatRoom } from './room.js';
 import type { ChatThreadData, ErrorShape, FromChat, Questions, ToChat } from './thread-protocol.js';
 import type { HandshakeLimiter } from './handshake.js';
@@ -33,7 +33,7 @@ class ToldFaults extends EngineFaults {
 }
 
 const bus: RedisBus | undefined = config.redis
-  ? new (await import('./redis/bus.js')).RedisBus(
+  ? new (await import('./redis/redis-bus.js')).RedisBus(
       config.redis.url,
       logger,
       {

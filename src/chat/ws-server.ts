@@ -22,7 +22,7 @@ import type { ChatConfig } from '../config/index.js';
 import { clientKey } from '../edge/client-identity.js';
 import { RosterError } from '../errors.js';
 import { writeRawError } from '../edge/raw-reply.js';
-import { NO_CHAT_METRICS, type ChatMetrics } from '../metrics.js';
+import { NO_CHAT_METRICS, type ChatMetrics } from '../ops/metrics.js';
 import { chatHttpServer } from './http-server.js';
 import { Outbox } from './outbox.js';
 import { admission, isWebSocketUpgrade, refuse, type ChatProtection } from './handshake.js';

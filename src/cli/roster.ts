@@ -4,13 +4,13 @@
  * COMMANDS table; a new subcommand is one more entry there (a summary, a usage text and run()).
  */
 // First: an unsupported Node is refused before any native module loads.
-import '../node-version.js';
-import { CHAT_USAGE, chatCommand } from './chat.js';
-import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credentials.js';
+import '../ops/node-version.js';
+import { CHAT_USAGE, chatCommand } from './chat-command.js';
+import { HASH_PASSWORD_USAGE, hashPasswordCommand, TOKEN_USAGE, tokenCommand } from './credential-commands.js';
 import { createRequire } from 'node:module';
 import { BACKUP_USAGE, backupCommand } from './backup.js';
 import { MIGRATE_USAGE, migrateCommand } from './migrate.js';
-import { USERS_USAGE, usersCommand } from './users.js';
+import { USERS_USAGE, usersCommand } from './users-command.js';
 import { print, STANDARD_IO, usageError } from './io.js';
 
 interface Command {
@@ -28,8 +28,9 @@ interface Command {
 const SERVE_USAGE = `Usage: roster serve
 
 Starts Roster: the REST API (PORT, default 5000) and the chat room (WS_PORT, default 8765), both on
-HOST (default 127.0.0.1). Every setting is an environment variable (see the README). Stops cleanly on
-Ctrl-C (SIGINT) or SIGTERM. Same as \`node dist/src/main.js\`; also what \`roster\` alone does.`;
+HOST (default 127.0.0.1). Every setting is an environment variable (see docs/configuration.md).
+Stops cleanly on Ctrl-C (SIGINT) or SIGTERM. Same as \`node dist/src/main.js\`; also what \`roster\`
+alone does.`;
 
 const COMMANDS: Readonly<Record<string, Command>> = {
   serve: {

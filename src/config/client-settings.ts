@@ -1,6 +1,6 @@
 /**
  * The settings of the `roster` command as a client of a running Roster (`roster chat`, `roster users`),
- * declared as the server's are in settings.ts, for the README's client table. The server never reads
+ * declared as the server's are in settings.ts, for the client table of docs/configuration.md. The server never reads
  * them. Their defaults follow the server's own PORT and WS_PORT, read as the server reads them, so a
  * client with no settings finds a server with none on the same machine.
  */
@@ -59,7 +59,7 @@ export const ROSTER_BASIC = clientSetting(
   'With `AUTH=basic`: `name:password`, when `--basic` is not given.',
 );
 
-/** Every client setting, in the order the README's client table lists them. */
+/** Every client setting, in the order docs/configuration.md's client table lists them. */
 export const CLIENT_SETTINGS: readonly ClientSetting[] = [API_URL, WS_URL, ROSTER_API_KEY, ROSTER_TOKEN, ROSTER_BASIC];
 
 /** A setting's value in `env`, undefined when unset (the same reading as the server's settings). */

@@ -23,7 +23,7 @@ import * as S from './settings.js';
 
 export { ConfigError, type RateLimit } from './readers.js';
 export { automaticMaxUsers, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER, type AuthConfig } from './policy.js';
-export { JWT_SECRET_MIN_BYTES } from './credentials.js';
+export { JWT_SECRET_MIN_BYTES } from './credential-settings.js';
 export { SETTINGS, type AuthScheme, type Setting } from './settings.js';
 
 export interface Config {

@@ -1,13 +1,13 @@
 /**
  * Every setting of Roster, declared once: its variable, its default, its reader with its bounds, and
- * what the README's settings table says of it (the default as shown, and the help). config/index.ts
- * reads them and policy.ts applies the rules between them; a test holds the README's table to this
- * list, row for row. Settings whose default depends on others (MAX_USERS, WS_MAX_CONNECTIONS_PER_CLIENT,
- * MAX_CONNECTIONS_PER_ADDRESS) or that belong to one AUTH scheme are undefined here and decided by
- * policy.ts. The `roster` command's own settings, as a client of a running Roster, are declared the
- * same way in client-settings.ts.
+ * what docs/configuration.md's settings table says of it (the default as shown, and the help).
+ * config/index.ts reads them and policy.ts applies the rules between them; a test holds that table to
+ * this list, row for row. Settings whose default depends on others (MAX_USERS,
+ * WS_MAX_CONNECTIONS_PER_CLIENT, MAX_CONNECTIONS_PER_ADDRESS) or that belong to one AUTH scheme are
+ * undefined here and decided by policy.ts. The `roster` command's own settings, as a client of a
+ * running Roster, are declared the same way in client-settings.ts.
  */
-import { apiKeys, basicUsers, jwtSecret } from './credentials.js';
+import { apiKeys, basicUsers, jwtSecret } from './credential-settings.js';
 import {
   boolean,
   bytes,
@@ -37,9 +37,9 @@ export interface Setting<T> {
   /** The value when the variable is unset or empty. */
   readonly fallback: T;
   readonly parse: Parse<T>;
-  /** The default as the README shows it. */
+  /** The default as docs/configuration.md shows it. */
   readonly shown: string;
-  /** The README's description. */
+  /** Its description in docs/configuration.md (links are relative to docs/). */
   readonly help: string;
 }
 
@@ -109,7 +109,7 @@ export const MAX_USERS = setting(
   'MAX_USERS',
   undefined,
   integer(0, 1_000_000_000),
-  'Users stored at most (`0`: no cap). Past it creates get 507 `INSUFFICIENT_STORAGE`; reads, updates and deletes go on. See [Limits](#limits).',
+  'Users stored at most (`0`: no cap). Past it creates get 507 `INSUFFICIENT_STORAGE`; reads, updates and deletes go on. See [Limits](operations.md#limits).',
   'users in memory: 40 % of the heap limit less 192 MiB ÷ 5 KiB (323 000 on a 4 GiB heap); with `DATABASE_URL`: `0`',
 );
 export const BODY_LIMIT = setting(
@@ -135,7 +135,7 @@ export const REQUIRE_IF_MATCH = setting(
   'REQUIRE_IF_MATCH',
   false,
   boolean,
-  '`true`: PUT, PATCH and DELETE of a user need `If-Match` (428 `PRECONDITION_REQUIRED` without). See [Retries and concurrent edits](#retries-and-concurrent-edits).',
+  '`true`: PUT, PATCH and DELETE of a user need `If-Match` (428 `PRECONDITION_REQUIRED` without). See [Retries and concurrent edits](rest-api.md#retries-and-concurrent-edits).',
 );
 export const IDEMPOTENCY_KEY_TTL_SECONDS = setting(
   'IDEMPOTENCY_KEY_TTL_SECONDS',
@@ -235,7 +235,7 @@ export const METRICS_AUTH = setting(
   'METRICS_AUTH',
   false,
   boolean,
-  'With `AUTH` on, `true` makes `/metrics` need an admin credential; `false` leaves it public (see [Protection](#protection-opt-in)). `true` with `AUTH=none` is refused at start (exit 2).',
+  'With `AUTH` on, `true` makes `/metrics` need an admin credential; `false` leaves it public (see [Protection](protection.md)). `true` with `AUTH=none` is refused at start (exit 2).',
 );
 export const CONSOLE = setting(
   'CONSOLE',
@@ -247,7 +247,7 @@ export const CHAT_HISTORY = setting(
   'CHAT_HISTORY',
   500,
   integer(0, 100_000),
-  'Chat messages the room keeps (in Redis with `REDIS_URL`, shared by every instance) for clients that ask, on the handshake URL, for `?history=N` or `?since=<id>`; `0` turns history and recovery off. See [History and recovery](#history-and-recovery-opt-in).',
+  'Chat messages the room keeps (in Redis with `REDIS_URL`, shared by every instance) for clients that ask, on the handshake URL, for `?history=N` or `?since=<id>`; `0` turns history and recovery off. See [History and recovery](chat-protocol.md#history-and-recovery-opt-in).',
 );
 export const CHAT_HISTORY_BYTES = setting(
   'CHAT_HISTORY_BYTES',
@@ -266,7 +266,7 @@ export const AUTH = setting(
   'AUTH',
   'none',
   oneOf(AUTH_SCHEMES),
-  '`none`, `apikey`, `basic`, `jwt` or `oauth2`: see [Protection (opt-in)](#protection-opt-in).',
+  '`none`, `apikey`, `basic`, `jwt` or `oauth2`: see [Protection (opt-in)](protection.md).',
 );
 export const API_KEYS = setting(
   'API_KEYS',
@@ -362,7 +362,7 @@ export const DATABASE_URL = setting(
   'DATABASE_URL',
   undefined,
   databaseUrl,
-  '`postgres://` or `postgresql://` URL: users live in PostgreSQL, shared by every instance on it. See [Running several instances](#running-several-instances). `sqlite:<file>` (`sqlite:./roster.db`, `sqlite:///var/lib/roster/roster.db`): users live in that SQLite file, owned by this one process; `sqlite::memory:` for tests. See [Keeping users on disk](#keeping-users-on-disk-sqlite).',
+  '`postgres://` or `postgresql://` URL: users live in PostgreSQL, shared by every instance on it. See [Running several instances](deployment.md#running-several-instances). `sqlite:<file>` (`sqlite:./roster.db`, `sqlite:///var/lib/roster/roster.db`): users live in that SQLite file, owned by this one process; `sqlite::memory:` for tests. See [Keeping users on disk](storage.md#keeping-users-on-disk-sqlite).',
   '(unset: users in memory)',
 );
 export const DATABASE_POOL_SIZE = setting(
@@ -375,7 +375,7 @@ export const SQLITE_SYNCHRONOUS = setting(
   'SQLITE_SYNCHRONOUS',
   'NORMAL',
   sqliteSynchronous,
-  'With `DATABASE_URL=sqlite:…`: `NORMAL` (an acknowledged write survives a crash or `kill -9` of the process) or `FULL` (it also survives a power cut or an operating-system crash, at the cost of a disk flush per write). See [Keeping users on disk](#keeping-users-on-disk-sqlite).',
+  'With `DATABASE_URL=sqlite:…`: `NORMAL` (an acknowledged write survives a crash or `kill -9` of the process) or `FULL` (it also survives a power cut or an operating-system crash, at the cost of a disk flush per write). See [Keeping users on disk](storage.md#keeping-users-on-disk-sqlite).',
 );
 export const REDIS_URL = setting(
   'REDIS_URL',
@@ -385,5 +385,5 @@ export const REDIS_URL = setting(
   '(unset: one room per process)',
 );
 
-/** Every setting, in the order the README's table lists them: the order of their declarations above. */
+/** Every setting, in the order docs/configuration.md's table lists them: the order of their declarations above. */
 export const SETTINGS: readonly Setting<unknown>[] = declared;

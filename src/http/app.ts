@@ -18,11 +18,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
 import type { UserSchemas } from '../users/schema.js';
 import type { UserService } from '../users/service.js';
-import { userRoutes } from './routes/users.js';
+import { userRoutes } from './routes/user-routes.js';
 import type { Idempotency } from './idempotency.js';
-import { chatRoutes, type ChatRoutesOptions } from './routes/chat.js';
+import { chatRoutes, type ChatRoutesOptions } from './routes/chat-routes.js';
 import { RouteCatalog } from './catalog.js';
-import { frameworkErrors, registerErrorHandling } from './errors.js';
+import { frameworkErrors, registerErrorHandling } from './error-handler.js';
 import { clientErrorHandler } from '../edge/client-errors.js';
 import { hopsTrusted, trustedPeer } from '../edge/client-identity.js';
 import { guardConnections } from '../edge/connection-guard.js';
@@ -35,10 +35,10 @@ import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { asyncApiDocument } from './asyncapi.js';
 import { DEFAULT_LIMIT } from '../users/service.js';
 import { registerConsole } from './console.js';
-import type { Metrics, RouteSeries } from '../metrics.js';
+import type { Metrics, RouteSeries } from '../ops/metrics.js';
 import type { Authenticator } from '../edge/authenticator.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
-import type { Dependency } from '../health.js';
+import type { Dependency } from '../ops/health.js';
 import { isRateLimited, needsCredential, registerGate, registerProtection, requireAdmin } from './protection.js';
 
 export interface AppDependencies {

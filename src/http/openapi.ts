@@ -13,6 +13,7 @@ import { API_PREFIX } from './prefix.js';
 import type { ErrorStatus } from '../errors.js';
 import { errorReplies } from './error-replies.js';
 import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
+import { fieldSpec } from '../users/fields.js';
 
 export const API_VERSION = '1.0.0';
 export const API_TITLE = 'Roster User Management and Chat API';
@@ -236,6 +237,7 @@ function finishDocument(
       }
     }
   }
+  titleUserFields(schemas.User);
   const text = JSON.stringify(paths);
   const headers = Object.fromEntries(
     Object.entries(HEADERS).filter(([name]) => text.includes(`"#/components/headers/${name}"`)),
@@ -245,6 +247,16 @@ function finishDocument(
     paths,
     components: { ...doc.components, schemas: { ...doc.components.schemas, ...schemas }, headers },
   };
+}
+
+/**
+ * Each property of the User schema gets its field's title (fields.ts) as `x-title`: the clients' field
+ * table (scripts/client-types.ts) names a field with it. Not `title`, which would make each property
+ * a component of its own here (`hoist`), and which a description (`about`) may not start with.
+ */
+function titleUserFields(user: Json | undefined): void {
+  const properties = (user?.properties ?? {}) as Record<string, Json>;
+  for (const [name, property] of Object.entries(properties)) property['x-title'] = fieldSpec(name).title;
 }
 
 /** `/api/v1/users/{id}` as Fastify writes it. */

@@ -10,7 +10,7 @@
  *   -> authenticate (records the principal or the failure; throws nothing yet); a password to hash is
  *      counted against the address first (429 past the limit, before the hashing)
  *   -> rate limit (per principal when authenticated, else per address; health is exempt)
- *   -> 404/405 for unknown routes, missing Host (http/errors.ts, app.ts)
+ *   -> 404/405 for unknown routes, missing Host (http/error-handler.ts, app.ts)
  *   -> gate: 401 for a failed or missing credential, 403 for a reader on a write
  * so a client over its limit gets 429 even with bad credentials (guessing is rate limited too), the
  * route map (public anyway, in the OpenAPI document) answers 404/405 before credentials are asked

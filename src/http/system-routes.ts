@@ -4,13 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { timestamp } from '../clock.js';
 import { serviceUnavailable } from '../errors.js';
-import { healthOf, type Dependency, type HealthReport } from '../health.js';
+import { healthOf, type Dependency, type HealthReport } from '../ops/health.js';
 import { NEAR_FULL, type Storage } from '../users/service.js';
 import type { CatalogEntry, RouteCatalog } from './catalog.js';
 import { success, successSchema } from './envelope.js';
 import { errorReplies } from './error-replies.js';
 import { API_TITLE, API_VERSION } from './openapi.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../ops/metrics.js';
 import { API_PREFIX } from './prefix.js';
 
 const HealthData = Type.Object(

@@ -8,7 +8,7 @@
  */
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { ChatPosition } from './chat-codec.js';
-import { readMessage, sendMessage, type ClientMessage, type ServerMessage } from './client/chat.js';
+import { readMessage, sendMessage, type ClientMessage, type ServerMessage } from './client/chat-client.js';
 
 /** What the session needs of a WebSocket: the standard interface, which the browser's and `ws` share. */
 export interface SessionSocket {

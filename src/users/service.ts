@@ -11,6 +11,7 @@ import { DEFAULT_ROLE } from '../config/roles.js';
 import { SEED_USERS } from './seed.js';
 import { CHANGED, type Changes, type Expected, type Keep, type NewUser, type UserStore } from './store.js';
 import type { UserValidator } from './validation.js';
+import type { Storage } from '../ops/health.js';
 
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
@@ -35,11 +36,8 @@ export interface UserServiceOptions {
   maxUsers?: number;
 }
 
-/** How full the store is, for health and metrics: the count as of the last create or delete. */
-export interface Storage {
-  users: number;
-  capacity: number;
-}
+/** How full the store is, for health and metrics (ops/ declares it): the count as of the last create or delete. */
+export type { Storage };
 
 /** Health calls the store nearly full from this share of MAX_USERS on, before creates are refused. */
 export const NEAR_FULL = 0.9;

@@ -13,7 +13,7 @@ import { Instance, request, roomUrl, within, WITHOUT_REDIS } from '../support/in
 
 /**
  * How soon a killed instance is counted out: its 4 s liveness key expires and the next reaper run, every
- * second, tells its members' leaves (README, *Running several instances*); the rest is room for a busy machine.
+ * second, tells its members' leaves (docs/storage.md, *Redis*); the rest is room for a busy machine.
  */
 const KILLED_GONE_MS = 10_000;
 

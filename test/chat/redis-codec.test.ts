@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { decode, type Envelope } from '../../src/chat/redis/channel.js';
+import { decode, type Envelope } from '../../src/chat/redis/redis-channel.js';
 
 const AT = '2026-11-22T10:15:30.123456';
 

@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { leaveNotice } from '../../src/chat/bus.js';
-import { decode, type BusLink } from '../../src/chat/redis/channel.js';
-import { RedisPresence } from '../../src/chat/redis/presence.js';
-import { withScripts, type Scripted } from '../../src/chat/redis/scripts.js';
+import { decode, type BusLink } from '../../src/chat/redis/redis-channel.js';
+import { RedisPresence } from '../../src/chat/redis/redis-presence.js';
+import { withScripts, type Scripted } from '../../src/chat/redis/redis-scripts.js';
 import { encodeServerMessage } from '../../src/protocol/chat-codec.js';
 import { REDIS_URL, WITHOUT_REDIS } from '../support/index.js';
 

@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../src/edge/password.js';
-import { tokenCommand } from '../../src/cli/credentials.js';
+import { tokenCommand } from '../../src/cli/credential-commands.js';
 import {
   artifactPath,
   DESKTOP,
@@ -40,7 +40,7 @@ const stored = (page: Page) =>
     `[sessionStorage.length, localStorage.length, sessionStorage.getItem('roster.console.credential')]`,
   );
 
-/** A token as `roster token` mints it (src/cli/credentials.ts). */
+/** A token as `roster token` mints it (src/cli/credential-commands.ts). */
 async function rosterToken(...args: string[]): Promise<string> {
   let out = '';
   const output = new Writable({

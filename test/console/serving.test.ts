@@ -77,7 +77,8 @@ describe('console serving', () => {
   test('assets are served under /console/ with their types', async () => {
     for (const [path, type] of [
       ['console/main.js', /javascript/],
-      ['console/users-panel.js', /javascript/],
+      ['console/users/panel.js', /javascript/],
+      ['console/protocol/client/user-fields.js', /javascript/],
       ['console/console.css', /^text\/css/],
       ['console/favicon.svg', /^image\/svg\+xml/],
     ] as const) {

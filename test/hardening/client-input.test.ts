@@ -9,7 +9,7 @@
  * - The last line of defence: a handler that throws closes that one connection (1011), is counted in
  *   /metrics, and the process carries on; on the REST port, the 500 envelope.
  * - History replays: 4 handshakes asking for all of a history of maximum-size messages, that never
- *   read, under --max-old-space-size=512: the process stays up and its RSS within the README's bound.
+ *   read, under --max-old-space-size=512: the process stays up and its RSS within the bound docs/chat-protocol.md states.
  * - Messages that JSON escapes six times over are refused (1009) rather than stored and sent 6×.
  */
 import assert from 'node:assert/strict';
@@ -47,7 +47,7 @@ async function handlerErrors(chat: InThreadChat): Promise<number> {
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
-/** The bound the README states for the replay test below (section "Limits"). */
+/** The bound docs/chat-protocol.md states for the replay test below. */
 const RSS_BOUND_MIB = 256;
 
 /** A real Roster process on free ports, with `env` over quiet logs. */

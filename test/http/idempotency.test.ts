@@ -28,10 +28,9 @@ import {
 } from '../support/index.js';
 import { serviceUnavailable, tryAgainShortly } from '../../src/errors.js';
 import type { UserStore } from '../../src/users/store.js';
-import { migrate } from '../../src/users/stores/postgres/migrations.js';
+import { migrate, readPostgresMigrations } from '../../src/users/stores/postgres/postgres-migrations.js';
 import { PostgresUserStore } from '../../src/users/stores/postgres/postgres-store.js';
-import { readMigrations } from '../../src/users/stores/sql/migrations.js';
-import { migrateSqlite, readSqliteMigrations } from '../../src/users/stores/sqlite/migrations.js';
+import { migrateSqlite, readSqliteMigrations } from '../../src/users/stores/sqlite/sqlite-migrations.js';
 import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 
 const silent = pino({ level: 'silent' });
@@ -309,7 +308,7 @@ describe('the keys’ table comes by migration to a database of the previous ver
     async () => {
       const schema = await freshSchema();
       after(() => schema.drop());
-      const all = await readMigrations();
+      const all = await readPostgresMigrations();
       // The migrations before the keys' one, whatever came after it.
       assert.ok(all.some((migration) => migration.version === '007_idempotency_keys'));
       const pool = new pg.Pool({ connectionString: schema.url, max: 1 });

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Dependency, DependencyState } from '../../src/health.js';
+import type { Dependency, DependencyState } from '../../src/ops/health.js';
 import { request, sendRaw, startRoster, TIMESTAMP, type Running } from '../support/index.js';
 
 let roster: Running;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import type { Dependency, DependencyState } from '../../src/health.js';
+import type { Dependency, DependencyState } from '../../src/ops/health.js';
 import { request, startRoster, type Running } from '../support/index.js';
 import type { ServerParts } from '../../src/server.js';
 

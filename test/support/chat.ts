@@ -14,7 +14,7 @@ import { ChatRoom } from '../../src/chat/room.js';
 import type { ChatProtection } from '../../src/chat/handshake.js';
 import { createChatServer } from '../../src/chat/ws-server.js';
 import { loadConfig } from '../../src/config/index.js';
-import { chatMetrics } from '../../src/metrics.js';
+import { chatMetrics } from '../../src/ops/metrics.js';
 import { ChatClient } from './chat-client.js';
 import { RawClient } from './raw-client.js';
 import { startRoster, type Running } from './roster.js';

@@ -3,7 +3,7 @@
  * service, as separate processes would): started together they seed once, they race for an email
  * fairly, and each sees the other's writes, with timestamps in one strict order.
  */
-import { readMigrations } from '../../src/users/stores/sql/migrations.js';
+import { readPostgresMigrations } from '../../src/users/stores/postgres/postgres-migrations.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -53,7 +53,7 @@ if (!DATABASE_URL) {
         );
       }
       const { rows } = await schema.query('SELECT count(*)::int AS n FROM schema_migrations');
-      assert.equal(rows[0].n, (await readMigrations()).length);
+      assert.equal(rows[0].n, (await readPostgresMigrations()).length);
     });
 
     test('racing to create the same email: exactly one 201 and one 409, every round', async () => {

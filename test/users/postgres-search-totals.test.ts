@@ -12,10 +12,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import type { User } from '../../src/users/schema.js';
 import type { NewUser, UserStore } from '../../src/users/store.js';
-import { migrate } from '../../src/users/stores/postgres/migrations.js';
+import { migrate, readPostgresMigrations } from '../../src/users/stores/postgres/postgres-migrations.js';
 import { PostgresUserStore } from '../../src/users/stores/postgres/postgres-store.js';
-import { INSERT_COLUMNS, toRow } from '../../src/users/stores/postgres/rows.js';
-import { readMigrations } from '../../src/users/stores/sql/migrations.js';
+import { INSERT_COLUMNS, toRow } from '../../src/users/stores/postgres/postgres-rows.js';
 import {
   DATABASE_URL,
   freshSchema,
@@ -351,7 +350,7 @@ test(
     t.after(() => schema.drop());
     const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
     try {
-      const previous = (await readMigrations()).filter((migration) => migration.version < '009');
+      const previous = (await readPostgresMigrations()).filter((migration) => migration.version < '009');
       assert.equal(previous.at(-1)?.version, '008_page_indexes');
       await migrate(pool, previous);
       for (let i = 0; i < 40; i++) {

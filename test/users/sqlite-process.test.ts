@@ -3,7 +3,7 @@
  * acknowledged write is lost by kill -9 in the middle of a write load (SQLITE_KILL_ROUNDS rounds, 3 by
  * default), `roster backup` while the service serves, a second process on the same file, a disk that
  * refuses writes (a file size limit of 0 set with prlimit on the running process), and the restart
- * that the README's quick start promises.
+ * that docs/storage.md promises.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

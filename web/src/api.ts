@@ -1,14 +1,16 @@
 /**
  * The user API (`api/v1/users`) through Roster's typed client (client/rest.ts, openapi-fetch over the
- * OpenAPI document's types), with its error envelope turned into `ApiError`.
+ * OpenAPI document's types), with its error envelope turned into `ApiError`. The console decides on an
+ * error's code (the catalog's, src/errors.ts), never on its HTTP status, which it only shows.
  */
-import { createRosterClient, type User, type UserList } from '@roster/protocol';
+import { createRosterClient, type ErrorCode, type User, type UserInput, type UserList } from '@roster/protocol';
 import { API_BASE } from './config.js';
 import type { Signing } from './credentials.js';
 
 export type { User } from '@roster/protocol';
 
-export type UserFields = Pick<User, 'name' | 'email' | 'role'>;
+/** Values of writable fields, by field name (the generated field table's), as the form holds them. */
+export type UserValues = Record<string, string>;
 
 export type UserPage = UserList;
 
@@ -26,11 +28,17 @@ export interface FieldDetail {
   message: string;
 }
 
+/**
+ * The codes an `ApiError` may carry: the catalog's, and two of the console's own for replies that carry
+ * none: no answer at all (status 0), and an answer without a readable error envelope.
+ */
+export type FailureCode = ErrorCode | 'NETWORK_ERROR' | 'UNREADABLE_REPLY';
+
 /** An error reply of the API (status and envelope), or status 0 when the request never got an answer. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: FailureCode,
     message: string,
     readonly details: FieldDetail[] = [],
   ) {
@@ -87,7 +95,7 @@ async function call<T>(send: Send<T>, signal?: AbortSignal, sign: Signing | null
       throw new ApiError(0, 'NETWORK_ERROR', 'The server could not be reached. Check the connection and try again.');
     throw new ApiError(
       answered.status,
-      'ERROR',
+      'UNREADABLE_REPLY',
       `The server answered ${answered.status} ${answered.statusText} without a readable body.`,
     );
   }
@@ -98,7 +106,7 @@ async function call<T>(send: Send<T>, signal?: AbortSignal, sign: Signing | null
   if (typeof reply.error !== 'object' || reply.error === null)
     throw new ApiError(
       response.status,
-      'ERROR',
+      'UNREADABLE_REPLY',
       `The server answered ${response.status} ${response.statusText} without a readable body.`,
     );
   const error: { code?: unknown; message?: unknown; details?: unknown } =
@@ -108,12 +116,12 @@ async function call<T>(send: Send<T>, signal?: AbortSignal, sign: Signing | null
     : [];
   const failure = new ApiError(
     response.status,
-    typeof error.code === 'string' ? error.code : 'ERROR',
+    typeof error.code === 'string' ? (error.code as ErrorCode) : 'UNREADABLE_REPLY',
     typeof error.message === 'string' ? error.message : `The server answered ${response.status}.`,
     details,
   );
   // Only for the credential still in use: a late answer to one signed out of since changes nothing.
-  if (failure.status === 401 && sign === signing) unauthorized(failure);
+  if (failure.code === 'UNAUTHORIZED' && sign === signing) unauthorized(failure);
   throw failure;
 }
 
@@ -163,10 +171,16 @@ export async function getUser(id: string): Promise<TaggedUser> {
 const ifMatch = (etag: string | undefined) => (etag === undefined ? {} : { ifMatch: etag });
 
 /** A create, sent with an Idempotency-Key of its own, so the client's retries (503, 429) create it once. */
-export const createUser = (fields: UserFields) => call((init) => client.createUser(fields, init)) as Promise<User>;
-export const replaceUser = (id: string, fields: UserFields, etag?: string) =>
-  call((init) => client.replaceUser(id, fields, { ...init, ...ifMatch(etag) })) as Promise<User>;
-export const updateUser = (id: string, fields: Partial<UserFields>, etag?: string) =>
+/** Sent as the form has them: the API's validation, which the form's checks mirror, has the last word. */
+export const createUser = (fields: UserValues) =>
+  call((init) => client.createUser(fields as UserInput, init)) as Promise<User>;
+export const replaceUser = (id: string, fields: UserValues, etag?: string) =>
+  call((init) => client.replaceUser(id, fields as UserInput, { ...init, ...ifMatch(etag) })) as Promise<User>;
+export const updateUser = (id: string, fields: UserValues, etag?: string) =>
   call((init) => client.updateUser(id, fields, { ...init, ...ifMatch(etag) })) as Promise<User>;
 export const deleteUser = (id: string, etag?: string) =>
   call((init) => client.deleteUser(id, { ...init, ...ifMatch(etag) })) as Promise<void>;
+
+/** Whether `error` is an API failure with this code. */
+export const failedWith = (error: unknown, code: FailureCode): error is ApiError =>
+  error instanceof ApiError && error.code === code;

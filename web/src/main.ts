@@ -2,7 +2,7 @@
  * Entry point of the browser console: loads the settings, then starts the users and chat panels; with
  * authentication on, behind the sign-in form (sign-in.ts) and with the credential on every call.
  */
-import { ApiError, checkCredential, onUnauthorized, signRequests } from './api.js';
+import { ApiError, checkCredential, failedWith, onUnauthorized, signRequests } from './api.js';
 import { ChatPanel } from './chat-panel.js';
 import { chatAddress, loadConfig, type AuthScheme, type ConsoleConfig } from './config.js';
 import {
@@ -17,7 +17,7 @@ import {
 import { byId } from './dom.js';
 import { RestartWatch } from './restarts.js';
 import { SignIn } from './sign-in.js';
-import { UsersPanel } from './users-panel.js';
+import { UsersPanel } from './users/panel.js';
 
 let config: Promise<ConsoleConfig> | null = null;
 
@@ -146,7 +146,7 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
   checkCredential(savedSigning).then(
     () => use(saved, savedSigning),
     (error: unknown) => {
-      if (!(error instanceof ApiError && error.status === 401)) return use(saved, savedSigning);
+      if (!failedWith(error, 'UNAUTHORIZED')) return use(saved, savedSigning);
       forgetCredential();
       refused(error);
     },
@@ -156,9 +156,9 @@ function startSignedIn(scheme: Exclude<AuthScheme, 'none'>, users: UsersPanel): 
 /** What the form says when a credential could not be checked or was refused. */
 function refusal(error: unknown): string {
   if (!(error instanceof ApiError)) return 'Something went wrong. Try again.';
-  if (error.status === 401) return `Not signed in: ${error.message}.`;
-  if (error.status === 0) return error.message;
-  if (error.status === 429) return `${error.message}.`;
+  if (error.code === 'UNAUTHORIZED') return `Not signed in: ${error.message}.`;
+  if (error.code === 'NETWORK_ERROR') return error.message;
+  if (error.code === 'RATE_LIMITED') return `${error.message}.`;
   return `The credential could not be checked: ${error.message} (${error.status} ${error.code}).`;
 }
 

@@ -3,21 +3,13 @@
  * parameters named like the list API's, so a view can be shared and survives a reload. Only values
  * other than the defaults are written.
  */
+import { USER_SORT_FIELDS } from '@roster/protocol';
 import type { ListQuery } from './api.js';
-import type { components } from '@roster/protocol';
 
 export const DEFAULT_QUERY: ListQuery = { page: 1, limit: 10, role: '', search: '', sort: 'created_at', order: 'desc' };
 
-/** Words for each field the list sorts by: every one of the generated `UserSortField`, as the compiler checks. */
-export const SORT_LABELS: Record<string, string> = {
-  id: 'id',
-  name: 'name',
-  email: 'email',
-  role: 'role',
-  created_at: 'creation time',
-  updated_at: 'update time',
-} satisfies Record<components['schemas']['UserSortField'], string>;
-const SORTS = Object.keys(SORT_LABELS);
+/** The fields the list sorts by (the generated `UserSortField` enum). */
+const SORTS: readonly string[] = USER_SORT_FIELDS;
 const LIMIT_MAX = 1000;
 
 /** The view named by a query string; what is missing or unreadable is the default. */

@@ -4,6 +4,7 @@
  * console and the `roster` command both use it; `import … from 'roster/client'` outside.
  */
 export * from './rest.js';
-export * from './chat.js';
+export * from './chat-client.js';
 export * from './retry.js';
+export * from './user-fields.js';
 export * from '../http-headers.js';

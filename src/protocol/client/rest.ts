@@ -1,6 +1,6 @@
 /**
  * Roster's REST API, typed from its OpenAPI document (openapi.ts, `npm run client:types`): one
- * openapi-fetch method per `operationId`, resolving to `{ data, error, response }` (README, "A typed client").
+ * openapi-fetch method per `operationId`, resolving to `{ data, error, response }` (docs/clients.md, "A typed client").
  */
 import createClient from 'openapi-fetch';
 import {

@@ -6,10 +6,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import type { StorageConfig } from '../../config/index.js';
-import type { EngineFaults } from '../../engine-faults.js';
-import type { Dependency } from '../../health.js';
+import type { EngineFaults } from '../../ops/engine-faults.js';
+import type { Dependency } from '../../ops/health.js';
 import type { UserStore } from '../store.js';
-import type { Migrated } from './sql/migrations.js';
+import type { Migrated } from './sql/sql-migrations.js';
 
 export interface StoreDeps {
   logger: Logger;

@@ -3,13 +3,13 @@
  * engine's driver only when opened, so the default process carries neither pg nor better-sqlite3.
  */
 import type { StorageConfig } from '../../config/index.js';
-import type { Dependency } from '../../health.js';
+import type { Dependency } from '../../ops/health.js';
 import type { UserStore } from '../store.js';
 import type { BackedUp, StoreBackend, StoreDeps } from './backend.js';
-import { memoryBackend } from './memory/backend.js';
-import { postgresBackend } from './postgres/backend.js';
-import { sqliteBackend } from './sqlite/backend.js';
-import type { Migrated } from './sql/migrations.js';
+import { memoryBackend } from './memory/memory-backend.js';
+import { postgresBackend } from './postgres/postgres-backend.js';
+import { sqliteBackend } from './sqlite/sqlite-backend.js';
+import type { Migrated } from './sql/sql-migrations.js';
 
 /** Every backend, in the order they are asked whether DATABASE_URL is theirs. */
 export const STORE_BACKENDS: readonly StoreBackend[] = [memoryBackend, sqliteBackend, postgresBackend];

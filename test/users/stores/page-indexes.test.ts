@@ -16,15 +16,14 @@ import { createClock } from '../../../src/clock.js';
 import { queryUsers, type ListParams } from '../../../src/users/query.js';
 import type { User } from '../../../src/users/schema.js';
 import type { UserStore } from '../../../src/users/store.js';
-import { EngineFaults } from '../../../src/engine-faults.js';
-import { createPool } from '../../../src/users/stores/postgres/connection.js';
-import { migrate } from '../../../src/users/stores/postgres/migrations.js';
+import { EngineFaults } from '../../../src/ops/engine-faults.js';
+import { createPool } from '../../../src/users/stores/postgres/postgres-connection.js';
+import { migrate, readPostgresMigrations } from '../../../src/users/stores/postgres/postgres-migrations.js';
 import { PostgresUserStore } from '../../../src/users/stores/postgres/postgres-store.js';
-import { INSERT_COLUMNS, toRow as toPostgresRow } from '../../../src/users/stores/postgres/rows.js';
-import { readMigrations } from '../../../src/users/stores/sql/migrations.js';
-import { connect, SQLITE_CACHE_KIB } from '../../../src/users/stores/sqlite/connection.js';
-import { migrateSqlite, readSqliteMigrations } from '../../../src/users/stores/sqlite/migrations.js';
-import { INSERT_USER, microsOf, toRow as toSqliteRow } from '../../../src/users/stores/sqlite/rows.js';
+import { INSERT_COLUMNS, toRow as toPostgresRow } from '../../../src/users/stores/postgres/postgres-rows.js';
+import { connect, SQLITE_CACHE_KIB } from '../../../src/users/stores/sqlite/sqlite-connection.js';
+import { migrateSqlite, readSqliteMigrations } from '../../../src/users/stores/sqlite/sqlite-migrations.js';
+import { INSERT_USER, microsOf, toRow as toSqliteRow } from '../../../src/users/stores/sqlite/sqlite-rows.js';
 import { SqliteUserStore } from '../../../src/users/stores/sqlite/sqlite-store.js';
 import { DATABASE_URL, freshSchema, NO_DATABASE } from '../../support/index.js';
 
@@ -168,7 +167,7 @@ describe('PostgreSQL: a database the previous version filled', { skip: DATABASE_
     const schema = await freshSchema();
     const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
     try {
-      const previous = (await readMigrations()).filter((migration) => migration.version < '008');
+      const previous = (await readPostgresMigrations()).filter((migration) => migration.version < '008');
       assert.equal(previous.at(-1)?.version, '007_idempotency_keys');
       await migrate(pool, previous);
       for (const user of users) {

@@ -36,7 +36,7 @@ import {
   type NewUser,
   type UserStore,
 } from '../../store.js';
-import { MemoryIdempotencyKeys } from './idempotency-keys.js';
+import { MemoryIdempotencyKeys } from './memory-idempotency-keys.js';
 import { claimLost } from '../../idempotency-keys.js';
 
 export interface MemoryStoreOptions {

@@ -1,12 +1,12 @@
 /**
- * Users in PostgreSQL (migrations/001_users.sql), for several Roster instances sharing one database.
+ * Users in PostgreSQL (migrations/postgres/001_users.sql), for several Roster instances sharing one database.
  * Every answer equals the memory store's (query.ts defines them); strings are stored through
  * sql/stored-text.ts and written as rows.ts lays them out, so that SQL sorts and searches them as
  * JavaScript does.
  *
  * Timestamps come from the database clock, not from the instance: strictly increasing within an
- * instance (roster_stamp, migrations/006); across instances they need not be, and a sequence (`seq`)
- * breaks ties, so creation order, (created_at, seq), is total and stable (migrations/004). No write
+ * instance (roster_stamp, migrations/postgres/006); across instances they need not be, and a sequence (`seq`)
+ * breaks ties, so creation order, (created_at, seq), is total and stable (migrations/postgres/004). No write
  * takes a row that every other write takes too: counts per role are spread over rows a writer finds
  * free (SKIP LOCKED). `insert` and `update` return the stamped record.
  *
@@ -18,7 +18,7 @@
  *
  * Lock order, which keeps these transactions from deadlocking one another: the advisory lock on the
  * user written, advisory locks on email keys, then user rows; a count row is only ever taken when no
- * one holds it. The trigger that keeps the search needles' counts (migrations/009) then takes their
+ * one holds it. The trigger that keeps the search needles' counts (migrations/postgres/009) then takes their
  * lock shared; only registering a needle takes it exclusive, holding nothing else, and gives up after
  * a short wait (list.ts), so a write waits for it at most that long.
  */
@@ -37,8 +37,8 @@ import {
   type NewUser,
   type UserStore,
 } from '../../store.js';
-import { PostgresIdempotencyKeys } from './idempotency-keys.js';
-import { EngineFaults } from '../../../engine-faults.js';
+import { PostgresIdempotencyKeys } from './postgres-idempotency-keys.js';
+import { EngineFaults } from '../../../ops/engine-faults.js';
 import {
   createPool,
   databaseBusy,
@@ -53,16 +53,16 @@ import {
   queryOn,
   valueTooLarge,
   type Query,
-} from './connection.js';
-import { migrate } from './migrations.js';
+} from './postgres-connection.js';
+import { migrate } from './postgres-migrations.js';
 import { toStored } from '../sql/stored-text.js';
 import { ownFields } from '../../fields.js';
-import { PostgresList, type Transaction } from './list.js';
-import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './rows.js';
+import { PostgresList, type Transaction } from './postgres-list.js';
+import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './postgres-rows.js';
 
 /**
  * The timestamp of a write: the database's clock, UTC, microseconds, read through roster_stamp
- * (migrations/006) so that within one instance it strictly increases. `$n` is the instance's key.
+ * (migrations/postgres/006) so that within one instance it strictly increases. `$n` is the instance's key.
  */
 const stamp = (n: number) => `roster_stamp($${n})`;
 /**
@@ -109,7 +109,7 @@ class Retry extends Error {}
 export class PostgresUserStore implements UserStore {
   readonly health: DatabaseHealth;
   readonly keys: PostgresIdempotencyKeys;
-  /** This instance's key for roster_stamp (migrations/006): random, so other instances never share it. */
+  /** This instance's key for roster_stamp (migrations/postgres/006): random, so other instances never share it. */
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
   readonly #list: PostgresList;
   /** One statement on a pooled connection (connection.ts: Query). */

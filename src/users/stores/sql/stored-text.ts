@@ -75,7 +75,7 @@ export function likePattern(storedNeedle: string): string | undefined {
 
 /**
  * Whether `storedHaystack` contains `storedNeedle` starting at a whole character: what the SQL
- * function `roster_contains_aligned` (migrations/003_aligned_search.sql) decides, written the same way
+ * function `roster_contains_aligned` (migrations/postgres/003_aligned_search.sql) decides, written the same way
  * here so that the tests can hold it against a search of the original strings. One walk over the
  * haystack's whole characters, comparing at each: no regular expression built from the needle.
  */

@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { isUnavailable, type SqliteHealth, type Statements } from './connection.js';
+import { isUnavailable, type SqliteHealth, type Statements } from './sqlite-connection.js';
 
 /**
  * How long after a write the users it noted are indexed for search, unless a search comes first: the

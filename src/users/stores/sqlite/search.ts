@@ -10,9 +10,9 @@ import type { NewUser } from '../../store.js';
 import { searchColumn } from '../sql/columns.js';
 import { likePattern } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
-import type { Statements } from './connection.js';
+import type { Statements } from './sqlite-connection.js';
 import { KEPT_NEEDLES, KeptNeedle, type Searched } from './kept-searches.js';
-import { inCreationOrder, orderBy, type Matching } from './list-sql.js';
+import { inCreationOrder, orderBy, type Matching } from './sqlite-list.js';
 import { searchTexts } from '../sql/columns.js';
 import type { SearchIndex } from './search-index.js';
 

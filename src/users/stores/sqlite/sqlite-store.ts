@@ -10,7 +10,7 @@
  * totals, and stamp timestamps itself: from the injected clock (clock.ts), as the memory store does,
  * never earlier than a stamp already in the file.
  *
- * A write is acknowledged only after its transaction committed to the WAL (README, "Durability";
+ * A write is acknowledged only after its transaction committed to the WAL (docs/storage.md, "Durability";
  * connection.ts sets `synchronous`). A disk that is full, read-only or failing refuses writes with 503
  * SERVICE_UNAVAILABLE; reads go on, and health reports the `database` as down until a write (or the
  * probe) succeeds again.
@@ -34,12 +34,12 @@ import {
 import { claimLost } from '../../idempotency-keys.js';
 import { toStored } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
-import { isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './connection.js';
-import { SqliteIdempotencyKeys } from './idempotency-keys.js';
+import { isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './sqlite-connection.js';
+import { SqliteIdempotencyKeys } from './sqlite-idempotency-keys.js';
 import { KEPT_MATCHES } from './kept-searches.js';
-import { numberedPage, pageAfter } from './list-sql.js';
-import { openSqlite } from './migrations.js';
-import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, USER_COLUMNS, type Row } from './rows.js';
+import { numberedPage, pageAfter } from './sqlite-list.js';
+import { openSqlite } from './sqlite-migrations.js';
+import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, USER_COLUMNS, type Row } from './sqlite-rows.js';
 import { matching, SEARCHED_COLUMNS, Searches } from './search.js';
 import { SearchIndex } from './search-index.js';
 import { SQLITE_CACHED_BYTES, UserCache } from './user-cache.js';
@@ -79,7 +79,7 @@ export class SqliteUserStore implements UserStore {
   }
 
   /**
-   * Opens the file (migrations.ts: openSqlite) and returns the store. `cachedBytes` bounds the cache of
+   * Opens the file (sqlite-migrations.ts: openSqlite) and returns the store. `cachedBytes` bounds the cache of
    * decoded users (SQLITE_CACHED_BYTES unless given); `clock` stamps the writes, as the memory store's
    * does; `keptMatches` bounds the matches kept per needle searched (KEPT_MATCHES unless given).
    */

@@ -10,8 +10,7 @@ import { pino } from 'pino';
 import { createClock } from '../../../../src/clock.js';
 import { RosterError } from '../../../../src/errors.js';
 import { MemoryUserStore } from '../../../../src/users/stores/memory/memory-store.js';
-import { migrate } from '../../../../src/users/stores/postgres/migrations.js';
-import { readMigrations } from '../../../../src/users/stores/sql/migrations.js';
+import { migrate, readPostgresMigrations } from '../../../../src/users/stores/postgres/postgres-migrations.js';
 import { PostgresUserStore } from '../../../../src/users/stores/postgres/postgres-store.js';
 import type { ListParams, ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
@@ -45,7 +44,7 @@ if (!DATABASE_URL) {
       const fresh = await freshSchema();
       const pool = new pg.Pool({ connectionString: fresh.url, max: 2 });
       try {
-        const versions = (await readMigrations()).map((migration) => migration.version);
+        const versions = (await readPostgresMigrations()).map((migration) => migration.version);
         assert.ok(versions.includes('001_users'), JSON.stringify(versions));
         assert.deepEqual(await migrate(pool), versions);
         assert.deepEqual(await migrate(pool), []);
@@ -73,7 +72,7 @@ if (!DATABASE_URL) {
       ];
       try {
         const results = await Promise.all(pools.map((pool) => migrate(pool)));
-        const versions = (await readMigrations()).map((migration) => migration.version);
+        const versions = (await readPostgresMigrations()).map((migration) => migration.version);
         assert.deepEqual(results.flat().sort(), versions, JSON.stringify(results));
       } finally {
         await Promise.all(pools.map((pool) => pool.end()));

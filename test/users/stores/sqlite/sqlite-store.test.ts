@@ -16,13 +16,13 @@ import { MemoryUserStore } from '../../../../src/users/stores/memory/memory-stor
 import { queryUsers, type ListParams, type ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
 import { fromBlob, toBlob } from '../../../../src/users/stores/sqlite/blob-text.js';
-import { connect, DatabaseInUse, SQLITE_WAL_PAGES } from '../../../../src/users/stores/sqlite/connection.js';
+import { connect, DatabaseInUse, SQLITE_WAL_PAGES } from '../../../../src/users/stores/sqlite/sqlite-connection.js';
 import {
   migrateSqlite,
   migrateSqliteFile,
   readSqliteMigrations,
-} from '../../../../src/users/stores/sqlite/migrations.js';
-import { INSERT_USER, microsOf, toRow } from '../../../../src/users/stores/sqlite/rows.js';
+} from '../../../../src/users/stores/sqlite/sqlite-migrations.js';
+import { INSERT_USER, microsOf, toRow } from '../../../../src/users/stores/sqlite/sqlite-rows.js';
 import { formatMicros } from '../../../../src/clock.js';
 import { SqliteUserStore } from '../../../../src/users/stores/sqlite/sqlite-store.js';
 import { userStoreContract } from '../../store-contract.js';

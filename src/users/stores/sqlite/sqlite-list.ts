@@ -1,0 +1,116 @@
+/**
+ * The SQL of the SQLite store's list pages (query.ts defines the lists): their order, the index that
+ * holds it, and the cursor's keyset. Each statement reads rowids (created_at) only; the store then
+ * hands out the users of those rowids.
+ */
+import { sortedField, type ListParams, type Position } from '../../query.js';
+import { toBlob } from './blob-text.js';
+import type { Statements } from './sqlite-connection.js';
+import { microsOf } from './sqlite-rows.js';
+
+/** A search's condition on `users` (a WHERE and its values); see search.ts. */
+export interface Matching {
+  where: string;
+  values: unknown[];
+}
+
+/**
+ * The rowids of a page by number (offset) of the list without search, whose `total` is known. A page
+ * costs a walk over the index entries before it (each index holds the order and ends with the rowid,
+ * so only the index is read). A page in the far half is read in the reversed order from the other end
+ * (the same index walked backwards), then turned round: no walk passes half the users.
+ */
+export function numberedPage(statement: Statements, params: ListParams, total: number): number[] {
+  if (params.offset >= total || params.limit <= 0) return [];
+  const [where, values] = params.role === undefined ? ['', []] : ['WHERE role = ?', [toBlob(params.role)]];
+  const far = params.offset > total - params.offset;
+  const [limit, offset] = far
+    ? [Math.min(params.limit, total - params.offset), Math.max(total - params.offset - params.limit, 0)]
+    : [params.limit, params.offset];
+  const rowids = statement(
+    `SELECT created_at FROM users INDEXED BY ${pageIndex(params)} ${where} ORDER BY ${orderBy(params, far)} LIMIT ? OFFSET ?`,
+  )
+    .pluck()
+    .all(...values, limit, offset) as number[];
+  return far ? rowids.reverse() : rowids;
+}
+
+/**
+ * The rowids of the page after `after` (query.ts: Position), and one more if more follow: the users
+ * (of `search`'s matches, if given) whose (sort value, rowid) come after the cursor's in the list's
+ * order, read from the sort's index (each ends with the rowid, so the cursor's place is one seek).
+ * A search's page tests each user it walks, the matches being spread through the order.
+ */
+export function pageAfter(statement: Statements, params: ListParams, after: Position, search?: Matching): number[] {
+  const filters = [...(params.role === undefined ? [] : ['role = ?']), ...(search ? [search.where] : [])];
+  const values = [...(params.role === undefined ? [] : [toBlob(params.role)]), ...(search?.values ?? [])];
+  // Without search, the page's own index is named, as for a page by number.
+  const index = search === undefined ? ` INDEXED BY ${pageIndex(params)}` : '';
+  const where = [...filters, keysetAfter(params)].join(' AND ');
+  return statement(`SELECT created_at FROM users${index} WHERE ${where} ORDER BY ${orderBy(params)} LIMIT ?`)
+    .pluck()
+    .all(...values, ...keysetValues(params, after), params.limit + 1) as number[];
+}
+
+/** Whether the list is in creation order (rowid order), either way: by created_at, or by no sortable field. */
+export function inCreationOrder(params: ListParams): boolean {
+  const field = sortedField(params.sort);
+  return field === undefined || field === 'created_at';
+}
+
+/**
+ * The index that holds a page's order, entries ending with the rowid and, for a role filter, holding
+ * the role (migrations 001 and 003): the page is a walk of it alone, in either direction, testing the
+ * role in each entry. Named, not left to the planner: its choice follows the statistics of ANALYZE,
+ * which a file may lack or hold only for older indexes, and then it picked an index of the role and
+ * sorted all its users (hundreds of milliseconds at 1 000 000 users) instead of walking this one.
+ */
+function pageIndex(params: ListParams): string {
+  const field = sortedField(params.sort);
+  const role = params.role !== undefined;
+  // Creation order: the rowid's own index (narrower than the table, whose walk reads every row).
+  if (field === undefined || field === 'created_at' || (role && field === 'role')) {
+    return role ? 'users_role' : 'users_created';
+  }
+  if (field === 'id') return role ? 'users_role_id' : 'users_id';
+  if (field === 'updated_at') return 'users_updated_at';
+  if (field === 'role') return params.descending ? 'users_role_desc' : 'users_role';
+  return `users_${field}${params.descending ? '_desc' : ''}`;
+}
+
+/**
+ * The cursor's condition (`?`s: keysetValues) in orderBy's order: after the cursor's (value, rowid). A
+ * descending value is `<=` then `<` so that SQLite reads the `DESC` index from the cursor on.
+ */
+function keysetAfter(params: ListParams): string {
+  const field = sortedField(params.sort);
+  if (field === undefined) return 'created_at > ?';
+  const before = params.descending ? '<' : '>';
+  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${field} ${before} ?`;
+  return `${field} ${before}= ? AND (${field} ${before} ? OR created_at > ?)`;
+}
+
+/** keysetAfter's values for `after`: blobs for text, microseconds for stamps. */
+function keysetValues(params: ListParams, after: Position): unknown[] {
+  const field = sortedField(params.sort);
+  const created = microsOf(after.created_at);
+  if (field === undefined || field === 'created_at') return [created];
+  if (field === 'updated_at') return [microsOf(after.key)];
+  const key = toBlob(after.key);
+  return field === 'id' ? [key] : [key, key, created];
+}
+
+/**
+ * ORDER BY of a list (query.ts): by the field, ties in creation order (created_at, the rowid) in both
+ * directions; id, created_at and updated_at are unique. Any other `sort` ties every user: creation order.
+ * `reversed`: the same order backwards, every term's direction turned; an index serves it walked the
+ * other way.
+ */
+export function orderBy(params: ListParams, reversed = false, table = ''): string {
+  const [asc, desc] = reversed ? ['DESC', 'ASC'] : ['ASC', 'DESC'];
+  const direction = params.descending ? desc : asc;
+  const field = sortedField(params.sort);
+  if (field === undefined) return `${table}created_at ${asc}`;
+  if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${table}${field} ${direction}`;
+  return `${table}${field} ${direction}, ${table}created_at ${asc}`;
+}
