@@ -22,6 +22,7 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the sources are not here yet for `prepare`; the build runs below.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
 COPY web ./web
 RUN npm run build

@@ -22,6 +22,23 @@ import { Metrics } from './ops/metrics.js';
 import { createUserValidator } from './users/validation.js';
 import { RateLimiter } from './edge/rate-limiter.js';
 import { databaseFailure, listenFailure } from './ops/startup.js';
+import { API_PREFIX } from './http/prefix.js';
+
+/**
+ * Where a person points a browser, for the start line: the console (`/`, when CONSOLE is on) and the API
+ * reference. A wildcard HOST is reached through loopback; an IPv6 address goes in brackets.
+ */
+export function browserUrls(
+  config: Pick<Config, 'host' | 'tls' | 'console'>,
+  port: number,
+): { console?: string; reference: string } {
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host === '::' ? '::1' : config.host;
+  const origin = `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    ...(config.console ? { console: `${origin}/` } : {}),
+    reference: `${origin}${API_PREFIX}/reference`,
+  };
+}
 
 export interface RosterServer {
   readonly rest: FastifyInstance;
@@ -134,7 +151,10 @@ async function assemble(
       }
       const port = (rest.server.address() as AddressInfo).port;
       chat.setRestPort(port);
-      logger.info({ port, wsPort: chatAddress.port, host: config.host }, 'Roster is listening');
+      logger.info(
+        { port, wsPort: chatAddress.port, host: config.host, ...browserUrls(config, port) },
+        'Roster is listening',
+      );
       logger.info(storageNote);
       return { port, wsPort: chatAddress.port };
     },

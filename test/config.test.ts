@@ -202,8 +202,9 @@ describe('loadConfig valid overrides', () => {
     ['WS_MAX_BACKLOG', '2048', { chat: { maxBacklog: 2048 } }],
     ['WS_MAX_BACKLOG', '4MiB', { chat: { maxBacklog: 4 * MIB } }],
     ['WS_MAX_BACKLOG', '64KiB', { chat: { maxBacklog: 64 * KIB } }],
-    ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1 } }],
-    ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50 } }],
+    // The chat port's per-address cap follows: a quarter of it (MAX_CONNECTIONS_PER_ADDRESS unset).
+    ['WS_MAX_CONNECTIONS', '1', { chat: { maxConnections: 1, connections: { perAddress: 1, firstByteMs: 5000 } } }],
+    ['WS_MAX_CONNECTIONS', '50', { chat: { maxConnections: 50, connections: { perAddress: 12, firstByteMs: 5000 } } }],
     [
       'HEADERS_TIMEOUT_MS',
       '2000',
@@ -229,7 +230,7 @@ describe('loadConfig valid overrides', () => {
     ['REQUEST_TIMEOUT_MS', '60000', { requestTimeoutMs: 60_000 }],
     ['REQUEST_TIMEOUT_MS', '15000', { requestTimeoutMs: 15_000 }],
     ['KEEP_ALIVE_TIMEOUT_MS', '5000', { keepAliveTimeoutMs: 5000 }],
-    ['MAX_CONNECTIONS', '100', { maxConnections: 100 }],
+    ['MAX_CONNECTIONS', '100', { maxConnections: 100, connections: { perAddress: 25, firstByteMs: 5000 } }],
     // One pair of settings for both ports: the REST port's guard and the chat's.
     ['MAX_CONNECTIONS_PER_ADDRESS', '0', guard(0, 5000)],
     ['MAX_CONNECTIONS_PER_ADDRESS', '8', guard(8, 5000)],
@@ -458,7 +459,7 @@ describe('loadConfig valid overrides', () => {
       requestTimeoutMs: 4000,
       keepAliveTimeoutMs: 1000,
       maxConnections: 50,
-      connections: { perAddress: 256, firstByteMs: undefined },
+      connections: { perAddress: 12, firstByteMs: undefined },
       metrics: true,
       metricsAuth: false,
       console: true,
@@ -487,7 +488,7 @@ describe('loadConfig valid overrides', () => {
         maxConnections: 3,
         maxConnectionsPerClient: undefined,
         handshakeTimeoutMs: 2000,
-        connections: { perAddress: 256, firstByteMs: undefined },
+        connections: { perAddress: 1, firstByteMs: undefined },
         history: 500,
         historyBytes: 16 * MIB,
       },
@@ -605,6 +606,22 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
       () => loadConfig({ PORT: '8080', WS_PORT: '9000', LOG_LEVEL: 'loud', ROLES: 'admin,user' }),
       (error: unknown) => error instanceof ConfigError && error.variable === 'LOG_LEVEL',
     );
+  });
+});
+
+describe('loadConfig: MAX_CONNECTIONS_PER_ADDRESS', () => {
+  test("unset: 256, at most a quarter of each port's own cap (at least 1); set, it wins on both ports", () => {
+    const perAddress = (env: Record<string, string>) => {
+      const config = loadConfig(env);
+      return [config.connections.perAddress, config.chat.connections.perAddress];
+    };
+    assert.deepEqual(perAddress({}), [256, 256]);
+    assert.deepEqual(perAddress({ MAX_CONNECTIONS: '200' }), [50, 256], 'the REST port: a quarter of MAX_CONNECTIONS');
+    assert.deepEqual(perAddress({ WS_MAX_CONNECTIONS: '100' }), [256, 25], 'the chat port: of WS_MAX_CONNECTIONS');
+    assert.deepEqual(perAddress({ MAX_CONNECTIONS: '1024', WS_MAX_CONNECTIONS: '3' }), [256, 1]);
+    assert.deepEqual(perAddress({ MAX_CONNECTIONS: '1', WS_MAX_CONNECTIONS: '1' }), [1, 1]);
+    assert.deepEqual(perAddress({ MAX_CONNECTIONS: '200', MAX_CONNECTIONS_PER_ADDRESS: '300' }), [300, 300]);
+    assert.deepEqual(perAddress({ MAX_CONNECTIONS: '200', MAX_CONNECTIONS_PER_ADDRESS: '0' }), [0, 0], '0: no cap');
   });
 });
 

@@ -6,16 +6,20 @@
  *
  * Skips, saying why, without podman or without the base image (node:24-bookworm-slim) in podman's
  * store: nothing is pulled. Where Docker Hub cannot be reached, test/support/standin-node-image.sh
- * builds a stand-in for the base image from Debian and the npm registry.
+ * builds a stand-in for the base image from Debian and the npm registry (.ci/run does). In CI
+ * (support/ci.ts) it never skips: what is missing fails it.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { eventually } from './support/index.js';
+import { assertNothingMissing, eventually, skipOutsideCi } from './support/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BASE_IMAGE = 'docker.io/library/node:24-bookworm-slim';
@@ -48,12 +52,13 @@ function skipReason(): string | false {
     return `${BASE_IMAGE} is not in podman's store (no pulling here): bash test/support/standin-node-image.sh makes a stand-in`;
   return false;
 }
-const skip = skipReason();
+const missing = skipReason();
 
 test(
   'the image builds, runs as node, keeps SQLite users on a volume, and stops at once',
-  { skip, timeout: 600_000 },
+  { skip: skipOutsideCi(missing), timeout: 600_000 },
   async (t) => {
+    assertNothingMissing(missing);
     const options = podmanOptions();
     assert.ok(options, 'podman runs a container of the base image');
     const podman = (args: string[], timeout?: number) => run([...options.global, ...args], timeout);
@@ -145,3 +150,25 @@ test(
     assert.equal(((await read.json()) as { data: { email: string } }).data.email, `kept-${id}@example.com`);
   },
 );
+
+test('the stand-in base image script fails at once, in one line, naming what is missing', (t) => {
+  // A PATH with the shell and coreutils' id only: no podman, no debootstrap, no node.
+  const bin = mkdtempSync(join(tmpdir(), 'roster-standin-path-'));
+  t.after(() => rmSync(bin, { recursive: true, force: true }));
+  for (const tool of ['bash', 'id']) {
+    const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/bin'];
+    const found = dirs.map((dir) => join(dir, tool)).find((path) => existsSync(path));
+    assert.ok(found, `${tool} is installed`);
+    symlinkSync(found, join(bin, tool));
+  }
+  const started = Date.now();
+  const result = spawnSync(join(bin, 'bash'), ['test/support/standin-node-image.sh', '24'], {
+    cwd: ROOT,
+    env: { PATH: bin },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(result.status, 1, result.stderr);
+  assert.match(result.stderr, /^standin-node-image: (run as root|podman is not on PATH)\b.*\n$/);
+  assert.ok(Date.now() - started < 5_000, 'before any download');
+});

@@ -21,12 +21,19 @@ import {
 import { ConfigError, SETTINGS, type Setting } from '../src/config/index.js';
 import {
   automaticMaxUsers,
+  DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
   DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
   USERS_HEAP_SHARE,
   WORST_CASE_BYTES_PER_USER,
   YOUNG_GENERATION_ALLOWANCE,
 } from '../src/config/policy.js';
-import { MAX_USERS, PORT, WS_MAX_CONNECTIONS_PER_CLIENT, WS_PORT } from '../src/config/settings.js';
+import {
+  MAX_CONNECTIONS_PER_ADDRESS,
+  MAX_USERS,
+  PORT,
+  WS_MAX_CONNECTIONS_PER_CLIENT,
+  WS_PORT,
+} from '../src/config/settings.js';
 import { CHAT_USAGE } from '../src/cli/chat-command.js';
 import { USERS_USAGE } from '../src/cli/users-command.js';
 
@@ -57,7 +64,10 @@ function tableRows(page: string, header: string): string[] {
 }
 
 /** Defaults decided by policy.ts rather than declared (the declaration's fallback is undefined). */
-const DERIVED: Record<string, unknown> = { [WS_MAX_CONNECTIONS_PER_CLIENT.name]: DEFAULT_MAX_CONNECTIONS_PER_CLIENT };
+const DERIVED: Record<string, unknown> = {
+  [WS_MAX_CONNECTIONS_PER_CLIENT.name]: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+  [MAX_CONNECTIONS_PER_ADDRESS.name]: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+};
 const declared = (setting: Setting<unknown>): unknown => setting.fallback ?? DERIVED[setting.name];
 
 /** 10000 as people write it: `10 000`. */
@@ -116,6 +126,10 @@ test('every setting is declared once, and its reader accepts the default it show
 
 test('the defaults policy.ts derives are the ones the settings table shows', () => {
   assert.match(WS_MAX_CONNECTIONS_PER_CLIENT.shown, new RegExp(`^\`${DEFAULT_MAX_CONNECTIONS_PER_CLIENT}\` `));
+  assert.match(
+    MAX_CONNECTIONS_PER_ADDRESS.shown,
+    new RegExp(`^\`${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}\` \\(at most a quarter`),
+  );
   const derivation = [
     `${USERS_HEAP_SHARE * 100} % of the heap limit`,
     `less ${YOUNG_GENERATION_ALLOWANCE / MIB} MiB`,

@@ -11,6 +11,7 @@ import {
   checkCorsOrigins,
   checkMetricsAuth,
   checkTls,
+  maxConnectionsPerAddress,
   maxConnectionsPerClient,
   maxUsers,
   type AuthConfig,
@@ -61,7 +62,10 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** `MAX_CONNECTIONS`, of the REST port. */
   maxConnections: number;
-  /** Both ports' connection guard (edge/connection-guard.ts): `MAX_CONNECTIONS_PER_ADDRESS`, `FIRST_BYTE_TIMEOUT_MS`. */
+  /**
+   * The REST port's connection guard (edge/connection-guard.ts): `MAX_CONNECTIONS_PER_ADDRESS` (unset:
+   * policy.ts's share of `MAX_CONNECTIONS`), `FIRST_BYTE_TIMEOUT_MS`.
+   */
   connections: { perAddress: number; firstByteMs: number | undefined };
   /** `METRICS`. */
   metrics: boolean;
@@ -116,7 +120,7 @@ export interface ChatConfig {
   maxConnectionsPerClient: number | undefined;
   /** The handshake must arrive within this; it is `HEADERS_TIMEOUT_MS` (one setting for both ports). */
   handshakeTimeoutMs: number;
-  /** The connection guard's limits, the REST port's (Config.connections): one pair of settings for both ports. */
+  /** The chat port's connection guard: the same two settings; policy.ts takes its share of `WS_MAX_CONNECTIONS`. */
   connections: { perAddress: number; firstByteMs: number | undefined };
   /** `CHAT_HISTORY`; 0: off. */
   history: number;
@@ -132,11 +136,12 @@ export function loadConfig(env: Env): Config {
   const headersTimeoutMs = get(S.HEADERS_TIMEOUT_MS);
   const requestTimeoutMs = get(S.REQUEST_TIMEOUT_MS);
   checkTimeouts(headersTimeoutMs, requestTimeoutMs);
-  const connections = {
-    perAddress: get(S.MAX_CONNECTIONS_PER_ADDRESS),
-    // Not shorter than the headers' deadline, it adds nothing: Node's own ends such a socket (408).
-    firstByteMs: ((ms) => (ms < headersTimeoutMs ? ms : undefined))(get(S.FIRST_BYTE_TIMEOUT_MS)),
-  };
+  // Not shorter than the headers' deadline, it adds nothing: Node's own ends such a socket (408).
+  const firstByteMs = ((ms) => (ms < headersTimeoutMs ? ms : undefined))(get(S.FIRST_BYTE_TIMEOUT_MS));
+  const guardOf = (portCap: number) => ({
+    perAddress: maxConnectionsPerAddress(get(S.MAX_CONNECTIONS_PER_ADDRESS), portCap),
+    firstByteMs,
+  });
   const wsPort = get(S.WS_PORT);
   checkPorts(restPort, wsPort);
   const auth = authConfig(get, isSet);
@@ -174,7 +179,7 @@ export function loadConfig(env: Env): Config {
     requestTimeoutMs,
     keepAliveTimeoutMs: get(S.KEEP_ALIVE_TIMEOUT_MS),
     maxConnections: get(S.MAX_CONNECTIONS),
-    connections,
+    connections: guardOf(get(S.MAX_CONNECTIONS)),
     metrics: get(S.METRICS),
     metricsAuth: (checkMetricsAuth(get(S.METRICS_AUTH), auth.scheme), get(S.METRICS_AUTH)),
     console: get(S.CONSOLE),
@@ -210,7 +215,7 @@ export function loadConfig(env: Env): Config {
         get(S.WS_MAX_CONNECTIONS),
       ),
       handshakeTimeoutMs: headersTimeoutMs,
-      connections,
+      connections: guardOf(get(S.WS_MAX_CONNECTIONS)),
       history,
       historyBytes,
     },

@@ -123,6 +123,18 @@ export function maxConnectionsPerClient(
     : undefined;
 }
 
+/** MAX_CONNECTIONS_PER_ADDRESS when it is not set, under a large enough cap of the port. */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+
+/**
+ * Set, it is the cap (0: none). Unset, 256, but at most a quarter of the port's own cap (MAX_CONNECTIONS
+ * on the REST port, WS_MAX_CONNECTIONS on the chat port; at least 1): with MAX_CONNECTIONS=200, one
+ * address holding 200 idle sockets would otherwise shut everyone else out, as 256 is more than 200.
+ */
+export function maxConnectionsPerAddress(set: number | undefined, portCap: number): number {
+  return set ?? Math.min(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, Math.max(1, Math.floor(portCap / 4)));
+}
+
 /**
  * Bytes of heap one user can take in the memory store at worst, measured: 10 000 users created over
  * HTTP with a name of 200 astral-plane characters (400 UTF-16 units) and a 254-character email outside

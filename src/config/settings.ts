@@ -1,10 +1,9 @@
 /**
- * Every setting of Roster, declared once: its variable, its default, its reader with its bounds, and
- * what docs/configuration.md's settings table says of it (the default as shown, and the help). config/index.ts
- * reads them and policy.ts applies the rules between them; a test holds that table to this
- * list, row for row. Settings whose default depends on others (MAX_USERS, WS_MAX_CONNECTIONS_PER_CLIENT)
- * or that belong to one AUTH scheme are undefined here and decided by policy.ts. The `roster` command's
- * own settings, as a client of a running Roster, are declared the same way in client-settings.ts.
+ * Every setting of Roster, declared once: variable, default, reader and bounds, and what the table of
+ * docs/configuration.md says of it (a test holds that table to this list, row for row). config/index.ts
+ * reads them; policy.ts applies the rules between them and decides the defaults that depend on others
+ * (MAX_USERS, the per-client and per-address caps) or on an AUTH scheme, undefined here. The `roster`
+ * command's own settings are declared the same way in client-settings.ts.
  */
 import { apiKeys, basicUsers, jwtSecret } from './credential-settings.js';
 import {
@@ -226,9 +225,10 @@ export const MAX_CONNECTIONS = setting(
 );
 export const MAX_CONNECTIONS_PER_ADDRESS = setting(
   'MAX_CONNECTIONS_PER_ADDRESS',
-  256,
+  undefined,
   integer(0, 1_000_000),
   'Open TCP connections of one peer address on each port (REST, chat); further ones are dropped on accept. Proxies that `TRUST_PROXY` lists by address are exempt (a hop count or `true` exempts none); `0`: no cap.',
+  "`256` (at most a quarter of the port's cap: `MAX_CONNECTIONS` on the REST port, `WS_MAX_CONNECTIONS` on the chat port)",
 );
 export const FIRST_BYTE_TIMEOUT_MS = setting(
   'FIRST_BYTE_TIMEOUT_MS',

@@ -6,7 +6,7 @@
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { AuthScheme } from '../config/index.js';
 import { API_PREFIX } from './prefix.js';
@@ -336,6 +336,11 @@ export async function openApiRoutes(
       },
     },
     async (_request, reply) => reply.type(JSON_CONTENT_TYPE).send(JSON.stringify(options.asyncApi())),
+  );
+  // `/docs` is where people guess documentation lives: it sends them to the reference (302: the
+  // reference may move with the API version). Not an API route: left out of the document.
+  app.get('/docs', { schema: { hide: true } as FastifySchema }, (_request, reply) =>
+    reply.redirect(`${API_PREFIX}/reference`, 302),
   );
   await app.register(swaggerUi, {
     routePrefix: `${API_PREFIX}/reference`,

@@ -51,6 +51,7 @@ const PUBLIC_ROUTES = new Set([
   ...PROBES,
   `${API_PREFIX}/docs`,
   `${API_PREFIX}/openapi.json`,
+  '/docs',
   '/metrics',
   '/',
   '*',

@@ -3,7 +3,7 @@
  * and opened again as a store of its own; and the refusals, each with its exit status.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -65,6 +65,30 @@ describe('roster backup', () => {
     } finally {
       await live.store.close();
     }
+  });
+
+  test('makes the missing folder of the target, as the service makes its database folder', async () => {
+    const database = join(folder, 'foldered.db');
+    const target = join(folder, 'backups', 'daily', 'roster.db');
+    await (await open(`sqlite:${database}`)).store.close();
+    const result = await backup([target], { DATABASE_URL: `sqlite:${database}` });
+    assert.equal(result.code, 0, result.errors);
+    assert.equal(statSync(target).mode & 0o777, 0o600);
+    assert.deepEqual(readdirSync(join(folder, 'backups', 'daily')), ['roster.db'], 'no partial file left');
+  });
+
+  test('a target it cannot write: exit 1, an error naming the target, never the partial file', async () => {
+    const database = join(folder, 'unwritable.db');
+    await (await open(`sqlite:${database}`)).store.close();
+    // A folder in the way of the file: fails for root too (chmod would not).
+    const blocker = join(folder, 'blocker');
+    writeFileSync(blocker, 'a file, not a folder');
+    const target = join(blocker, 'roster.db');
+    const result = await backup([target], { DATABASE_URL: `sqlite:${database}` });
+    assert.equal(result.code, 1);
+    assert.match(result.errors, /^roster backup: .+\n$/);
+    assert.doesNotMatch(result.errors, /partial/);
+    assert.equal(existsSync(target), false);
   });
 
   test('refuses a target that exists, and leaves it as it was (exit 1)', async () => {

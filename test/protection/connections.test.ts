@@ -4,7 +4,8 @@
  * sockets on loopback. Linux routes all of 127.0.0.0/8 to the loopback interface, so a socket bound to
  * 127.0.0.2 is a second client address.
  *
- * - Sockets that never finish their headers: past MAX_CONNECTIONS_PER_ADDRESS (256 by default) an
+ * - Sockets that never finish their headers: past MAX_CONNECTIONS_PER_ADDRESS (by default 256, at most
+ *   a quarter of the port's own cap) an
  *   address's further connections are dropped on accept, on the REST port and on the chat port, and
  *   another address is served. Trusted proxies are exempt.
  * - A socket that sends nothing is closed after FIRST_BYTE_TIMEOUT_MS, long before HEADERS_TIMEOUT_MS.
@@ -92,28 +93,40 @@ async function refused(running: Running, port: 'http' | 'chat', reason: string):
 }
 
 describe('MAX_CONNECTIONS_PER_ADDRESS: one address cannot hold every slot', () => {
-  test('REST port, the defaults with AUTH and RATE_LIMIT: 256 unfinished requests from one address, the next dropped, another address served', async (t) => {
-    // MAX_CONNECTIONS a little above the per-address default: without that cap, one address fills the port.
+  test('REST port, the defaults with AUTH and RATE_LIMIT: a quarter of MAX_CONNECTIONS from one address, the next dropped, another address served', async (t) => {
+    // MAX_CONNECTIONS=300: the per-address default is 75, not 256, which would let one address fill the port.
     const { running, sockets } = await roster(t, {
       AUTH: 'apikey',
       API_KEYS: 'k3y-0123456789abcdef',
       RATE_LIMIT: '100/minute',
       MAX_CONNECTIONS: '300',
     });
-    await holdSlots(sockets, running.origin, 256);
+    await holdSlots(sockets, running.origin, 75);
     const extra = await socketTo(running.origin);
     sockets.push(extra);
     extra.write('GET / HT');
     const dropped = await endedWithin(extra, 2000);
-    assert.equal(dropped.ended, true, 'the 257th connection of one address is dropped');
+    assert.equal(dropped.ended, true, 'the 76th connection of one address is dropped');
     assert.equal(dropped.received, '', 'dropped on accept, with nothing written');
-    await holdSlots(sockets, running.origin, 43); // and so are the rest up to MAX_CONNECTIONS
+    await holdSlots(sockets, running.origin, 224); // and so is every other, up to MAX_CONNECTIONS
     const served = await getFrom(`${running.origin}/livez`, OTHER_ADDRESS);
-    assert.equal(served, 'HTTP/1.1 200 OK', 'another address is served while the first holds its 256');
+    assert.equal(served, 'HTTP/1.1 200 OK', 'another address is served while the first holds its 75');
     // Metrics are read from 127.0.0.1 too, once its sockets are gone (the server sees them close soon after).
     sockets.splice(0).forEach((socket) => socket.destroy());
     await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(await refused(running, 'http', 'per_address'), 44);
+    assert.equal(await refused(running, 'http', 'per_address'), 225);
+  });
+
+  test('chat port, the default: a quarter of WS_MAX_CONNECTIONS from one address, another address served', async (t) => {
+    const { running, sockets } = await roster(t, { WS_MAX_CONNECTIONS: '40' });
+    await holdSlots(sockets, running.wsUrl, 10, '');
+    const extra = await socketTo(running.wsUrl);
+    sockets.push(extra);
+    assert.equal((await endedWithin(extra, 2000)).ended, true, 'the 11th socket of one address is dropped');
+    const other = await handshake(running.wsUrl, { localAddress: OTHER_ADDRESS });
+    assert.equal(other.status, 101, 'another address joins the chat');
+    other.ws!.close();
+    assert.equal(await refused(running, 'chat', 'per_address'), 1);
   });
 
   test('chat port: idle sockets of one address cannot keep another client from its handshake', async (t) => {

@@ -17,7 +17,8 @@
  * raw-client.ts), a raw HTTP exchange (raw-http.ts), log lines (log.ts), formats (formats.ts), a TCP
  * proxy that plays network failures (tcp-proxy.ts), credentials (credentials.ts), the engines
  * (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts), a
- * redirecting API (redirect.ts), and an HTTP front that plays 503 and 429 outages (flaky-http.ts).
+ * redirecting API (redirect.ts), an HTTP front that plays 503 and 429 outages (flaky-http.ts), and
+ * the rule that CI runs what a developer's machine may skip (ci.ts).
  *
  * The benchmark imports roster.ts and postgres.ts by name instead: its Roster server is a process whose
  * memory it measures, which must not carry the rest of the kit's libraries.
@@ -26,6 +27,7 @@ export * from './app.js';
 export * from './chat.js';
 export * from './chat-client.js';
 export * from './chat-history.js';
+export * from './ci.js';
 export * from './cli.js';
 export * from './console.js';
 export * from './credentials.js';
