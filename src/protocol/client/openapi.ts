@@ -298,7 +298,7 @@ export interface components {
      *     VALIDATION_ERROR (422): Invalid fields or parameters, each named in details
      *     IDEMPOTENCY_KEY_REUSED (422): This Idempotency-Key was already used with a different request body
      *     UPGRADE_REQUIRED (426): A chat handshake with a WebSocket version other than 13
-     *     PRECONDITION_REQUIRED (428): With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match
+     *     PRECONDITION_REQUIRED (428): With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match, or with `If-Match: *`
      *     RATE_LIMITED (429): Over RATE_LIMIT; Retry-After and RateLimit-* say when to come back
      *     TOO_MANY_CONNECTIONS (429): A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT
      *     HEADERS_TOO_LARGE (431): The request headers are larger than Node's limit (16 KiB)
