@@ -448,7 +448,10 @@ if (!DATABASE_URL) {
           assert.ok(ahead > user.updated_at, 'the row now stands ahead of the database clock');
           const updated = await store.update(user.id, changes, { ...options, expected: [ahead] });
           assert.ok(typeof updated === 'object', `the version held was current: ${String(updated)}`);
-          assert.ok(updated.updated_at > ahead, `the new stamp ${updated.updated_at} must be later than the row's ${ahead}`);
+          assert.ok(
+            updated.updated_at > ahead,
+            `the new stamp ${updated.updated_at} must be later than the row's ${ahead}`,
+          );
           assert.deepEqual(await store.get(user.id), updated);
           // The old version names the user no more: If-Match with it is 412 (CHANGED), on either update
           // and on delete, and nothing is written.
