@@ -377,15 +377,26 @@ export function userStoreContract(
       );
     });
 
-    /** The whole list of `params` walked by cursor from its page-number page at `params.offset`, page by page. */
-    const walk = async (store: UserStore, params: ListParams, between?: () => Promise<void>): Promise<User[][]> => {
+    /**
+     * The whole list of `params` walked by cursor from its page-number page at `params.offset`, page by
+     * page. A walk that does not move on (a page naming its own cursor again) would never end: one
+     * with more pages than `most()` fails at once, naming the cursor it was at.
+     */
+    const walk = async (
+      store: UserStore,
+      params: ListParams,
+      most: () => number,
+      between?: () => Promise<void>,
+    ): Promise<User[][]> => {
       const pages: User[][] = [];
       let asked: ListParams = params;
       let page = await store.list(asked);
       pages.push(page.users);
       for (let after = nextPosition(asked, page); after !== undefined; after = nextPosition(asked, page)) {
-        // A walk that does not move on would never end: no list here has this many pages.
-        assert.ok(pages.length <= 1_000, `the walk of ${JSON.stringify(params)} does not end`);
+        assert.ok(
+          pages.length < most(),
+          `the walk of ${JSON.stringify(params)} does not end: ${pages.length} pages, at ${JSON.stringify(after)}`,
+        );
         await between?.();
         asked = { ...params, offset: 0, after };
         page = await store.list(asked);
@@ -412,7 +423,10 @@ export function userStoreContract(
                 let page = await store.list(asked);
                 const walked = [...page.users];
                 // Each cursor page equals the naive one after the same position, total and cursor included.
-                for (;;) {
+                // No walk has more pages than users + 2: one that does (a cursor that does not move on)
+                // fails here rather than run on forever.
+                for (let pages = 1; ; pages++) {
+                  assert.ok(pages <= users.length + 2, `${label}: the walk does not end (${pages} pages)`);
                   assert.deepEqual(
                     { users: page.users, total: page.total },
                     { users: expected.users, total: expected.total },
@@ -456,12 +470,18 @@ export function userStoreContract(
                 JSON.stringify([user.role, user.name, user.email, start.sort === 'updated_at' && user.updated_at]);
               const moved = new Set<string>();
               let turn = 0;
+              let written = 0;
               // Each batch of writes once, between one page and the next: writes repeated between every
               // page could move users ahead of the cursor faster than it walks (every update moves a user
               // to the end of an updated_at order), and the walk would rightly never end.
-              const pages = await walk(store, start, async () => {
+              // Each page lists a user not listed before, or one a write moved ahead of the cursor, or is
+              // the last: every write adds at most one user and moves at most one, so no walk has more
+              // pages than the users before it, twice the writes, and 2.
+              const most = () => before.size + 2 * written + 2;
+              const pages = await walk(store, start, most, async () => {
                 for (const operation of interleaved[turn++] ?? []) {
                   const was = new Map(users.map((user) => [user.id, seenBy(user)]));
+                  written++;
                   await apply(store, users, operation);
                   for (const user of users)
                     if (was.has(user.id) && was.get(user.id) !== seenBy(user)) moved.add(user.id);
