@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
 import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
-import { ChatClient, closeOf, request, RosterProcess, startRoster, until } from '../support/index.js';
+import { ChatClient, closeOf, request, RosterProcess, startRoster, until, within } from '../support/index.js';
 
 /** Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. */
 const USERS = 300_000;
@@ -55,7 +55,7 @@ describe('the chat on its own thread', () => {
       const origin = `http://127.0.0.1:${port}`;
       const ws = new WebSocket(`ws://127.0.0.1:${wsPort}`);
       ws.on('error', () => {});
-      await once(ws, 'open');
+      await within(once(ws, 'open'), 10_000, 'the chat connection');
 
       // A search that matches every user, sorted by name descending, its last pages: no index helps.
       const heavy = `${origin}/api/v1/users?search=e&sort=name&order=desc&limit=100&page=${USERS / 100 - 1}`;
