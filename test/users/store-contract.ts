@@ -83,6 +83,30 @@ const query = fc.record({
 });
 type Operation = typeof operation extends fc.Arbitrary<infer T> ? T : never;
 
+/**
+ * How long fast-check may go on shrinking a property's counterexample once it has failed. Each run
+ * costs a fresh store and up to 150 writes: with a keyset off-by-one, shrinking PostgreSQL's cursor
+ * walk ran past 13 minutes. Past the budget every candidate passes unrun, which ends the shrinking,
+ * and the smallest failure found so far is the one reported.
+ */
+const SHRINK_MS = 15_000;
+
+/** `predicate`, shrunk for at most SHRINK_MS after its first failure. */
+function shrinkWithin<Args extends unknown[]>(
+  predicate: (...args: Args) => Promise<void>,
+): (...args: Args) => Promise<void> {
+  let failedAt: number | undefined;
+  return async (...args) => {
+    if (failedAt !== undefined && Date.now() - failedAt > SHRINK_MS) return;
+    try {
+      await predicate(...args);
+    } catch (error) {
+      failedAt ??= Date.now();
+      throw error;
+    }
+  };
+}
+
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(
   name: string,
@@ -356,7 +380,7 @@ export function userStoreContract(
         fc.asyncProperty(
           fc.array(operation, { maxLength: 150, size: 'max' }),
           fc.array(query, { minLength: 1, maxLength: 15 }),
-          async (operations, queries) => {
+          shrinkWithin(async (operations, queries) => {
             const store = await makeStore();
             try {
               const users: User[] = []; // the model: every stored user, in creation order
@@ -371,7 +395,7 @@ export function userStoreContract(
             } finally {
               await store.close();
             }
-          },
+          }),
         ),
         { numRuns },
       );
@@ -410,7 +434,7 @@ export function userStoreContract(
         fc.asyncProperty(
           fc.array(operation, { maxLength: 120, size: 'max' }),
           fc.array(query, { minLength: 1, maxLength: 6 }),
-          async (operations, queries) => {
+          shrinkWithin(async (operations, queries) => {
             const store = await makeStore();
             try {
               const users: User[] = [];
@@ -446,7 +470,7 @@ export function userStoreContract(
             } finally {
               await store.close();
             }
-          },
+          }),
         ),
         { numRuns },
       );
@@ -458,7 +482,7 @@ export function userStoreContract(
           fc.array(operation, { minLength: 10, maxLength: 80, size: 'max' }),
           query,
           fc.array(fc.array(operation, { maxLength: 4 }), { maxLength: 40 }),
-          async (operations, params, interleaved) => {
+          shrinkWithin(async (operations, params, interleaved) => {
             const store = await makeStore();
             try {
               const users: User[] = [];
@@ -509,7 +533,7 @@ export function userStoreContract(
             } finally {
               await store.close();
             }
-          },
+          }),
         ),
         { numRuns },
       );
@@ -684,43 +708,46 @@ export function userStoreContract(
         },
       );
       await fc.assert(
-        fc.asyncProperty(fc.array(step, { maxLength: 80, size: 'max' }), async (steps) => {
-          const store = await makeStore();
-          try {
-            const users: User[] = []; // the model, in creation order
-            let serial = 0;
-            for (const next of steps) {
-              if (next.op === 'search') {
-                const { op: _, ...params } = next;
-                assert.deepEqual(
-                  listed(await store.list(params)),
-                  listed(queryUsers(users, params)),
-                  JSON.stringify(params),
-                );
-              } else if (next.op === 'insert') {
-                // The text as a name, and inside a unique email (the email rule is the service's, not the store's).
-                const email = `${serial++}${next.email}@x.io`;
-                users.push(await insertOk(store, newUser({ name: next.name, email, role: next.role })));
-              } else if (users.length > 0) {
-                const at = next.pick % users.length;
-                const target = users[at]!;
-                if (next.op === 'remove') {
-                  assert.equal(await store.remove(target.id), true);
-                  users.splice(at, 1);
-                } else {
-                  const changes = {
-                    ...(next.name === null ? {} : { name: next.name }),
-                    ...(next.email === null ? {} : { email: `${serial++}${next.email}@y.io` }),
-                    ...(next.role === null ? {} : { role: next.role }),
-                  };
-                  users[at] = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+        fc.asyncProperty(
+          fc.array(step, { maxLength: 80, size: 'max' }),
+          shrinkWithin(async (steps) => {
+            const store = await makeStore();
+            try {
+              const users: User[] = []; // the model, in creation order
+              let serial = 0;
+              for (const next of steps) {
+                if (next.op === 'search') {
+                  const { op: _, ...params } = next;
+                  assert.deepEqual(
+                    listed(await store.list(params)),
+                    listed(queryUsers(users, params)),
+                    JSON.stringify(params),
+                  );
+                } else if (next.op === 'insert') {
+                  // The text as a name, and inside a unique email (the email rule is the service's, not the store's).
+                  const email = `${serial++}${next.email}@x.io`;
+                  users.push(await insertOk(store, newUser({ name: next.name, email, role: next.role })));
+                } else if (users.length > 0) {
+                  const at = next.pick % users.length;
+                  const target = users[at]!;
+                  if (next.op === 'remove') {
+                    assert.equal(await store.remove(target.id), true);
+                    users.splice(at, 1);
+                  } else {
+                    const changes = {
+                      ...(next.name === null ? {} : { name: next.name }),
+                      ...(next.email === null ? {} : { email: `${serial++}${next.email}@y.io` }),
+                      ...(next.role === null ? {} : { role: next.role }),
+                    };
+                    users[at] = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+                  }
                 }
               }
+            } finally {
+              await store.close();
             }
-          } finally {
-            await store.close();
-          }
-        }),
+          }),
+        ),
         { numRuns },
       );
     });
