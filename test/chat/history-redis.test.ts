@@ -16,6 +16,7 @@ import {
   TcpProxy,
   texts,
   via,
+  within,
   WITHOUT_REDIS,
   type Message,
   type Running,
@@ -75,7 +76,7 @@ describe('chat history and the member list across instances (Redis)', { skip: WI
         await first.until((m) => m.type === 'history');
         const sent = texts('burst', 1000);
         for (const text of sent) sender.send({ type: 'chat', message: text });
-        await first.closed;
+        await within(first.closed, 10_000, 'the listener to drop after 300 messages');
         const seen = first.chats();
         assert.equal(seen.length, 300);
 

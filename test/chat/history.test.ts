@@ -20,6 +20,7 @@ import {
   textMessage,
   texts,
   token,
+  within,
   type Message,
 } from '../support/index.js';
 
@@ -43,7 +44,7 @@ describe('chat history and recovery, one instance', () => {
       assert.equal(start.count, 0);
       const sent = texts('burst', 1000);
       for (const text of sent) sender.send({ type: 'chat', message: text });
-      await first.closed;
+      await within(first.closed, 10_000, 'the listener to drop after 300 messages');
       const seen = first.chats();
       assert.equal(seen.length, 300, 'dropped after 300 of the burst');
 

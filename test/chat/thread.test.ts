@@ -56,7 +56,7 @@ describe('the chat on its own thread', () => {
       const origin = `http://127.0.0.1:${port}`;
       const ws = new WebSocket(`ws://127.0.0.1:${wsPort}`);
       ws.on('error', () => {});
-      await once(ws, 'open');
+      await within(once(ws, 'open'), 10_000, 'the chat connection');
 
       // A search that matches every user, sorted by name descending, its last pages: no index helps.
       const heavy = `${origin}/api/v1/users?search=e&sort=name&order=desc&limit=100&page=${USERS / 100 - 1}`;

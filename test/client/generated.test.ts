@@ -65,10 +65,15 @@ describe('the client generated from the OpenAPI document, against a live Roster'
     for await (const page of client.walkUsers(query)) {
       assert.equal(page.response.status, 200);
       pages.push(page.data!.data.users.map((user) => user.name));
+      // A cursor that does not move on would be followed forever: 5 users make at most 5 + 2 pages.
+      assert.ok(pages.length <= 5 + 2, `the walk does not end: ${JSON.stringify(pages.slice(-3))}`);
     }
     assert.deepEqual(pages, [['Walk 0', 'Walk 1'], ['Walk 2', 'Walk 3'], ['Walk 4']]);
     const refusedPages = [];
-    for await (const page of client.walkUsers({ ...query, after: 'not-a-cursor' })) refusedPages.push(page);
+    for await (const page of client.walkUsers({ ...query, after: 'not-a-cursor' })) {
+      refusedPages.push(page);
+      assert.ok(refusedPages.length <= 1, 'a refused page ends the walk');
+    }
     assert.equal(refusedPages.length, 1);
     refused(refusedPages[0]!, 422, 'VALIDATION_ERROR');
     for (let n = 0; n < 5; n++) {

@@ -369,9 +369,10 @@ class LightClient {
       (resolve, reject) => (client.#onWelcome = (error) => (error ? reject(error) : resolve())),
     );
     socket.on('data', (chunk: Buffer) => client.#feed(chunk));
-    await once(socket, 'connect');
+    // Errors are ignored above: a refused connection would never emit 'connect', hence the deadlines.
+    await within(once(socket, 'connect'), 5000, 'the connection');
     socket.write(handshakeRequest(port).text);
-    await welcomed;
+    await within(welcomed, 5000, 'the welcome');
     return client;
   }
 

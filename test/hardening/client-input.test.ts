@@ -36,6 +36,7 @@ import {
   RosterProcess,
   startRoster,
   until,
+  within,
   type InThreadChat,
 } from '../support/index.js';
 
@@ -46,6 +47,12 @@ async function handlerErrors(chat: InThreadChat): Promise<number> {
 }
 
 const KIB = 1024;
+/**
+ * How long a wait for one close or one message may take here before it fails: each is answered in
+ * milliseconds, and a rule that broke (the depth limit raised, say) must fail its test in seconds rather
+ * than at the runner's timeout.
+ */
+const EVENT_MS = 10_000;
 const MIB = 1024 * KIB;
 /** The bound docs/chat-protocol.md states for the replay test below. */
 const RSS_BOUND_MIB = 256;
@@ -69,7 +76,7 @@ async function roster(
 async function open(url: string, headers: Record<string, string> = {}): Promise<WebSocket> {
   const ws = new WebSocket(url, { headers });
   ws.on('error', () => {});
-  await once(ws, 'open');
+  await within(once(ws, 'open'), EVENT_MS, `the connection to ${url}`);
   return ws;
 }
 
@@ -102,7 +109,7 @@ async function sendLargest(url: string, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
     const echo = new Promise<void>((resolve) => (echoed = resolve));
     sender.send(`${i} ${big.slice(String(i).length + 1)}`);
-    await echo;
+    await within(echo, EVENT_MS, `the echo of message ${i}`);
   }
   sender.close();
 }
@@ -120,9 +127,16 @@ describe('one chat frame cannot end the process', () => {
     test(`${name}: 5 000 nested arrays (${DEEP_FRAME.length} bytes) close the sender (1008); /livez answers`, async (t) => {
       const { ws, origin } = await roster(t, env);
       const attacker = await open(ws, headers);
-      const closed = closeOf(attacker);
+      const closed = closeOf(attacker, EVENT_MS);
+      // An echo instead of the close (the depth bound not held) fails at once, not at the deadline.
+      const echo = new Promise<{ code: number; echoed: string }>((resolve) =>
+        attacker.on('message', (data) => {
+          if (JSON.parse(String(data)).type === 'chat') resolve({ code: 0, echoed: String(data).slice(0, 80) });
+        }),
+      );
       attacker.send(DEEP_FRAME);
-      assert.equal((await closed).code, 1008);
+      const outcome = await Promise.race([closed, echo]);
+      assert.equal(outcome.code, 1008, JSON.stringify(outcome));
       assert.equal((await fetch(`${origin}/livez`)).status, 200);
       // And the chat still works for everyone else.
       const other = await open(ws, headers);
@@ -133,7 +147,7 @@ describe('one chat frame cannot end the process', () => {
         }),
       );
       other.send(JSON.stringify({ type: 'chat', message: 'still here' }));
-      assert.equal(await echoed, 'still here');
+      assert.equal(await within(echoed, EVENT_MS, 'the echo of "still here"'), 'still here');
       other.close();
     });
   }
@@ -211,7 +225,7 @@ describe('the chat codec, fuzzed through a real socket', () => {
         fc.asyncProperty(oddJson, async ({ text, depth }) => {
           const frame = `{"type":"chat","message":${text}}`;
           if (depth > MAX_MESSAGE_DEPTH) {
-            const closed = closeOf(client!);
+            const closed = closeOf(client!, EVENT_MS);
             client!.send(frame);
             // A chat sent on instead of the close fails here, rather than leave the test waiting.
             const outcome = await Promise.race([closed, nextChat().then((message) => ({ code: 0, message }))]);
@@ -225,7 +239,7 @@ describe('the chat codec, fuzzed through a real socket', () => {
             return;
           }
           client!.send(frame);
-          const message = await nextChat();
+          const message = await within(nextChat(), EVENT_MS, `the echo of a message nested ${depth} deep`);
           const value: unknown = JSON.parse(text);
           assert.equal(message, value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value));
           sentOn++;
@@ -252,7 +266,7 @@ describe('the last line of defence', () => {
     };
     const bystander = await ChatClient.connect(chat.wsUrl);
     const victim = await ChatClient.connect(chat.wsUrl);
-    const closed = closeOf(victim.ws);
+    const closed = closeOf(victim.ws, EVENT_MS);
     victim.send('explode');
     assert.equal((await closed).code, 1011);
     assert.equal(await handlerErrors(chat), 1);
@@ -266,7 +280,7 @@ describe('the last line of defence', () => {
     };
     const late = new WebSocket(chat.wsUrl);
     late.on('error', () => {});
-    assert.equal((await closeOf(late)).code, 1011);
+    assert.equal((await closeOf(late, EVENT_MS)).code, 1011);
     room.join = join;
     assert.equal(await handlerErrors(chat), 2);
     await bystander.close();
@@ -346,7 +360,7 @@ describe('chat history within its bounds', () => {
     const running = await startRoster({ LOG_LEVEL: 'silent' });
     t.after(() => running.stop());
     const client = await ChatClient.connect(running.wsUrl);
-    const closed = closeOf(client.ws);
+    const closed = closeOf(client.ws, EVENT_MS);
     client.send('\u0001'.repeat(256 * KIB - 1)); // raw text: each becomes \u0001, six bytes
     assert.equal((await closed).code, 1009);
     // The largest plain message still goes through, frame and all.
@@ -581,7 +595,7 @@ describe('both doors fuzzed at once', () => {
       const chat = async () => {
         while (Date.now() < deadline) {
           const client = await open(ws);
-          const closed = closeOf(client);
+          const closed = closeOf(client, EVENT_MS);
           for (const frame of fc.sample(chatFrame, 30)) {
             if (client.readyState !== WebSocket.OPEN) break;
             client.send(frame.data, { binary: frame.binary });

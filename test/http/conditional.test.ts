@@ -5,11 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { pino } from 'pino';
+import { createClock, formatMicros } from '../../src/clock.js';
+import type { UserStore } from '../../src/users/store.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
+import { SqliteUserStore } from '../../src/users/stores/sqlite/sqlite-store.js';
 import {
   DATABASE_URL,
   NO_DATABASE,
   request,
   startOn,
+  startRoster,
   TEST_STORES,
   twoInstancesOnFreshSchema,
   type JsonResponse,
@@ -243,4 +249,68 @@ describe('the headers of retries and conditional writes in CORS and the OpenAPI 
     }
     for (const method of ['put', 'patch']) assert.ok(one[method].responses['200'].headers.ETag, method);
   });
+});
+
+/**
+ * The memory and SQLite stores stamp every write from the clock they are given (clock.ts): each version
+ * of a user is a later stamp than the one before, whatever the wall clock does. Here the clock is the
+ * test's, frozen or stepped back at will, so a store that stamped by the wall clock (new Date()) or
+ * kept a stamp would serve the wrong versions: the clock's own unit test cannot see that.
+ */
+describe("the memory and SQLite stores stamp each version from the server's clock", () => {
+  const silent = pino({ level: 'silent' });
+  /** A served stamp (`2100-01-01T00:00:00.000003`) in microseconds since the epoch. */
+  const micros = (stamp: string) => Date.parse(`${stamp.slice(0, 19)}Z`) * 1000 + Number(stamp.slice(20));
+  const stores: [string, (clock: ReturnType<typeof createClock>) => Promise<UserStore>][] = [
+    ['memory', async (clock) => new MemoryUserStore({ clock })],
+    ['sqlite', (clock) => SqliteUserStore.open({ path: ':memory:', synchronous: 'NORMAL' }, silent, { clock })],
+  ];
+  for (const [name, open] of stores) {
+    test(`${name}: frozen, stepped back or forward, the clock names every version; each write a new ETag`, async (t) => {
+      // Microseconds since the epoch, as the clock reads them: far from the wall clock, so that a stamp
+      // not taken from this clock shows.
+      let now = Date.UTC(2100, 0, 1) * 1000;
+      const roster = await startRoster({}, { store: await open(createClock(() => now)) });
+      t.after(() => roster.stop());
+      const created = await newUser(roster, 1);
+      const url = `${roster.api}/users/${created.body.data.id}`;
+      // The clock's time (the seed users, stamped at start, took the first few microseconds).
+      const createdAt = micros(created.body.data.created_at);
+      assert.ok(
+        createdAt >= now && createdAt < now + 10,
+        `created at the clock's time: ${created.body.data.created_at}`,
+      );
+      assert.equal(created.body.data.updated_at, created.body.data.created_at);
+      const versions = [{ etag: created.headers.get('etag')!, updated_at: created.body.data.updated_at as string }];
+      /** PATCHes the user with the newest ETag: 200, a new ETag and a later updated_at, each time. */
+      const write = async (what: string) => {
+        const last = versions.at(-1)!;
+        const reply = await request(
+          url,
+          json('PATCH', { name: `Stamped ${versions.length}` }, { 'if-match': last.etag }),
+        );
+        assert.equal(reply.status, 200, `${what}: ${reply.text}`);
+        const version = { etag: reply.headers.get('etag')!, updated_at: reply.body.data.updated_at as string };
+        assert.ok(version.updated_at > last.updated_at, `${what}: ${version.updated_at} after ${last.updated_at}`);
+        assert.notEqual(version.etag, last.etag, `${what}: a new ETag`);
+        versions.push(version);
+        return version;
+      };
+      // Frozen: writes in quick succession, one microsecond apart, however fast they come.
+      for (let n = 1; n <= 3; n++) assert.equal(micros((await write(`frozen write ${n}`)).updated_at), createdAt + n);
+      // Stepped back an hour: still later than every version before.
+      now -= 3_600_000_000;
+      assert.equal(micros((await write('after a step back')).updated_at), createdAt + 4);
+      // And forward: the clock's time again.
+      now += 7_200_000_000;
+      assert.equal((await write('after a step forward')).updated_at, formatMicros(now));
+      // Every version but the last is refused now, on PATCH and DELETE alike.
+      for (const { etag } of versions.slice(0, -1)) {
+        const stale = await request(url, json('PATCH', { name: 'Lost' }, { 'if-match': etag }));
+        assert.equal(stale.status, 412, etag);
+        assert.equal((await request(url, { method: 'DELETE', headers: { 'if-match': etag } })).status, 412, etag);
+      }
+      assert.equal((await request(url)).body.data.updated_at, versions.at(-1)!.updated_at);
+    });
+  }
 });

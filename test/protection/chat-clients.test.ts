@@ -14,6 +14,7 @@ import {
   assertRefused,
   handshake,
   startRoster,
+  within,
   type Handshake,
 } from '../support/index.js';
 
@@ -45,7 +46,7 @@ describe('WS_MAX_CONNECTIONS_PER_CLIENT', () => {
     const closing = open.shift()!;
     const closed = new Promise((resolve) => closing.once('close', resolve));
     closing.close();
-    await closed;
+    await within(closed, 5000, 'the close handshake');
     await sleep(50);
     const again = await as(API_KEY_READER);
     assert.equal(again.status, 101, 'a slot freed by a close');

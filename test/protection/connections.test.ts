@@ -24,6 +24,7 @@ import {
   SECRET,
   startRoster,
   token,
+  within,
   type Running,
 } from '../support/index.js';
 import { hashPassword } from '../../src/edge/password.js';
@@ -35,7 +36,8 @@ async function socketTo(url: string, localAddress = '127.0.0.1'): Promise<Socket
   const { port } = new URL(url);
   const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress });
   socket.on('error', () => {});
-  await once(socket, 'connect');
+  // Errors are ignored above: a refused connection would never emit 'connect'.
+  await within(once(socket, 'connect'), 5000, `a connection to ${url}`);
   return socket;
 }
 

@@ -76,20 +76,23 @@ export class ChatClient {
     this.ws.send(typeof value === 'string' ? value : JSON.stringify(value));
   }
 
-  /** Closes and waits for the close handshake; resolves with the close code. */
-  async close(): Promise<number> {
+  /** Closes and waits for the close handshake; resolves with the close code, rejects after `ms`. */
+  async close(ms = 5000): Promise<number> {
     if (this.invalidFrame) throw this.invalidFrame;
     if (this.ws.readyState === WebSocket.CLOSED) return 1005;
     const closed = once(this.ws, 'close');
     this.ws.close();
-    const [code] = await closed;
+    const [code] = await within(closed, ms, 'the close handshake');
     return code as number;
   }
 }
 
-/** Resolves with the close code and reason the server sent. */
-export async function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
-  const [code, reason] = await once(ws, 'close');
+/**
+ * Resolves with the close code and reason the server sent; rejects if the connection is still open
+ * `ms` after the call (a close that never comes fails the test in seconds, not at the runner's timeout).
+ */
+export async function closeOf(ws: WebSocket, ms = 10_000): Promise<{ code: number; reason: string }> {
+  const [code, reason] = await within(once(ws, 'close'), ms, 'the connection to close');
   return { code: code as number, reason: String(reason) };
 }
 

@@ -14,10 +14,14 @@ export interface JsonResponse {
   text: string;
 }
 
-/** One HTTP request; a plain object body is sent as JSON, a string body as is. */
+/**
+ * One HTTP request; a plain object body is sent as JSON, a string body as is. Rejects, naming the
+ * request, if the whole answer has not arrived within `timeoutMs`: fetch alone waits up to 300 s for a
+ * server that never answers. 60 s by default, well past the slowest honest answer of the suite.
+ */
 export async function request(
   url: string,
-  options: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+  options: { method?: string; body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<JsonResponse> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | undefined;
@@ -26,8 +30,17 @@ export async function request(
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(url, { method: options.method ?? 'GET', headers, body });
-  const text = await response.text();
+  const method = options.method ?? 'GET';
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
+    text = await response.text();
+  } catch (error) {
+    if ((error as Error).name !== 'TimeoutError') throw error;
+    throw new Error(`no answer to ${method} ${url} within ${timeoutMs} ms`);
+  }
   return {
     status: response.status,
     headers: response.headers,

@@ -15,6 +15,7 @@ import {
   type FrameJson,
 } from './frames.js';
 import { parseHead, type HttpHead } from './raw-http.js';
+import { within } from './wait.js';
 
 /** Builds a handshake request; `headers` entries override or (with value null) remove the defaults. */
 export function handshakeRequest(
@@ -74,7 +75,8 @@ export class RawClient {
     const socket = connect(port, '127.0.0.1');
     socket.setNoDelay(true);
     socket.on('error', () => {});
-    await once(socket, 'connect');
+    // Errors are ignored above, so a refused connection would never emit 'connect': bounded.
+    await within(once(socket, 'connect'), 5000, `a connection to port ${port}`);
     const { text, key } = handshakeRequest(port, options);
     // `trailing` bytes (frames) go in the same write as the handshake, as a pipelining client would send them.
     socket.write(options.trailing ? Buffer.concat([Buffer.from(text, 'latin1'), options.trailing]) : text);

@@ -1,6 +1,7 @@
 /** One HTTP exchange over a raw `node:net` socket: bytes written as given, the response read by hand. */
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { within } from './wait.js';
 
 export interface HttpHead {
   statusLine: string;
@@ -39,7 +40,8 @@ export async function rawHttp(port: number, requestText: string | Buffer, timeou
   const started = Date.now();
   const socket = connect(port, '127.0.0.1');
   socket.on('error', () => {});
-  await once(socket, 'connect');
+  // Errors are ignored above, so a refused connection would never emit 'connect': bounded.
+  await within(once(socket, 'connect'), timeoutMs, `a connection to port ${port}`);
   socket.write(requestText);
   let buffer = Buffer.alloc(0);
   let closed = false;

@@ -152,10 +152,16 @@ function suite(store: TestStore): void {
   });
 
   describe('cursor (after) and Link: rel="next"', () => {
-    /** The pages of a walk from `query`, following each Link rel="next" (root-relative) until none. */
+    /**
+     * The pages of a walk from `query`, following each Link rel="next" (root-relative) until none. A
+     * cursor that does not move on (a page naming its own cursor again) would be followed forever: no
+     * walk of the list's users has more pages than users + 2, so one that does fails at once.
+     */
     const walk = async (query: string) => {
       const pages: { users: { name: string }[]; pagination: Record<string, number>; link: string | null }[] = [];
       for (let url: string | undefined = `${roster.api}/users${query}`; url !== undefined;) {
+        const most = pages.length === 0 ? 1 : pages[0]!.pagination.total! + 2;
+        assert.ok(pages.length < most, `the walk from ${query} does not end: ${pages.length} pages, at ${url}`);
         const response = await request(url);
         assert.equal(response.status, 200, response.text);
         const link = response.headers.get('link');

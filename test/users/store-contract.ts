@@ -83,6 +83,30 @@ const query = fc.record({
 });
 type Operation = typeof operation extends fc.Arbitrary<infer T> ? T : never;
 
+/**
+ * How long fast-check may go on shrinking a property's counterexample once it has failed. Each run
+ * costs a fresh store and up to 150 writes: with a keyset off-by-one, shrinking PostgreSQL's cursor
+ * walk ran past 13 minutes. Past the budget every candidate passes unrun, which ends the shrinking,
+ * and the smallest failure found so far is the one reported.
+ */
+const SHRINK_MS = 15_000;
+
+/** `predicate`, shrunk for at most SHRINK_MS after its first failure. */
+function shrinkWithin<Args extends unknown[]>(
+  predicate: (...args: Args) => Promise<void>,
+): (...args: Args) => Promise<void> {
+  let failedAt: number | undefined;
+  return async (...args) => {
+    if (failedAt !== undefined && Date.now() - failedAt > SHRINK_MS) return;
+    try {
+      await predicate(...args);
+    } catch (error) {
+      failedAt ??= Date.now();
+      throw error;
+    }
+  };
+}
+
 /** `numRuns` of the property tests; a database-backed store may ask for fewer. */
 export function userStoreContract(
   name: string,
@@ -356,7 +380,7 @@ export function userStoreContract(
         fc.asyncProperty(
           fc.array(operation, { maxLength: 150, size: 'max' }),
           fc.array(query, { minLength: 1, maxLength: 15 }),
-          async (operations, queries) => {
+          shrinkWithin(async (operations, queries) => {
             const store = await makeStore();
             try {
               const users: User[] = []; // the model: every stored user, in creation order
@@ -371,21 +395,32 @@ export function userStoreContract(
             } finally {
               await store.close();
             }
-          },
+          }),
         ),
         { numRuns },
       );
     });
 
-    /** The whole list of `params` walked by cursor from its page-number page at `params.offset`, page by page. */
-    const walk = async (store: UserStore, params: ListParams, between?: () => Promise<void>): Promise<User[][]> => {
+    /**
+     * The whole list of `params` walked by cursor from its page-number page at `params.offset`, page by
+     * page. A walk that does not move on (a page naming its own cursor again) would never end: one
+     * with more pages than `most()` fails at once, naming the cursor it was at.
+     */
+    const walk = async (
+      store: UserStore,
+      params: ListParams,
+      most: () => number,
+      between?: () => Promise<void>,
+    ): Promise<User[][]> => {
       const pages: User[][] = [];
       let asked: ListParams = params;
       let page = await store.list(asked);
       pages.push(page.users);
       for (let after = nextPosition(asked, page); after !== undefined; after = nextPosition(asked, page)) {
-        // A walk that does not move on would never end: no list here has this many pages.
-        assert.ok(pages.length <= 1_000, `the walk of ${JSON.stringify(params)} does not end`);
+        assert.ok(
+          pages.length < most(),
+          `the walk of ${JSON.stringify(params)} does not end: ${pages.length} pages, at ${JSON.stringify(after)}`,
+        );
         await between?.();
         asked = { ...params, offset: 0, after };
         page = await store.list(asked);
@@ -399,7 +434,7 @@ export function userStoreContract(
         fc.asyncProperty(
           fc.array(operation, { maxLength: 120, size: 'max' }),
           fc.array(query, { minLength: 1, maxLength: 6 }),
-          async (operations, queries) => {
+          shrinkWithin(async (operations, queries) => {
             const store = await makeStore();
             try {
               const users: User[] = [];
@@ -412,7 +447,10 @@ export function userStoreContract(
                 let page = await store.list(asked);
                 const walked = [...page.users];
                 // Each cursor page equals the naive one after the same position, total and cursor included.
-                for (;;) {
+                // No walk has more pages than users + 2: one that does (a cursor that does not move on)
+                // fails here rather than run on forever.
+                for (let pages = 1; ; pages++) {
+                  assert.ok(pages <= users.length + 2, `${label}: the walk does not end (${pages} pages)`);
                   assert.deepEqual(
                     { users: page.users, total: page.total },
                     { users: expected.users, total: expected.total },
@@ -432,7 +470,7 @@ export function userStoreContract(
             } finally {
               await store.close();
             }
-          },
+          }),
         ),
         { numRuns },
       );
@@ -444,7 +482,7 @@ export function userStoreContract(
           fc.array(operation, { minLength: 10, maxLength: 80, size: 'max' }),
           query,
           fc.array(fc.array(operation, { maxLength: 4 }), { maxLength: 40 }),
-          async (operations, params, interleaved) => {
+          shrinkWithin(async (operations, params, interleaved) => {
             const store = await makeStore();
             try {
               const users: User[] = [];
@@ -456,12 +494,18 @@ export function userStoreContract(
                 JSON.stringify([user.role, user.name, user.email, start.sort === 'updated_at' && user.updated_at]);
               const moved = new Set<string>();
               let turn = 0;
+              let written = 0;
               // Each batch of writes once, between one page and the next: writes repeated between every
               // page could move users ahead of the cursor faster than it walks (every update moves a user
               // to the end of an updated_at order), and the walk would rightly never end.
-              const pages = await walk(store, start, async () => {
+              // Each page lists a user not listed before, or one a write moved ahead of the cursor, or is
+              // the last: every write adds at most one user and moves at most one, so no walk has more
+              // pages than the users before it, twice the writes, and 2.
+              const most = () => before.size + 2 * written + 2;
+              const pages = await walk(store, start, most, async () => {
                 for (const operation of interleaved[turn++] ?? []) {
                   const was = new Map(users.map((user) => [user.id, seenBy(user)]));
+                  written++;
                   await apply(store, users, operation);
                   for (const user of users)
                     if (was.has(user.id) && was.get(user.id) !== seenBy(user)) moved.add(user.id);
@@ -489,7 +533,7 @@ export function userStoreContract(
             } finally {
               await store.close();
             }
-          },
+          }),
         ),
         { numRuns },
       );
@@ -664,43 +708,46 @@ export function userStoreContract(
         },
       );
       await fc.assert(
-        fc.asyncProperty(fc.array(step, { maxLength: 80, size: 'max' }), async (steps) => {
-          const store = await makeStore();
-          try {
-            const users: User[] = []; // the model, in creation order
-            let serial = 0;
-            for (const next of steps) {
-              if (next.op === 'search') {
-                const { op: _, ...params } = next;
-                assert.deepEqual(
-                  listed(await store.list(params)),
-                  listed(queryUsers(users, params)),
-                  JSON.stringify(params),
-                );
-              } else if (next.op === 'insert') {
-                // The text as a name, and inside a unique email (the email rule is the service's, not the store's).
-                const email = `${serial++}${next.email}@x.io`;
-                users.push(await insertOk(store, newUser({ name: next.name, email, role: next.role })));
-              } else if (users.length > 0) {
-                const at = next.pick % users.length;
-                const target = users[at]!;
-                if (next.op === 'remove') {
-                  assert.equal(await store.remove(target.id), true);
-                  users.splice(at, 1);
-                } else {
-                  const changes = {
-                    ...(next.name === null ? {} : { name: next.name }),
-                    ...(next.email === null ? {} : { email: `${serial++}${next.email}@y.io` }),
-                    ...(next.role === null ? {} : { role: next.role }),
-                  };
-                  users[at] = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+        fc.asyncProperty(
+          fc.array(step, { maxLength: 80, size: 'max' }),
+          shrinkWithin(async (steps) => {
+            const store = await makeStore();
+            try {
+              const users: User[] = []; // the model, in creation order
+              let serial = 0;
+              for (const next of steps) {
+                if (next.op === 'search') {
+                  const { op: _, ...params } = next;
+                  assert.deepEqual(
+                    listed(await store.list(params)),
+                    listed(queryUsers(users, params)),
+                    JSON.stringify(params),
+                  );
+                } else if (next.op === 'insert') {
+                  // The text as a name, and inside a unique email (the email rule is the service's, not the store's).
+                  const email = `${serial++}${next.email}@x.io`;
+                  users.push(await insertOk(store, newUser({ name: next.name, email, role: next.role })));
+                } else if (users.length > 0) {
+                  const at = next.pick % users.length;
+                  const target = users[at]!;
+                  if (next.op === 'remove') {
+                    assert.equal(await store.remove(target.id), true);
+                    users.splice(at, 1);
+                  } else {
+                    const changes = {
+                      ...(next.name === null ? {} : { name: next.name }),
+                      ...(next.email === null ? {} : { email: `${serial++}${next.email}@y.io` }),
+                      ...(next.role === null ? {} : { role: next.role }),
+                    };
+                    users[at] = (await store.update(target.id, changes, { uniqueEmail: false })) as User;
+                  }
                 }
               }
+            } finally {
+              await store.close();
             }
-          } finally {
-            await store.close();
-          }
-        }),
+          }),
+        ),
         { numRuns },
       );
     });

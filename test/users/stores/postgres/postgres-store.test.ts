@@ -14,7 +14,7 @@ import { migrate, readPostgresMigrations } from '../../../../src/users/stores/po
 import { PostgresUserStore } from '../../../../src/users/stores/postgres/postgres-store.js';
 import type { ListParams, ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
-import type { UserStore } from '../../../../src/users/store.js';
+import { CHANGED, type UserStore } from '../../../../src/users/store.js';
 import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../../../support/index.js';
 
 const silent = pino({ level: 'silent' });
@@ -421,5 +421,56 @@ if (!DATABASE_URL) {
         await store.close();
       }
     });
+  });
+
+  describe('a row stamped ahead of the clock (another instance, the same microsecond, or a clock stepped back)', () => {
+    // restamp: an update's updated_at is later than the row's own even when the database clock is not,
+    // so that each write is a new version (ETag) and a client holding the old one gets 412. A row whose
+    // updated_at is ahead of the clock is what another instance's write in the same microsecond, or a
+    // database clock stepped back since, leaves; both update statements must step past it.
+    for (const [statement, changes, options] of [
+      ['keeping the email (one statement)', { name: 'Renamed' }, { uniqueEmail: false }],
+      ['changing the email (a transaction)', { email: 'moved@example.com' }, { uniqueEmail: true }],
+    ] as const) {
+      test(`an update ${statement} is stamped later than the row, and the old version is then refused`, async () => {
+        const store = await emptyStore();
+        try {
+          const user = await store.insert({
+            id: randomUUID(),
+            name: 'Ahead',
+            email: 'ahead@example.com',
+            role: 'user',
+          });
+          assert.ok(typeof user === 'object');
+          await schema.query(`UPDATE users SET updated_at = updated_at + interval '1 hour' WHERE id = $1`, [user.id]);
+          const ahead = (await store.get(user.id))!.updated_at;
+          assert.ok(ahead > user.updated_at, 'the row now stands ahead of the database clock');
+          const updated = await store.update(user.id, changes, { ...options, expected: [ahead] });
+          assert.ok(typeof updated === 'object', `the version held was current: ${String(updated)}`);
+          assert.ok(
+            updated.updated_at > ahead,
+            `the new stamp ${updated.updated_at} must be later than the row's ${ahead}`,
+          );
+          assert.deepEqual(await store.get(user.id), updated);
+          // The old version names the user no more: If-Match with it is 412 (CHANGED), on either update
+          // and on delete, and nothing is written.
+          assert.equal(
+            await store.update(user.id, { name: 'Lost' }, { uniqueEmail: false, expected: [ahead] }),
+            CHANGED,
+          );
+          assert.equal(
+            await store.update(user.id, { email: 'lost@example.com' }, { uniqueEmail: true, expected: [ahead] }),
+            CHANGED,
+          );
+          assert.equal(await store.remove(user.id, { expected: [ahead] }), CHANGED);
+          assert.deepEqual(await store.get(user.id), updated);
+          // The new version is the one that writes.
+          const again = await store.update(user.id, changes, { ...options, expected: [updated.updated_at] });
+          assert.ok(typeof again === 'object' && again.updated_at > updated.updated_at, String(again));
+        } finally {
+          await store.close();
+        }
+      });
+    }
   });
 }
