@@ -16,6 +16,8 @@ export interface FieldSpec {
   /**
    * Absent from users that never had it; a client may leave it out of every write. A PUT replaces every
    * writable field, so one that leaves an optional field out clears it (the service sends `null`).
+   * Sortable too, a user without it sorts as the empty string on every store (docs/decisions.md
+   * "Sorting by an optional field"; its migration may index that, as the section shows).
    */
   readonly optional?: boolean;
   /** A client writes it (create, replace, update); otherwise the service or the store sets it. */

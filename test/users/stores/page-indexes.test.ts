@@ -23,7 +23,8 @@ import { PostgresUserStore } from '../../../src/users/stores/postgres/postgres-s
 import { INSERT_COLUMNS, toRow as toPostgresRow } from '../../../src/users/stores/postgres/postgres-rows.js';
 import { connect, SQLITE_CACHE_KIB } from '../../../src/users/stores/sqlite/sqlite-connection.js';
 import { migrateSqlite, readSqliteMigrations } from '../../../src/users/stores/sqlite/sqlite-migrations.js';
-import { INSERT_USER, microsOf, toRow as toSqliteRow } from '../../../src/users/stores/sqlite/sqlite-rows.js';
+import { microsOf, toRow as toSqliteRow } from '../../../src/users/stores/sqlite/sqlite-rows.js';
+import { ROW_COLUMNS } from '../../../src/users/stores/sql/columns.js';
 import { SqliteUserStore } from '../../../src/users/stores/sqlite/sqlite-store.js';
 import { DATABASE_URL, freshSchema, NO_DATABASE } from '../../support/index.js';
 
@@ -72,6 +73,18 @@ async function assertListsEqualNaive(store: UserStore, users: readonly User[]): 
   }
 }
 
+/**
+ * Today's columns and a row's values for them (`columns`, `row`), cut to those that `held` (the old
+ * schema's columns): a field added since the previous version has no column there, and the previous
+ * version stored no value for it.
+ */
+function oldColumns(columns: readonly string[], held: ReadonlySet<string>): number[] {
+  const kept = columns.flatMap((column, at) => (held.has(column) ? [at] : []));
+  for (const field of ['id', 'name', 'email', 'role'])
+    assert.ok(kept.includes(columns.indexOf(field)), `${field} among the old columns: ${[...held].join(', ')}`);
+  return kept;
+}
+
 const PAGE_INDEXES_SQLITE = {
   users_created: '(created_at)',
   users_role_id: '(role, id)',
@@ -94,9 +107,16 @@ describe('SQLite: a file the previous version filled', () => {
     const db = connect({ path, synchronous: 'NORMAL' });
     try {
       assert.deepEqual(migrateSqlite(db, previous), ['001_users', '002_idempotency_keys']);
-      const insert = db.prepare(INSERT_USER);
+      const held = new Set(db.prepare("SELECT name FROM pragma_table_info('users')").pluck().all() as string[]);
+      const kept = oldColumns(ROW_COLUMNS, held);
+      const insert = db.prepare(
+        `INSERT INTO users (${kept.map((at) => ROW_COLUMNS[at]).join(', ')}) VALUES (${kept.map(() => '?').join(', ')})`,
+      );
       db.transaction(() => {
-        for (const user of users) insert.run(...toSqliteRow(user, microsOf(user.created_at)));
+        for (const user of users) {
+          const row = toSqliteRow(user, microsOf(user.created_at));
+          insert.run(...kept.map((at) => row[at]));
+        }
       })();
       // Statistics for the old indexes only, as a file analyzed before has: the planner would now
       // prefer the new indexes it knows nothing about, whatever their order.
@@ -170,12 +190,19 @@ describe('PostgreSQL: a database the previous version filled', { skip: DATABASE_
       const previous = (await readPostgresMigrations()).filter((migration) => migration.version < '008');
       assert.equal(previous.at(-1)?.version, '007_idempotency_keys');
       await migrate(pool, previous);
+      const { rows } = await pool.query<{ name: string }>(
+        `SELECT column_name AS name FROM information_schema.columns
+         WHERE table_schema = current_schema() AND table_name = 'users'`,
+      );
+      const kept = oldColumns(INSERT_COLUMNS, new Set(rows.map((row) => row.name)));
+      const stamp = `$${kept.length + 1}`;
       for (const user of users) {
         // One statement per user, as the previous version wrote them: the count triggers keep the totals.
+        const row = toPostgresRow(user);
         await pool.query(
-          `INSERT INTO users (${INSERT_COLUMNS.join(', ')}, created_at, updated_at, claims_email)
-           VALUES (${INSERT_COLUMNS.map((_, at) => `$${at + 1}`).join(', ')}, $${INSERT_COLUMNS.length + 1}, $${INSERT_COLUMNS.length + 1}, true)`,
-          [...toPostgresRow(user), user.created_at],
+          `INSERT INTO users (${kept.map((at) => INSERT_COLUMNS[at]).join(', ')}, created_at, updated_at, claims_email)
+           VALUES (${kept.map((_, i) => `$${i + 1}`).join(', ')}, ${stamp}, ${stamp}, true)`,
+          [...kept.map((at) => row[at]), user.created_at],
         );
       }
     } finally {

@@ -18,8 +18,14 @@ export const INDEXED = KEYED.filter((field): field is IndexedField => field !== 
  */
 export type Keys = Record<KeyedField, string>;
 
+/**
+ * A user's value of `field`, or the empty string where an optional field is absent: a user lacking the
+ * field sorts as the empty string (contract; docs/decisions.md "Sorting by an optional field").
+ */
+export const valueOf = (users: UserColumn, seq: Seq, field: KeyedField): string => users[seq]![field] ?? '';
+
 export function keyOf(odd: Map<Seq, Keys>, users: UserColumn, seq: Seq, field: KeyedField): string {
-  return odd.get(seq)?.[field] ?? users[seq]![field];
+  return odd.get(seq)?.[field] ?? valueOf(users, seq, field);
 }
 
 /**
@@ -41,9 +47,9 @@ export function fieldIndexes(
     new OrderedIndex<Seq>(
       (a, b) =>
         odd.size === 0
-          ? ordered(users[a]![field], users[b]![field], a, b)
+          ? ordered(valueOf(users, a, field), valueOf(users, b, field), a, b)
           : ordered(keyOf(odd, users, a, field), keyOf(odd, users, b, field), a, b),
-      { maxChunk, tag, key: (seq) => (odd.size === 0 ? users[seq]![field] : keyOf(odd, users, seq, field)) },
+      { maxChunk, tag, key: (seq) => (odd.size === 0 ? valueOf(users, seq, field) : keyOf(odd, users, seq, field)) },
     );
   return Object.fromEntries(INDEXED.map((field) => [field, byKey(field)])) as Record<IndexedField, OrderedIndex<Seq>>;
 }

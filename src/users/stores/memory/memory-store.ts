@@ -290,9 +290,10 @@ export class MemoryUserStore implements UserStore {
 
   #noteOddKeys(seq: Seq): void {
     const user = this.#users[seq]!;
-    if (KEYED.every((field) => codePointOrderKey(user[field]) === user[field])) return;
+    // An optional field the user lacks sorts as the empty string, which needs no key of its own.
+    if (KEYED.every((field) => codePointOrderKey(user[field] ?? '') === (user[field] ?? ''))) return;
     const keys = {} as Keys;
-    for (const field of KEYED) keys[field] = codePointOrderKey(user[field]);
+    for (const field of KEYED) keys[field] = codePointOrderKey(user[field] ?? '');
     this.#oddKeys.set(seq, keys);
   }
 

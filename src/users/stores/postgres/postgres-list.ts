@@ -5,7 +5,7 @@
  * write by a trigger, per role), and counts its matches only when the needle cannot be kept.
  */
 import type pg from 'pg';
-import { SEARCHABLE_FIELDS } from '../../fields.js';
+import { fieldSpec, SEARCHABLE_FIELDS } from '../../fields.js';
 import { positionOf, sortedField, type ListParams, type ListResult, type Position } from '../../query.js';
 import { searchColumn } from '../sql/columns.js';
 import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
@@ -262,6 +262,17 @@ export class PostgresList {
 }
 
 /**
+ * What a list sorted by `field` orders by: the column, or for an optional field (fields.ts), NULL read
+ * as the empty string, by code point whatever the column's collation: a user lacking the field sorts as
+ * the empty string (contract; docs/decisions.md "Sorting by an optional field"). An index on this
+ * expression (`(coalesce(phone, '' COLLATE "C"), created_at, seq)`) serves it; without one, the
+ * page is sorted.
+ */
+function sortValue(field: string, table = ''): string {
+  return fieldSpec(field).optional === true ? `coalesce(${table}${field}, '' COLLATE "C")` : `${table}${field}`;
+}
+
+/**
  * The largest seq: a cursor that carries none (made where creation order is `created_at` alone) places
  * itself after every user of its `created_at`.
  */
@@ -284,10 +295,11 @@ function keysetAfter(params: ListParams, after: Position, values: unknown[]): st
       : creation();
   const key = field === 'updated_at' ? after.key : toStored(after.key);
   if (field === 'id') return `id ${params.descending ? '<' : '>'} ${at(key)}`;
+  const sorted = sortValue(field);
   if (!params.descending)
-    return `(${field}, created_at, seq) > (${at(key)}, ${at(after.created_at)}::timestamp, ${at(after.seq ?? LAST_SEQ)}::bigint)`;
+    return `(${sorted}, created_at, seq) > (${at(key)}, ${at(after.created_at)}::timestamp, ${at(after.seq ?? LAST_SEQ)}::bigint)`;
   const value = at(key);
-  return `${field} <= ${value} AND (${field} < ${value} OR ${creation()})`;
+  return `${sorted} <= ${value} AND (${sorted} < ${value} OR ${creation()})`;
 }
 
 /**
@@ -339,5 +351,5 @@ function orderBy(params: ListParams, table: string, reversed = false): string {
   if (field === undefined) return `${table}created_at ${asc}, ${table}seq ${asc}`;
   if (field === 'id') return `${table}id ${direction}`;
   if (field === 'created_at') return `${table}created_at ${direction}, ${table}seq ${direction}`;
-  return `${table}${field} ${direction}, ${table}created_at ${asc}, ${table}seq ${asc}`;
+  return `${sortValue(field, table)} ${direction}, ${table}created_at ${asc}, ${table}seq ${asc}`;
 }

@@ -3,6 +3,7 @@
  * holds it, and the cursor's keyset. Each statement reads rowids (created_at) only; the store then
  * hands out the users of those rowids.
  */
+import { fieldSpec } from '../../fields.js';
 import { sortedField, type ListParams, type Position } from '../../query.js';
 import { toBlob } from './blob-text.js';
 import type { Statements } from './sqlite-connection.js';
@@ -28,7 +29,7 @@ export function numberedPage(statement: Statements, params: ListParams, total: n
     ? [Math.min(params.limit, total - params.offset), Math.max(total - params.offset - params.limit, 0)]
     : [params.limit, params.offset];
   const rowids = statement(
-    `SELECT created_at FROM users INDEXED BY ${pageIndex(params)} ${where} ORDER BY ${orderBy(params, far)} LIMIT ? OFFSET ?`,
+    `SELECT created_at FROM users${indexedBy(params)} ${where} ORDER BY ${orderBy(params, far)} LIMIT ? OFFSET ?`,
   )
     .pluck()
     .all(...values, limit, offset) as number[];
@@ -45,7 +46,7 @@ export function pageAfter(statement: Statements, params: ListParams, after: Posi
   const filters = [...(params.role === undefined ? [] : ['role = ?']), ...(search ? [search.where] : [])];
   const values = [...(params.role === undefined ? [] : [toBlob(params.role)]), ...(search?.values ?? [])];
   // Without search, the page's own index is named, as for a page by number.
-  const index = search === undefined ? ` INDEXED BY ${pageIndex(params)}` : '';
+  const index = search === undefined ? indexedBy(params) : '';
   const where = [...filters, keysetAfter(params)].join(' AND ');
   return statement(`SELECT created_at FROM users${index} WHERE ${where} ORDER BY ${orderBy(params)} LIMIT ?`)
     .pluck()
@@ -56,6 +57,26 @@ export function pageAfter(statement: Statements, params: ListParams, after: Posi
 export function inCreationOrder(params: ListParams): boolean {
   const field = sortedField(params.sort);
   return field === undefined || field === 'created_at';
+}
+
+/**
+ * Whether `field` is optional (fields.ts): users without it hold NULL, and sort as the empty string
+ * (contract; docs/decisions.md "Sorting by an optional field"), so the list orders by sortValue.
+ */
+const isOptional = (field: string): boolean => fieldSpec(field).optional === true;
+
+/** What a list sorted by `field` orders by: the column, or for an optional field, NULL read as x''. */
+function sortValue(field: string, table = ''): string {
+  return isOptional(field) ? `coalesce(${table}${field}, x'')` : `${table}${field}`;
+}
+
+/**
+ * ` INDEXED BY` the page's index, or nothing for an optional field: the field's migration may give it
+ * an index on sortValue (`coalesce(phone, x''), created_at, role`), or none, so the planner chooses.
+ */
+function indexedBy(params: ListParams): string {
+  const field = sortedField(params.sort);
+  return field !== undefined && isOptional(field) ? '' : ` INDEXED BY ${pageIndex(params)}`;
 }
 
 /**
@@ -87,7 +108,8 @@ function keysetAfter(params: ListParams): string {
   if (field === undefined) return 'created_at > ?';
   const before = params.descending ? '<' : '>';
   if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${field} ${before} ?`;
-  return `${field} ${before}= ? AND (${field} ${before} ? OR created_at > ?)`;
+  const value = sortValue(field);
+  return `${value} ${before}= ? AND (${value} ${before} ? OR created_at > ?)`;
 }
 
 /** keysetAfter's values for `after`: blobs for text, microseconds for stamps. */
@@ -112,5 +134,5 @@ export function orderBy(params: ListParams, reversed = false, table = ''): strin
   const field = sortedField(params.sort);
   if (field === undefined) return `${table}created_at ${asc}`;
   if (field === 'created_at' || field === 'id' || field === 'updated_at') return `${table}${field} ${direction}`;
-  return `${table}${field} ${direction}, ${table}created_at ${asc}`;
+  return `${sortValue(field, table)} ${direction}, ${table}created_at ${asc}`;
 }
