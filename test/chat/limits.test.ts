@@ -193,7 +193,9 @@ describe('handshake refusals: prompt HTTP errors in the error envelope', () => {
 
 describe('connection limit (WS_MAX_CONNECTIONS=3)', () => {
   test('the 4th handshake gets 503; after one leaves a new one is accepted', async (t) => {
-    const scope = await scoped(t, { WS_MAX_CONNECTIONS: '3' });
+    // Every client here is 127.0.0.1: the per-address cap (a quarter of the port's cap by default)
+    // is off, so that the port's own cap is what refuses.
+    const scope = await scoped(t, { WS_MAX_CONNECTIONS: '3', MAX_CONNECTIONS_PER_ADDRESS: '0' });
     const [a, b, c] = (await crowd(scope, 3)) as [ChatClient, ChatClient, ChatClient];
 
     const refused = await refusedHandshake(scope.wsUrl);
@@ -220,7 +222,9 @@ describe('connection limit (WS_MAX_CONNECTIONS=3)', () => {
 
 describe('connection limit under concurrent handshakes (WS_MAX_CONNECTIONS=3)', () => {
   test('of 8 simultaneous handshakes exactly 3 are accepted and 5 get 503', async (t) => {
-    const scope = await scoped(t, { WS_MAX_CONNECTIONS: '3' });
+    // Every client here is 127.0.0.1: the per-address cap (a quarter of the port's cap by default)
+    // is off, so that the port's own cap is what refuses.
+    const scope = await scoped(t, { WS_MAX_CONNECTIONS: '3', MAX_CONNECTIONS_PER_ADDRESS: '0' });
     const outcomes = await Promise.all(
       Array.from({ length: 8 }, async () => {
         const ws = scope.socket();
