@@ -59,6 +59,7 @@ const DEFAULTS: Config = {
     connections: { perAddress: 256, firstByteMs: 5000 },
     history: 500,
     historyBytes: 16 * MIB,
+    noticesMaxMembers: undefined,
   },
 };
 
