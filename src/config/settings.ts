@@ -265,7 +265,7 @@ export const CHAT_NOTICES_MAX_MEMBERS = setting(
   'CHAT_NOTICES_MAX_MEMBERS',
   undefined,
   integer(1, 10_000_000),
-  'Unset (the default): every join and leave is told to every member. Set: while the room has more members than this, each instance tells its members at most one `user_join` and one `user_leave` a second, each saying how many joined or left and carrying the current `online_count`. See [Join and leave notices in a large room](decisions.md#join-and-leave-notices-in-a-large-room).',
+  'Unset (the default): every join and leave is told to every member. Set: while the room has more members than this, each instance tells its members at most one `user_join` and one `user_leave` a second, each saying how many joined or left and carrying the current `online_count`. See [Product rulings, Chat](decisions.md#chat) and [capacity.md](capacity.md#a-join-notice-policy-for-very-large-rooms).',
 );
 export const CHAT_PUBLIC_URL = setting(
   'CHAT_PUBLIC_URL',

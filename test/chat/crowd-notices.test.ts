@@ -82,7 +82,8 @@ async function crossing(t: TestContext, instances: Instance[]): Promise<void> {
   for (let count = 2; count <= MAX; count++) {
     const marks = members.map((member) => heard.get(member)!.length);
     const joined = await join(on(count - 1));
-    assert.equal(joined.count, count);
+    // Across instances a welcome may not count a join still crossing Redis; the notices below do.
+    if (instances.length === 1) assert.equal(joined.count, count);
     for (const [i, member] of members.entries()) await settle(member, marks[i]!, 'user_join', 1, count);
     members.push(joined.client);
   }
