@@ -59,6 +59,7 @@ const DEFAULTS: Config = {
     connections: { perAddress: 256, firstByteMs: 5000 },
     history: 500,
     historyBytes: 16 * MIB,
+    noticesMaxMembers: undefined,
   },
 };
 
@@ -94,6 +95,7 @@ describe('loadConfig defaults', () => {
     'WS_MAX_BACKLOG',
     'WS_MAX_CONNECTIONS',
     'WS_MAX_CONNECTIONS_PER_CLIENT',
+    'CHAT_NOTICES_MAX_MEMBERS',
     'HEADERS_TIMEOUT_MS',
     'REQUEST_TIMEOUT_MS',
     'KEEP_ALIVE_TIMEOUT_MS',
@@ -441,6 +443,7 @@ describe('loadConfig valid overrides', () => {
       DATABASE_URL: 'postgres://127.0.0.1:5432/roster',
       DATABASE_POOL_SIZE: '3',
       REDIS_URL: 'redis://127.0.0.1:6379/1',
+      CHAT_NOTICES_MAX_MEMBERS: '5000',
     });
     assert.deepEqual(config, {
       port: 0,
@@ -491,6 +494,7 @@ describe('loadConfig valid overrides', () => {
         connections: { perAddress: 1, firstByteMs: undefined },
         history: 500,
         historyBytes: 16 * MIB,
+        noticesMaxMembers: 5000,
       },
     });
   });
@@ -572,6 +576,8 @@ describe('loadConfig bad values throw ConfigError naming the variable', () => {
     ['WS_MAX_CONNECTIONS_PER_CLIENT', '0'],
     ['WS_MAX_CONNECTIONS_PER_CLIENT', '-1'],
     ['WS_MAX_CONNECTIONS_PER_CLIENT', 'lots'],
+    ['CHAT_NOTICES_MAX_MEMBERS', '0'],
+    ['CHAT_NOTICES_MAX_MEMBERS', 'many'],
     ['DATABASE_URL', 'mysql://127.0.0.1/test'],
     ['DATABASE_URL', 'not a url'],
     ['DATABASE_URL', 'sqlite:'],

@@ -10,7 +10,7 @@
 import type { Socket } from 'node:net';
 import { answerParent } from '../ipc.js';
 import { cpuMeter } from '../stats.js';
-import { connectRaw, FrameReader, OPCODE_TEXT } from './ws-wire.js';
+import { connectRaw, FrameReader, maskedTextFrame, OPCODE_TEXT } from './ws-wire.js';
 
 const HOST = '127.0.0.1';
 /** Every this many clients, one checks the messages it gets (parses them), not just counts them. */
@@ -39,6 +39,11 @@ export type StormCommand =
       concurrency: number;
       maxSeconds: number;
       graceSeconds: number;
+      /**
+       * The instances run the notice policy (CHAT_NOTICES_MAX_MEMBERS): join notices are coalesced, so
+       * the storm is done at the last welcome, and notices are not counted against N(N − 1)/2.
+       */
+      crowd?: boolean;
     }
   | { cmd: 'reset' };
 
@@ -58,6 +63,8 @@ export interface StormResult {
   problems: string[];
   /** Connections the server closed. */
   closes: number;
+  /** Once every client is in and the notices are over: how long one chat message took to reach every client. */
+  chatSeconds?: number;
   /** How busy the server's CPU and the generator's CPU were until the storm was over (see cpuMeter). */
   serverCpu: number | undefined;
   generatorCpu: number | undefined;
@@ -73,14 +80,19 @@ interface Client {
 }
 
 const clients: Client[] = [];
+/** The chat message sent once the storm is over, to time its way to every client. */
+const PROBE = 'storm probe';
 const counters = { text: 0, closes: 0, lastFrameAt: 0 };
 /** Sockets the generator closed itself: their closes are not the server's doing. */
 const discarded = new WeakSet<Socket>();
 
+/** Whether the instances coalesce notices (StormCommand `crowd`): the sampled clients check less. */
+let crowd = false;
+
 /** For a sampled client: checks one whole message, in the order received. */
 function check(client: Client, payload: Buffer): void {
   if (client.problem !== undefined) return;
-  let message: { type?: unknown; online_count?: unknown };
+  let message: { type?: unknown; online_count?: unknown; message?: unknown };
   try {
     message = JSON.parse(payload.toString('utf8')) as typeof message;
   } catch {
@@ -92,6 +104,9 @@ function check(client: Client, payload: Buffer): void {
       client.problem = `first message of type ${String(message.type)}, not the system welcome`;
     return;
   }
+  // Coalesced notices carry the count when sent, which another instance's joins may not have reached yet.
+  if (crowd && ['user_join', 'user_leave', 'chat'].includes(String(message.type))) return;
+  if (message.type === 'chat' && message.message === PROBE) return;
   if (message.type !== 'user_join') {
     client.problem = `a message of type ${String(message.type)} where only user_join may come`;
     return;
@@ -163,7 +178,22 @@ function countProblems(): string[] {
   ];
 }
 
+/** Sends one chat message from the first client; the seconds until every client had one more frame. */
+async function probe(deadline: number): Promise<number> {
+  const before = clients.map((client) => client.frames);
+  const sent = performance.now();
+  clients[0]!.socket.write(maskedTextFrame(JSON.stringify({ type: 'chat', message: PROBE })));
+  const all = await until(() => clients.every((client, i) => client.frames > before[i]!), deadline);
+  return all ? (counters.lastFrameAt - sent) / 1000 : NaN;
+}
+
+/** Waits until no frame has arrived for `quietMs` (a crowd's notices are over), or `deadline`. */
+async function quiet(quietMs: number, deadline: number): Promise<void> {
+  await until(() => performance.now() - counters.lastFrameAt >= quietMs, deadline);
+}
+
 async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<StormResult> {
+  crowd = command.crowd === true;
   const cpu = cpuMeter(command.serverPid);
   const started = performance.now();
   const deadline = started + command.maxSeconds * 1000;
@@ -184,9 +214,15 @@ async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<
   await Promise.all(Array.from({ length: Math.min(command.concurrency, command.clients) }, worker));
   const connectedAt = performance.now();
   const dueFrames = () => clients.length + (clients.length * (clients.length - 1)) / 2;
-  const complete = clients.length === command.clients && (await until(() => counters.text >= dueFrames(), deadline));
+  const complete =
+    clients.length === command.clients && (crowd || (await until(() => counters.text >= dueFrames(), deadline)));
   // Done when the last client was in and the last notice had arrived.
-  const seconds = complete ? (Math.max(connectedAt, counters.lastFrameAt) - started) / 1000 : NaN;
+  // With the policy: when the last client was in (its welcome); its notices come within a second.
+  const seconds = !complete
+    ? NaN
+    : crowd
+      ? (connectedAt - started) / 1000
+      : (Math.max(connectedAt, counters.lastFrameAt) - started) / 1000;
   const usage = cpu();
   const settled =
     complete || (await until(() => counters.text >= dueFrames(), performance.now() + command.graceSeconds * 1000));
@@ -196,13 +232,13 @@ async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<
   const problems: string[] = [];
   if (failure !== undefined)
     problems.push(`a client could not connect: ${failure instanceof Error ? failure.message : String(failure)}`);
-  if (settled) problems.push(...countProblems());
+  if (settled && !crowd) problems.push(...countProblems());
   const sampledProblems = clients.filter((client) => client.problem !== undefined);
   if (sampledProblems.length > 0)
     problems.push(
       `${sampledProblems.length} sampled clients got a wrong message, e.g. ${sampledProblems[0]!.problem!}`,
     );
-  if (settled && clients.length > 1) {
+  if (settled && !crowd && clients.length > 1) {
     // The last notice anyone gets is the last client's: online_count is everyone.
     const short = clients.filter(
       (client) => client.lastOnline !== undefined && client.lastOnline !== clients.length,
@@ -210,11 +246,18 @@ async function storm(command: Extract<StormCommand, { cmd: 'storm' }>): Promise<
     if (short > 0)
       problems.push(`${short} sampled clients' last join notice does not count all ${clients.length} clients`);
   }
+  const notices = counters.text - clients.length;
+  let chatSeconds: number | undefined;
+  if (settled && clients.length > 0) {
+    await quiet(1_500, performance.now() + 30_000);
+    chatSeconds = await probe(performance.now() + 30_000);
+  }
   return {
+    chatSeconds,
     connected: clients.length,
     connectSeconds: (connectedAt - started) / 1000,
     seconds,
-    notices: counters.text - clients.length,
+    notices,
     expectedNotices: (clients.length * (clients.length - 1)) / 2,
     settled,
     problems,

@@ -480,6 +480,7 @@ async function measureStorm(
           concurrency: STORM_CONCURRENCY,
           maxSeconds: plan.scale.stormSeconds,
           graceSeconds: 30,
+          crowd: /\bCHAT_NOTICES_MAX_MEMBERS=\d/.test(process.env.BENCH_SCALE_ENV ?? ''),
         } satisfies StormCommand,
         (plan.scale.stormSeconds + 120) * 1000,
       );
@@ -489,7 +490,8 @@ async function measureStorm(
     row.rssPerConnection = rssPerConnection(before, await memories(deployment), result!.connected);
     progress(
       `scale, storm of ${integer(clients)} over ${instances}: ${integer(result!.connected)} in, ` +
-        `${Number.isFinite(result!.seconds) ? `all notices in ${result!.seconds.toFixed(1)} s` : 'not complete'}, ` +
+        `${Number.isFinite(result!.seconds) ? `all notices in ${result!.seconds.toFixed(1)} s` : 'not complete'} ` +
+        `(last welcome ${result!.connectSeconds.toFixed(1)} s; then one chat to all in ${result!.chatSeconds?.toFixed(2) ?? '–'} s), ` +
         `${row.cost.nodeCpu.toFixed(1)} Node CPU-s${result!.problems.length > 0 ? `; ${result!.problems.join('; ')}` : ''}`,
     );
   } catch (error) {
@@ -589,6 +591,8 @@ function report(
       : row.error
         ? `error: ${row.error}`
         : '**not complete**',
+    row.result ? row.result.connectSeconds.toFixed(1) : '–',
+    row.result?.chatSeconds === undefined ? '–' : row.result.chatSeconds.toFixed(2),
     row.result ? `${integer(row.result.notices)} / ${integer(row.result.expectedNotices)}` : '–',
     row.cost ? row.cost.nodeCpu.toFixed(1) : '–',
     row.predictedNodeCpu.toFixed(1),
@@ -648,6 +652,8 @@ function report(
         'Clients',
         'In',
         'All notified (s)',
+        'Last welcome (s)',
+        'Then 1 chat to all (s)',
         'Notices / due',
         'Node CPU-s',
         'Predicted',

@@ -7,6 +7,8 @@
  * bounded share of the time. Anything else the room sends first flushes the pending notices, so every
  * member still sees every message in the order the room produced them.
  */
+import { timestamp } from '../clock.js';
+import { encodeServerMessage } from '../protocol/chat-codec.js';
 import type { Member } from './room.js';
 
 /** How long join and leave notices wait to be coalesced, per member in the room: 5 000 members, 100 ms. */
@@ -88,4 +90,67 @@ export class Notices {
     joinedAt.clear();
     skips.clear();
   }
+}
+
+/** A crowd's notices: at most one `user_join` and one `user_leave` this often (CHAT_NOTICES_MAX_MEMBERS). */
+export const CROWD_NOTICE_MS = 1_000;
+
+/**
+ * The notice policy of a large room (docs/decisions.md, "Join and leave notices in a large room"): a
+ * join or leave after which the room has more than `max` members is counted, not told; each instance
+ * tells its members of what it counted at most once per CROWD_NOTICE_MS per kind, with the count then.
+ * Otherwise (no `max`, or the room at or below it) the room tells of each event as the contract says.
+ * Chat never waits for a crowd notice: it says what happened in the last second, whatever came between.
+ */
+export class Crowd {
+  #joins = 0;
+  #leaves = 0;
+  /** When the last crowd notice went out (performance.now()); its timer while one is due. */
+  #sentAt = -Infinity;
+  #timer: NodeJS.Timeout | undefined;
+
+  /** `online`: the room's count; `notices`: where its notices go, in order with the others. */
+  constructor(
+    private readonly online: () => number,
+    private readonly notices: Notices,
+    private readonly max: number | undefined,
+  ) {}
+
+  /**
+   * Whether the event (`count`: the room's members after it) is counted here instead of told on its own.
+   * When it is not, what was counted goes out first, so that the notices keep the order of the events.
+   */
+  counts(kind: 'join' | 'leave', count: number): boolean {
+    if (this.max === undefined || count <= this.max) {
+      if (this.#timer) this.#send();
+      return false;
+    }
+    // A joiner hears of nothing before its own join: what is pending for the others goes out now.
+    this.notices.flush();
+    if (kind === 'join') this.#joins++;
+    else this.#leaves++;
+    this.#timer ??= setTimeout(() => this.#send(), Math.max(0, this.#sentAt + CROWD_NOTICE_MS - performance.now()));
+    this.#timer.unref();
+    return true;
+  }
+
+  #send(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#sentAt = performance.now();
+    const online_count = this.online();
+    const at = timestamp();
+    const notice = (type: 'user_join' | 'user_leave', message: string) =>
+      Buffer.from(encodeServerMessage({ type, message, online_count, timestamp: at }));
+    if (this.#joins > 0) this.notices.add(notice('user_join', told(this.#joins, 'joined')));
+    if (this.#leaves > 0) this.notices.add(notice('user_leave', told(this.#leaves, 'left')));
+    this.#joins = 0;
+    this.#leaves = 0;
+    this.notices.flush();
+  }
+}
+
+/** A crowd notice's message: "1 user joined the chat", "37 users left the chat". */
+export function told(events: number, what: 'joined' | 'left'): string {
+  return `${events} ${events === 1 ? 'user' : 'users'} ${what} the chat`;
 }

@@ -1,15 +1,13 @@
 /**
  * The one chat room. It knows members by id and what to tell whom; it knows nothing of sockets. Each
  * broadcast is serialised once and the same bytes handed to every member. Join and leave notices are
- * coalesced (notices.ts).
- *
- * History (history.ts) is opt-in per member: a member that asked (`?history=`, `?since=`) is a
- * listener. It gets its replay after its welcome, then chat messages carrying their ids, each id once
- * and in increasing order; everyone else gets exactly the contract's frames (the broadcast loop runs
- * over them alone). A replay is the bulk of what a room ever sends one member (CHAT_HISTORY_BYTES), so
- * it is handled apart: its frames are the history's own, written under back-pressure (`Member.replay`),
- * at most MAX_REPLAYS histories are read at once, and what a member is sent meanwhile waits behind it,
- * up to `maxBacklog` bytes, past which the member is dropped as a slow consumer.
+ * coalesced, and past CHAT_NOTICES_MAX_MEMBERS told as a crowd's (notices.ts).
+ * History (history.ts) is opt-in per member: a member that asked (`?history=`, `?since=`) is a listener.
+ * It gets its replay after its welcome, then chat messages carrying their ids, each id once and in
+ * increasing order; everyone else gets exactly the contract's frames (the broadcast loop runs over them
+ * alone). A replay, the bulk of what a room ever sends one member (CHAT_HISTORY_BYTES), is written under
+ * back-pressure (`Member.replay`), from the history's own frames; MAX_REPLAYS histories are read at once;
+ * what a member is sent meanwhile waits, up to `maxBacklog` bytes, past which it is dropped as slow.
  */
 import { timestamp } from '../clock.js';
 import { leaveNotice, localBus, type ChatBus, type MemberRecord, type SharedMessage } from './bus.js';
@@ -21,7 +19,7 @@ import {
   type ServerMessage,
 } from '../protocol/chat-codec.js';
 import { MemoryHistory, readHistory, type ChatHistory, type HistoryRequest, type Recovery } from './history.js';
-import { Notices } from './notices.js';
+import { Crowd, Notices } from './notices.js';
 
 /** Close codes (RFC 6455) the room asks for when it refuses a client's message. */
 const RefusalCode = { policyViolation: 1008, messageTooBig: 1009 } as const;
@@ -84,6 +82,8 @@ export interface RoomOptions {
   maxPayload?: number;
   /** WS_MAX_BACKLOG: bytes that may wait for a member behind its replay (default: no bound). */
   maxBacklog?: number;
+  /** CHAT_NOTICES_MAX_MEMBERS: past it, joins and leaves are told as a crowd's (notices.ts); default: never. */
+  noticesMaxMembers?: number;
 }
 
 /** A member that asked for history: the last id it was given, and what waits behind its replay. */
@@ -112,6 +112,7 @@ export class ChatRoom {
     members: () => this.#members.values(),
     deliver: (member, payload, from) => this.#deliver(member, payload, from),
   });
+  readonly #crowd: Crowd;
   /** Replays under way, and the ones waiting for a place (started in order). */
   #replays = 0;
   readonly #waitingReplays: (() => void)[] = [];
@@ -131,6 +132,7 @@ export class ChatRoom {
     });
     this.#maxFrame = (options.maxPayload ?? Infinity) + FRAME_ALLOWANCE;
     this.#maxBacklog = options.maxBacklog ?? Infinity;
+    this.#crowd = new Crowd(() => this.#online(), this.#notices, options.noticesMaxMembers);
     const capacity = options.history ?? 0;
     if (capacity > 0) {
       this.#memory = bus.history ? undefined : new MemoryHistory(capacity, options.historyBytes);
@@ -182,7 +184,6 @@ export class ChatRoom {
       }),
     );
     if (asks) this.#replay(member, request);
-    this.#notices.joined(member);
     const notice: SharedMessage = {
       type: 'user_join',
       message: 'A user joined the chat',
@@ -190,7 +191,10 @@ export class ChatRoom {
       online_count: count,
       timestamp: timestamp(),
     };
-    this.#notices.add(serialise(notice));
+    if (!this.#crowd.counts('join', count)) {
+      this.#notices.joined(member);
+      this.#notices.add(serialise(notice));
+    }
     this.bus.publish(notice, this.size, { join: record });
   }
 
@@ -276,8 +280,9 @@ export class ChatRoom {
     this.#listeners.delete(member);
     this.#records.delete(member.id);
     this.#notices.left(member);
-    const notice = leaveNotice(this.#online(), timestamp());
-    this.#notices.add(serialise(notice));
+    const count = this.#online();
+    const notice = leaveNotice(count, timestamp());
+    if (!this.#crowd.counts('leave', count)) this.#notices.add(serialise(notice));
     this.bus.publish(notice, this.size, { leave: member.id });
     return true;
   }
@@ -317,6 +322,7 @@ export class ChatRoom {
    */
   #fromElsewhere(message: SharedMessage, id?: string, own?: boolean, joining?: Iterable<string>): void {
     if (message.type !== 'chat') {
+      if (this.#crowd.counts(message.type === 'user_join' ? 'join' : 'leave', this.#online())) return;
       if (joining) this.#notices.skipNext([...joining].flatMap((id) => this.#members.get(id) ?? []));
       return this.#notices.add(serialise({ ...message, online_count: this.#online() }));
     }

@@ -65,6 +65,7 @@ const room = new ChatRoom(
     historyBytes: config.chat.historyBytes,
     maxPayload: config.chat.maxPayload,
     maxBacklog: config.chat.maxBacklog,
+    noticesMaxMembers: config.chat.noticesMaxMembers,
   },
 );
 

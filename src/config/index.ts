@@ -126,6 +126,8 @@ export interface ChatConfig {
   history: number;
   /** `CHAT_HISTORY_BYTES`. */
   historyBytes: number;
+  /** `CHAT_NOTICES_MAX_MEMBERS`; undefined: every join and leave told on its own (the contract). */
+  noticesMaxMembers: number | undefined;
 }
 
 export function loadConfig(env: Env): Config {
@@ -218,6 +220,7 @@ export function loadConfig(env: Env): Config {
       connections: guardOf(get(S.WS_MAX_CONNECTIONS)),
       history,
       historyBytes,
+      noticesMaxMembers: get(S.CHAT_NOTICES_MAX_MEMBERS),
     },
   };
 }

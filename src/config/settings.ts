@@ -1,9 +1,7 @@
 /**
- * Every setting of Roster, declared once: variable, default, reader and bounds, and what the table of
- * docs/configuration.md says of it (a test holds that table to this list, row for row). config/index.ts
- * reads them; policy.ts applies the rules between them and decides the defaults that depend on others
- * (MAX_USERS, the per-client and per-address caps) or on an AUTH scheme, undefined here. The `roster`
- * command's own settings are declared the same way in client-settings.ts.
+ * Every setting of Roster, declared once: variable, default, reader, bounds, and its row of docs/configuration.md
+ * (a test holds that table to this list). config/index.ts reads them; policy.ts decides the defaults that depend
+ * on others (MAX_USERS, the per-client and per-address caps) or on AUTH. The `roster` command's: client-settings.ts.
  */
 import { apiKeys, basicUsers, jwtSecret } from './credential-settings.js';
 import {
@@ -30,19 +28,14 @@ import {
 import { REQUIRED_ROLES } from './roles.js';
 
 export interface Setting<T> {
-  /** The environment variable. */
-  readonly name: string;
-  /** The value when the variable is unset or empty. */
-  readonly fallback: T;
+  readonly name: string; // the environment variable
+  readonly fallback: T; // the value when the variable is unset or empty
   readonly parse: Parse<T>;
-  /** The default as docs/configuration.md shows it. */
-  readonly shown: string;
-  /** Its description in docs/configuration.md (links are relative to docs/). */
-  readonly help: string;
+  readonly shown: string; // the default as docs/configuration.md shows it
+  readonly help: string; // its description there (links relative to docs/)
 }
 
 const declared: Setting<unknown>[] = [];
-
 /** Declares a setting; `shown` by default is the fallback as code, or `(unset)`. */
 function setting<T>(
   name: string,
@@ -266,6 +259,13 @@ export const CHAT_HISTORY_BYTES = setting(
   bytes(KIB, 1024 * MIB),
   'At most this many bytes of chat messages in that history (counted as they are sent; the oldest go first). In memory, it is taken off the heap that the default `MAX_USERS` is derived from.',
   '`16MiB`',
+);
+// Why: the contract's notices cost O(M) frames per join; past ~10⁴ members under churn that is all the chat does.
+export const CHAT_NOTICES_MAX_MEMBERS = setting(
+  'CHAT_NOTICES_MAX_MEMBERS',
+  undefined,
+  integer(1, 10_000_000),
+  'Unset (the default): every join and leave is told to every member. Set: while the room has more members than this, each instance tells its members at most one `user_join` and one `user_leave` a second, each saying how many joined or left and carrying the current `online_count`. See [Product rulings, Chat](decisions.md#chat) and [capacity.md](capacity.md#a-join-notice-policy-for-very-large-rooms).',
 );
 export const CHAT_PUBLIC_URL = setting(
   'CHAT_PUBLIC_URL',

@@ -50,7 +50,11 @@ export function asyncApiDocument(chat: ChatAddress): Record<string, unknown> {
         'Valid JSON of another type is ignored; text that is not JSON is a chat message of that text. With AUTH on, the handshake ' +
         'carries the same credentials as the REST API. History and recovery are opt-in (CHAT_HISTORY): a handshake URL with ' +
         '`?history=N` gets the last N chat messages after its welcome, `?since=<id>` exactly those after that id, each marked ' +
-        '`history: true`, then a `history` message; only such a client sees message ids.',
+        '`history: true`, then a `history` message; only such a client sees message ids. ' +
+        'Large rooms (opt-in, CHAT_NOTICES_MAX_MEMBERS): while the room has more members than that, a `user_join` or ' +
+        '`user_leave` is a coalesced notice: it stands for every join (or leave) its instance heard of since its last ' +
+        'one, at most one of each kind a second, its message says how many ("37 users joined the chat"), it carries ' +
+        'no `name`, and its `online_count` is the count when it was sent. Welcomes, chat and counts are unchanged.',
       license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
     },
     defaultContentType: 'application/json',

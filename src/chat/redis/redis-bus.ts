@@ -30,7 +30,7 @@ import type { Dependency, DependencyState } from '../../ops/health.js';
 import { timestamp } from '../../clock.js';
 import type { BusRoom, ChatBus, MemberRecord, Presence, SharedMessage } from '../bus.js';
 import { oncePerTurn } from '../outbox.js';
-import { decode, type BusLink, type Envelope } from './redis-channel.js';
+import { decodeAll, type BusLink, type Envelope } from './redis-channel.js';
 import { RedisHistory } from './redis-history.js';
 import { RedisPresence } from './redis-presence.js';
 import { withScripts, type Scripted } from './redis-scripts.js';
@@ -196,9 +196,9 @@ export class RedisBus implements ChatBus, Dependency {
       this.#presence.publish(envelope, presence);
     } else {
       envelope.j = presence.join.id;
-      // Joining only if its join comes back to this instance: sent, and while subscribed.
-      if (this.#presence.publish(envelope, presence) && this.#subscribed)
-        this.#joining.set(presence.join.id, performance.now());
+      // Joining only if its join comes back to this instance: sent (at the end of this turn), and while subscribed.
+      this.#presence.publish(envelope, presence);
+      if (this.#pub.status === 'ready' && this.#subscribed) this.#joining.set(presence.join.id, performance.now());
     }
   }
 
@@ -233,6 +233,7 @@ export class RedisBus implements ChatBus, Dependency {
 
   /** BusLink.send (channel.ts); its bound on unanswered commands is `maxPending`. */
   #send(envelope: Envelope, run?: (text: string) => Promise<unknown>, always = false, echoed = false): boolean {
+    this.#presence.flush(); // this turn's joins and leaves go first (a no-op when this is them)
     // `echoed` waits for both connections: published while unsubscribed, it would reach every instance but this one.
     if (this.#pub.status !== 'ready' || (echoed && !this.#subscribed)) {
       if (envelope.m) this.#lost++;
@@ -276,11 +277,15 @@ export class RedisBus implements ChatBus, Dependency {
   }
 
   #received(text: string): void {
-    const envelope = decode(text);
-    if (envelope === undefined) {
+    const envelopes = decodeAll(text);
+    if (envelopes === undefined) {
       this.#log.debug({ text: text.slice(0, 200) }, 'ignoring a chat bus message that is not Roster’s');
       return;
     }
+    for (const envelope of envelopes) this.#receivedOne(envelope);
+  }
+
+  #receivedOne(envelope: Envelope): void {
     if (envelope.i === this.#id) {
       // Own join back: from now on its member comes after every join Redis relays.
       if (envelope.j !== undefined) this.#joining.delete(envelope.j);

@@ -43,9 +43,23 @@ export interface BusLink {
   send(envelope: Envelope, run?: (text: string) => Promise<unknown>, always?: boolean, echoed?: boolean): boolean;
 }
 
+/**
+ * The envelopes of one publication from another Roster instance (one, or several of one turn as a JSON
+ * array, in order), or undefined for anything else published on the channel.
+ */
+export function decodeAll(text: string): Envelope[] | undefined {
+  const value = parseJson(text);
+  if (!Array.isArray(value)) return ((one) => one && [one])(envelopeOf(value));
+  const envelopes = value.map(envelopeOf);
+  return envelopes.length > 0 && envelopes.every((one) => one !== undefined) ? (envelopes as Envelope[]) : undefined;
+}
+
 /** An envelope from another Roster instance, or undefined for anything else published on the channel. */
 export function decode(text: string): Envelope | undefined {
-  const value = parseJson(text);
+  return envelopeOf(parseJson(text));
+}
+
+function envelopeOf(value: unknown): Envelope | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const { i, n, m, s, j } = value as Partial<Record<keyof Envelope, unknown>>;
   if (typeof i !== 'string' || !Number.isSafeInteger(n) || (n as number) < 0) return undefined;

@@ -5,11 +5,15 @@
  */
 import { encodeServerMessage, parseJson } from '../../protocol/chat-codec.js';
 import { leaveNotice, type MemberRecord, type Presence } from '../bus.js';
+import { oncePerTurn } from '../outbox.js';
 import type { BusLink, Envelope } from './redis-channel.js';
 
 export class RedisPresence {
   readonly #link: BusLink;
   readonly #instances: string;
+  /** This turn's joins and leaves, not yet sent: their envelopes, and their op, member, record each. */
+  #batch: { envelopes: Envelope[]; changes: string[] } | undefined;
+  readonly #flushSoon = oncePerTurn(() => this.flush());
 
   constructor(link: BusLink) {
     this.#link = link;
@@ -23,15 +27,34 @@ export class RedisPresence {
   /**
    * A join or leave with its publication. Never dropped for being behind: the hash must follow every
    * join and leave. Lost while Redis is away, it is rewritten whole when the bus is back (`sync`).
-   * False when it could not go out.
+   * The joins and leaves of one turn go out together after the turn's I/O
+   * (a storm's joins arrive many a turn): one script call and one publication, which every instance
+   * reads as one message, instead of one each; anything else the bus sends first sends them (`flush`),
+   * so the channel keeps this instance's order of events.
    */
-  publish(envelope: Envelope, presence: Presence): boolean {
-    const [op, id, record] =
-      'join' in presence ? ['j', presence.join.id, recordText(presence.join)] : ['l', presence.leave, ''];
+  publish(envelope: Envelope, presence: Presence): void {
+    const change = 'join' in presence ? ['j', presence.join.id, recordText(presence.join)] : ['l', presence.leave, ''];
+    if (this.#batch) {
+      this.#batch.envelopes.push(envelope);
+      this.#batch.changes.push(...change);
+    } else {
+      this.#batch = { envelopes: [envelope], changes: change };
+      this.#flushSoon();
+    }
+  }
+
+  /** Sends this turn's joins and leaves now (before anything else this instance publishes). */
+  flush(): void {
+    const batch = this.#batch;
+    if (!batch) return;
+    this.#batch = undefined;
     const { pub, channel } = this.#link;
-    return this.#link.send(
-      envelope,
-      (text) => pub.rosterPresence(this.#key('members'), channel, text, op, id, record),
+    const { envelopes, changes } = batch;
+    // One event as before; several as one JSON array (redis-channel.ts).
+    const text = envelopes.length === 1 ? undefined : JSON.stringify(envelopes);
+    this.#link.send(
+      envelopes[0]!,
+      (one) => pub.rosterPresence(this.#key('members'), channel, text ?? one, ...changes),
       true,
     );
   }
@@ -75,6 +98,7 @@ export class RedisPresence {
 
   /** A clean stop, after the members' leaves: nothing of this instance left, and goodbye. */
   bye(): Promise<unknown> {
+    this.flush();
     const { pub, channel, id } = this.#link;
     const text = JSON.stringify({ i: id, n: 0, b: 1 } satisfies Envelope);
     return pub.rosterBye(this.#key('members'), this.#key('alive'), this.#instances, id, channel, text);

@@ -6,9 +6,14 @@
 import type { Redis } from 'ioredis';
 
 const SCRIPTS = {
-  /** A join (HSET) or leave (HDEL) in this instance's member hash, and its publication. */
+  /**
+   * The joins (HSET) and leaves (HDEL) of one turn in this instance's member hash, in order (a triple of
+   * ARGV each from ARGV[4]: op, member, record), and their one publication.
+   */
   rosterPresence: `
-    if ARGV[4] == 'j' then redis.call('HSET', ARGV[1], ARGV[5], ARGV[6]) else redis.call('HDEL', ARGV[1], ARGV[5]) end
+    for i = 4, #ARGV, 3 do
+      if ARGV[i] == 'j' then redis.call('HSET', ARGV[1], ARGV[i + 1], ARGV[i + 2]) else redis.call('HDEL', ARGV[1], ARGV[i + 1]) end
+    end
     return redis.call('PUBLISH', ARGV[2], ARGV[3])`,
   /**
    * A chat into the history, published with its id between ARGV[5] and ARGV[6]. The stream is capped
