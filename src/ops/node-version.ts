@@ -38,7 +38,8 @@ export function refusal(found: string, engines: string | undefined): string | un
 
 function engines(): string | undefined {
   try {
-    const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+    // dist/src/ops/ → the package root, three folders up.
+    const text = readFileSync(new URL('../../../package.json', import.meta.url), 'utf8');
     return (JSON.parse(text) as { engines?: { node?: string } }).engines?.node;
   } catch {
     return undefined; // no package.json beside dist: nothing to compare with, so no refusal
