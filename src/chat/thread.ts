@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from '../config/index.js';
 import { RosterError } from '../errors.js';
+import { RETRY_AFTER } from '../protocol/http-headers.js';
 import type { EngineFaults } from '../ops/engine-faults.js';
 import type { RateLimiter } from '../edge/rate-limiter.js';
 import type { Dependency, DependencyState } from '../ops/health.js';
@@ -261,7 +262,7 @@ export class ChatThread {
       this.#alive
         ? 'The chat’s member list cannot be read now; try again shortly'
         : 'The chat is being started again; try again shortly',
-      { headers: { 'retry-after': String(wait) } },
+      { headers: { [RETRY_AFTER]: String(wait) } },
     );
   }
 
