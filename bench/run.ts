@@ -8,11 +8,15 @@
  *                                  5 000 connecting clients; 10 000 idle
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
- *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, soak, scale,
- *                                  lists);
+ *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, drift,
+ *                                  soak, scale, lists);
  *                                  prints only, never writes
- *   BENCH_BEFORE=<folder> ...      chat-under-load and thread-cost also measure the build in <folder> (an
- *                                  earlier commit, built there): before and after in one run
+ *   BENCH_BEFORE=<folder> ...      chat-under-load, thread-cost and drift also measure the build in <folder>
+ *                                  (an earlier commit, built there): before and after in one run
+ *   the drift section              every run: GET by id, the default list, creates and chat broadcast
+ *                                  against the fixed older build 41a4c31, built once into
+ *                                  ~/.cache/roster-bench/41a4c31 (bench/baseline.ts; BENCH_BASELINE=<folder>
+ *                                  names another)
  *   npm run bench -- --only soak   the soak (never run otherwise: it is long): does RSS settle over a long
  *                                  run under mixed REST, hostile requests and chat churn? Settings:
  *                                  BENCH_SOAK_SECONDS (default 1800) and BENCH_SOAK_NODES, server variants
@@ -44,6 +48,7 @@ import { chatSection } from './sections/chat.js';
 import { chatUnderLoadSection } from './sections/chat-under-load.js';
 import { threadCostSection } from './sections/thread-cost.js';
 import { connectionsSection } from './sections/connections.js';
+import { driftSection } from './sections/drift.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
 import { listsSection } from './sections/lists.js';
@@ -61,6 +66,7 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['connections', connectionsSection],
   ['chat-under-load', chatUnderLoadSection],
   ['thread-cost', threadCostSection],
+  ['drift', driftSection],
   ['soak', soakSection, 'asked'],
   ['scale', scaleSection, 'asked'],
   ['lists', listsSection, 'asked'],

@@ -16,7 +16,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS } from '../ipc.js';
 import type { PingJob, PingResult } from '../load/pinger.js';
 import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
@@ -32,6 +31,7 @@ import {
   judge,
   progress,
   ROSTER_ENV,
+  rosterServer,
   type Plan,
   type SectionReport,
 } from './common.js';
@@ -97,9 +97,7 @@ function sizesFor(plan: Plan): [Store, number][] {
 
 /** The compiled Roster bench server of a build: this one's, or BENCH_BEFORE's. */
 function serverScript(build: Build): URL {
-  return build === 'after'
-    ? benchScript('servers/roster.js')
-    : pathToFileURL(join(process.env.BENCH_BEFORE!, 'dist/bench/servers/roster.js'));
+  return rosterServer(build === 'after' ? undefined : process.env.BENCH_BEFORE!);
 }
 
 async function measureServer(

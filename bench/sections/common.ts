@@ -4,6 +4,8 @@
  * the parent process.
  */
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { RestJob } from '../load/rest.js';
 import { percent, type Target } from '../report.js';
 
@@ -117,6 +119,13 @@ export function benchRedisUrl(url: string): string {
 
 /** A compiled bench module, by its path under bench/ ("servers/roster.js"). */
 export const benchScript = (path: string) => new URL(`../${path}`, import.meta.url);
+/**
+ * The compiled Roster bench server of a build: this one's, or that of the build in `folder` (an earlier
+ * commit built there: BENCH_BEFORE, or the drift section's fixed older build, bench/baseline.ts). Its
+ * `dist/bench/servers/roster.js` speaks the same commands (bench/servers/roster.ts).
+ */
+export const rosterServer = (folder?: string): URL =>
+  folder === undefined ? benchScript('servers/roster.js') : pathToFileURL(join(folder, 'dist/bench/servers/roster.js'));
 export const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
 export const progress = (text: string) => console.error(`[bench] ${text}`);
 export const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));

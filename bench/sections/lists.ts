@@ -26,7 +26,6 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
@@ -35,7 +34,16 @@ import { integer, megabytes, ms, percent, rate, ratio, table, targetLines, type 
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import { otherLoadMeter } from '../stats.js';
 import { benchUser, idPool, SEARCH_TERM } from '../users.js';
-import { benchScript, errorText, isDisturbed, progress, ROSTER_ENV, type Plan, type SectionReport } from './common.js';
+import {
+  benchScript,
+  errorText,
+  isDisturbed,
+  progress,
+  ROSTER_ENV,
+  rosterServer,
+  type Plan,
+  type SectionReport,
+} from './common.js';
 
 const USERS_PATH = '/api/v1/users';
 const LIMIT = 100;
@@ -132,9 +140,7 @@ function storesAsked(): StoreName[] {
 
 /** The compiled Roster bench server of a build: this one's, or BENCH_BEFORE's. */
 function serverScript(build: Build): URL {
-  return build === 'after'
-    ? benchScript('servers/roster.js')
-    : pathToFileURL(join(process.env.BENCH_BEFORE!, 'dist/bench/servers/roster.js'));
+  return rosterServer(build === 'after' ? undefined : process.env.BENCH_BEFORE!);
 }
 
 const seconds = (since: number) => (performance.now() - since) / 1000;

@@ -5,8 +5,6 @@
  * users, 50 connections: load/rest.ts), and RSS per idle chat connection (10 000 held: load/storm.ts).
  * Targets: broadcast ≥ before, point reads ≥ 0.95× before, an idle connection < 20 KiB.
  */
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU, SERVER_NODE_ARGS, type Memory } from '../ipc.js';
 import type { ChatCommand, ChatConnected, ChatResult } from '../load/chat.js';
 import type { RestJob, RestResult } from '../load/rest.js';
@@ -15,7 +13,16 @@ import { integer, ratio, table, targetLines, type Target } from '../report.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
 import { otherLoadMeter } from '../stats.js';
 import { idPool } from '../users.js';
-import { benchScript, errorText, isDisturbed, progress, ROSTER_ENV, type Plan, type SectionReport } from './common.js';
+import {
+  benchScript,
+  errorText,
+  isDisturbed,
+  progress,
+  ROSTER_ENV,
+  rosterServer,
+  type Plan,
+  type SectionReport,
+} from './common.js';
 
 type Build = 'before' | 'after';
 type Figure = 'broadcast' | 'point reads' | 'idle';
@@ -33,20 +40,21 @@ const READ_USERS = 100_000;
 const IDLE_BYTES = 20 * 1024;
 
 function serverScript(build: Build): URL {
-  return build === 'after'
-    ? benchScript('servers/roster.js')
-    : pathToFileURL(join(process.env.BENCH_BEFORE!, 'dist/bench/servers/roster.js'));
+  return rosterServer(build === 'after' ? undefined : process.env.BENCH_BEFORE!);
 }
 
-async function withServer<T>(
-  build: Build,
+/** Runs `use` on a Roster bench server (`script`: rosterServer) alone on the server CPU, then stops it. */
+export async function withServer<T>(
+  script: URL,
+  name: string,
   users: number,
+  env: Record<string, string>,
   use: (server: BenchChild, started: RosterStarted) => Promise<T>,
 ): Promise<T> {
-  const server = new BenchChild(`Roster ${build}`, serverScript(build), SERVER_CPU, SERVER_NODE_ARGS);
+  const server = new BenchChild(`Roster ${name}`, script, SERVER_CPU, SERVER_NODE_ARGS);
   try {
     const started = await server.request<RosterStarted>(
-      { cmd: 'start', users, env: ROSTER_ENV } satisfies RosterCommand,
+      { cmd: 'start', users, env } satisfies RosterCommand,
       60_000 + users / 10,
     );
     return await use(server, started);
@@ -55,10 +63,20 @@ async function withServer<T>(
   }
 }
 
-async function broadcast(build: Build, plan: Plan, chat: BenchChild): Promise<number> {
+/**
+ * Chat broadcast deliveries/s on a fresh server (`script`, settings `env`): the plan's smallest count of
+ * clients, 4 senders (load/chat.ts).
+ */
+export async function broadcast(
+  script: URL,
+  name: string,
+  env: Record<string, string>,
+  plan: Plan,
+  chat: BenchChild,
+): Promise<number> {
   const clients = Math.min(...plan.chat.clients);
   try {
-    return await withServer(build, 0, async (server, started) => {
+    return await withServer(script, name, 0, env, async (server, started) => {
       const connected = await chat.request<ChatConnected>(
         {
           cmd: 'connect',
@@ -92,7 +110,7 @@ async function broadcast(build: Build, plan: Plan, chat: BenchChild): Promise<nu
 
 async function pointReads(build: Build, plan: Plan, rest: BenchChild, users: number): Promise<number> {
   const ids = idPool(users, 1000);
-  return withServer(build, users, async (server, started) => {
+  return withServer(serverScript(build), build, users, ROSTER_ENV, async (server, started) => {
     const job = (seconds: number): RestJob => ({
       cmd: 'run',
       url: `http://127.0.0.1:${started.port}`,
@@ -110,7 +128,7 @@ async function pointReads(build: Build, plan: Plan, rest: BenchChild, users: num
 async function idleBytes(build: Build, plan: Plan, storm: BenchChild): Promise<number> {
   const idle = plan.idle ?? { connections: 1000, seconds: 30 };
   try {
-    return await withServer(build, 0, async (server, started) => {
+    return await withServer(serverScript(build), build, 0, ROSTER_ENV, async (server, started) => {
       const before = (await server.request<Memory>({ cmd: 'memory' }, 60_000)).rss;
       const result = await storm.request<StormResult>(
         {
@@ -155,7 +173,8 @@ export async function threadCostSection(plan: Plan): Promise<SectionReport> {
     for (let round = 0; round < ROUNDS; round++) {
       // Alternating which build goes first, round by round.
       const order = round % 2 === 0 ? builds : [...builds].reverse();
-      for (const build of order) await measure('broadcast', build, () => broadcast(build, plan, chat));
+      for (const build of order)
+        await measure('broadcast', build, () => broadcast(serverScript(build), build, ROSTER_ENV, plan, chat));
       for (const build of order) await measure('point reads', build, () => pointReads(build, plan, rest, users));
     }
     for (const build of builds) await measure('idle', build, () => idleBytes(build, plan, storm));

@@ -1,0 +1,203 @@
+/**
+ * "Drift against a fixed older build": the hot paths on this build and on commit 41a4c31 (the last
+ * before the chat thread, built once into a cache folder by bench/baseline.ts), alternating round by
+ * round in one run, so that slow loss across many issues shows (BENCH_BEFORE compares with the build
+ * before only; given, that build is measured here too). Each server alone on one CPU, load on the other:
+ *
+ * - REST on the memory store at 10 000 users, 50 connections: GET by id, the default list (page 1 of
+ *   20), creates (load/rest.ts);
+ * - chat broadcast deliveries/s, 1 000 clients, 4 senders, with the default history and with
+ *   CHAT_HISTORY=0 (load/chat.ts, as the thread-cost section measures it).
+ *
+ * Target: every figure ≥ 0.95× of 41a4c31 (the ratio of the medians of the rounds).
+ */
+import { loadavg } from 'node:os';
+import { BASELINE_COMMIT, buildBaseline } from '../baseline.js';
+import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU } from '../ipc.js';
+import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
+import { integer, ratio, table, targetLines, type Target } from '../report.js';
+import { otherLoadMeter, percentile, sortedSamples } from '../stats.js';
+import { idPool } from '../users.js';
+import {
+  benchScript,
+  disturbed,
+  errorText,
+  isDisturbed,
+  progress,
+  ROSTER_ENV,
+  rosterServer,
+  type Plan,
+  type SectionReport,
+} from './common.js';
+import { broadcast, withServer } from './thread-cost.js';
+
+const USERS_PATH = '/api/v1/users';
+const TARGET = 0.95;
+
+interface Build {
+  name: string;
+  /** Where it is built; none for this build. */
+  folder?: string;
+}
+
+interface RestFigure {
+  label: string;
+  target: (ids: string[]) => RestTarget;
+}
+
+/** In this order on one server: creates last, as they add users. */
+const REST_FIGURES: readonly RestFigure[] = [
+  { label: 'GET by id', target: (ids) => ({ kind: 'get-by-id', ids }) },
+  { label: 'default list, page 1 of 20', target: () => ({ kind: 'get', path: USERS_PATH }) },
+  { label: 'create', target: () => ({ kind: 'create' }) },
+];
+
+const CHAT_FIGURES: readonly { label: string; env: Record<string, string> }[] = [
+  { label: 'chat broadcast, history on', env: {} },
+  { label: 'chat broadcast, CHAT_HISTORY=0', env: { CHAT_HISTORY: '0' } },
+];
+
+interface Sample {
+  figure: string;
+  build: string;
+  round: number;
+  value?: number;
+  otherLoad?: number;
+  error?: string;
+}
+
+const median = (values: number[]) => (values.length === 0 ? NaN : percentile(sortedSamples(values), 50));
+
+export async function driftSection(plan: Plan): Promise<SectionReport> {
+  const quick = plan.idle === undefined;
+  const rounds = quick ? 1 : 3;
+  const users = quick ? 1_000 : 10_000;
+  const builds: Build[] = [{ name: 'this build' }];
+  const samples: Sample[] = [];
+  try {
+    builds.push({ name: BASELINE_COMMIT, folder: buildBaseline(progress) });
+  } catch (error) {
+    samples.push({ figure: 'build', build: BASELINE_COMMIT, round: 0, error: errorText(error) });
+  }
+  if (process.env.BENCH_BEFORE) builds.push({ name: 'BENCH_BEFORE', folder: process.env.BENCH_BEFORE });
+
+  const rest = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
+  const chat = new BenchChild('chat load generator', benchScript('load/chat.js'), LOAD_CPU);
+  const ids = idPool(users, 1000);
+  const record = async (figure: string, build: Build, round: number, run: () => Promise<number>) => {
+    const others = otherLoadMeter(benchPids);
+    try {
+      const value = await run();
+      samples.push({ figure, build: build.name, round, value, otherLoad: others() });
+      progress(`drift, round ${round + 1}, ${figure}, ${build.name}: ${integer(value)}/s`);
+    } catch (error) {
+      samples.push({ figure, build: build.name, round, error: errorText(error) });
+    }
+  };
+  const restRates = (build: Build, round: number) =>
+    withServer(rosterServer(build.folder), build.name, users, ROSTER_ENV, async (server, started) => {
+      for (const figure of REST_FIGURES) {
+        const job = (seconds: number): RestJob => ({
+          cmd: 'run',
+          url: `http://127.0.0.1:${started.port}`,
+          serverPid: server.pid,
+          target: figure.target(ids),
+          connections: plan.rest.connections,
+          seconds,
+          timeoutSeconds: plan.rest.timeoutSeconds,
+        });
+        await record(figure.label, build, round, async () => {
+          await rest.request<RestResult>(job(plan.rest.warmupSeconds), 60_000);
+          const result = await rest.request<RestResult>(job(plan.rest.seconds), (plan.rest.seconds + 60) * 1000);
+          if (result.non2xx > 0 || result.errors > 0)
+            throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors: not measured`);
+          return result.requestsPerSecond;
+        });
+      }
+    });
+  try {
+    for (let round = 0; round < rounds; round++) {
+      // Alternating which build goes first, round by round.
+      const order = round % 2 === 0 ? builds : [...builds].reverse();
+      for (const build of order) {
+        try {
+          await restRates(build, round);
+        } catch (error) {
+          samples.push({ figure: 'REST server', build: build.name, round, error: errorText(error) });
+        }
+      }
+      for (const figure of CHAT_FIGURES)
+        for (const build of order)
+          await record(figure.label, build, round, () =>
+            broadcast(rosterServer(build.folder), build.name, { ...ROSTER_ENV, ...figure.env }, plan, chat),
+          );
+    }
+  } finally {
+    await Promise.all([rest.kill(), chat.kill()]);
+  }
+  return report(plan, builds, samples, rounds, users);
+}
+
+function report(plan: Plan, builds: Build[], samples: Sample[], rounds: number, users: number): SectionReport {
+  const figures = [...REST_FIGURES.map((figure) => figure.label), ...CHAT_FIGURES.map((figure) => figure.label)];
+  const values = (figure: string, build: string) =>
+    samples.filter((s) => s.figure === figure && s.build === build && s.value !== undefined).map((s) => s.value!);
+  const cell = (figure: string, build: string) => {
+    const list = samples.filter((s) => s.figure === figure && s.build === build);
+    return list.length === 0
+      ? '–'
+      : list
+          .map((s) =>
+            s.value === undefined
+              ? (s.error ?? '–')
+              : isDisturbed(s.otherLoad)
+                ? `**${integer(s.value)}**`
+                : integer(s.value),
+          )
+          .join(' / ');
+  };
+  const current = builds[0]!.name;
+  const others = builds.slice(1).map((build) => build.name);
+  const targets: Target[] = [];
+  const rows = figures.map((figure) => {
+    const mine = median(values(figure, current));
+    const ratios = others.map((other) => mine / median(values(figure, other)));
+    const against = others.indexOf(BASELINE_COMMIT);
+    if (against !== -1) {
+      const value = ratios[against]!;
+      targets.push({
+        label: `${figure} against ${BASELINE_COMMIT}`,
+        figure: ratio(value),
+        goal: `≥ ${TARGET.toFixed(2)}×`,
+        pass: Number.isFinite(value) ? value >= TARGET : undefined,
+        disturbed: samples.some((s) => s.figure === figure && isDisturbed(s.otherLoad)),
+      });
+    }
+    return [figure, ...builds.map((build) => cell(figure, build.name)), ...ratios.map(ratio)];
+  });
+  const failures = samples.filter((s) => s.error !== undefined);
+  const [one, five, fifteen] = loadavg().map((load) => load.toFixed(2));
+  const markdown = [
+    '### Drift against a fixed older build',
+    '',
+    `This build against ${BASELINE_COMMIT} (the last commit before the chat thread, built by \`node dist/bench/baseline.js\` into ${builds[1]?.folder ? `\`${builds[1].folder}\`` : 'its cache folder'})${others.includes('BENCH_BEFORE') ? ` and the build in BENCH_BEFORE (\`${process.env.BENCH_BEFORE}\`)` : ''}, ${rounds} round${rounds === 1 ? '' : 's'}, the builds alternating which goes first; each figure per round, the ratio is of the medians. REST: memory store, ${integer(users)} users, ${plan.rest.connections} connections, ${plan.rest.seconds} s after ${plan.rest.warmupSeconds} s of warm-up, requests/s. Chat: deliveries/s, ${integer(Math.min(...plan.chat.clients))} clients, 4 senders, a fresh server per figure. Servers alone on CPU ${SERVER_CPU}, generators on CPU ${LOAD_CPU}. Load average at the end (\`uptime\`): ${one}, ${five}, ${fifteen}.`,
+    '',
+    table(
+      [
+        'Figure',
+        ...builds.map((build) => (build.folder ? build.name : 'this build')),
+        ...others.map((other) => `ratio to ${other}`),
+      ],
+      rows,
+    ),
+    ...disturbed(samples).map((line) => line.replace('(bold in the CPU column)', '(in bold)')),
+    ...failures
+      .filter((s) => !figures.includes(s.figure))
+      .map((s) => `- **${s.figure} (${s.build}) failed**: ${s.error}`),
+    '',
+    'Targets:',
+    '',
+    targetLines(targets),
+  ].join('\n');
+  return { markdown, targets, errors: failures.length };
+}
