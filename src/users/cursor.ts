@@ -6,7 +6,7 @@
  *
  * By hand: it is a few lines over node:crypto and base64url; no package does this shape.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { FIELD_NAMES, fieldSpec } from './fields.js';
 import type { Position } from './query.js';
 
@@ -39,12 +39,28 @@ function isStamp(text: string): boolean {
   return !Number.isNaN(time) && new Date(time).toISOString().slice(0, 19) === text.slice(0, 19);
 }
 
-/** Digest bytes kept: 96 bits, so that an accidental change is never taken for a cursor. */
-const DIGEST_BYTES = 12;
+/** Digest characters kept: 16 of base64url, the first 12 bytes (96 bits) of the SHA-256, so that an accidental change is never taken for a cursor. */
+const DIGEST_CHARS = 16;
+
+/**
+ * Digests made lately, by what they digest. A list whose next page does not move (the default list
+ * between writes) asks for the same cursor on every request, and a SHA-256 there was a tenth of the
+ * request's CPU (BENCHMARKS.md, "Drift against a fixed older build"). By hand: a Map emptied when full
+ * is the whole of the bound, which no cache package makes smaller.
+ */
+const digests = new Map<string, string>();
+const DIGESTS_KEPT = 1024;
 
 function digest(list: CursorList, payload: string): string {
   const of = JSON.stringify([list.role ?? null, list.search ?? null, list.sort, list.descending, payload]);
-  return createHash('sha256').update(of).digest().subarray(0, DIGEST_BYTES).toString('base64url');
+  let made = digests.get(of);
+  if (made === undefined) {
+    // One call, no Hash object: a third of createHash().update().digest() for a short text.
+    made = hash('sha256', of, 'base64url').slice(0, DIGEST_CHARS);
+    if (digests.size >= DIGESTS_KEPT) digests.clear();
+    digests.set(of, made);
+  }
+  return made;
 }
 
 export function encodeCursor(list: CursorList, position: Position): string {

@@ -44,6 +44,8 @@ const KEPT_PARAMETERS = ['role', 'search', 'sort', 'order', 'limit'] as const;
 
 /** The root-relative URL of the page after the cursor `after`, in the same list. */
 function nextPageUrl(query: ListQuery, after: string): string {
+  // The default list keeps none: a cursor is base64url and a dot, which URLSearchParams would leave as it is.
+  if (KEPT_PARAMETERS.every((name) => query[name] === undefined)) return `${API_PREFIX}/users?after=${after}`;
   const next = new URLSearchParams();
   for (const name of KEPT_PARAMETERS) if (query[name] !== undefined) next.set(name, query[name]);
   next.set('after', after);
