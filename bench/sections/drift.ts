@@ -16,7 +16,7 @@ import { BASELINE_COMMIT, buildBaseline } from '../baseline.js';
 import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU } from '../ipc.js';
 import type { RestJob, RestResult, RestTarget } from '../load/rest.js';
 import { integer, ratio, table, targetLines, type Target } from '../report.js';
-import { otherLoadMeter, percentile, sortedSamples } from '../stats.js';
+import { otherLoadMeter, percentile, processCpuSeconds, sortedSamples } from '../stats.js';
 import { idPool } from '../users.js';
 import {
   benchScript,
@@ -62,6 +62,8 @@ interface Sample {
   build: string;
   round: number;
   value?: number;
+  /** The server's CPU seconds per request or delivery (both its threads), when /proc tells. */
+  cost?: number;
   otherLoad?: number;
   error?: string;
 }
@@ -84,11 +86,17 @@ export async function driftSection(plan: Plan): Promise<SectionReport> {
   const rest = new BenchChild('REST load generator', benchScript('load/rest.js'), LOAD_CPU);
   const chat = new BenchChild('chat load generator', benchScript('load/chat.js'), LOAD_CPU);
   const ids = idPool(users, 1000);
-  const record = async (figure: string, build: Build, round: number, run: () => Promise<number>) => {
+  const record = async (
+    figure: string,
+    build: Build,
+    round: number,
+    run: (cost: (seconds: number) => void) => Promise<number>,
+  ) => {
     const others = otherLoadMeter(benchPids);
+    let cost: number | undefined;
     try {
-      const value = await run();
-      samples.push({ figure, build: build.name, round, value, otherLoad: others() });
+      const value = await run((seconds) => (cost = seconds));
+      samples.push({ figure, build: build.name, round, value, cost, otherLoad: others() });
       progress(`drift, round ${round + 1}, ${figure}, ${build.name}: ${integer(value)}/s`);
     } catch (error) {
       samples.push({ figure, build: build.name, round, error: errorText(error) });
@@ -106,9 +114,13 @@ export async function driftSection(plan: Plan): Promise<SectionReport> {
           seconds,
           timeoutSeconds: plan.rest.timeoutSeconds,
         });
-        await record(figure.label, build, round, async () => {
+        await record(figure.label, build, round, async (cost) => {
           await rest.request<RestResult>(job(plan.rest.warmupSeconds), 60_000);
+          const before = processCpuSeconds(server.pid);
           const result = await rest.request<RestResult>(job(plan.rest.seconds), (plan.rest.seconds + 60) * 1000);
+          const after = processCpuSeconds(server.pid);
+          if (before !== undefined && after !== undefined)
+            cost((after - before) / (result.requestsPerSecond * plan.rest.seconds));
           if (result.non2xx > 0 || result.errors > 0)
             throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors: not measured`);
           return result.requestsPerSecond;
@@ -128,8 +140,8 @@ export async function driftSection(plan: Plan): Promise<SectionReport> {
       }
       for (const figure of CHAT_FIGURES)
         for (const build of order)
-          await record(figure.label, build, round, () =>
-            broadcast(rosterServer(build.folder), build.name, { ...ROSTER_ENV, ...figure.env }, plan, chat),
+          await record(figure.label, build, round, (cost) =>
+            broadcast(rosterServer(build.folder), build.name, { ...ROSTER_ENV, ...figure.env }, plan, chat, cost),
           );
     }
   } finally {
@@ -156,6 +168,17 @@ function report(plan: Plan, builds: Build[], samples: Sample[], rounds: number, 
           )
           .join(' / ');
   };
+  const costs = (figure: string, build: string) =>
+    samples.filter((s) => s.figure === figure && s.build === build && s.cost !== undefined).map((s) => s.cost!);
+  /** Median CPU per unit: µs per request, or ns per delivery (chat). */
+  const costCell = (figure: string, build: string) => {
+    const value = median(costs(figure, build));
+    return Number.isFinite(value)
+      ? figure.startsWith('chat')
+        ? `${integer(value * 1e9)} ns`
+        : `${(value * 1e6).toFixed(0)} µs`
+      : '–';
+  };
   const current = builds[0]!.name;
   const others = builds.slice(1).map((build) => build.name);
   const targets: Target[] = [];
@@ -173,20 +196,30 @@ function report(plan: Plan, builds: Build[], samples: Sample[], rounds: number, 
         disturbed: samples.some((s) => s.figure === figure && isDisturbed(s.otherLoad)),
       });
     }
-    return [figure, ...builds.map((build) => cell(figure, build.name)), ...ratios.map(ratio)];
+    // CPU per unit, the other build's over this one's: below 1, this build spends more per request.
+    const cheaper = others.map((other) => median(costs(figure, other)) / median(costs(figure, current)));
+    return [
+      figure,
+      ...builds.map((build) => cell(figure, build.name)),
+      ...ratios.map(ratio),
+      builds.map((build) => costCell(figure, build.name)).join(' / '),
+      ...cheaper.map(ratio),
+    ];
   });
   const failures = samples.filter((s) => s.error !== undefined);
   const [one, five, fifteen] = loadavg().map((load) => load.toFixed(2));
   const markdown = [
     '### Drift against a fixed older build',
     '',
-    `This build against ${BASELINE_COMMIT} (the last commit before the chat thread, built by \`node dist/bench/baseline.js\` into ${builds[1]?.folder ? `\`${builds[1].folder}\`` : 'its cache folder'})${others.includes('BENCH_BEFORE') ? ` and the build in BENCH_BEFORE (\`${process.env.BENCH_BEFORE}\`)` : ''}, ${rounds} round${rounds === 1 ? '' : 's'}, the builds alternating which goes first; each figure per round, the ratio is of the medians. REST: memory store, ${integer(users)} users, ${plan.rest.connections} connections, ${plan.rest.seconds} s after ${plan.rest.warmupSeconds} s of warm-up, requests/s. Chat: deliveries/s, ${integer(Math.min(...plan.chat.clients))} clients, 4 senders, a fresh server per figure. Servers alone on CPU ${SERVER_CPU}, generators on CPU ${LOAD_CPU}. Load average at the end (\`uptime\`): ${one}, ${five}, ${fifteen}.`,
+    `This build against ${BASELINE_COMMIT} (the last commit before the chat thread, built by \`node dist/bench/baseline.js\` into ${builds[1]?.folder ? `\`${builds[1].folder}\`` : 'its cache folder'})${others.includes('BENCH_BEFORE') ? ` and the build in BENCH_BEFORE (\`${process.env.BENCH_BEFORE}\`)` : ''}, ${rounds} round${rounds === 1 ? '' : 's'}, the builds alternating which goes first; each figure per round, the ratio is of the medians. Server CPU per unit: the server process's CPU time (both threads, from \`/proc\`) per request or per delivery during the measured run, medians; its ratio is the other build's over this one's (below 1: this build spends more), which other processes' load disturbs less than the rates. REST: memory store, ${integer(users)} users, ${plan.rest.connections} connections, ${plan.rest.seconds} s after ${plan.rest.warmupSeconds} s of warm-up, requests/s. Chat: deliveries/s, ${integer(Math.min(...plan.chat.clients))} clients, 4 senders, a fresh server per figure. Servers alone on CPU ${SERVER_CPU}, generators on CPU ${LOAD_CPU}. Load average at the end (\`uptime\`): ${one}, ${five}, ${fifteen}.`,
     '',
     table(
       [
         'Figure',
         ...builds.map((build) => (build.folder ? build.name : 'this build')),
         ...others.map((other) => `ratio to ${other}`),
+        `server CPU per unit (${builds.map((build) => build.name).join(' / ')})`,
+        ...others.map((other) => `CPU ratio (${other} / this)`),
       ],
       rows,
     ),

@@ -11,7 +11,7 @@ import type { RestJob, RestResult } from '../load/rest.js';
 import type { StormCommand, StormResult } from '../load/storm.js';
 import { integer, ratio, table, targetLines, type Target } from '../report.js';
 import type { RosterCommand, RosterStarted } from '../servers/roster.js';
-import { otherLoadMeter } from '../stats.js';
+import { otherLoadMeter, processCpuSeconds } from '../stats.js';
 import { idPool } from '../users.js';
 import {
   benchScript,
@@ -73,6 +73,8 @@ export async function broadcast(
   env: Record<string, string>,
   plan: Plan,
   chat: BenchChild,
+  /** Hears the server's CPU seconds per delivery during the measured run (both its threads). */
+  cost?: (secondsPerDelivery: number) => void,
 ): Promise<number> {
   const clients = Math.min(...plan.chat.clients);
   try {
@@ -90,6 +92,7 @@ export async function broadcast(
         (plan.chat.connectSeconds + 120) * 1000,
       );
       if (connected.connected < clients || !connected.settled) throw new Error('clients not all in: not measured');
+      const cpuBefore = processCpuSeconds(server.pid);
       const result = await chat.request<ChatResult>(
         {
           cmd: 'run',
@@ -101,6 +104,10 @@ export async function broadcast(
         } satisfies ChatCommand,
         (plan.chat.warmupSeconds + plan.chat.seconds) * 1000 + 60_000,
       );
+      const cpuAfter = processCpuSeconds(server.pid);
+      if (cost && cpuBefore !== undefined && cpuAfter !== undefined)
+        // The run's warm-up is inside the CPU figure: counted at the measured rate.
+        cost((cpuAfter - cpuBefore) / (result.deliveriesPerSecond * (plan.chat.warmupSeconds + plan.chat.seconds)));
       return result.deliveriesPerSecond;
     });
   } finally {
