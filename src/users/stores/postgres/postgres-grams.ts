@@ -1,0 +1,76 @@
+/**
+ * Search totals of short needles on PostgreSQL (migration 010): a needle of one to three characters is
+ * a gram, and the database keeps the number of users holding each gram, per role, through every write
+ * (a row of changes per write, folded into the counts from time to time). A search of such a needle
+ * reads its total from there, in the statement of its page; it counts nothing and writes nothing.
+ */
+import type { Query } from './postgres-connection.js';
+
+/** The longest needle, in characters (code points of the stored needle), whose total the grams hold. */
+export const GRAM_CHARS = 3;
+/** Changes a fold moves at most, in one statement; a fold that moved as many goes on. */
+const FOLD_MOST = 2_000;
+/** Writes of this instance after which it folds (each write adds one or two rows of changes). */
+const FOLD_EVERY = 128;
+/** Rows of changes a search may find before it asks for a fold: it reads every one of them. */
+const FOLD_AT = 256;
+
+/** Whether the stored needle's total is read from the grams: one to GRAM_CHARS characters. */
+export function isGram(storedNeedle: string): boolean {
+  const chars = [...storedNeedle].length;
+  return chars >= 1 && chars <= GRAM_CHARS;
+}
+
+/**
+ * The one-row query of a gram's total (and the rows of changes it read, `changes`), beside a page:
+ * the counts plus the changes not folded yet, with the role filter when there is one. `$gram` is the
+ * stored needle, `$role` the role (or undefined).
+ */
+export function gramTotal(gram: number, role: number | undefined): string {
+  const ofRole = role === undefined ? '' : ` AND role = $${role}`;
+  return `SELECT (coalesce((SELECT sum(users) FROM search_gram_counts WHERE gram = $${gram}${ofRole}), 0)
+            + coalesce(d.delta, 0))::bigint AS total, d.changes
+          FROM (SELECT sum(delta) FILTER (WHERE $${gram} = ANY (grams)${ofRole}) AS delta, count(*) AS changes
+                FROM search_gram_changes) d`;
+}
+
+/**
+ * Keeps the rows of changes few: every FOLD_EVERY writes of this instance, and whenever a search read
+ * more than FOLD_AT of them, a fold runs (one at a time per instance; the database lets one run at a
+ * time over all instances, and the others return at once). Folds run beside the requests, which do
+ * not wait for them: a total is exact whether or not the changes were folded.
+ */
+export class GramFolder {
+  #writes = 0;
+  #folding: Promise<void> | undefined;
+
+  constructor(private readonly query: Query) {}
+
+  /** A write of this instance committed (or may have). */
+  wrote(): void {
+    if (++this.#writes >= FOLD_EVERY) this.fold();
+  }
+
+  /** A search read `changes` rows of changes. */
+  read(changes: number): void {
+    if (changes > FOLD_AT) this.fold();
+  }
+
+  /** Starts a fold unless one is under way; resolves when it is over (it never rejects). */
+  fold(): Promise<void> {
+    this.#writes = 0;
+    this.#folding ??= this.#fold().finally(() => (this.#folding = undefined));
+    return this.#folding;
+  }
+
+  async #fold(): Promise<void> {
+    try {
+      for (;;) {
+        const { rows } = await this.query<{ folded: number }>('SELECT roster_fold_grams($1) AS folded', [FOLD_MOST]);
+        if (rows[0]!.folded < FOLD_MOST) return;
+      }
+    } catch {
+      // Nothing is lost: the changes stay, and totals count them; the next write or search folds again.
+    }
+  }
+}
