@@ -10,11 +10,13 @@
 -- needle of up to three characters are exactly the users holding it as a gram, whatever the needle.
 --
 -- Writes never wait for each other over these counts (docs/decisions.md: no write may wait on a row that
--- every other write also takes; every email holds the grams of "example.com"). A write only inserts one
--- row into search_gram_changes per side of its change: the grams the user lost (-1) and gained (+1), in
--- its role. A fold (roster_fold_grams), one at a time, moves committed changes into search_gram_counts
--- in one statement: every snapshot sees a change either among the changes or in the counts, never in
--- both or neither. A total is the count plus the changes that hold the gram.
+-- every other write also takes; every email holds the grams of "example.com"), and pay little for them:
+-- a write's trigger only inserts a row into search_gram_changes per side of its change, the user's role
+-- and searched text as they were (-1) and as they are (+1). Taking a user's grams apart (a hundred or
+-- more substrings, about 0.1 ms of the database's time) is left to a fold (roster_fold_grams), one at a
+-- time, which moves committed changes into search_gram_counts in one statement: every snapshot sees a
+-- change either among the changes or in the counts, never in both or neither. A total is the count
+-- plus the changes whose text holds the needle, tested as a search tests a user.
 
 CREATE TABLE search_gram_counts (
   gram  text COLLATE "C" NOT NULL,
@@ -24,10 +26,11 @@ CREATE TABLE search_gram_counts (
 );
 
 CREATE TABLE search_gram_changes (
-  id    bigserial PRIMARY KEY,
-  role  text COLLATE "C" NOT NULL,
-  grams text[] COLLATE "C" NOT NULL,
-  delta integer NOT NULL
+  id          bigserial PRIMARY KEY,
+  role        text COLLATE "C" NOT NULL,
+  name_lower  text COLLATE "C",
+  email_lower text COLLATE "C",
+  delta       integer NOT NULL
 );
 
 -- The positions (1-based) at which a whole character starts in a stored text: every position, unless
@@ -55,13 +58,14 @@ BEGIN
   RETURN starts;
 END $$;
 
--- A user's grams: the distinct substrings of one to three characters of each column, from a whole character.
-CREATE FUNCTION roster_user_grams(name_lower text, email_lower text) RETURNS text[]
+-- The grams of a user's searched text: (gram) rows, each once.
+CREATE FUNCTION roster_user_grams(name_lower text, email_lower text) RETURNS TABLE (gram text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT coalesce(array_agg(DISTINCT substr(h, i, l)), '{}')
+  SELECT DISTINCT substr(h, i, l) COLLATE "C"
   FROM unnest(ARRAY[name_lower, email_lower]) h,
-       unnest(roster_gram_starts(h)) i,
+       generate_series(1, length(h)) i,
        generate_series(1, least(3, length(h) - i + 1)) l
+  WHERE strpos(h, E'\x01') = 0 OR i = ANY (roster_gram_starts(h))
 $$;
 
 -- One fold at a time (and TRUNCATE waits for it), per schema.
@@ -70,9 +74,6 @@ CREATE FUNCTION roster_grams_lock() RETURNS bigint LANGUAGE sql STABLE AS $$
 $$;
 
 CREATE FUNCTION roster_count_grams() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  lost text[] := '{}';
-  gained text[] := '{}';
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
     -- After any fold under way has committed: each DELETE's snapshot then sees what it wrote.
@@ -81,19 +82,13 @@ BEGIN
     DELETE FROM search_gram_counts;
     RETURN NULL;
   END IF;
-  IF TG_OP <> 'INSERT' THEN lost := roster_user_grams(OLD.name_lower, OLD.email_lower); END IF;
-  IF TG_OP <> 'DELETE' THEN gained := roster_user_grams(NEW.name_lower, NEW.email_lower); END IF;
-  IF TG_OP = 'UPDATE' AND OLD.role = NEW.role THEN
-    -- Within one role, only the grams that changed hands.
-    SELECT array(SELECT unnest(lost) EXCEPT SELECT unnest(gained)),
-           array(SELECT unnest(gained) EXCEPT SELECT unnest(lost))
-      INTO lost, gained;
+  IF TG_OP <> 'INSERT' THEN
+    INSERT INTO search_gram_changes (role, name_lower, email_lower, delta)
+      VALUES (OLD.role, OLD.name_lower, OLD.email_lower, -1);
   END IF;
-  IF cardinality(lost) > 0 THEN
-    INSERT INTO search_gram_changes (role, grams, delta) VALUES (OLD.role, lost, -1);
-  END IF;
-  IF cardinality(gained) > 0 THEN
-    INSERT INTO search_gram_changes (role, grams, delta) VALUES (NEW.role, gained, 1);
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO search_gram_changes (role, name_lower, email_lower, delta)
+      VALUES (NEW.role, NEW.name_lower, NEW.email_lower, 1);
   END IF;
   RETURN NULL;
 END $$;
@@ -117,10 +112,11 @@ BEGIN
   WITH gone AS (
     DELETE FROM search_gram_changes
     WHERE id IN (SELECT id FROM search_gram_changes ORDER BY id LIMIT most)
-    RETURNING role, grams, delta
+    RETURNING role, name_lower, email_lower, delta
   ), moved AS (
     INSERT INTO search_gram_counts AS c (gram, role, users)
-    SELECT g, role, sum(delta) FROM gone, unnest(grams) g GROUP BY g, role HAVING sum(delta) <> 0
+    SELECT g.gram, gone.role, sum(gone.delta) FROM gone, roster_user_grams(gone.name_lower, gone.email_lower) g
+    GROUP BY g.gram, gone.role HAVING sum(gone.delta) <> 0
     ON CONFLICT (gram, role) DO UPDATE SET users = c.users + excluded.users
   )
   SELECT count(*) INTO folded FROM gone;
@@ -128,7 +124,7 @@ BEGIN
 END $$;
 
 -- The users there are now: the write lock the triggers above took keeps writes out until this commits
--- (about a minute per million users).
+-- (minutes per million users: the grams of every user are taken apart once).
 SET LOCAL work_mem = '256MB';
 INSERT INTO search_gram_counts (gram, role, users)
-SELECT g, role, count(*) FROM users, unnest(roster_user_grams(name_lower, email_lower)) g GROUP BY g, role;
+SELECT g.gram, u.role, count(*) FROM users u, roster_user_grams(u.name_lower, u.email_lower) g GROUP BY g.gram, u.role;

@@ -22,15 +22,15 @@ export function isGram(storedNeedle: string): boolean {
 }
 
 /**
- * The one-row query of a gram's total (and the rows of changes it read, `changes`), beside a page:
- * the counts plus the changes not folded yet, with the role filter when there is one. `$gram` is the
- * stored needle, `$role` the role (or undefined).
+ * The one-row query of a gram's total (and the rows of changes it read, `changes`), beside a page: the
+ * counts plus the changes not folded yet whose text holds the needle, tested as the page tests a user
+ * (`matching`), with the role filter when there is one. `$gram` is the stored needle, `$role` the role.
  */
-export function gramTotal(gram: number, role: number | undefined): string {
+export function gramTotal(gram: number, role: number | undefined, matching: string): string {
   const ofRole = role === undefined ? '' : ` AND role = $${role}`;
   return `SELECT (coalesce((SELECT sum(users) FROM search_gram_counts WHERE gram = $${gram}${ofRole}), 0)
             + coalesce(d.delta, 0))::bigint AS total, d.changes
-          FROM (SELECT sum(delta) FILTER (WHERE $${gram} = ANY (grams)${ofRole}) AS delta, count(*) AS changes
+          FROM (SELECT sum(delta) FILTER (WHERE ${matching}${ofRole}) AS delta, count(*) AS changes
                 FROM search_gram_changes) d`;
 }
 

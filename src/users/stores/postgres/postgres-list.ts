@@ -160,7 +160,10 @@ export class PostgresList {
       return { rows, total: Number(rows[0]!.total) };
     }
     if (isGram(search.needle)) {
-      const { rows } = await page(gramTotal(search.at + 1, params.role === undefined ? undefined : 1), false);
+      const { rows } = await page(
+        gramTotal(search.at + 1, params.role === undefined ? undefined : 1, matching(search.at)),
+        false,
+      );
       this.grams.read(Number(rows[0]!.changes));
       return { rows, total: Number(rows[0]!.total) };
     }
@@ -169,7 +172,9 @@ export class PostgresList {
     // Not kept: counted in the same statement (CASE reads the count only then), unless it is to be
     // registered now, which counts it.
     const again = this.#asked.delete(search.pattern);
-    const kept = (count: boolean) => `SELECT n.ready AS kept, n.used_at < now() - interval '${TOUCH_SECONDS} seconds' AS stale,
+    const kept = (
+      count: boolean,
+    ) => `SELECT n.ready AS kept, n.used_at < now() - interval '${TOUCH_SECONDS} seconds' AS stale,
         CASE WHEN n.ready THEN c.total ELSE ${count ? counted : 'NULL'} END AS total, c.parts
       FROM (SELECT) one
       LEFT JOIN search_needles n ON n.pattern = $${search.at}
