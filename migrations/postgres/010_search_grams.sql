@@ -1,13 +1,13 @@
 -- Search totals of short needles without counting and without registering them (issue 43). A needle of
--- one, two or three characters is a gram: the database keeps, for every gram of every user's name and
+-- one to four characters is a gram: the database keeps, for every gram of every user's name and
 -- email, the number of users that contain it, per role, and a search of such a needle reads its total
 -- from there in the statement of its page (src/users/stores/postgres/postgres-grams.ts). Migration 009's
 -- kept needles are left to longer needles that come back.
 --
 -- A gram is a substring of one stored, lower-cased column (name_lower or email_lower, never across the
--- two) that starts at a whole character (not inside an escape, migration 003), of one to three
+-- two) that starts at a whole character (not inside an escape, migration 003), of one to four
 -- characters. A user holding a gram in both columns, or twice, counts once. So the users matching a
--- needle of up to three characters are exactly the users holding it as a gram, whatever the needle.
+-- needle of up to four characters are exactly the users holding it as a gram, whatever the needle.
 --
 -- Writes never wait for each other over these counts (docs/decisions.md: no write may wait on a row that
 -- every other write also takes; every email holds the grams of "example.com"), and pay little for them:
@@ -64,7 +64,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT DISTINCT substr(h, i, l) COLLATE "C"
   FROM unnest(ARRAY[name_lower, email_lower]) h,
        generate_series(1, length(h)) i,
-       generate_series(1, least(3, length(h) - i + 1)) l
+       generate_series(1, least(4, length(h) - i + 1)) l
   WHERE strpos(h, E'\x01') = 0 OR i = ANY (roster_gram_starts(h))
 $$;
 

@@ -88,8 +88,8 @@ test(
 const silent = pino({ level: 'silent' });
 const ROLES = ['user', 'admin', 'guest'];
 /** The needle of the tests below, as a client sends it, and its LIKE pattern (the key of its kept rows). */
-const TERM = 'QuiX';
-const PATTERN = '%quix%';
+const TERM = 'QuiXo';
+const PATTERN = '%quixo%';
 
 /** What a count of the table gives for TERM, by role (the list's expression, for a needle needing no alignment). */
 async function countedByRole(schema: TestSchema): Promise<Map<string, number>> {
@@ -177,7 +177,7 @@ test(
             break;
           }
           case 1:
-            await store.update(id, { name: next(2) ? `quix ${i}` : `dulcinea ${i}` }, { uniqueEmail: false });
+            await store.update(id, { name: next(2) ? `quixo ${i}` : `dulcinea ${i}` }, { uniqueEmail: false });
             break;
           case 2:
             await store.update(id, { role: ROLES[next(3)]! }, { uniqueEmail: false });
@@ -185,12 +185,12 @@ test(
           case 3:
             await store.update(
               id,
-              { email: `${next(2) ? 'quix' : 'rocinante'}.${randomUUID()}@example.com` },
+              { email: `${next(2) ? 'quixo' : 'rocinante'}.${randomUUID()}@example.com` },
               { uniqueEmail: true },
             );
             break;
           case 4:
-            await store.update(id, { name: `Quix ${i}`, role: ROLES[next(3)]! }, { uniqueEmail: false });
+            await store.update(id, { name: `Quixo ${i}`, role: ROLES[next(3)]! }, { uniqueEmail: false });
             break;
           default:
             await store.remove(id);
@@ -431,7 +431,7 @@ test(
     // count includes already: the next search's step 2 drops them as it counts.
     await schema.query('DELETE FROM search_needles');
     await schema.query('DELETE FROM search_needle_counts');
-    await schema.query(`SELECT roster_keep_needle($1, 'quix', false, 64, '5s')`, [PATTERN]);
+    await schema.query(`SELECT roster_keep_needle($1, 'quixo', false, 64, '5s')`, [PATTERN]);
     await two.update(users[2]!.id, { name: 'Dulcinea' }, { uniqueEmail: false });
     await two.insert(newUser('Quixote, between the steps', 'admin'));
     assert.deepEqual((await keptByRole(schema)).ready, false);

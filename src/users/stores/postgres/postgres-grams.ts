@@ -1,5 +1,5 @@
 /**
- * Search totals of short needles on PostgreSQL (migration 010): a needle of one to three characters is
+ * Search totals of short needles on PostgreSQL (migration 010): a needle of one to four characters is
  * a gram, and the database keeps the number of users holding each gram, per role, through every write
  * (a row of changes per write, folded into the counts from time to time). A search of such a needle
  * reads its total from there, in the statement of its page; it counts nothing and writes nothing.
@@ -7,7 +7,7 @@
 import type { Query } from './postgres-connection.js';
 
 /** The longest needle, in characters (code points of the stored needle), whose total the grams hold. */
-export const GRAM_CHARS = 3;
+export const GRAM_CHARS = 4;
 /** Changes a fold moves at most, in one statement; a fold that moved as many goes on. */
 const FOLD_MOST = 2_000;
 /** Writes of this instance after which it folds (each write adds one or two rows of changes). */

@@ -1,6 +1,6 @@
 /**
  * The list operation in PostgreSQL: one statement for a page and its total. A list without search
- * reads the count kept per role (migration 002). A search of one to three characters reads the count
+ * reads the count kept per role (migration 002). A search of one to four characters reads the count
  * its gram keeps (migration 010, through every write, per role); a longer one counts its matches from
  * the trigram index the first time, and from its second ask reads the count its needle keeps
  * (migration 009: the needles searched again lately, counted when registered and kept exact through
@@ -67,7 +67,7 @@ export type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 export class PostgresList {
   /** Until when (Date.now()) this instance counts searches rather than register their needles. */
   #keepAfter = 0;
-  /** Needles of four characters or more asked once here lately, not kept: the next ask registers them. */
+  /** Needles of five characters or more asked once here lately, not kept: the next ask registers them. */
   readonly #asked = new Set<string>();
   /** Folds the grams' changes (migration 010) as this instance writes and searches. */
   readonly grams: GramFolder;
@@ -140,7 +140,7 @@ export class PostgresList {
 
   /**
    * A search's page and its total, read in one statement, so the total is the count of that
-   * statement's snapshot. A needle of one to three characters reads its total from the grams
+   * statement's snapshot. A needle of one to four characters reads its total from the grams
    * (migration 010, postgres-grams.ts). A longer one reads the count its needle keeps (migration 009)
    * when it is kept, and otherwise counts its matches in the same statement (from the trigram index);
    * on its second ask to this instance it is registered (which counts its matches once more) and the
