@@ -5,6 +5,7 @@
  * reads its total from there, in the statement of its page; it counts nothing and writes nothing.
  */
 import type { Query } from './postgres-connection.js';
+import { RAW_COLUMNS } from './postgres-rows.js';
 
 /** The longest needle, in characters (code points of the stored needle), whose total the grams hold. */
 export const GRAM_CHARS = 4;
@@ -32,6 +33,53 @@ export function gramTotal(gram: number, role: number | undefined, matching: stri
             + coalesce(d.delta, 0))::bigint AS total, d.changes
           FROM (SELECT sum(delta) FILTER (WHERE ${matching}${ofRole}) AS delta, count(*) AS changes
                 FROM search_gram_changes) d`;
+}
+
+/**
+ * A gram search's page beside its total, in one statement (one snapshot). The total is known before
+ * the page (gramTotal, materialised), so the statement picks how to find the page, which the planner
+ * could not: it took a term matching 1.25 % of 1 000 000 users for a rare one, and read all 12 500
+ * matches through the trigram index to sort them (130 ms), where a walk of the list's order finds a
+ * page of 20 after about 1 700 users. Each way is cut off by its LIMIT, 0 for the way not taken (a
+ * LIMIT of 0 never starts its scan):
+ *
+ * - the walk: the list's index in its order, testing each user, stopping at the page. Its condition,
+ *   `walkWhere`, tests the columns as values (`name_lower || ''`) so that no trigram index can serve
+ *   it and the planner keeps to the order's index. Taken when the matches are many:
+ *   total² ≥ (offset + limit) × users, i.e. when the walk reads fewer users than there are matches;
+ *   and always for a needle of one or two characters, which holds no trigram.
+ * - the matches: every match, found from the trigram index (or a scan, as the planner sees fit), then
+ *   sorted. `OFFSET 0` keeps the planner from walking the order's index instead.
+ */
+export function gramPage(parts: {
+  total: string;
+  users: string;
+  where: string;
+  walkWhere: string;
+  columns: string;
+  order: string;
+  outerOrder: string;
+  limit: string;
+  offset: string;
+  alwaysWalk: boolean;
+}): string {
+  const { total, users, where, walkWhere, columns, order, outerOrder, limit, offset } = parts;
+  const walk = parts.alwaysWalk
+    ? 'true'
+    : `(SELECT total FROM t)::numeric * (SELECT total FROM t) >= (${offset} + ${limit})::numeric * (SELECT total FROM n)`;
+  // No page past the last match; and the walk stops at the last match, not at the last user.
+  const more = `(SELECT total FROM t) > ${offset}`;
+  const cut = `least(${limit}, (SELECT total FROM t) - ${offset})`;
+  return `WITH t AS MATERIALIZED (${total}), n AS MATERIALIZED (${users})
+    SELECT t.*, ${columns}, p.seq
+    FROM t LEFT JOIN LATERAL (
+      (SELECT ${RAW_COLUMNS}, seq FROM users WHERE ${walkWhere}
+       ORDER BY ${order} LIMIT CASE WHEN ${more} AND ${walk} THEN ${cut} ELSE 0 END OFFSET ${offset})
+      UNION ALL
+      (SELECT ${RAW_COLUMNS}, seq FROM (SELECT * FROM users WHERE ${where} OFFSET 0) m
+       ORDER BY ${order} LIMIT CASE WHEN ${more} AND NOT ${walk} THEN ${limit} ELSE 0 END OFFSET ${offset})
+    ) p ON true
+    ORDER BY ${outerOrder}`;
 }
 
 /**

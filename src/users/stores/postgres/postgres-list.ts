@@ -11,7 +11,7 @@ import { fieldSpec, SEARCHABLE_FIELDS } from '../../fields.js';
 import { positionOf, sortedField, type ListParams, type ListResult, type Position } from '../../query.js';
 import { searchColumn } from '../sql/columns.js';
 import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
-import { GramFolder, gramTotal, isGram } from './postgres-grams.js';
+import { GramFolder, gramPage, gramTotal, isGram } from './postgres-grams.js';
 import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './postgres-rows.js';
 import type { Query } from './postgres-connection.js';
 
@@ -56,8 +56,8 @@ interface Search {
  * each searchable column. PostgreSQL inlines the function, so the trigram indexes serve it as they
  * serve a LIKE written out.
  */
-function matching(at: number): string {
-  const one = (column: string) => `roster_search_matches(${column}, $${at}, $${at + 1}, $${at + 2})`;
+function matching(at: number, suffix = ''): string {
+  const one = (column: string) => `roster_search_matches(${column}${suffix}, $${at}, $${at + 1}, $${at + 2})`;
   return `(${SEARCHABLE_FIELDS.map((field) => one(searchColumn(field))).join(' OR ')})`;
 }
 
@@ -101,14 +101,27 @@ export class PostgresList {
     // A numbered page of a search (LIMIT and OFFSET), or the page after a cursor (query.ts: Position):
     // the rows whose (sort value, created_at, seq) come after the cursor's, read from the sort's index
     // from the cursor on, one row more than the page, which tells whether more follow.
-    let [pageWhere, limits] = [where, ''];
+    let [pageWhere, limit, offset] = [where, '', '0'];
     if (params.after === undefined) {
-      limits = `LIMIT $${values.push(params.limit)} OFFSET $${values.push(Math.min(params.offset, MAX_OFFSET))}`;
+      [limit, offset] = [`$${values.push(params.limit)}`, `$${values.push(Math.min(params.offset, MAX_OFFSET))}`];
     } else {
       pageWhere = `${where} AND ${keysetAfter(params, params.after, values)}`;
-      limits = `LIMIT $${values.push(params.limit + 1)}`;
+      limit = `$${values.push(params.limit + 1)}`;
     }
-    const page = this.#beside(params, pageWhere, values, limits);
+    if (search !== undefined && isGram(search.needle)) {
+      // The walk's condition: the same, on the columns as values no trigram index holds (gramPage).
+      const walkWhere = pageWhere.replace(matching(search.at), matching(search.at, ` || ''`));
+      const text = gramPage({
+        ...{ total: gramTotal(search.at + 1, params.role === undefined ? undefined : 1, matching(search.at)) },
+        ...{ users: roleCount(params), where: pageWhere, walkWhere, limit, offset },
+        ...{ columns: columns('p.'), order: orderBy(params, ''), outerOrder: orderBy(params, 'p.') },
+        alwaysWalk: [...search.needle].length < 3,
+      });
+      const { rows } = await this.query<PageRow>(text, values, false);
+      this.grams.read(Number(rows[0]!.changes));
+      return pageOf(params, rows, Number(rows[0]!.total));
+    }
+    const page = this.#beside(params, pageWhere, values, `LIMIT ${limit} OFFSET ${offset}`);
     // The total as the numbered page reads it: the count kept per role, or the search's (#searched).
     if (search === undefined) {
       const { rows } = await page(roleCount(params), true);
@@ -159,14 +172,6 @@ export class PostgresList {
       const { rows } = await page(roleCount(params), false); // every user matches
       return { rows, total: Number(rows[0]!.total) };
     }
-    if (isGram(search.needle)) {
-      const { rows } = await page(
-        gramTotal(search.at + 1, params.role === undefined ? undefined : 1, matching(search.at)),
-        false,
-      );
-      this.grams.read(Number(rows[0]!.changes));
-      return { rows, total: Number(rows[0]!.total) };
-    }
     // The role is the statement's first value (list).
     const ofRole = params.role === undefined ? '' : ' FILTER (WHERE role = $1)';
     // Not kept: counted in the same statement (CASE reads the count only then), unless it is to be
@@ -197,7 +202,8 @@ export class PostgresList {
         return { rows, total: Number(found.total) };
       }
       if (!again) {
-        this.#remember(search.pattern);
+        this.#asked.add(search.pattern); // the oldest forgotten past ASKED
+        if (this.#asked.size > ASKED) this.#asked.delete(this.#asked.values().next().value!);
         return { rows, total: Number(found.total) };
       }
       if (attempt === 1 && !(await this.#keep(search))) break;
@@ -205,12 +211,6 @@ export class PostgresList {
     }
     const { rows } = await page(`SELECT ${counted} AS total`, false);
     return { rows, total: Number(rows[0]!.total) };
-  }
-
-  /** Notes a needle asked for the first time (by insertion order, the oldest forgotten past ASKED). */
-  #remember(pattern: string): void {
-    this.#asked.add(pattern);
-    if (this.#asked.size > ASKED) this.#asked.delete(this.#asked.values().next().value!);
   }
 
   /**
