@@ -10,11 +10,11 @@ import { RAW_COLUMNS } from './postgres-rows.js';
 /** The longest needle, in characters (code points of the stored needle), whose total the grams hold. */
 export const GRAM_CHARS = 4;
 /** Changes a fold moves at most, in one statement; a fold that moved as many goes on. */
-const FOLD_MOST = 2_000;
+const FOLD_MOST = 10_000;
 /** Writes of this instance after which it folds (each write adds one or two rows of changes). */
-const FOLD_EVERY = 128;
+const FOLD_EVERY = 1_000;
 /** Rows of changes a search may find before it asks for a fold: it reads every one of them. */
-const FOLD_AT = 256;
+const FOLD_AT = 2_000;
 
 /** Whether the stored needle's total is read from the grams: one to GRAM_CHARS characters. */
 export function isGram(storedNeedle: string): boolean {
