@@ -1,14 +1,17 @@
 /**
  * The list operation in PostgreSQL: one statement for a page and its total. A list without search
- * reads the count kept per role (migration 002); a search reads the count its needle keeps (migration
- * 009: the needles searched lately, counted once when first searched and kept exact through every
- * write by a trigger, per role), and counts its matches only when the needle cannot be kept.
+ * reads the count kept per role (migration 002). A search of one to four characters reads the count
+ * its gram keeps (migration 010, through every write, per role); a longer one counts its matches from
+ * the trigram index the first time, and from its second ask reads the count its needle keeps
+ * (migration 009: the needles searched again lately, counted when registered and kept exact through
+ * every write by a trigger, per role).
  */
 import type pg from 'pg';
 import { fieldSpec, SEARCHABLE_FIELDS } from '../../fields.js';
 import { positionOf, sortedField, type ListParams, type ListResult, type Position } from '../../query.js';
 import { searchColumn } from '../sql/columns.js';
 import { anywherePattern, likePattern, toStored } from '../sql/stored-text.js';
+import { GramFolder, gramPage, gramTotal, isGram } from './postgres-grams.js';
 import { columns, fromRow as userOf, RAW_COLUMNS, type Row } from './postgres-rows.js';
 import type { Query } from './postgres-connection.js';
 
@@ -29,6 +32,8 @@ const KEPT_NEEDLE_CHARS = 200;
 const KEEP_WAIT = '200ms';
 /** After registering failed so, how long this instance counts rather than try (and hold writes back) again. */
 const KEEP_BACKOFF_MS = 5_000;
+/** Needles asked once that this instance remembers, to register them when asked again. */
+const ASKED = 4_096;
 /** A needle's count rows past which a search folds them into one per role (roster_compact_needle). */
 const COMPACT_AT = 100;
 /** How often, at most, a search marks its needle used (what eviction goes by), and tidies (roster_tidy_needles). */
@@ -51,8 +56,8 @@ interface Search {
  * each searchable column. PostgreSQL inlines the function, so the trigram indexes serve it as they
  * serve a LIKE written out.
  */
-function matching(at: number): string {
-  const one = (column: string) => `roster_search_matches(${column}, $${at}, $${at + 1}, $${at + 2})`;
+function matching(at: number, suffix = ''): string {
+  const one = (column: string) => `roster_search_matches(${column}${suffix}, $${at}, $${at + 1}, $${at + 2})`;
   return `(${SEARCHABLE_FIELDS.map((field) => one(searchColumn(field))).join(' OR ')})`;
 }
 
@@ -62,11 +67,17 @@ export type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 export class PostgresList {
   /** Until when (Date.now()) this instance counts searches rather than register their needles. */
   #keepAfter = 0;
+  /** Needles of five characters or more asked once here lately, not kept: the next ask registers them. */
+  readonly #asked = new Set<string>();
+  /** Folds the grams' changes (migration 010) as this instance writes and searches. */
+  readonly grams: GramFolder;
 
   constructor(
     private readonly query: Query,
     private readonly transaction: Transaction,
-  ) {}
+  ) {
+    this.grams = new GramFolder(query);
+  }
 
   async list(params: ListParams): Promise<ListResult> {
     const values: unknown[] = [];
@@ -90,14 +101,27 @@ export class PostgresList {
     // A numbered page of a search (LIMIT and OFFSET), or the page after a cursor (query.ts: Position):
     // the rows whose (sort value, created_at, seq) come after the cursor's, read from the sort's index
     // from the cursor on, one row more than the page, which tells whether more follow.
-    let [pageWhere, limits] = [where, ''];
+    let [pageWhere, limit, offset] = [where, '', '0'];
     if (params.after === undefined) {
-      limits = `LIMIT $${values.push(params.limit)} OFFSET $${values.push(Math.min(params.offset, MAX_OFFSET))}`;
+      [limit, offset] = [`$${values.push(params.limit)}`, `$${values.push(Math.min(params.offset, MAX_OFFSET))}`];
     } else {
       pageWhere = `${where} AND ${keysetAfter(params, params.after, values)}`;
-      limits = `LIMIT $${values.push(params.limit + 1)}`;
+      limit = `$${values.push(params.limit + 1)}`;
     }
-    const page = this.#beside(params, pageWhere, values, limits);
+    if (search !== undefined && isGram(search.needle)) {
+      // The walk's condition: the same, on the columns as values no trigram index holds (gramPage).
+      const walkWhere = pageWhere.replace(matching(search.at), matching(search.at, ` || ''`));
+      const text = gramPage({
+        ...{ total: gramTotal(search.at + 1, params.role === undefined ? undefined : 1, matching(search.at)) },
+        ...{ users: roleCount(params), where: pageWhere, walkWhere, limit, offset },
+        ...{ columns: columns('p.'), order: orderBy(params, ''), outerOrder: orderBy(params, 'p.') },
+        alwaysWalk: [...search.needle].length < 3,
+      });
+      const { rows } = await this.query<PageRow>(text, values, false);
+      this.grams.read(Number(rows[0]!.changes));
+      return pageOf(params, rows, Number(rows[0]!.total));
+    }
+    const page = this.#beside(params, pageWhere, values, `LIMIT ${limit} OFFSET ${offset}`);
     // The total as the numbered page reads it: the count kept per role, or the search's (#searched).
     if (search === undefined) {
       const { rows } = await page(roleCount(params), true);
@@ -128,12 +152,14 @@ export class PostgresList {
   }
 
   /**
-   * A search's page and its total. The total is the count its needle keeps (migration 009), read in
-   * the same statement as the page, so it is the count of that statement's snapshot. A needle not kept
-   * yet is registered (which counts its matches once), and the page read again. When it cannot be kept
-   * (a needle too long, the registration's lock not had in time, the needle evicted meanwhile), the
-   * page is read again with a count of its matches (a second statement, so that both come from one
-   * snapshot). `page` runs the page's statement beside the given one-row query.
+   * A search's page and its total, read in one statement, so the total is the count of that
+   * statement's snapshot. A needle of one to four characters reads its total from the grams
+   * (migration 010, postgres-grams.ts). A longer one reads the count its needle keeps (migration 009)
+   * when it is kept, and otherwise counts its matches in the same statement (from the trigram index);
+   * on its second ask to this instance it is registered (which counts its matches once more) and the
+   * page read again. When it cannot be kept (a needle too long, the registration's lock not had in
+   * time, the needle evicted meanwhile), it is counted each time. `page` runs the page's statement
+   * beside the given one-row query.
    */
   async #searched(
     params: ListParams,
@@ -141,9 +167,20 @@ export class PostgresList {
     where: string,
     page: (total: string, named: boolean) => Promise<pg.QueryResult<PageRow>>,
   ): Promise<{ rows: PageRow[]; total: number }> {
+    const counted = `(SELECT count(*) FROM users WHERE ${where})`;
+    if (search.needle === '') {
+      const { rows } = await page(roleCount(params), false); // every user matches
+      return { rows, total: Number(rows[0]!.total) };
+    }
     // The role is the statement's first value (list).
     const ofRole = params.role === undefined ? '' : ' FILTER (WHERE role = $1)';
-    const kept = `SELECT n.ready AS kept, n.used_at < now() - interval '${TOUCH_SECONDS} seconds' AS stale, c.total, c.parts
+    // Not kept: counted in the same statement (CASE reads the count only then), unless it is to be
+    // registered now, which counts it.
+    const again = this.#asked.delete(search.pattern);
+    const kept = (
+      count: boolean,
+    ) => `SELECT n.ready AS kept, n.used_at < now() - interval '${TOUCH_SECONDS} seconds' AS stale,
+        CASE WHEN n.ready THEN c.total ELSE ${count ? counted : 'NULL'} END AS total, c.parts
       FROM (SELECT) one
       LEFT JOIN search_needles n ON n.pattern = $${search.at}
       LEFT JOIN LATERAL (
@@ -151,7 +188,7 @@ export class PostgresList {
         FROM search_needle_counts WHERE pattern = n.pattern
       ) c ON true`;
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const { rows } = await page(kept, false);
+      const { rows } = await page(kept(attempt === 2 || !again), false);
       const found = rows[0]!;
       if (found.kept === true) {
         if (Number(found.parts) > COMPACT_AT) await this.query('SELECT roster_compact_needle($1)', [search.pattern]);
@@ -164,9 +201,15 @@ export class PostgresList {
         }
         return { rows, total: Number(found.total) };
       }
-      if (attempt === 2 || !(await this.#keep(search))) break;
+      if (!again) {
+        this.#asked.add(search.pattern); // the oldest forgotten past ASKED
+        if (this.#asked.size > ASKED) this.#asked.delete(this.#asked.values().next().value!);
+        return { rows, total: Number(found.total) };
+      }
+      if (attempt === 1 && !(await this.#keep(search))) break;
+      if (attempt === 2) return { rows, total: Number(found.total) };
     }
-    const { rows } = await page(`SELECT (SELECT count(*) FROM users WHERE ${where}) AS total`, false);
+    const { rows } = await page(`SELECT ${counted} AS total`, false);
     return { rows, total: Number(rows[0]!.total) };
   }
 
@@ -316,6 +359,7 @@ type PageRow = Row & {
   kept?: boolean | null;
   stale?: boolean | null;
   parts?: string | null;
+  changes?: string | null;
   id: string | null;
   seq: string | null;
 };

@@ -161,6 +161,7 @@ export class PostgresUserStore implements UserStore {
   }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
+    this.#list.grams.wrote(); // each write adds changes to the search grams (migration 010), folded now and then
     if (!keep) return this.#insertRow(this.#query, user);
     // A keyed create (store.ts: Keep): the claim's row locked first, so nothing is inserted once the
     // claim is no longer this request's; then the user and its reply, committed together.
@@ -195,6 +196,7 @@ export class PostgresUserStore implements UserStore {
   ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     // Ids are the service's UUIDs, but a path may carry anything (`%00`); stored form, like every string.
     const id = toStored(userId);
+    this.#list.grams.wrote();
     if (changes.email === undefined && !options.uniqueEmail)
       return this.#updateKeepingEmail(id, changes, options.expected);
     return this.#retrying(() =>
@@ -204,6 +206,7 @@ export class PostgresUserStore implements UserStore {
 
   async remove(userId: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     const id = toStored(userId);
+    this.#list.grams.wrote();
     return this.#retrying(() =>
       this.#transaction(async (client) => {
         const held = await this.#lockUser(client, id, undefined);
