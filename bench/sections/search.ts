@@ -53,7 +53,8 @@ function numberSetting(name: string, fallback: number): number {
 function storesAsked(): StoreName[] {
   const names = (process.env.BENCH_SEARCH_STORES ?? 'memory,sqlite,postgres').split(',').map((name) => name.trim());
   for (const name of names)
-    if (!(name in STORE_LABEL)) throw new Error(`BENCH_SEARCH_STORES takes memory, sqlite and postgres (got "${name}")`);
+    if (!(name in STORE_LABEL))
+      throw new Error(`BENCH_SEARCH_STORES takes memory, sqlite and postgres (got "${name}")`);
   return names as StoreName[];
 }
 

@@ -20,6 +20,9 @@ import { inCreationOrder, orderBy, type Matching } from './sqlite-list.js';
 import { searchTexts } from '../sql/columns.js';
 import type { SearchIndex } from './search-index.js';
 
+/** Needles remembered as searched once at most; past this many, the memory starts again empty. */
+const SEEN_NEEDLES = 10_000;
+
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
 const TRIGRAM = 3;
 
@@ -48,6 +51,8 @@ export function matching(needle: string, indexed: boolean): Matching & { from: s
 export class Searches {
   /** What is kept of the last KEPT_NEEDLES needles searched, by stored needle, the one searched longest ago first. */
   readonly #kept = new Map<string, KeptNeedle>();
+  /** Needles searched once and not kept since (#firstTotal): the next search of one keeps it. */
+  readonly #seen = new Set<string>();
   /** Writes told of so far: a count read off this thread is kept only if none came while it was read. */
   #writes = 0;
 
@@ -72,6 +77,9 @@ export class Searches {
         .pluck()
         .get(needle, ...values) as number;
     }
+    if (this.index.current && !this.#kept.has(needle) && !this.#seen.has(needle))
+      return this.#firstTotal(params, needle);
+    this.#seen.delete(needle);
     const kept = await this.#keptNeedle(needle);
     const all = kept.total(undefined)!;
     if (params.role === undefined) return all;
@@ -91,8 +99,9 @@ export class Searches {
     if (params.offset >= total || params.limit <= 0) return [];
     // A short needle's page walks the list's order: it is held by enough users for the walk to be short.
     if (this.#counted(needle)) return this.#pageWalked(params, needle);
-    const kept = await this.#keptNeedle(needle);
-    if (kept.matches) return this.#pageOfMatches(params, kept.matches);
+    // A needle searched once is not kept (#firstTotal): its page from the index, or a walk.
+    const kept = this.index.current && !this.#kept.has(needle) ? undefined : await this.#keptNeedle(needle);
+    if (kept?.matches) return this.#pageOfMatches(params, kept.matches);
     const walk =
       [...needle].length < TRIGRAM ||
       !this.index.current ||
@@ -119,6 +128,21 @@ export class Searches {
   clear(): void {
     this.#writes++;
     this.#kept.clear();
+  }
+
+  /**
+   * The total of a needle searched for the first time (or first since SEEN_NEEDLES others): counted in
+   * the trigram index alone, and not kept. Keeping reads every match while they are at most
+   * `keptMatches` (10 000 row reads, a tenth of a second), which a term typed once never repays: a
+   * person typing sends a new term on every keystroke. A needle that comes back is kept.
+   */
+  async #firstTotal(params: ListParams, needle: string): Promise<number> {
+    if (this.#seen.size >= SEEN_NEEDLES) this.#seen.clear();
+    this.#seen.add(needle);
+    const { from, where, values } = matching(needle, true);
+    const counted = where === 'users_search MATCH ?' ? 'users_search' : from;
+    const all = await this.read<number>(`SELECT count(*) FROM ${counted} WHERE ${where}`, values, 'value');
+    return params.role === undefined || all === 0 ? all : this.#countRole(needle, params.role, all);
   }
 
   /** Whether `needle`'s total comes from the counts of short needles: short, and the counts current. */
