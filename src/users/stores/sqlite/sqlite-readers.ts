@@ -61,6 +61,11 @@ class Reader {
     this.#worker.on('exit', (code) => this.#fail(new Error(`a SQLite reader thread exited (code ${code})`)));
   }
 
+  /** Whether the thread failed or ended: it answers no more reads. */
+  get failed(): boolean {
+    return this.#failed !== undefined;
+  }
+
   /** Reads waiting for this reader. */
   get load(): number {
     return this.#pending.size;
@@ -91,6 +96,7 @@ class Reader {
 export class SqliteReaders {
   readonly #readers: Reader[] = [];
   #next = 0;
+  #closed = false;
 
   /** `path`: the database file, or `:memory:` (then `statement` runs every read here). */
   constructor(
@@ -101,13 +107,19 @@ export class SqliteReaders {
   /** A read off the REST thread, by the reader with the fewest reads waiting (started at the first read). */
   readonly read: Read = async <T>(sql: string, values: readonly unknown[], shape: Shape): Promise<T> => {
     if (this.path === ':memory:') return runRead(this.statement(sql), values, shape) as T;
-    if (this.#readers.length === 0)
-      for (let count = 0; count < SQLITE_READERS; count++) this.#readers.push(new Reader(this.path));
+    if (this.#closed) throw new Error('the SQLite store is closed');
+    // Started at the first read; a reader whose thread failed (its reads were refused) is replaced.
+    for (let at = 0; at < SQLITE_READERS; at++)
+      if (this.#readers[at] === undefined || this.#readers[at]!.failed) {
+        void this.#readers[at]?.close();
+        this.#readers[at] = new Reader(this.path);
+      }
     const reader = this.#readers.reduce((least, one) => (one.load < least.load ? one : least));
     return (await reader.read({ id: this.#next++, sql, values, shape })) as T;
   };
 
   async close(): Promise<void> {
+    this.#closed = true;
     await Promise.all(this.#readers.splice(0).map((reader) => reader.close()));
   }
 }
