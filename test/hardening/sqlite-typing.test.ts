@@ -91,6 +91,20 @@ try {
 })().catch((error) => { throw error; });
 `;
 
+/** POINT_READS reads of users by id, one at a time, 2 ms apart: their times, sorted. */
+async function pointReads(api: string, ids: readonly string[]): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let read = 0; read < POINT_READS; read++) {
+    const at = performance.now();
+    const reply = await fetch(`${api}/users/${ids[read % ids.length]!}`);
+    await reply.arrayBuffer();
+    latencies.push(performance.now() - at);
+    assert.equal(reply.status, 200);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  return latencies.sort((a, b) => a - b);
+}
+
 const percentile = (sorted: number[], share: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))]!;
 
@@ -127,33 +141,30 @@ test(`SQLite, ${USERS} users: a client cycling ${TERMS} short search terms leave
     'Roster on the filled file to answer health',
   );
 
+  // The same reads first without the searcher: the machine's own noise, named when the assertion fails.
+  const alone = await pointReads(api, ids);
   // The searching client on a thread of its own, so that its replies never delay the reading client's.
   const shared = new Int32Array(new SharedArrayBuffer(8)); // [stop, searches]
   const searcher = new Worker(SEARCHER, { eval: true, workerData: { api, terms, shared } });
   const failed = new Promise<never>((_, reject) => searcher.once('error', reject));
   const searches = () => Atomics.load(shared, 1);
-  const latencies: number[] = [];
+  let latencies: number[] = [];
   try {
     // Warm: the first searches start the reader threads; then every term once before measuring.
     await Promise.race([failed, until(`${TERMS} searches`, () => searches() >= TERMS, 60_000, 20)]);
     const measuredFrom = searches();
-    for (let read = 0; read < POINT_READS; read++) {
-      const id = ids[read % ids.length]!;
-      const at = performance.now();
-      const reply = await fetch(`${api}/users/${id}`);
-      await reply.arrayBuffer();
-      latencies.push(performance.now() - at);
-      assert.equal(reply.status, 200);
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
+    latencies = await pointReads(api, ids);
     const measured = searches() - measuredFrom;
     assert.ok(measured >= TERMS, `the searcher cycled through the terms while the reads ran (${measured} searches)`);
   } finally {
     Atomics.store(shared, 0, 1);
     await within(Promise.race([once(searcher, 'exit'), failed]), 30_000, 'the searcher to stop');
   }
-  latencies.sort((a, b) => a - b);
   const [p50, p99] = [percentile(latencies, 0.5), percentile(latencies, 0.99)];
-  t.diagnostic(`point reads: p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms; ${searches()} searches`);
-  assert.ok(p99 < P99_MS, `point reads p99 ${p99.toFixed(2)} ms (p50 ${p50.toFixed(2)} ms), at most ${P99_MS} ms`);
+  const quiet = `without the searcher: p50 ${percentile(alone, 0.5).toFixed(2)} ms, p99 ${percentile(alone, 0.99).toFixed(2)} ms`;
+  t.diagnostic(`point reads: p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms; ${searches()} searches; ${quiet}`);
+  assert.ok(
+    p99 < P99_MS,
+    `point reads p99 ${p99.toFixed(2)} ms (p50 ${p50.toFixed(2)} ms; ${quiet}), at most ${P99_MS} ms`,
+  );
 });
