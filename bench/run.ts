@@ -9,7 +9,7 @@
  *   npm run bench -- --full        adds 1 000 000 users
  *   npm run bench -- --quick       smoke run under a minute; prints only, unless --write is given
  *   npm run bench -- --only chat   one section (rest, chat, connections, chat-under-load, thread-cost, drift,
- *                                  soak, scale, lists);
+ *                                  soak, scale, lists, search);
  *                                  prints only, never writes
  *   BENCH_BEFORE=<folder> ...      chat-under-load, thread-cost and drift also measure the build in <folder>
  *                                  (an earlier commit, built there): before and after in one run
@@ -36,6 +36,13 @@
  *                                  and after in one run (bench/sections/lists.ts). BENCH_LISTS_USERS,
  *                                  BENCH_LISTS_STORES (comma-separated), BENCH_LISTS_SECONDS per query;
  *                                  with --quick, 2 000 users and 0.1 s per query
+ *   npm run bench -- --only search "search as you type" at 1 000 000 users on the memory store, SQLite and
+ *                                  PostgreSQL (skipped without DATABASE_URL): every request a term the server
+ *                                  has not seen, of 1–4 characters drawn as a person types (prefixes of names
+ *                                  and emails, four digits), 1 client (p50/p99) and 4 (searches/s, p50/p99),
+ *                                  a REST probe (/livez every 20 ms) beside them (its p99); with BENCH_BEFORE,
+ *                                  before and after alternating (bench/sections/search.ts). BENCH_SEARCH_USERS,
+ *                                  BENCH_SEARCH_STORES, BENCH_SEARCH_SECONDS per row (default 8)
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */
@@ -52,6 +59,7 @@ import { driftSection } from './sections/drift.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
 import { listsSection } from './sections/lists.js';
+import { searchSection } from './sections/search.js';
 import { scaleSection } from './sections/scale.js';
 import { soakSection } from './sections/soak.js';
 import { otherLoadMeter } from './stats.js';
@@ -70,6 +78,7 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['soak', soakSection, 'asked'],
   ['scale', scaleSection, 'asked'],
   ['lists', listsSection, 'asked'],
+  ['search', searchSection, 'asked'],
 ];
 
 function commandLine(args: readonly string[]): string {

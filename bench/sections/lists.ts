@@ -68,7 +68,7 @@ const RSS_SLACK = 1.02;
 /** A slow query is still answered this many times, however long that takes (up to the maximum). */
 const MIN_SAMPLES = 3;
 
-type Build = 'before' | 'after';
+export type Build = 'before' | 'after';
 type StoreName = keyof typeof PAGE_TARGET_MS;
 const STORE_LABEL: Record<StoreName, string> = { memory: 'memory', sqlite: 'SQLite', postgres: 'PostgreSQL' };
 type Group = 'search' | 'page' | 'role' | 'write';
@@ -79,7 +79,7 @@ interface Query {
   job: (url: string) => ListsJob;
 }
 
-interface Settings {
+export interface Settings {
   users: number;
   seconds: number;
   maxSeconds: number;
@@ -98,7 +98,7 @@ interface Row {
   builds: Partial<Record<Build, Measured>>;
 }
 
-interface Phase {
+export interface Phase {
   label: string;
   seconds: number;
 }
@@ -242,13 +242,13 @@ async function totalOf(origin: string, role: string): Promise<number> {
   return total;
 }
 
-interface Started {
+export interface Started {
   child: BenchChild;
   origin: string;
 }
 
 /** Starts a build's bench server with `users` stored by it (0: its database is filled already). */
-async function startServer(
+export async function startServer(
   label: string,
   build: Build,
   users: number,
@@ -308,7 +308,7 @@ async function copyDatabase(admin: string, from: string, to: string): Promise<vo
   }
 }
 
-interface Prepared {
+export interface Prepared {
   /** The settings of each build's server: its own copy of the data. */
   env: Record<Build, Record<string, string>>;
   /** Users each server stores itself as it starts (0: its copy holds them). */
@@ -320,7 +320,7 @@ interface Prepared {
  * The SQL stores' data: filled once by the oldest build's bench server (its migrations, its row
  * encoding, rows in bulk), the rare role given through its API; then copied for the newer build.
  */
-async function prepareSql(
+export async function prepareSql(
   store: 'sqlite' | 'postgres',
   settings: Settings,
   builds: Build[],

@@ -1,10 +1,11 @@
 /**
- * The SQLite store's FTS5 trigram index brought up to date in batches (migrations/sqlite/005;
- * docs/decisions.md, "Search on SQLite"). Hand-written because FTS5 has no deferred upkeep of its own:
+ * The SQLite store's FTS5 trigram index, and the counts of short needles (short-needles.ts), brought
+ * up to date in batches (migrations/sqlite/005 and 006; docs/decisions.md, "Search on SQLite"). Hand-written because FTS5 has no deferred upkeep of its own:
  * its triggers or a 'rebuild' are the choices it offers, one segment per write or all the users.
  */
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import { GramChanges, UPSERT_GRAM } from './short-needles.js';
 import { isUnavailable, type SqliteHealth, type Statements } from './sqlite-connection.js';
 
 /**
@@ -51,7 +52,24 @@ export class SearchIndex {
       'UPDATE users_search_state SET indexed_up_to = coalesce((SELECT max(created_at) FROM users), indexed_up_to)',
       'DELETE FROM users_search_pending',
     ];
-    this.#reindex = db.transaction(() => steps.forEach((sql) => statement(sql).run()));
+    // The counts of short needles (short-needles.ts) first, from the same notes and users, before the
+    // steps clear the notes and move the mark: each noted user as indexed taken out, as it is put in.
+    const noted = statement('SELECT role, name_lower, email_lower FROM users_search_pending').raw();
+    const now = statement(
+      `SELECT users.role, users.name_lower, users.email_lower
+       FROM users_search_pending CROSS JOIN users ON users.created_at = users_search_pending.rowid
+       UNION ALL SELECT role, name_lower, email_lower FROM users WHERE ${CREATED_SINCE_INDEXED}`,
+    ).raw();
+    const upsert = statement(UPSERT_GRAM);
+    this.#reindex = db.transaction(() => {
+      const changes = new GramChanges();
+      for (const [role, ...texts] of noted.iterate() as Iterable<[Buffer, ...(string | null)[]]>)
+        changes.add(role, texts, -1);
+      for (const [role, ...texts] of now.iterate() as Iterable<[Buffer, ...(string | null)[]]>)
+        changes.add(role, texts, 1);
+      changes.write(upsert);
+      steps.forEach((sql) => statement(sql).run());
+    });
     this.#waiting = statement(
       `SELECT EXISTS (SELECT 1 FROM users_search_pending) OR EXISTS (SELECT 1 FROM users WHERE ${CREATED_SINCE_INDEXED})`,
     ).pluck();

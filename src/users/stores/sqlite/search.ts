@@ -1,8 +1,10 @@
 /**
- * The SQLite store's searches (docs/decisions.md, "Search on SQLite"): their totals, kept exact by every
- * write (kept-searches.ts), and their pages by number, from the matches kept, the trigram index
- * (search-index.ts keeps it current) or a walk of the list's order. A search's cursor page is
- * list-sql.ts' pageAfter with `matching`'s condition.
+ * The SQLite store's searches (docs/decisions.md, "Search on SQLite"): their totals, from the counts of
+ * short needles (short-needles.ts) or kept exact by every write (kept-searches.ts), and their pages by
+ * number, from the matches kept, the trigram index (search-index.ts keeps it current) or a walk of the
+ * list's order. A search's cursor page is list-sql.ts' pageAfter with `matching`'s condition. Every
+ * read that may take long runs off the REST thread (`read`: sqlite-readers.ts); what is kept here is
+ * kept only from a read no write overtook.
  */
 import { SEARCHABLE_FIELDS } from '../../fields.js';
 import { sortedField, type ListParams } from '../../query.js';
@@ -11,10 +13,15 @@ import { searchColumn } from '../sql/columns.js';
 import { likePattern } from '../sql/stored-text.js';
 import { fromBlob, toBlob } from './blob-text.js';
 import type { Statements } from './sqlite-connection.js';
+import type { Read } from './sqlite-readers.js';
 import { KEPT_NEEDLES, KeptNeedle, type Searched } from './kept-searches.js';
+import { isShort } from './short-needles.js';
 import { inCreationOrder, orderBy, type Matching } from './sqlite-list.js';
 import { searchTexts } from '../sql/columns.js';
 import type { SearchIndex } from './search-index.js';
+
+/** Needles remembered as searched once at most; past this many, the memory starts again empty. */
+const SEEN_NEEDLES = 10_000;
 
 /** Characters in a trigram: the shortest needle the search index (migration 004) can find. */
 const TRIGRAM = 3;
@@ -44,9 +51,14 @@ export function matching(needle: string, indexed: boolean): Matching & { from: s
 export class Searches {
   /** What is kept of the last KEPT_NEEDLES needles searched, by stored needle, the one searched longest ago first. */
   readonly #kept = new Map<string, KeptNeedle>();
+  /** Needles searched once and not kept since (#firstTotal): the next search of one keeps it. */
+  readonly #seen = new Set<string>();
+  /** Writes told of so far: a count read off this thread is kept only if none came while it was read. */
+  #writes = 0;
 
   constructor(
     private readonly statement: Statements,
+    private readonly read: Read,
     private readonly index: SearchIndex,
     /** The users of a role, or of every role (undefined). */
     private readonly usersOf: (role: string | undefined) => number,
@@ -54,13 +66,28 @@ export class Searches {
     private readonly keptMatches: number,
   ) {}
 
-  /** A search's total (of its role, if any): kept, or counted once and then kept. */
-  total(params: ListParams, needle: string): number {
-    const kept = this.#keptNeedle(needle);
-    if (params.role === undefined) return kept.total(undefined)!;
-    return (
-      kept.total(params.role) ?? kept.counted(params.role, this.#countRole(needle, params.role, kept.total(undefined)!))
-    );
+  /**
+   * A search's total (of its role, if any): for a short needle, the sum of its counts (one read of
+   * their primary key); else kept, or counted once and then kept.
+   */
+  async total(params: ListParams, needle: string): Promise<number> {
+    if (this.#counted(needle)) {
+      const [where, values] = params.role === undefined ? ['', []] : [' AND role = ?', [toBlob(params.role)]];
+      return this.statement(`SELECT coalesce(sum(users), 0) FROM users_search_grams WHERE gram = ?${where}`)
+        .pluck()
+        .get(needle, ...values) as number;
+    }
+    if (this.index.current && !this.#kept.has(needle) && !this.#seen.has(needle))
+      return this.#firstTotal(params, needle);
+    this.#seen.delete(needle);
+    const kept = await this.#keptNeedle(needle);
+    const all = kept.total(undefined)!;
+    if (params.role === undefined) return all;
+    const role = kept.total(params.role);
+    if (role !== undefined) return role;
+    const writes = this.#writes;
+    const counted = await this.#countRole(needle, params.role, all);
+    return writes === this.#writes && this.#kept.get(needle) === kept ? kept.counted(params.role, counted) : counted;
   }
 
   /**
@@ -68,10 +95,13 @@ export class Searches {
    * trigram index, unless the needle is too short for it, the index is not current, or walking the
    * list's order reads fewer rows.
    */
-  page(params: ListParams, needle: string, total: number): number[] {
+  async page(params: ListParams, needle: string, total: number): Promise<number[]> {
     if (params.offset >= total || params.limit <= 0) return [];
-    const kept = this.#keptNeedle(needle);
-    if (kept.matches) return this.#pageOfMatches(params, kept.matches);
+    // A short needle's page walks the list's order: it is held by enough users for the walk to be short.
+    if (this.#counted(needle)) return this.#pageWalked(params, needle);
+    // A needle searched once is not kept (#firstTotal): its page from the index, or a walk.
+    const kept = this.index.current && !this.#kept.has(needle) ? undefined : await this.#keptNeedle(needle);
+    if (kept?.matches) return this.#pageOfMatches(params, kept.matches);
     const walk =
       [...needle].length < TRIGRAM ||
       !this.index.current ||
@@ -81,6 +111,7 @@ export class Searches {
 
   /** A committed write of the user at `rowid`: as it was (undefined: created) and as it is. */
   changed(rowid: number, before: NewUser | undefined, after: NewUser): void {
+    this.#writes++;
     // A write that finds nothing kept need not look at its user's text.
     if (this.#kept.size === 0) return;
     const was: Searched | undefined = before && { role: before.role, texts: searchTexts(before) };
@@ -90,21 +121,51 @@ export class Searches {
 
   /** A committed delete of the user at `rowid`, with the texts of SEARCHED_COLUMNS. */
   removed(rowid: number, role: string, texts: (string | null)[]): void {
+    this.#writes++;
     for (const kept of this.#kept.values()) kept.changed(rowid, { role, texts }, undefined);
   }
 
   clear(): void {
+    this.#writes++;
     this.#kept.clear();
   }
 
-  /** The kept counts (and, while few, matches) of `needle`, counted at its first search; now the last searched. */
-  #keptNeedle(needle: string): KeptNeedle {
+  /**
+   * The total of a needle searched for the first time (or first since SEEN_NEEDLES others): counted in
+   * the trigram index alone, and not kept. Keeping reads every match while they are at most
+   * `keptMatches` (10 000 row reads, a tenth of a second), which a term typed once never repays: a
+   * person typing sends a new term on every keystroke. A needle that comes back is kept.
+   */
+  async #firstTotal(params: ListParams, needle: string): Promise<number> {
+    if (this.#seen.size >= SEEN_NEEDLES) this.#seen.clear();
+    this.#seen.add(needle);
+    const { from, where, values } = matching(needle, true);
+    const counted = where === 'users_search MATCH ?' ? 'users_search' : from;
+    const all = await this.read<number>(`SELECT count(*) FROM ${counted} WHERE ${where}`, values, 'value');
+    return params.role === undefined || all === 0 ? all : this.#countRole(needle, params.role, all);
+  }
+
+  /** Whether `needle`'s total comes from the counts of short needles: short, and the counts current. */
+  #counted(needle: string): boolean {
+    return this.index.current && isShort(needle);
+  }
+
+  /**
+   * The kept counts (and, while few, matches) of `needle`, counted at its first search; now the last
+   * searched. Counted off this thread: kept only if no write came meanwhile (one the count may have
+   * missed would not be in it), else used for this search alone.
+   */
+  async #keptNeedle(needle: string): Promise<KeptNeedle> {
     let kept = this.#kept.get(needle);
-    if (kept !== undefined) this.#kept.delete(needle);
-    else {
-      kept = this.#countMatches(needle);
-      if (this.#kept.size >= KEPT_NEEDLES) this.#kept.delete(this.#kept.keys().next().value!);
+    if (kept === undefined) {
+      const writes = this.#writes;
+      kept = await this.#countMatches(needle);
+      if (writes !== this.#writes) return kept;
+      // Another search of the same needle may have kept it meanwhile: the one kept first stays.
+      kept = this.#kept.get(needle) ?? kept;
     }
+    this.#kept.delete(needle);
+    if (this.#kept.size >= KEPT_NEEDLES) this.#kept.delete(this.#kept.keys().next().value!);
     this.#kept.set(needle, kept);
     return kept;
   }
@@ -123,19 +184,19 @@ export class Searches {
    * index, which knows no roles (each is counted when a search first filters by it: #countRole). While
    * the matches are at most `keptMatches`, they are kept too.
    */
-  #countMatches(needle: string): KeptNeedle {
+  async #countMatches(needle: string): Promise<KeptNeedle> {
     const { from, where, values } = matching(needle, this.index.current);
     let total: number | undefined;
     if (from !== 'users') {
       const counted = where === 'users_search MATCH ?' ? 'users_search' : from;
-      total = this.statement(`SELECT count(*) FROM ${counted} WHERE ${where}`)
-        .pluck()
-        .get(...values) as number;
+      total = await this.read<number>(`SELECT count(*) FROM ${counted} WHERE ${where}`, values, 'value');
     }
     if (total === undefined || total <= this.keptMatches) {
-      const few = this.statement(`SELECT users.created_at, users.role FROM ${from} WHERE ${where} LIMIT ?`)
-        .raw()
-        .all(...values, this.keptMatches + 1) as [number, Buffer][];
+      const few = await this.read<[number, Uint8Array][]>(
+        `SELECT users.created_at, users.role FROM ${from} WHERE ${where} LIMIT ?`,
+        [...values, this.keptMatches + 1],
+        'rows',
+      );
       if (few.length <= this.keptMatches) {
         const matches = new Map(few.map(([rowid, role]) => [rowid, fromBlob(role)]));
         const counts = new Map<string, number>();
@@ -144,9 +205,11 @@ export class Searches {
       }
     }
     if (total !== undefined) return new KeptNeedle(needle, total, undefined, undefined, this.keptMatches);
-    const counts = this.statement(`SELECT users.role, count(*) FROM ${from} WHERE ${where} GROUP BY users.role`)
-      .raw()
-      .all(...values) as [Buffer, number][];
+    const counts = await this.read<[Uint8Array, number][]>(
+      `SELECT users.role, count(*) FROM ${from} WHERE ${where} GROUP BY users.role`,
+      values,
+      'rows',
+    );
     const perRole = counts.map(([role, users]): [string, number] => [fromBlob(role), users]);
     const all = perRole.reduce((sum, [, users]) => sum + users, 0);
     return new KeptNeedle(needle, all, perRole, undefined, this.keptMatches);
@@ -157,17 +220,19 @@ export class Searches {
    * the role (found in its index) read and tested, or each of the needle's matches (found in the
    * trigram index) read for its role; both read one row per user, so the fewer users win.
    */
-  #countRole(needle: string, role: string, matches: number): number {
+  async #countRole(needle: string, role: string, matches: number): Promise<number> {
     const users = this.usersOf(role);
     if (users === 0) return 0;
     const { from, where, values } = matching(needle, users > matches && this.index.current);
-    return this.statement(`SELECT count(*) FROM ${from} WHERE ${where} AND users.role = ?`)
-      .pluck()
-      .get(...values, toBlob(role)) as number;
+    return this.read<number>(
+      `SELECT count(*) FROM ${from} WHERE ${where} AND users.role = ?`,
+      [...values, toBlob(role)],
+      'value',
+    );
   }
 
   /** A page of the matches kept: sorted here in creation order, by SQLite for any other order. */
-  #pageOfMatches(params: ListParams, matches: Map<number, string>): number[] {
+  async #pageOfMatches(params: ListParams, matches: Map<number, string>): Promise<number[]> {
     const rowids: number[] = [];
     for (const [rowid, role] of matches) if (params.role === undefined || role === params.role) rowids.push(rowid);
     if (inCreationOrder(params)) {
@@ -175,19 +240,19 @@ export class Searches {
       return rowids.slice(params.offset, params.offset + params.limit);
     }
     // The matches first (CROSS JOIN keeps that order of the loops), each read by its rowid, then sorted.
-    return this.statement(
+    return this.read(
       `SELECT users.created_at FROM json_each(?) AS matches CROSS JOIN users ON users.created_at = matches.value
        ORDER BY ${orderBy(params, false, 'users.')} LIMIT ? OFFSET ?`,
-    )
-      .pluck()
-      .all(JSON.stringify(rowids), params.limit, params.offset) as number[];
+      [JSON.stringify(rowids), params.limit, params.offset],
+      'column',
+    );
   }
 
   /**
    * A page through the trigram index: in creation order (the default) straight from the index's own
    * rowid order; in any other order, the matches alone sorted.
    */
-  #pageIndexed(params: ListParams, needle: string): number[] {
+  #pageIndexed(params: ListParams, needle: string): Promise<number[]> {
     const { from, where, values } = this.#withRole(matching(needle, true), params, ' AND users.role = ?');
     const inOrder = inCreationOrder(params);
     // The users table only when a filter or the order reads it: the index alone gives rowids in order.
@@ -195,9 +260,11 @@ export class Searches {
     const order = inOrder
       ? `users_search.rowid ${sortedField(params.sort) === undefined || !params.descending ? 'ASC' : 'DESC'}`
       : orderBy(params, false, 'users.');
-    return this.statement(`SELECT users_search.rowid FROM ${table} WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`)
-      .pluck()
-      .all(...values, params.limit, params.offset) as number[];
+    return this.read(
+      `SELECT users_search.rowid FROM ${table} WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`,
+      [...values, params.limit, params.offset],
+      'column',
+    );
   }
 
   /**
@@ -206,14 +273,14 @@ export class Searches {
    * index (its entries are in rowid order); in any other order `+role` keeps the role from picking the
    * index, so that the order does, and no match list is sorted.
    */
-  #pageWalked(params: ListParams, needle: string): number[] {
+  #pageWalked(params: ListParams, needle: string): Promise<number[]> {
     const role = inCreationOrder(params) ? ' AND users.role = ?' : ' AND +users.role = ?';
     const { where, values } = this.#withRole(matching(needle, false), params, role);
-    return this.statement(
+    return this.read(
       `SELECT users.created_at FROM users WHERE ${where} ORDER BY ${orderBy(params, false, 'users.')} LIMIT ? OFFSET ?`,
-    )
-      .pluck()
-      .all(...values, params.limit, params.offset) as number[];
+      [...values, params.limit, params.offset],
+      'column',
+    );
   }
 
   /** `matched` with `condition` on the list's role, if it has one, added. */

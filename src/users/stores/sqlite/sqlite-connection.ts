@@ -9,8 +9,8 @@ import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { tryAgainShortly, type RosterError } from '../../../errors.js';
 import { ProbedDependency } from '../../../ops/health.js';
-import { containsAligned } from '../sql/stored-text.js';
 import { createPrivateFile } from './private-file.js';
+import { registerSqlFunctions } from './sql-functions.js';
 
 /** The database file and its durability: what `DATABASE_URL=sqlite:<path>` and SQLITE_SYNCHRONOUS say. */
 export interface SqliteFile {
@@ -91,7 +91,7 @@ export const SQLITE_CACHE_KIB = 128 * 1024;
 
 /**
  * Opens the database file with Roster's settings (WAL, `synchronous`), creating it and its folder if
- * need be; registers the search function.
+ * need be; registers the search functions.
  */
 export function connect(config: SqliteFile): Database.Database {
   const memory = config.path === ':memory:';
@@ -117,10 +117,7 @@ export function connect(config: SqliteFile): Database.Database {
     // time: 1 420 creates/s at 1 000 pages, 1 700 at 10 000. Durability is the same: a commit is
     // durable once in the WAL (at `synchronous`'s level), whenever it is copied back.
     if (!memory) db.pragma(`wal_autocheckpoint = ${SQLITE_WAL_PAGES}`);
-    // An optional field's search copy is NULL where the user has none: nothing is found in it.
-    db.function('roster_contains_aligned', { deterministic: true }, (haystack, needle) =>
-      haystack !== null && containsAligned(String(haystack), String(needle)) ? 1 : 0,
-    );
+    registerSqlFunctions(db);
     return db;
   } catch (error) {
     db.close();

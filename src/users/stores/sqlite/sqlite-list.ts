@@ -1,12 +1,24 @@
 /**
  * The SQL of the SQLite store's list pages (query.ts defines the lists): their order, the index that
  * holds it, and the cursor's keyset. Each statement reads rowids (created_at) only; the store then
- * hands out the users of those rowids.
+ * hands out the users of those rowids. The store says where each read runs (sqlite-readers.ts): a
+ * page that walks many index entries, off the REST thread.
  */
+
+/** Index entries a page by number walks at most to be read on the REST thread (a fraction of a millisecond). */
+const WALKED_HERE = 2_000;
+
+/** How many index entries numberedPage walks for `params`: the entries before the page, from the nearer end, and the page. */
+export function entriesWalked(params: ListParams, total: number): number {
+  return Math.min(params.offset, Math.max(total - params.offset, 0)) + params.limit;
+}
+
+/** Whether numberedPage's walk is short enough to run on the REST thread. */
+export const walkIsShort = (params: ListParams, total: number): boolean => entriesWalked(params, total) <= WALKED_HERE;
 import { fieldSpec } from '../../fields.js';
 import { sortedField, type ListParams, type Position } from '../../query.js';
 import { toBlob } from './blob-text.js';
-import type { Statements } from './sqlite-connection.js';
+import type { Read } from './sqlite-readers.js';
 import { microsOf } from './sqlite-rows.js';
 
 /** A search's condition on `users` (a WHERE and its values); see search.ts. */
@@ -21,18 +33,18 @@ export interface Matching {
  * so only the index is read). A page in the far half is read in the reversed order from the other end
  * (the same index walked backwards), then turned round: no walk passes half the users.
  */
-export function numberedPage(statement: Statements, params: ListParams, total: number): number[] {
+export async function numberedPage(read: Read, params: ListParams, total: number): Promise<number[]> {
   if (params.offset >= total || params.limit <= 0) return [];
   const [where, values] = params.role === undefined ? ['', []] : ['WHERE role = ?', [toBlob(params.role)]];
   const far = params.offset > total - params.offset;
   const [limit, offset] = far
     ? [Math.min(params.limit, total - params.offset), Math.max(total - params.offset - params.limit, 0)]
     : [params.limit, params.offset];
-  const rowids = statement(
+  const rowids = await read<number[]>(
     `SELECT created_at FROM users${indexedBy(params)} ${where} ORDER BY ${orderBy(params, far)} LIMIT ? OFFSET ?`,
-  )
-    .pluck()
-    .all(...values, limit, offset) as number[];
+    [...values, limit, offset],
+    'column',
+  );
   return far ? rowids.reverse() : rowids;
 }
 
@@ -42,15 +54,17 @@ export function numberedPage(statement: Statements, params: ListParams, total: n
  * order, read from the sort's index (each ends with the rowid, so the cursor's place is one seek).
  * A search's page tests each user it walks, the matches being spread through the order.
  */
-export function pageAfter(statement: Statements, params: ListParams, after: Position, search?: Matching): number[] {
+export function pageAfter(read: Read, params: ListParams, after: Position, search?: Matching): Promise<number[]> {
   const filters = [...(params.role === undefined ? [] : ['role = ?']), ...(search ? [search.where] : [])];
   const values = [...(params.role === undefined ? [] : [toBlob(params.role)]), ...(search?.values ?? [])];
   // Without search, the page's own index is named, as for a page by number.
   const index = search === undefined ? indexedBy(params) : '';
   const where = [...filters, keysetAfter(params)].join(' AND ');
-  return statement(`SELECT created_at FROM users${index} WHERE ${where} ORDER BY ${orderBy(params)} LIMIT ?`)
-    .pluck()
-    .all(...values, ...keysetValues(params, after), params.limit + 1) as number[];
+  return read(
+    `SELECT created_at FROM users${index} WHERE ${where} ORDER BY ${orderBy(params)} LIMIT ?`,
+    [...values, ...keysetValues(params, after), params.limit + 1],
+    'column',
+  );
 }
 
 /** Whether the list is in creation order (rowid order), either way: by created_at, or by no sortable field. */

@@ -37,7 +37,8 @@ import { fromBlob, toBlob } from './blob-text.js';
 import { isUnavailable, SqliteHealth, SqliteLock, unavailable, type SqliteFile } from './sqlite-connection.js';
 import { SqliteIdempotencyKeys } from './sqlite-idempotency-keys.js';
 import { KEPT_MATCHES } from './kept-searches.js';
-import { numberedPage, pageAfter } from './sqlite-list.js';
+import { numberedPage, pageAfter, walkIsShort } from './sqlite-list.js';
+import { runRead, SqliteReaders, type Read } from './sqlite-readers.js';
 import { openSqlite } from './sqlite-migrations.js';
 import { fromRow, INSERT_USER, microsOf, toRow, toUpdate, USER_COLUMNS, type Row } from './sqlite-rows.js';
 import { matching, SEARCHED_COLUMNS, Searches } from './search.js';
@@ -61,8 +62,16 @@ export class SqliteUserStore implements UserStore {
   readonly #cache: UserCache;
   readonly #index: SearchIndex;
   readonly #searches: Searches;
+  /** The reads that may take long, off the REST thread (sqlite-readers.ts). */
+  readonly #readers: SqliteReaders;
 
-  private constructor(db: Database.Database, lock: SqliteLock | undefined, logger: Logger, options: Options) {
+  private constructor(
+    db: Database.Database,
+    path: string,
+    lock: SqliteLock | undefined,
+    logger: Logger,
+    options: Options,
+  ) {
     this.#db = db;
     this.#clock = options.clock ?? createClock();
     this.#lock = lock;
@@ -75,7 +84,14 @@ export class SqliteUserStore implements UserStore {
     this.#last = (db.prepare(`SELECT max(${stamps}) AS last`).get() as { last: number }).last;
     this.#index = new SearchIndex(db, this.#statement, this.health, logger);
     const keptMatches = options.keptMatches ?? KEPT_MATCHES;
-    this.#searches = new Searches(this.#statement, this.#index, (role) => this.#usersOf(role), keptMatches);
+    this.#readers = new SqliteReaders(path, this.#statement);
+    this.#searches = new Searches(
+      this.#statement,
+      this.#readers.read,
+      this.#index,
+      (role) => this.#usersOf(role),
+      keptMatches,
+    );
   }
 
   /**
@@ -90,7 +106,7 @@ export class SqliteUserStore implements UserStore {
       db.exec(
         'CREATE TABLE IF NOT EXISTS roster_probe (only_row INTEGER PRIMARY KEY CHECK (only_row = 1), at INTEGER NOT NULL)',
       );
-      return new SqliteUserStore(db, lock, logger, options);
+      return new SqliteUserStore(db, config.path, lock, logger, options);
     } catch (error) {
       db.close();
       lock?.release();
@@ -106,21 +122,29 @@ export class SqliteUserStore implements UserStore {
     });
   }
 
+  /**
+   * A page: its rowids read here when that is quick (the first pages, a cursor's seek), else off the
+   * REST thread (searches, deep pages: sqlite-readers.ts); then the users of those rowids read here,
+   * by their keys. A user deleted between the two reads is left out of the page.
+   */
   async list(params: ListParams): Promise<ListResult> {
-    return this.#read(() => {
+    return this.#read(async () => {
       // Every user holds the empty needle: a search for it is the list without search.
       const needle = params.search === undefined ? '' : toStored(params.search.toLowerCase());
       if (needle !== '') this.#index.beforeSearch();
-      const total = needle === '' ? this.#usersOf(params.role) : this.#searches.total(params, needle);
+      const total = needle === '' ? this.#usersOf(params.role) : await this.#searches.total(params, needle);
       if (params.after === undefined) {
         const rowids =
-          needle === '' ? numberedPage(this.#statement, params, total) : this.#searches.page(params, needle, total);
-        return { users: rowids.map((rowid) => this.#userAt(rowid)), total };
+          needle !== ''
+            ? await this.#searches.page(params, needle, total)
+            : await numberedPage(walkIsShort(params, total) ? this.#here : this.#readers.read, params, total);
+        return { users: this.#usersAt(rowids), total };
       }
       const search = needle === '' ? undefined : matching(needle, false);
-      const rowids = pageAfter(this.#statement, params, params.after, search);
-      const users = rowids.slice(0, params.limit).map((rowid) => this.#userAt(rowid));
-      return { users, total, ...(rowids.length > params.limit && { next: positionOf(users.at(-1)!, params.sort) }) };
+      const rowids = await pageAfter(search ? this.#readers.read : this.#here, params, params.after, search);
+      const users = this.#usersAt(rowids.slice(0, params.limit));
+      const more = rowids.length > params.limit && users.length > 0;
+      return { users, total, ...(more && { next: positionOf(users.at(-1)!, params.sort) }) };
     });
   }
 
@@ -232,6 +256,7 @@ export class SqliteUserStore implements UserStore {
   }
 
   async close(): Promise<void> {
+    await this.#readers.close();
     this.#index.close();
     this.health.close();
     this.#cache.clear();
@@ -252,11 +277,30 @@ export class SqliteUserStore implements UserStore {
 
   /** The user stored at `rowid` (which the caller has just read from the file). */
   #userAt(rowid: number): User {
+    return this.#userIfAny(rowid)!;
+  }
+
+  /** The user stored at `rowid`, if it still is (a reader found it an instant ago: it may be gone since). */
+  #userIfAny(rowid: number): User | undefined {
     const known = this.#cache.get(rowid);
     if (known) return known;
-    const row = this.#statement(`SELECT ${USER_COLUMNS} FROM users WHERE created_at = ?`).get(rowid) as Row;
-    return this.#cache.set(rowid, fromRow(row));
+    const row = this.#statement(`SELECT ${USER_COLUMNS} FROM users WHERE created_at = ?`).get(rowid) as Row | undefined;
+    return row && this.#cache.set(rowid, fromRow(row));
   }
+
+  /** The users at `rowids` still stored, in that order. */
+  #usersAt(rowids: readonly number[]): User[] {
+    const users: User[] = [];
+    for (const rowid of rowids) {
+      const user = this.#userIfAny(rowid);
+      if (user) users.push(user);
+    }
+    return users;
+  }
+
+  /** A read on this thread, on the store's own connection: for the reads that are quick. */
+  readonly #here: Read = async <T>(sql: string, values: readonly unknown[], shape: 'value' | 'column' | 'rows') =>
+    runRead(this.#statement(sql), values, shape) as T;
 
   /** Users of `role` (every user without one): the count kept per role, no count of the table. */
   #usersOf(role: string | undefined): number {
@@ -304,9 +348,9 @@ export class SqliteUserStore implements UserStore {
   }
 
   /** A read: a file that cannot be read just now (I/O error) gives 503 too, without marking writes down. */
-  #read<T>(work: () => T): T {
+  async #read<T>(work: () => T | Promise<T>): Promise<T> {
     try {
-      return work();
+      return await work();
     } catch (error) {
       if (isUnavailable(error)) throw unavailable();
       throw error;
