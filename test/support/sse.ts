@@ -89,7 +89,10 @@ export class SseClient {
         else if (line.startsWith('retry: ')) this.retry = Number(line.slice(7));
         else if (line.startsWith('id: ')) event.id = line.slice(4);
         else if (line.startsWith('event: ')) event.event = line.slice(7);
-        else if (line.startsWith('data: ')) ((event.data = line.slice(6)), (isEvent = true));
+        else if (line.startsWith('data: ')) {
+          event.data = line.slice(6);
+          isEvent = true;
+        }
       }
       if (isEvent) this.events.push(event);
     }
