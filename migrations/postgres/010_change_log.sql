@@ -16,7 +16,7 @@
 -- Readers read only numbered rows up to the head (change_log_meta), which the same transaction
 -- moves, so what they see below the head never grows. Two writes of one user commit in order (the
 -- row lock), so their changes are numbered in that order. Writers never wait for one another here.
--- The run also notifies roster_user_changes (LISTEN, every instance) and trims by count and age.
+-- The run also notifies "roster_changes.<schema>" (LISTEN, every instance) and trims by count and age.
 
 CREATE TABLE change_log (
   pos         bigserial PRIMARY KEY,
@@ -82,7 +82,7 @@ BEGIN
   GET DIAGNOSTICS numbered = ROW_COUNT;
   IF numbered > 0 THEN
     UPDATE change_log_meta m SET head = (SELECT max(u.seq) FROM change_log u) RETURNING m.head INTO new_head;
-    PERFORM pg_notify('roster_user_changes', new_head::text);
+    PERFORM pg_notify('roster_changes.' || current_schema(), new_head::text);
     DELETE FROM change_log u WHERE u.seq <= new_head - keep;
   END IF;
   DELETE FROM change_log u WHERE u.pos IN (

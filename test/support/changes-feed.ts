@@ -30,7 +30,7 @@ export async function allChanges(api: string, since: string): Promise<FeedChange
 export const epochOf = async (api: string) => ((await request(`${api}${FEED}`)).body.next as string).split('.')[0]!;
 
 /** `count` writes, `parallel` at a time: creates, then patches and deletes of what was created. */
-export async function storm(api: string, count: number, parallel: number): Promise<string[]> {
+export async function storm(api: string, count: number, parallel: number, prefix = 's'): Promise<string[]> {
   const ids: string[] = [];
   let next = 0;
   const one = async (n: number) => {
@@ -38,7 +38,7 @@ export async function storm(api: string, count: number, parallel: number): Promi
     if (kind < 2 || ids.length < 4) {
       const { body } = await request(`${api}/users`, {
         method: 'POST',
-        body: { name: `s${n}`, email: `s${n}@example.com` },
+        body: { name: `${prefix}${n}`, email: `${prefix}${n}@example.com` },
       });
       ids.push(body.data.id);
     } else if (kind === 2) {

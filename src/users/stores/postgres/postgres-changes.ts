@@ -28,7 +28,6 @@ import { fromStored, toStored } from '../sql/stored-text.js';
 import type { Query } from './postgres-connection.js';
 import { columns, FORMAT, fromRow, type Row } from './postgres-rows.js';
 
-const CHANNEL = 'roster_user_changes';
 /** The poll that stands in for a lost notification, and numbers what a dead instance left unnumbered. */
 const FALLBACK_MS = 1_000;
 /** How soon to try again when another instance held the numbering lock. */
@@ -74,7 +73,7 @@ export class PostgresChangeLog implements ChangeLog {
     readonly epoch: string,
     head: number,
     private readonly query: Query,
-    private readonly database: { url: string; bounds: ChangeBounds },
+    private readonly database: { url: string; bounds: ChangeBounds; channel: string },
     private readonly faults: EngineFaults,
     private readonly logger: Logger,
   ) {
@@ -89,12 +88,21 @@ export class PostgresChangeLog implements ChangeLog {
     faults: EngineFaults,
     logger: Logger,
   ): Promise<PostgresChangeLog> {
-    const { rows } = await query<{ epoch: string; head: number }>(
-      'SELECT epoch, head::float8 AS head FROM change_log_meta',
+    const { rows } = await query<{ epoch: string; head: number; schema: string }>(
+      'SELECT epoch, head::float8 AS head, current_schema() AS schema FROM change_log_meta',
       [],
     );
     const bounds = database.bounds ?? DEFAULT_CHANGE_BOUNDS;
-    return new PostgresChangeLog(rows[0]!.epoch, rows[0]!.head, query, { url: database.url, bounds }, faults, logger);
+    // The channel of this schema's log: notifications are per database, and schemas share one.
+    const channel = `roster_changes.${rows[0]!.schema}`;
+    return new PostgresChangeLog(
+      rows[0]!.epoch,
+      rows[0]!.head,
+      query,
+      { url: database.url, bounds, channel },
+      faults,
+      logger,
+    );
   }
 
   async head(): Promise<number> {
@@ -185,11 +193,11 @@ export class PostgresChangeLog implements ChangeLog {
     client.on('error', retry);
     client.on('end', () => retry());
     client.on('notification', (message) => {
-      if (message.channel === CHANNEL) this.#heard(Number(message.payload));
+      if (message.channel === this.database.channel) this.#heard(Number(message.payload));
     });
     client
       .connect()
-      .then(() => client.query(`LISTEN ${CHANNEL}`))
+      .then(() => client.query(`LISTEN ${pg.escapeIdentifier(this.database.channel)}`))
       // Listening again after a gap: what was notified meanwhile is fetched by the next numbering.
       .then(() => this.written(), retry);
   }
