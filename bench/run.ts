@@ -32,6 +32,9 @@
  *                                  and after in one run (bench/sections/lists.ts). BENCH_LISTS_USERS,
  *                                  BENCH_LISTS_STORES (comma-separated), BENCH_LISTS_SECONDS per query;
  *                                  with --quick, 2 000 users and 0.1 s per query
+ *   npm run bench -- --only changes  the change feed: 1 000 SSE streams on the memory store, a write a millisecond,
+ *                                  write latency against no streams, alternating (bench/sections/changes.ts);
+ *                                  BENCH_CHANGES_STREAMS, BENCH_CHANGES_SECONDS per round (default 60)
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */
@@ -47,6 +50,7 @@ import { connectionsSection } from './sections/connections.js';
 import { planFor, progress, sleep, type Plan, type SectionReport } from './sections/common.js';
 import { restSection } from './sections/rest.js';
 import { listsSection } from './sections/lists.js';
+import { changesSection } from './sections/changes.js';
 import { scaleSection } from './sections/scale.js';
 import { soakSection } from './sections/soak.js';
 import { otherLoadMeter } from './stats.js';
@@ -64,6 +68,7 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['soak', soakSection, 'asked'],
   ['scale', scaleSection, 'asked'],
   ['lists', listsSection, 'asked'],
+  ['changes', changesSection, 'asked'],
 ];
 
 function commandLine(args: readonly string[]): string {

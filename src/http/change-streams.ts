@@ -22,6 +22,12 @@ import { changeFrame, HEARTBEAT_FRAME, HEARTBEAT_MS, resetFrame, RETRY_FRAME } f
 const READ_BATCH = 1000;
 /** Streams written per turn of the event loop during a fan-out. */
 const SLICE_STREAMS = 128;
+/**
+ * A fan-out starts at most this often: the changes of the meantime go out together, one write per
+ * stream. At a write a millisecond and 1 000 streams, a fan-out per write would be a million socket
+ * writes a second (measured: writes then waited seconds, BENCHMARKS.md); every 25 ms it is 40 000.
+ */
+const FAN_OUT_EVERY_MS = 25;
 
 interface Stream {
   readonly res: ServerResponse;
@@ -50,6 +56,9 @@ export class ChangeStreams {
   #unsubscribe: (() => void) | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #started: Promise<void> | undefined;
+  /** When the last fan-out started (performance.now()). */
+  #lastFanOut = -Infinity;
+  #runner: (() => void) | undefined;
 
   constructor(
     private readonly log: ChangeLog,
@@ -121,13 +130,26 @@ export class ChangeStreams {
   #schedule(): void {
     if (this.#pending || this.#closed) return;
     this.#pending = true;
-    setImmediate(() => {
+    const run = () => {
       this.#pending = false;
-      if (!this.#running) void this.#fanOut();
-    });
+      if (this.#running) return void (this.#pending = true);
+      this.#lastFanOut = performance.now();
+      void this.#fanOut().finally(() => {
+        if (this.#pending) this.#later();
+      });
+    };
+    this.#runner = run;
+    this.#later();
   }
 
-  /** Hands the changes after the fan-out's position to the live streams, until none is left. */
+  /** Runs the scheduled fan-out on the next turn, or once FAN_OUT_EVERY_MS has passed since the last. */
+  #later(): void {
+    const wait = this.#lastFanOut + FAN_OUT_EVERY_MS - performance.now();
+    if (wait > 0) setTimeout(this.#runner!, wait);
+    else setImmediate(this.#runner!);
+  }
+
+  /** Hands the changes after the fan-out's position to the live streams. */
   async #fanOut(): Promise<void> {
     this.#running = true;
     try {
@@ -147,6 +169,8 @@ export class ChangeStreams {
         if (read.next === from) return;
         this.#head = read.next;
         await this.#hand(read.changes, from, read.next);
+        // What came meanwhile waits for the next fan-out (#schedule), unless this one read a full batch.
+        if (read.changes.length < READ_BATCH) return;
       }
     } catch (error) {
       this.options.logger.warn(
