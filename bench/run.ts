@@ -43,6 +43,9 @@
  *                                  a REST probe (/livez every 20 ms) beside them (its p99); with BENCH_BEFORE,
  *                                  before and after alternating (bench/sections/search.ts). BENCH_SEARCH_USERS,
  *                                  BENCH_SEARCH_STORES, BENCH_SEARCH_SECONDS per row (default 8)
+ *   npm run bench -- --only changes  the change feed: 1 000 SSE streams on the memory store, a write a millisecond,
+ *                                  write latency against no streams, alternating (bench/sections/changes.ts);
+ *                                  BENCH_CHANGES_STREAMS, BENCH_CHANGES_SECONDS per round (default 60)
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */
@@ -60,6 +63,7 @@ import { planFor, progress, sleep, type Plan, type SectionReport } from './secti
 import { restSection } from './sections/rest.js';
 import { listsSection } from './sections/lists.js';
 import { searchSection } from './sections/search.js';
+import { changesSection } from './sections/changes.js';
 import { scaleSection } from './sections/scale.js';
 import { soakSection } from './sections/soak.js';
 import { otherLoadMeter } from './stats.js';
@@ -79,6 +83,7 @@ const SECTIONS: readonly (readonly [name: string, run: (plan: Plan) => Promise<S
   ['scale', scaleSection, 'asked'],
   ['lists', listsSection, 'asked'],
   ['search', searchSection, 'asked'],
+  ['changes', changesSection, 'asked'],
 ];
 
 function commandLine(args: readonly string[]): string {
