@@ -9,7 +9,7 @@
  * Read with the typed client's watch (fetch streaming), not EventSource: every AUTH credential of the
  * console is a header (X-API-Key, Authorization), which an EventSource cannot send.
  */
-import { changesHead, watchUserChanges, WatchError, type Change, type WatchState } from '../api.js';
+import { ApiError, changesHead, watchUserChanges, WatchError, type Change, type WatchState } from '../api.js';
 import { byId } from '../dom.js';
 
 export interface LiveHost {
@@ -51,18 +51,24 @@ export class LiveUsers {
   async #follow(signal: AbortSignal): Promise<void> {
     this.#show('connecting', 'Connecting…');
     let since: string | undefined;
-    while (since === undefined && !signal.aborted) {
+    for (let attempt = 0; since === undefined; attempt++) {
       try {
         since = await changesHead(signal);
-      } catch {
+      } catch (error) {
         if (signal.aborted) return;
-        // No feed now (Roster unreachable, or one without a feed): the list loads anyway, and the feed is asked again.
+        // No feed now: the list loads all the same (once), and the feed is asked again unless it was
+        // refused for good (a credential, or a Roster without a feed: a 4xx other than 429).
         this.#show('waiting', 'Not live');
-        await this.host.reload();
-        await new Promise((resolve) => setTimeout(resolve, RESTART_MS));
+        if (attempt === 0) await this.host.reload();
+        if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429) return;
+        await new Promise<void>((resolve) => {
+          const timer = window.setTimeout(resolve, RESTART_MS);
+          signal.addEventListener('abort', () => (window.clearTimeout(timer), resolve()), { once: true });
+        });
+        if (signal.aborted) return;
       }
     }
-    if (signal.aborted || since === undefined) return;
+    if (signal.aborted) return;
     await this.host.reload();
     try {
       for await (const item of watchUserChanges(since, { signal, onState: (state) => this.#state(state) })) {
