@@ -33,6 +33,11 @@ export class ConflictView {
   }
 
   /** The user as it is now; `focus` moves the focus to "Re-apply" (not for a change seen live, while the user types). */
+  /** The conflict on screen (the user as it is now, and the save offered), or null. */
+  get shown(): { current: TaggedUser; action: SaveAction } | null {
+    return this.#conflicted;
+  }
+
   show(opened: User, current: TaggedUser, action: SaveAction, focus = true): void {
     this.#conflicted = { current, action };
     const now = current.user as Record<string, string | undefined>;

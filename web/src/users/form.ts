@@ -208,7 +208,15 @@ export class UserForm {
     if (change.type === 'deleted' || change.user === null) return this.#showGone();
     // The state the form holds (a change that reached the feed after the form read it): no warning, or no longer.
     if (change.etag !== null && change.etag === mode.etag) return this.#conflict.hide();
-    this.#conflict.show(mode.user, { user: change.user, etag: change.etag ?? undefined }, 'patch', false);
+    // Shown already for this state (a 412 of the form's own save): kept, with the save it offers.
+    const shown = this.#conflict.shown;
+    if (shown && shown.current.etag === (change.etag ?? undefined)) return;
+    this.#conflict.show(
+      mode.user,
+      { user: change.user, etag: change.etag ?? undefined },
+      shown?.action ?? 'patch',
+      false,
+    );
   }
 
   /**
