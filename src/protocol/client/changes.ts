@@ -207,7 +207,8 @@ export async function* watchChanges(transport: FeedTransport, options: WatchOpti
     } catch (error) {
       if (abortedBy(signal)) return;
       if (error instanceof WatchError) throw error;
-      reason = (error as Error).message;
+      // The connection is aborted here only by the idle timer (the caller's abort returned above).
+      reason = connection.signal.aborted ? 'the stream fell silent' : (error as Error).message;
     } finally {
       signal?.removeEventListener('abort', stop);
       connection.abort();
