@@ -74,6 +74,13 @@ export const ERROR_CATALOG = {
       "If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed",
     example: 'The user has changed since the ETag in If-Match was read',
   },
+  CHANGES_RESET: {
+    status: 410,
+    meaning:
+      'The change feed cannot serve this `since` without a gap (older than the log keeps, from another epoch, or ahead of it); reload the list and follow from the cursor in Roster-Changes-Cursor',
+    example:
+      'The change log no longer holds the changes after this cursor; reload and follow from Roster-Changes-Cursor',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     meaning: 'The body is larger than BODY_LIMIT',

@@ -124,7 +124,12 @@ async function assemble(
     }));
   const rest = await buildApp(config, {
     logger,
-    users: { service, schemas, idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs, parts.now) },
+    users: {
+      service,
+      schemas,
+      idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs, parts.now),
+      changes: store.changes,
+    },
     metrics,
     chatPort: () => chatPort,
     authenticator,

@@ -4,7 +4,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { automaticMaxUsers, ConfigError, loadConfig, type ChatConfig, type Config } from '../src/config/index.js';
+import {
+  automaticMaxUsers,
+  ConfigError,
+  loadConfig,
+  WORST_CASE_BYTES_PER_CHANGE,
+  type ChatConfig,
+  type Config,
+} from '../src/config/index.js';
+
+/** The memory store's change log at worst (CHANGES_MAX's default), off the users' share of the heap. */
+const CHANGES_HEAP = 10_000 * WORST_CASE_BYTES_PER_CHANGE;
 
 const KIB = 1024;
 const MIB = 1024 * 1024;
@@ -17,7 +27,7 @@ const DEFAULTS: Config = {
   logFormat: 'json',
   maxPageSize: 100,
   // The default chat history (500 messages, 16 MiB) is kept in memory: its bytes are not the users'.
-  maxUsers: automaticMaxUsers(undefined, 16 * MIB + 32 * MIB),
+  maxUsers: automaticMaxUsers(undefined, 16 * MIB + 32 * MIB + CHANGES_HEAP),
   bodyLimit: MIB,
   roles: ['admin', 'user'],
   strictValidation: false,
@@ -47,7 +57,9 @@ const DEFAULTS: Config = {
     idempotencyMaxKeys: 100_000,
     idempotencyMaxKeysPerPrincipal: 10_000,
     idempotencyMaxBytes: 32 * MIB,
+    changeBounds: { maxChanges: 10_000, maxAgeMs: 86_400_000 },
   },
+  changesMaxBacklog: MIB,
   redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
@@ -284,6 +296,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
         },
         maxUsers: 0,
       },
@@ -299,6 +312,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
         },
         maxUsers: 0,
       },
@@ -314,6 +328,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
         },
         maxUsers: 0,
       },
@@ -329,6 +344,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
         },
         maxUsers: 0,
       },
@@ -344,6 +360,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
         },
         maxUsers: 0,
       },
@@ -360,6 +377,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 10_000, maxAgeMs: 86_400_000 },
         },
       },
     ],
@@ -374,6 +392,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 10_000, maxAgeMs: 86_400_000 },
         },
       },
     ],
@@ -383,17 +402,17 @@ describe('loadConfig valid overrides', () => {
     [
       'REDIS_URL',
       'redis://127.0.0.1:6379',
-      { redis: { url: 'redis://127.0.0.1:6379' }, maxUsers: automaticMaxUsers(undefined, 32 * MIB) },
+      { redis: { url: 'redis://127.0.0.1:6379' }, maxUsers: automaticMaxUsers(undefined, 32 * MIB + CHANGES_HEAP) },
     ],
     [
       'REDIS_URL',
       'rediss://cache:6380/2',
-      { redis: { url: 'rediss://cache:6380/2' }, maxUsers: automaticMaxUsers(undefined, 32 * MIB) },
+      { redis: { url: 'rediss://cache:6380/2' }, maxUsers: automaticMaxUsers(undefined, 32 * MIB + CHANGES_HEAP) },
     ],
     [
       'CHAT_HISTORY_BYTES',
       '1MiB',
-      { chat: { historyBytes: MIB }, maxUsers: automaticMaxUsers(undefined, MIB + 32 * MIB) },
+      { chat: { historyBytes: MIB }, maxUsers: automaticMaxUsers(undefined, MIB + 32 * MIB + CHANGES_HEAP) },
     ],
   ];
 
@@ -408,6 +427,7 @@ describe('loadConfig valid overrides', () => {
           idempotencyMaxKeys: 100_000,
           idempotencyMaxKeysPerPrincipal: 10_000,
           idempotencyMaxBytes: 32 * MIB,
+          changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
         },
         maxUsers: 0,
       }),
@@ -481,8 +501,10 @@ describe('loadConfig valid overrides', () => {
         idempotencyMaxKeys: 100_000,
         idempotencyMaxKeysPerPrincipal: 10_000,
         idempotencyMaxBytes: 32 * MIB,
+        changeBounds: { maxChanges: 100_000, maxAgeMs: 86_400_000 },
       },
       maxUsers: 0,
+      changesMaxBacklog: MIB,
       redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: {
         maxPayload: MIB,

@@ -13,7 +13,9 @@ import {
   checkTls,
   maxConnectionsPerAddress,
   maxConnectionsPerClient,
+  maxChanges,
   maxUsers,
+  WORST_CASE_BYTES_PER_CHANGE,
   type AuthConfig,
 } from './policy.js';
 import { loadTls } from './files.js';
@@ -22,7 +24,13 @@ import { rawValue, read, type Env, type LogLevel, type Setting } from './setting
 import * as S from './settings.js';
 
 export { ConfigError, type RateLimit } from './readers.js';
-export { automaticMaxUsers, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER, type AuthConfig } from './policy.js';
+export {
+  automaticMaxUsers,
+  USERS_HEAP_SHARE,
+  WORST_CASE_BYTES_PER_CHANGE,
+  WORST_CASE_BYTES_PER_USER,
+  type AuthConfig,
+} from './policy.js';
 export { JWT_SECRET_MIN_BYTES } from './credential-settings.js';
 export { SETTINGS, type AuthScheme, type Setting } from './settings.js';
 
@@ -91,6 +99,8 @@ export interface Config {
   securityHeaders: boolean;
   /** `DATABASE_URL`, naming the backend (users/stores/registry.ts), `DATABASE_POOL_SIZE`, `SQLITE_SYNCHRONOUS`. */
   storage: StorageConfig;
+  /** `CHANGES_MAX_BACKLOG`: a change stream past it is closed (http/change-streams.ts). */
+  changesMaxBacklog: number;
   /** `REDIS_URL`; undefined: one process, one room. */
   redis: { url: string } | undefined;
 }
@@ -105,6 +115,8 @@ export interface StorageConfig {
   idempotencyMaxKeysPerPrincipal: number;
   /** `IDEMPOTENCY_MAX_BYTES`: the memory store's bound on its keys' heap. */
   idempotencyMaxBytes: number;
+  /** `CHANGES_MAX` (unset: policy.ts's maxChanges()) and `CHANGES_MAX_AGE_SECONDS` in ms (users/changes.ts). */
+  changeBounds: { maxChanges: number; maxAgeMs: number };
 }
 
 export interface ChatConfig {
@@ -158,6 +170,7 @@ export function loadConfig(env: Env): Config {
   // comes off the users' share of this thread's heap: the users' cap is the one bound Roster derives
   // from the heap, and both heaps draw on the one machine's memory.
   const memoryHistory = history > 0 && redisUrl === undefined;
+  const changes = maxChanges(get(S.CHANGES_MAX), database !== undefined);
   return {
     port: restPort,
     wsPort,
@@ -165,11 +178,13 @@ export function loadConfig(env: Env): Config {
     logLevel: get(S.LOG_LEVEL),
     logFormat: get(S.LOG_FORMAT),
     maxPageSize: get(S.MAX_PAGE_SIZE),
-    // With users in memory their idempotency keys are too, within IDEMPOTENCY_MAX_BYTES: off the users' share.
+    // With users in memory their idempotency keys and change log are too (IDEMPOTENCY_MAX_BYTES, CHANGES_MAX
+    // at worst): off the users' share.
     maxUsers: maxUsers(
       get(S.MAX_USERS),
       database !== undefined,
-      (memoryHistory ? historyBytes : 0) + (database === undefined ? get(S.IDEMPOTENCY_MAX_BYTES) : 0),
+      (memoryHistory ? historyBytes : 0) +
+        (database === undefined ? get(S.IDEMPOTENCY_MAX_BYTES) + changes * WORST_CASE_BYTES_PER_CHANGE : 0),
     ),
     bodyLimit: get(S.BODY_LIMIT),
     roles: get(S.ROLES),
@@ -204,7 +219,9 @@ export function loadConfig(env: Env): Config {
       idempotencyMaxKeys: get(S.IDEMPOTENCY_MAX_KEYS),
       idempotencyMaxKeysPerPrincipal: get(S.IDEMPOTENCY_MAX_KEYS_PER_PRINCIPAL),
       idempotencyMaxBytes: get(S.IDEMPOTENCY_MAX_BYTES),
+      changeBounds: { maxChanges: changes, maxAgeMs: get(S.CHANGES_MAX_AGE_SECONDS) * 1000 },
     },
+    changesMaxBacklog: get(S.CHANGES_MAX_BACKLOG),
     redis: redisUrl === undefined ? undefined : { url: redisUrl },
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),

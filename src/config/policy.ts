@@ -158,6 +158,19 @@ export const USERS_HEAP_SHARE = 0.4;
 export const YOUNG_GENERATION_ALLOWANCE = 192 * 1024 * 1024;
 
 /**
+ * Bytes of heap one kept change can take in the memory store at worst: a former version of a user the
+ * change alone keeps alive, at the fields' bounds as heap-size.ts counts them (a name of 400 UTF-16
+ * units and an email of 254: about 1.8 KiB with the object and its other strings), and the change
+ * itself. Derived, not measured like the user's: the change adds no index.
+ */
+export const WORST_CASE_BYTES_PER_CHANGE = 2048;
+
+/** CHANGES_MAX when unset: 10 000 in memory (20 MiB at worst, ten seconds at a write a millisecond), 100 000 on disk. */
+export function maxChanges(set: number | undefined, database: boolean): number {
+  return set ?? (database ? 100_000 : 10_000);
+}
+
+/**
  * The default MAX_USERS with users in memory: the worst-case user times the cap stays within 40 % of
  * this Node's heap limit less the young generation and `reserved` bytes (so it follows
  * --max-old-space-size, on every Node version), rounded down to a thousand. On a 4 144 MiB heap (Node 20 on a 24 GiB machine):

@@ -23,45 +23,11 @@ import {
   sqliteSynchronous,
   text,
   trustProxy,
-  type Parse,
 } from './readers.js';
 import { REQUIRED_ROLES } from './roles.js';
+import { declared, setting, type Setting } from './setting.js';
 
-export interface Setting<T> {
-  readonly name: string; // the environment variable
-  readonly fallback: T; // the value when the variable is unset or empty
-  readonly parse: Parse<T>;
-  readonly shown: string; // the default as docs/configuration.md shows it
-  readonly help: string; // its description there (links relative to docs/)
-}
-
-const declared: Setting<unknown>[] = [];
-/** Declares a setting; `shown` by default is the fallback as code, or `(unset)`. */
-function setting<T>(
-  name: string,
-  fallback: T,
-  parse: Parse<T>,
-  help: string,
-  shown = fallback === undefined ? '(unset)' : `\`${[fallback].flat().join(',')}\``,
-): Setting<T> {
-  const declaration = { name, fallback, parse, shown, help };
-  declared.push(declaration);
-  return declaration;
-}
-
-export type Env = Readonly<Record<string, string | undefined>>;
-
-/** A variable's text, trimmed; set but empty counts as unset. */
-export function rawValue(env: Env, name: string): string | undefined {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
-/** A setting's value in `env`: its reader's, or its default when unset; a bad value throws ConfigError. */
-export function read<T>(env: Env, setting: Setting<T>): T {
-  const value = rawValue(env, setting.name);
-  return value === undefined ? setting.fallback : setting.parse(value, setting.name);
-}
+export { rawValue, read, type Env, type Setting } from './setting.js';
 
 /** pino's levels, the values of LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -387,6 +353,26 @@ export const SQLITE_SYNCHRONOUS = setting(
   'NORMAL',
   sqliteSynchronous,
   'With `DATABASE_URL=sqlite:…`: `NORMAL` (an acknowledged write survives a crash or `kill -9` of the process) or `FULL` (it also survives a power cut or an operating-system crash, at the cost of a disk flush per write). See [Keeping users on disk](storage.md#keeping-users-on-disk-sqlite).',
+);
+export const CHANGES_MAX = setting(
+  'CHANGES_MAX',
+  undefined,
+  integer(1, 100_000_000),
+  'Changes the [change feed](rest-api.md#live-changes) keeps at most; a client resuming from an older one is told to reload (410 `CHANGES_RESET`, or a `reset` event). In memory, `CHANGES_MAX` × 2 KiB is taken off the heap that the default `MAX_USERS` is derived from.',
+  'users in memory: `10000`; with `DATABASE_URL`: `100000`',
+);
+export const CHANGES_MAX_AGE_SECONDS = setting(
+  'CHANGES_MAX_AGE_SECONDS',
+  86_400,
+  integer(1, 365 * 86_400),
+  'Changes older than this (seconds) leave the change feed, whatever their count.',
+);
+export const CHANGES_MAX_BACKLOG = setting(
+  'CHANGES_MAX_BACKLOG',
+  MIB,
+  bytes(64 * KIB, 1024 * MIB),
+  'Unsent bytes a change stream (Server-Sent Events) may hold; past it the stream is closed and the client resumes from its last event id.',
+  '`1MiB`',
 );
 export const REDIS_URL = setting(
   'REDIS_URL',

@@ -19,6 +19,8 @@ import type { Config } from '../config/index.js';
 import type { UserSchemas } from '../users/schema.js';
 import type { UserService } from '../users/service.js';
 import { userRoutes } from './routes/user-routes.js';
+import { changeRoutes } from './routes/change-routes.js';
+import type { ChangeLog } from '../users/changes.js';
 import type { Idempotency } from './idempotency.js';
 import { chatRoutes, type ChatRoutesOptions } from './routes/chat-routes.js';
 import { RouteCatalog } from './catalog.js';
@@ -44,8 +46,11 @@ import { isRateLimited, needsCredential, registerGate, registerProtection, requi
 
 export interface AppDependencies {
   logger: Logger;
-  /** The user routes' service, schemas, and the idempotency keys of creates (idempotency.ts). */
-  users: { service: UserService; schemas: UserSchemas; idempotency: Idempotency };
+  /**
+   * The user routes' service, schemas, the idempotency keys of creates (idempotency.ts), and the store's
+   * change log, which the change feed serves (routes/change-routes.ts).
+   */
+  users: { service: UserService; schemas: UserSchemas; idempotency: Idempotency; changes: ChangeLog };
   /** Served at /metrics and fed by every request; absent when METRICS=false. */
   metrics?: Metrics | undefined;
   /** The chat port actually bound (known only once it listens), for the browser console. */
@@ -207,6 +212,11 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     strict: config.strictValidation,
     capped: config.maxUsers > 0,
     requireIfMatch: config.requireIfMatch,
+  });
+  await app.register(changeRoutes, {
+    prefix: API_PREFIX,
+    log: deps.users.changes,
+    maxBacklog: config.changesMaxBacklog,
   });
   if (deps.chatMembers)
     await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });

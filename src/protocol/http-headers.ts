@@ -15,6 +15,10 @@ export const RETRY_AFTER = 'retry-after';
 export const LINK = 'link';
 /** The request's id, kept from the client's or made up, on every reply and in its log line. */
 export const X_REQUEST_ID = 'x-request-id';
+/** The change feed's cursor to follow from after a 410 CHANGES_RESET (docs/rest-api.md "Live changes"). */
+export const ROSTER_CHANGES_CURSOR = 'roster-changes-cursor';
+/** Where a Server-Sent Events client resumes: the id of the last event it received. */
+export const LAST_EVENT_ID = 'last-event-id';
 /** The scheme a 401 asks for (RFC 9110 §11.6.1). */
 export const WWW_AUTHENTICATE = 'www-authenticate';
 

@@ -8,6 +8,7 @@ import type { ListParams, ListResult } from './query.js';
 import type { ClearableField } from './fields.js';
 import type { User, UserFields } from './schema.js';
 import type { IdempotencyKeys, KeyClaim, SavedReply } from './idempotency-keys.js';
+import type { ChangeLog } from './changes.js';
 
 /**
  * The key under which email uniqueness is decided (docs/decisions.md): surrounding white space trimmed,
@@ -58,6 +59,11 @@ export type Changed = typeof CHANGED;
 export interface UserStore {
   /** Idempotency keys of creates, kept where the users are (idempotency-keys.ts). */
   readonly keys: IdempotencyKeys;
+  /**
+   * The log of every write (changes.ts), appended in the write's own atomic step: a change is in the
+   * log exactly when the write is in the store.
+   */
+  readonly changes: ChangeLog;
   get(id: string): Promise<User | undefined>;
   list(params: ListParams): Promise<ListResult>;
   /**

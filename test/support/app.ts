@@ -25,7 +25,12 @@ export async function restApp(t: TestContext, env: Record<string, string> = {}):
   });
   const app = await buildApp(config, {
     logger: pino({ level: 'silent' }),
-    users: { service, schemas, idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs) },
+    users: {
+      service,
+      schemas,
+      idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs),
+      changes: store.changes,
+    },
   });
   t.after(() => app.close());
   return app;

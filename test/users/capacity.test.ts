@@ -9,8 +9,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { automaticMaxUsers, loadConfig, USERS_HEAP_SHARE, WORST_CASE_BYTES_PER_USER } from '../../src/config/index.js';
+import {
+  automaticMaxUsers,
+  loadConfig,
+  USERS_HEAP_SHARE,
+  WORST_CASE_BYTES_PER_CHANGE,
+  WORST_CASE_BYTES_PER_USER,
+} from '../../src/config/index.js';
 import { request, RosterProcess, startRoster } from '../support/index.js';
+
+/** The memory store's change log at worst (CHANGES_MAX's default), off the users' share of the heap. */
+const CHANGES_HEAP = 10_000 * WORST_CASE_BYTES_PER_CHANGE;
 
 const MIB = 2 ** 20;
 
@@ -133,13 +142,16 @@ describe('MAX_USERS', () => {
     // Less the chat history's byte bound when this process keeps it (none without history or with
     // Redis), and the idempotency keys' (IDEMPOTENCY_MAX_BYTES), kept beside the users in memory.
     const keys = 32 * MIB;
-    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers(undefined, 16 * MIB + keys));
+    assert.equal(loadConfig({}).maxUsers, automaticMaxUsers(undefined, 16 * MIB + keys + CHANGES_HEAP));
     assert.ok(automaticMaxUsers(4144 * MIB, 1024 * MIB) < automaticMaxUsers(4144 * MIB));
-    assert.equal(loadConfig({ CHAT_HISTORY: '0' }).maxUsers, automaticMaxUsers(undefined, keys));
-    assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).maxUsers, automaticMaxUsers(undefined, keys));
+    assert.equal(loadConfig({ CHAT_HISTORY: '0' }).maxUsers, automaticMaxUsers(undefined, keys + CHANGES_HEAP));
+    assert.equal(
+      loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).maxUsers,
+      automaticMaxUsers(undefined, keys + CHANGES_HEAP),
+    );
     assert.equal(
       loadConfig({ CHAT_HISTORY: '0', IDEMPOTENCY_MAX_BYTES: '256MiB' }).maxUsers,
-      automaticMaxUsers(undefined, 256 * MIB),
+      automaticMaxUsers(undefined, 256 * MIB + CHANGES_HEAP),
     );
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://127.0.0.1/x' }).maxUsers, 0);
     assert.equal(loadConfig({ MAX_USERS: '1000' }).maxUsers, 1000);

@@ -8,6 +8,10 @@ export const memoryBackend: StoreBackend = {
   note: () =>
     'Users live in memory and are lost when Roster stops; set DATABASE_URL to keep them in PostgreSQL or SQLite',
   open: async (storage, deps) => ({
-    store: new MemoryUserStore({ clock: deps.clock, keyBounds: keyBoundsOf(storage) }),
+    store: new MemoryUserStore({
+      clock: deps.clock,
+      keyBounds: keyBoundsOf(storage),
+      changeBounds: storage.changeBounds,
+    }),
   }),
 };

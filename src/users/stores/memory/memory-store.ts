@@ -38,6 +38,8 @@ import {
 } from '../../store.js';
 import { MemoryIdempotencyKeys } from './memory-idempotency-keys.js';
 import { claimLost, type KeyBounds } from '../../idempotency-keys.js';
+import type { ChangeBounds } from '../../changes.js';
+import { MemoryChangeLog } from './memory-changes.js';
 
 export interface MemoryStoreOptions {
   /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
@@ -48,6 +50,8 @@ export interface MemoryStoreOptions {
   keyBounds?: KeyBounds;
   /** Search results kept (kept-matches.ts): needles, and users over all of them. */
   keptSearches?: { needles: number; users: number };
+  /** CHANGES_MAX and CHANGES_MAX_AGE_SECONDS (users/changes.ts). */
+  changeBounds?: ChangeBounds;
 }
 
 /**
@@ -75,6 +79,8 @@ const FIELD_CHUNK_SIZE = 128;
 
 export class MemoryUserStore implements UserStore {
   readonly keys: MemoryIdempotencyKeys;
+  /** Every write's change, appended in the write's own synchronous step (memory-changes.ts). */
+  readonly changes: MemoryChangeLog;
   /** The users by sequence number (search-text.ts: Seq), never mutated; a removed user leaves `undefined`. */
   readonly #users: (User | undefined)[] = [];
   readonly #byId = new Map<string, Seq>();
@@ -99,6 +105,7 @@ export class MemoryUserStore implements UserStore {
     this.#chunkSize = options.indexChunkSize ?? DEFAULT_CHUNK_SIZE;
     this.#clock = options.clock ?? createClock();
     this.keys = new MemoryIdempotencyKeys(options.keyBounds);
+    this.changes = new MemoryChangeLog(options.changeBounds);
     const kept = options.keptSearches ?? KEPT_SEARCHES;
     this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users);
     // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
@@ -179,6 +186,7 @@ export class MemoryUserStore implements UserStore {
     for (const field of INDEXED) this.#fields[field].insert(seq);
     this.#search.kept.changed(seq, undefined, user);
     if (keep) this.keys.keep(keep.claim, reply!);
+    this.changes.append('created', user.id, user, null, now);
     return user;
   }
 
@@ -218,6 +226,7 @@ export class MemoryUserStore implements UserStore {
     // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
     if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
     this.#search.kept.updated(seq, before, next);
+    this.changes.append('updated', id, next, before.role, next.updated_at);
     return next;
   }
 
@@ -234,6 +243,7 @@ export class MemoryUserStore implements UserStore {
     this.#oddKeys.delete(seq);
     this.#search.kept.changed(seq, user, undefined);
     this.#users[seq] = undefined;
+    this.changes.append('deleted', id, null, user.role, this.#clock.next());
     return true;
   }
 

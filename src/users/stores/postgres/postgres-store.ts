@@ -22,6 +22,8 @@
  * lock shared; only registering a needle takes it exclusive, holding nothing else, and gives up after
  * a short wait (list.ts), so a write waits for it at most that long.
  */
+import type { ChangeLog } from '../../changes.js';
+import { MemoryChangeLog } from '../memory/memory-changes.js';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -112,6 +114,8 @@ class Retry extends Error {}
 export class PostgresUserStore implements UserStore {
   readonly health: DatabaseHealth;
   readonly keys: PostgresIdempotencyKeys;
+  /** Not yet kept on disk: an empty log until this store's change table lands (users/changes.ts). */
+  readonly changes: ChangeLog = new MemoryChangeLog();
   /** This instance's key for roster_stamp (migrations/postgres/006): random, so other instances never share it. */
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
   readonly #list: PostgresList;

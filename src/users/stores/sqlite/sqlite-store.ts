@@ -15,6 +15,8 @@
  * SERVICE_UNAVAILABLE; reads go on, and health reports the `database` as down until a write (or the
  * probe) succeeds again.
  */
+import type { ChangeLog } from '../../changes.js';
+import { MemoryChangeLog } from '../memory/memory-changes.js';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { createClock, formatMicros, type Clock } from '../../../clock.js';
@@ -50,6 +52,8 @@ type Options = { cachedBytes?: number; clock?: Clock; keptMatches?: number; keyB
 export class SqliteUserStore implements UserStore {
   readonly health: SqliteHealth;
   readonly keys: SqliteIdempotencyKeys;
+  /** Not yet kept on disk: an empty log until this store's change table lands (users/changes.ts). */
+  readonly changes: ChangeLog = new MemoryChangeLog();
   readonly #db: Database.Database;
   readonly #lock: SqliteLock | undefined;
   /** Users per role (the role as the client sent it): the total of a list without search, and count(). */

@@ -1,0 +1,206 @@
+/**
+ * The open Server-Sent Events streams of the change feed, and how a change reaches them: once per
+ * change, whatever their number. The log tells of a write (users/changes.ts `subscribe`); the fan-out
+ * waits for the next turn of the event loop (setImmediate), so it runs after the write's reply went
+ * out and never in the write's path; it reads the new changes once, makes each one's frame once (one
+ * Buffer shared by every stream), and writes one buffer per stream: all the new frames together for a
+ * stream without a filter, its own selection for one with. Streams are written in slices of
+ * SLICE_STREAMS per turn, so requests arriving meanwhile are served between slices.
+ *
+ * A stream that starts behind the fan-out (a `since` in the past) reads the log at its own pace until it
+ * reaches it, and only then joins it: nothing twice, nothing skipped. A stream whose unsent bytes pass
+ * CHANGES_MAX_BACKLOG is closed, as the chat closes a slow member: the client resumes with its last id.
+ * Written here: neither Fastify nor a plugin for it fans one change out to many streams this way.
+ */
+import type { ServerResponse } from 'node:http';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import { passes, type Change, type ChangeFilter, type ChangeLog } from '../users/changes.js';
+import { changeFrame, HEARTBEAT_FRAME, HEARTBEAT_MS, resetFrame, RETRY_FRAME } from './change-json.js';
+
+/** Changes read at once, by the fan-out or by a stream catching up. */
+const READ_BATCH = 1000;
+/** Streams written per turn of the event loop during a fan-out. */
+const SLICE_STREAMS = 128;
+
+interface Stream {
+  readonly res: ServerResponse;
+  readonly filter: ChangeFilter | undefined;
+  /** The last change written to it (or looked at, and filtered out). */
+  pos: number;
+  closed: boolean;
+}
+
+export interface ChangeStreamsOptions {
+  maxBacklog: number;
+  logger: FastifyBaseLogger;
+  heartbeatMs?: number;
+}
+
+export class ChangeStreams {
+  /** Streams at the fan-out's position: each change after it reaches them from the fan-out. */
+  readonly #live = new Set<Stream>();
+  /** Every open stream, live or catching up. */
+  readonly #all = new Set<Stream>();
+  /** The last change the fan-out has handed out; undefined until the first stream. */
+  #head: number | undefined;
+  #pending = false;
+  #running = false;
+  #closed = false;
+  #unsubscribe: (() => void) | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #started: Promise<void> | undefined;
+
+  constructor(
+    private readonly log: ChangeLog,
+    private readonly options: ChangeStreamsOptions,
+  ) {}
+
+  /** How many streams are open. */
+  get size(): number {
+    return this.#all.size;
+  }
+
+  /**
+   * Serves `res` (its head already written) from `since` (a sequence number of this epoch, or `reset` to
+   * say so first and follow from `head`).
+   */
+  async open(res: ServerResponse, since: number | { reset: number }, filter: ChangeFilter | undefined): Promise<void> {
+    if (this.#closed) return void res.end(RETRY_FRAME);
+    await (this.#started ??= this.#start());
+    const stream: Stream = { res, filter, pos: 0, closed: false };
+    this.#all.add(stream);
+    res.once('close', () => this.#forget(stream));
+    res.write(RETRY_FRAME);
+    if (typeof since === 'number') stream.pos = since;
+    else {
+      stream.pos = since.reset;
+      this.#write(stream, resetFrame(this.log.epoch, since.reset));
+    }
+    await this.#catchUp(stream);
+  }
+
+  /** Ends every stream (shutdown): their clients reconnect elsewhere with their last id. */
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#heartbeat);
+    this.#unsubscribe?.();
+    for (const stream of this.#all) stream.res.end();
+    this.#all.clear();
+    this.#live.clear();
+  }
+
+  async #start(): Promise<void> {
+    this.#head = await this.log.head();
+    this.#unsubscribe = this.log.subscribe(() => this.#schedule());
+    const every = this.options.heartbeatMs ?? HEARTBEAT_MS;
+    this.#heartbeat = setInterval(() => {
+      for (const stream of this.#all) this.#write(stream, HEARTBEAT_FRAME);
+    }, every).unref();
+  }
+
+  /** Reads the log for `stream` until it reaches the fan-out, then hands it over. */
+  async #catchUp(stream: Stream): Promise<void> {
+    while (!stream.closed && !this.#closed) {
+      if (stream.pos >= this.#head!) {
+        this.#live.add(stream);
+        return;
+      }
+      const read = await this.log.read(stream.pos, READ_BATCH, stream.filter);
+      if (stream.closed) return;
+      if ('reset' in read) {
+        stream.pos = read.head;
+        this.#write(stream, resetFrame(this.log.epoch, read.head));
+        continue;
+      }
+      if (read.changes.length > 0) this.#write(stream, Buffer.concat(read.changes.map((c) => this.#frame(c))));
+      stream.pos = read.next;
+    }
+  }
+
+  #schedule(): void {
+    if (this.#pending || this.#closed) return;
+    this.#pending = true;
+    setImmediate(() => {
+      this.#pending = false;
+      if (!this.#running) void this.#fanOut();
+    });
+  }
+
+  /** Hands the changes after the fan-out's position to the live streams, until none is left. */
+  async #fanOut(): Promise<void> {
+    this.#running = true;
+    try {
+      for (;;) {
+        const from = this.#head!;
+        const read = await this.log.read(from, READ_BATCH);
+        if (this.#closed) return;
+        if ('reset' in read) {
+          // The log dropped changes the fan-out had not handed out yet (it fell CHANGES_MAX behind).
+          this.#head = read.head;
+          for (const stream of this.#live) {
+            stream.pos = read.head;
+            this.#write(stream, resetFrame(this.log.epoch, read.head));
+          }
+          continue;
+        }
+        if (read.next === from) return;
+        this.#head = read.next;
+        await this.#hand(read.changes, from, read.next);
+      }
+    } catch (error) {
+      this.options.logger.warn(
+        { err: error },
+        'change feed: reading the log failed; streams resume on the next change',
+      );
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Writes `changes` (after `from`, up to `next`) to the streams live now, a slice per turn. */
+  async #hand(changes: readonly Change[], from: number, next: number): Promise<void> {
+    const frames = changes.map((change) => this.#frame(change));
+    let all: Buffer | undefined;
+    let written = 0;
+    for (const stream of [...this.#live]) {
+      if (stream.closed) continue;
+      if (stream.pos === from && stream.filter === undefined) {
+        if (frames.length > 0) this.#write(stream, (all ??= Buffer.concat(frames)));
+      } else {
+        // A filter, or a stream that read past `from` itself while catching up: only what it lacks.
+        const own = frames.filter(
+          (_, index) => changes[index]!.seq > stream.pos && passes(changes[index]!, stream.filter),
+        );
+        if (own.length > 0) this.#write(stream, own.length === 1 ? own[0]! : Buffer.concat(own));
+      }
+      if (stream.pos < next) stream.pos = next;
+      if (++written % SLICE_STREAMS === 0) await nextTurn();
+    }
+  }
+
+  /** The frame of a change; the same change read twice (a catch-up and the fan-out) is one object in memory. */
+  #frame(change: Change): Buffer {
+    return changeFrame(this.log.epoch, change);
+  }
+
+  /** Writes, or closes a stream whose client does not read (past CHANGES_MAX_BACKLOG). */
+  #write(stream: Stream, bytes: Buffer): void {
+    if (stream.closed) return;
+    const { res } = stream;
+    const unsent = res.writableLength + (res.socket?.writableLength ?? 0);
+    if (unsent + bytes.length > this.options.maxBacklog) {
+      this.options.logger.warn({ unsent }, 'change feed: a stream that does not read is closed (CHANGES_MAX_BACKLOG)');
+      this.#forget(stream);
+      res.destroy();
+      return;
+    }
+    res.write(bytes);
+  }
+
+  #forget(stream: Stream): void {
+    stream.closed = true;
+    this.#all.delete(stream);
+    this.#live.delete(stream);
+  }
+}
