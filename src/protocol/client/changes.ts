@@ -10,35 +10,18 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { backoffDelay, type BackoffOptions } from '../backoff.js';
-import { RETRY_AFTER } from '../http-headers.js';
+import { LAST_EVENT_ID, RETRY_AFTER, ROSTER_CHANGES_CURSOR } from '../http-headers.js';
 import type { components } from './openapi.js';
 import { retryAfterMs } from './retry.js';
 
 type User = components['schemas']['User'];
 type ErrorEnvelope = components['schemas']['ErrorEnvelope'];
 
-/** The header a 410 CHANGES_RESET carries: the head cursor to follow from after reloading. */
-export const CHANGES_CURSOR = 'roster-changes-cursor';
-
-export type ChangeType = 'created' | 'updated' | 'deleted';
-
 /** One change of the feed: the user as written (null for a delete) and the ETag it had after. */
-export interface Change {
-  seq: number;
-  /** Opaque: pass it back as `since` (or Last-Event-ID) to get what came after. */
-  cursor: string;
-  type: ChangeType;
-  id: string;
-  user: User | null;
-  etag: string | null;
-  at: string;
-}
-
+export type Change = components['schemas']['Change'];
 /** A JSON page of changes, oldest first, and the cursor to ask from next. */
-export interface ChangesPage {
-  data: Change[];
-  next: string;
-}
+export type ChangesPage = components['schemas']['ChangePage'];
+export type ChangeType = Change['type'];
 
 /** What the feed is asked for: after a cursor (none: from now), one role's users, or one user. */
 export interface ChangesFilter {
@@ -170,13 +153,13 @@ export async function* watchChanges(transport: FeedTransport, options: WatchOpti
         requestFor(
           transport,
           url,
-          { accept: 'text/event-stream', 'last-event-id': cursor, 'cache-control': 'no-cache' },
+          { accept: 'text/event-stream', [LAST_EVENT_ID]: cursor, 'cache-control': 'no-cache' },
           connection.signal,
         ),
       );
       const contentType = response.headers.get('content-type') ?? '';
       if (response.status === 410) {
-        const next = response.headers.get(CHANGES_CURSOR);
+        const next = response.headers.get(ROSTER_CHANGES_CURSOR);
         await response.body?.cancel().catch(() => undefined);
         if (next === null) throw new WatchError(410, undefined);
         cursor = next;
@@ -309,6 +292,6 @@ export async function fetchChangesPage(
   );
   if (response.status === 200) return { data: (await response.json()) as ChangesPage, response };
   const error = await envelopeOf(response);
-  const reset = response.status === 410 ? (response.headers.get(CHANGES_CURSOR) ?? undefined) : undefined;
+  const reset = response.status === 410 ? (response.headers.get(ROSTER_CHANGES_CURSOR) ?? undefined) : undefined;
   return { ...(error ? { error } : {}), ...(reset !== undefined ? { reset } : {}), response };
 }

@@ -166,6 +166,12 @@ export function createRosterClient(options: RosterClientOptions) {
       tagged(http.PATCH('/api/v1/users/{id}', { params: { path: { id } }, body, ...sent(init) })),
     deleteUser: (id: string, init: CallOptions = {}) =>
       http.DELETE('/api/v1/users/{id}', { params: { path: { id } }, ...sent(init) }),
+    /** The change feed's JSON pages as openapi-fetch gives them; `changesPage` adds a 410's cursor, `watchUsers` streams. */
+    listUserChanges: ({ wait, ...query }: ChangesPageQuery = {}, init: CallOptions = {}) =>
+      http.GET('/api/v1/users/changes', {
+        params: { query: { ...query, ...(wait === undefined ? {} : { wait: String(wait) }) } },
+        ...sent(init),
+      }),
     listChatMembers: (query: ListChatMembersQuery = {}, init: CallOptions = {}) =>
       http.GET('/api/v1/chat/members', { params: { query }, ...sent(init) }),
     getHealth: (init: CallOptions = {}) => http.GET('/api/v1/health', sent(init, {}, false)),
