@@ -1,13 +1,24 @@
 /**
  * The typed client's watch of the user change feed (src/protocol/client/changes.ts) against a real
- * Roster, through a TCP relay that can drop its connections: a watch resumes after a drop from its last
+ * Roster (the resume on each store), through a TCP relay that can drop its connections: a watch resumes after a drop from its last
  * cursor (the changes written while it was away arrive, in order, none twice), a reset is handed over as
  * an item with the cursor to go on from, and an abort ends the iteration.
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { createRosterClient, type WatchItem, type WatchOptions, type WatchState } from '../../src/protocol/index.js';
-import { eventually, request, rosterFor, TcpProxy, targetOf, TEST_MS, within, type Running } from '../support/index.js';
+import {
+  eventually,
+  request,
+  rosterFor,
+  startOn,
+  TcpProxy,
+  targetOf,
+  TEST_MS,
+  TEST_STORES,
+  within,
+  type Running,
+} from '../support/index.js';
 
 /** A watch of `api` running in the background: what it yielded, the states it went through, how it ended. */
 function watching(api: string, options: WatchOptions) {
@@ -52,55 +63,57 @@ const create = async (api: string, n: number) => {
 };
 
 describe('watchUsers', () => {
-  test(
-    'resumes after the connection drops: what was written meanwhile arrives, in order, none twice',
-    { timeout: TEST_MS },
-    async (t) => {
-      const roster = await rosterFor(t);
-      const proxy = await relayTo(t, roster);
-      const since = await head(roster.api);
-      const watch = watching(`http://127.0.0.1:${proxy.port}/api/v1`, { since });
-      t.after(() => watch.stop.abort());
-      const first = await create(roster.api, 1);
-      await eventually(() => watch.changes().length === 1, 'the first change');
-      assert.deepEqual(
-        watch.changes().map((c) => [c.type, c.id]),
-        [['created', first]],
-      );
+  for (const store of TEST_STORES)
+    test(
+      `resumes after the connection drops: what was written meanwhile arrives, in order, none twice (${store.name})`,
+      { timeout: TEST_MS, skip: store.skip },
+      async (t) => {
+        const roster = await startOn(store, { SHUTDOWN_TIMEOUT_MS: '2000' });
+        t.after(() => roster.stop());
+        const proxy = await relayTo(t, roster);
+        const since = await head(roster.api);
+        const watch = watching(`http://127.0.0.1:${proxy.port}/api/v1`, { since });
+        t.after(() => watch.stop.abort());
+        const first = await create(roster.api, 1);
+        await eventually(() => watch.changes().length === 1, 'the first change');
+        assert.deepEqual(
+          watch.changes().map((c) => [c.type, c.id]),
+          [['created', first]],
+        );
 
-      proxy.cut();
-      await eventually(() => watch.states.some((s) => s.state === 'retrying'), 'the watch to see the drop');
-      const second = await create(roster.api, 2);
-      assert.equal(
-        (await request(`${roster.api}/users/${first}`, { method: 'PATCH', body: { name: 'Renamed' } })).status,
-        200,
-      );
-      assert.equal((await request(`${roster.api}/users/${second}`, { method: 'DELETE' })).status, 204);
-      proxy.restore();
+        proxy.cut();
+        await eventually(() => watch.states.some((s) => s.state === 'retrying'), 'the watch to see the drop');
+        const second = await create(roster.api, 2);
+        assert.equal(
+          (await request(`${roster.api}/users/${first}`, { method: 'PATCH', body: { name: 'Renamed' } })).status,
+          200,
+        );
+        assert.equal((await request(`${roster.api}/users/${second}`, { method: 'DELETE' })).status, 204);
+        proxy.restore();
 
-      await eventually(() => watch.changes().length >= 4, 'the changes written during the drop', 10_000);
-      const log = (await request(`${roster.api}/users/changes?since=${encodeURIComponent(since)}`)).body.data as {
-        cursor: string;
-      }[];
-      assert.deepEqual(
-        watch.changes().map((c) => c.cursor),
-        log.map((c) => c.cursor),
-        'the watch saw the log: each change once, in order',
-      );
-      assert.deepEqual(
-        watch.changes().map((c) => [c.type, c.id]),
-        [
-          ['created', first],
-          ['created', second],
-          ['updated', first],
-          ['deleted', second],
-        ],
-      );
-      assert.equal(watch.changes()[2]!.user?.name, 'Renamed');
-      assert.equal(watch.changes()[3]!.user, null);
-      assert.ok(watch.states.filter((s) => s.state === 'open').length >= 2, 'opened again after the drop');
-    },
-  );
+        await eventually(() => watch.changes().length >= 4, 'the changes written during the drop', 10_000);
+        const log = (await request(`${roster.api}/users/changes?since=${encodeURIComponent(since)}`)).body.data as {
+          cursor: string;
+        }[];
+        assert.deepEqual(
+          watch.changes().map((c) => c.cursor),
+          log.map((c) => c.cursor),
+          'the watch saw the log: each change once, in order',
+        );
+        assert.deepEqual(
+          watch.changes().map((c) => [c.type, c.id]),
+          [
+            ['created', first],
+            ['created', second],
+            ['updated', first],
+            ['deleted', second],
+          ],
+        );
+        assert.equal(watch.changes()[2]!.user?.name, 'Renamed');
+        assert.equal(watch.changes()[3]!.user, null);
+        assert.ok(watch.states.filter((s) => s.state === 'open').length >= 2, 'opened again after the drop');
+      },
+    );
 
   test('without since: starts at the head, and sees a change written right after', { timeout: TEST_MS }, async (t) => {
     const roster = await rosterFor(t);
