@@ -21,7 +21,7 @@ export const WATCH_USAGE = `watch   prints each change to users as it happens: i
 
 const USAGE = `Usage: roster users watch [--since CURSOR] [--role ROLE] [--id ID] [--json] [options]
 
-${WATCH_USAGE.replace(/^watch {3}/, '').replace(/^ {8}/gm, '')}
+${WATCH_USAGE.replace(/^watch {3}p/, 'P').replace(/^ {8}/gm, '')}
 
 Options:
   --since CURSOR      start after this change (default: from now)
