@@ -14,7 +14,6 @@ import { LAST_EVENT_ID, RETRY_AFTER, ROSTER_CHANGES_CURSOR } from '../http-heade
 import type { components } from './openapi.js';
 import { retryAfterMs } from './retry.js';
 
-type User = components['schemas']['User'];
 type ErrorEnvelope = components['schemas']['ErrorEnvelope'];
 
 /** One change of the feed: the user as written (null for a delete) and the ETag it had after. */
