@@ -104,6 +104,23 @@ describe('watchUsers against a stand-in feed', () => {
   );
 
   test(
+    'a 410 to the stream is a reset item too, followed from its Roster-Changes-Cursor',
+    { timeout: TEST_MS },
+    async (t) => {
+      const { api, asked } = await standIn(t, (_request, response, n) => {
+        if (n > 0) return stream(response);
+        response.writeHead(410, { 'content-type': 'application/json', 'roster-changes-cursor': 'g.4' });
+        response.end('{"status":"error","error":{"code":"CHANGES_RESET","message":"gone"}}');
+      });
+      const w = watch(api, 'e.0');
+      t.after(() => w.stop.abort());
+      await eventually(() => asked.length >= 2, 'the stream asked from the cursor named');
+      assert.deepEqual(w.items, [{ kind: 'reset', cursor: 'g.4' }]);
+      assert.equal(asked[1]!.headers['last-event-id'], 'g.4');
+    },
+  );
+
+  test(
     'a reset event mid-stream is an item, and the next connection asks from its cursor',
     { timeout: TEST_MS },
     async (t) => {
