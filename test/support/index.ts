@@ -50,3 +50,5 @@ export * from './schemas.js';
 export * from './stores.js';
 export * from './tcp-proxy.js';
 export * from './wait.js';
+export * from './sse.js';
+export * from './changes-feed.js';

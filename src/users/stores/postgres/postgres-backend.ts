@@ -12,7 +12,12 @@ export const postgresBackend: StoreBackend = {
     // Loaded here, not at the top: only a process on PostgreSQL carries pg.
     const { PostgresUserStore } = await import('./postgres-store.js');
     const store = await PostgresUserStore.open(
-      { url: storage.url!, poolSize: storage.poolSize, keyBounds: keyBoundsOf(storage) },
+      {
+        url: storage.url!,
+        poolSize: storage.poolSize,
+        keyBounds: keyBoundsOf(storage),
+        changeBounds: storage.changeBounds,
+      },
       deps.logger,
       deps.faults ?? new EngineFaults(deps.logger),
     );

@@ -22,8 +22,8 @@
  * lock shared; only registering a needle takes it exclusive, holding nothing else, and gives up after
  * a short wait (list.ts), so a write waits for it at most that long.
  */
-import type { ChangeLog } from '../../changes.js';
-import { MemoryChangeLog } from '../memory/memory-changes.js';
+import type { ChangeBounds } from '../../changes.js';
+import { PostgresChangeLog } from './postgres-changes.js';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -31,7 +31,6 @@ import type { ListParams, ListResult } from '../../query.js';
 import type { User } from '../../schema.js';
 import {
   CHANGED,
-  emailKey,
   type Changed,
   type Changes,
   type Expected,
@@ -64,34 +63,10 @@ import { ownFields } from '../../fields.js';
 import { PostgresList, type Transaction } from './postgres-list.js';
 import type { KeyBounds } from '../../idempotency-keys.js';
 import { columns, FORMAT, fromRow, INSERT_COLUMNS, toRow, updateSet, type Row } from './postgres-rows.js';
+import { emailColumns, isExpected, KEY_LOCK, restamp, SEED_LOCK, stamp, USER_LOCK } from './postgres-sql.js';
 
-/**
- * The timestamp of a write: the database's clock, UTC, microseconds, read through roster_stamp
- * (migrations/postgres/006) so that within one instance it strictly increases. `$n` is the instance's key.
- */
-const stamp = (n: number) => `roster_stamp($${n})`;
-/**
- * The `updated_at` of an update: the stamp, and in any case later than the row's own (two instances'
- * stamps may share a microsecond), so that a user's `updated_at` strictly increases with each write
- * and names its version (its ETag, docs/decisions.md).
- */
-const restamp = (n: number) => `greatest(${stamp(n)}, users.updated_at + interval '1 microsecond')`;
-/** If-Match (store.ts: Expected) as SQL: the row's `updated_at`, formatted as users are served, is one of `$n`. */
-const isExpected = (n: number) => `to_char(users.updated_at, ${FORMAT}) = ANY($${n}::text[])`;
-/** Advisory lock on an email key (64-bit hash; a collision only makes two keys wait for each other). */
-const KEY_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.email:' || $1, 0))`;
-/** Advisory lock on a user, taken first: while held, no one else changes the user's email key. */
-const USER_LOCK = `pg_advisory_xact_lock(hashtextextended('roster.user:' || $1, 0))`;
-/** Key of the session lock held while seeding, per schema. */
-const SEED_LOCK = `hashtextextended('roster.seed:' || current_schema(), 0)`;
 /** Attempts of a write that lost a race (a deadlock, an email claimed meanwhile) before giving up. */
 const ATTEMPTS = 5;
-
-/** The columns derived from a user's email: its search copy and its key. */
-const emailColumns = (email: string) => ({
-  email_lower: toStored(email.toLowerCase()),
-  email_key: toStored(emailKey(email)),
-});
 
 /** The SET clauses of the two updates: without the email ($2 on), and with it. */
 const KEEPING_EMAIL = updateSet(2, false);
@@ -114,8 +89,8 @@ class Retry extends Error {}
 export class PostgresUserStore implements UserStore {
   readonly health: DatabaseHealth;
   readonly keys: PostgresIdempotencyKeys;
-  /** Not yet kept on disk: an empty log until this store's change table lands (users/changes.ts). */
-  readonly changes: ChangeLog = new MemoryChangeLog();
+  /** Every write's change, appended by a trigger in the write's transaction (postgres-changes.ts); set by open. */
+  changes!: PostgresChangeLog;
   /** This instance's key for roster_stamp (migrations/postgres/006): random, so other instances never share it. */
   readonly #instance = randomBytes(8).readBigInt64BE().toString();
   readonly #list: PostgresList;
@@ -140,7 +115,7 @@ export class PostgresUserStore implements UserStore {
 
   /** Connects, applies pending migrations, and returns the store; fails when the database cannot be reached. */
   static async open(
-    database: { url: string; poolSize: number; keyBounds?: KeyBounds | undefined },
+    database: { url: string; poolSize: number; keyBounds?: KeyBounds | undefined; changeBounds?: ChangeBounds },
     logger: Logger,
     faults = new EngineFaults(logger),
   ): Promise<PostgresUserStore> {
@@ -148,7 +123,14 @@ export class PostgresUserStore implements UserStore {
     try {
       const applied = await migrate(pool);
       if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
-      return new PostgresUserStore(pool, database, logger, faults);
+      const store = new PostgresUserStore(pool, database, logger, faults);
+      store.changes = await PostgresChangeLog.open(
+        store.#query,
+        { url: database.url, bounds: database.changeBounds },
+        faults,
+        logger,
+      );
+      return store;
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;
@@ -165,6 +147,12 @@ export class PostgresUserStore implements UserStore {
   }
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
+    const stored = await this.#insert(user, keep);
+    if (stored !== 'email_taken') this.changes.written();
+    return stored;
+  }
+
+  async #insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
     if (!keep) return this.#insertRow(this.#query, user);
     // A keyed create (store.ts: Keep): the claim's row locked first, so nothing is inserted once the
     // claim is no longer this request's; then the user and its reply, committed together.
@@ -199,16 +187,21 @@ export class PostgresUserStore implements UserStore {
   ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     // Ids are the service's UUIDs, but a path may carry anything (`%00`); stored form, like every string.
     const id = toStored(userId);
-    if (changes.email === undefined && !options.uniqueEmail)
-      return this.#updateKeepingEmail(id, changes, options.expected);
-    return this.#retrying(() =>
-      this.#transaction((client) => this.#updateEmail(client, id, changes, options.uniqueEmail, options.expected)),
-    );
+    const updated =
+      changes.email === undefined && !options.uniqueEmail
+        ? await this.#updateKeepingEmail(id, changes, options.expected)
+        : await this.#retrying(() =>
+            this.#transaction((client) =>
+              this.#updateEmail(client, id, changes, options.uniqueEmail, options.expected),
+            ),
+          );
+    if (typeof updated === 'object') this.changes.written();
+    return updated;
   }
 
   async remove(userId: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     const id = toStored(userId);
-    return this.#retrying(() =>
+    const removed = await this.#retrying(() =>
       this.#transaction(async (client) => {
         const held = await this.#lockUser(client, id, undefined);
         if (!held) return false;
@@ -220,6 +213,8 @@ export class PostgresUserStore implements UserStore {
         return true;
       }),
     );
+    if (removed === true) this.changes.written();
+    return removed;
   }
 
   /**
@@ -256,6 +251,7 @@ export class PostgresUserStore implements UserStore {
   }
 
   async close(): Promise<void> {
+    await this.changes.close();
     this.health.close();
     await this.pool.end();
   }

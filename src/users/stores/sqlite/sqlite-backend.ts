@@ -30,6 +30,7 @@ export const sqliteBackend: StoreBackend = {
     const store = await SqliteUserStore.open(fileOf(storage), deps.logger, {
       clock: deps.clock,
       keyBounds: keyBoundsOf(storage),
+      changeBounds: storage.changeBounds,
     });
     return { store, health: store.health };
   },

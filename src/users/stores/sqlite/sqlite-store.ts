@@ -15,8 +15,8 @@
  * SERVICE_UNAVAILABLE; reads go on, and health reports the `database` as down until a write (or the
  * probe) succeeds again.
  */
-import type { ChangeLog } from '../../changes.js';
-import { MemoryChangeLog } from '../memory/memory-changes.js';
+import type { ChangeBounds } from '../../changes.js';
+import { SqliteChangeLog } from './sqlite-changes.js';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { createClock, formatMicros, type Clock } from '../../../clock.js';
@@ -47,13 +47,19 @@ import { SearchIndex } from './search-index.js';
 import { SQLITE_CACHED_BYTES, UserCache } from './user-cache.js';
 
 /** SqliteUserStore.open's options. */
-type Options = { cachedBytes?: number; clock?: Clock; keptMatches?: number; keyBounds?: KeyBounds };
+type Options = {
+  cachedBytes?: number;
+  clock?: Clock;
+  keptMatches?: number;
+  keyBounds?: KeyBounds;
+  changeBounds?: ChangeBounds;
+};
 
 export class SqliteUserStore implements UserStore {
   readonly health: SqliteHealth;
   readonly keys: SqliteIdempotencyKeys;
-  /** Not yet kept on disk: an empty log until this store's change table lands (users/changes.ts). */
-  readonly changes: ChangeLog = new MemoryChangeLog();
+  /** Every write's change, in the write's transaction (sqlite-changes.ts). */
+  readonly changes: SqliteChangeLog;
   readonly #db: Database.Database;
   readonly #lock: SqliteLock | undefined;
   /** Users per role (the role as the client sent it): the total of a list without search, and count(). */
@@ -72,6 +78,7 @@ export class SqliteUserStore implements UserStore {
     this.#lock = lock;
     this.#cache = new UserCache(options.cachedBytes ?? SQLITE_CACHED_BYTES);
     this.health = new SqliteHealth(logger, () => this.#probe());
+    this.changes = new SqliteChangeLog(this.#statement, options.changeBounds);
     this.keys = new SqliteIdempotencyKeys(this.#statement, (work) => this.#write(work), options.keyBounds);
     const roles = db.prepare('SELECT role, count(*) AS users FROM users GROUP BY role').all();
     for (const { role, users } of roles as { role: Buffer; users: number }[]) this.#roles.set(fromBlob(role), users);
@@ -130,8 +137,11 @@ export class SqliteUserStore implements UserStore {
 
   async insert(user: NewUser, keep?: Keep): Promise<User | 'email_taken'> {
     const key = toStored(emailKey(user.email));
-    const stored = this.#write(() => (keep ? this.#insertKept(user, key, keep) : this.#insertRow(user, key)));
+    const stored = this.#write(() =>
+      keep ? this.#insertKept(user, key, keep) : this.#db.transaction(() => this.#insertRow(user, key)).immediate(),
+    );
     if (stored === 'email_taken') return stored;
+    this.changes.told();
     // Only once committed: the counts, the searches and the cache follow what the file holds.
     this.#counted(user.role, 1);
     this.#searches.changed(stored.now, undefined, user);
@@ -157,7 +167,9 @@ export class SqliteUserStore implements UserStore {
     const now = this.#next();
     this.#statement(INSERT_USER).run(...toRow(user, now));
     const stamp = formatMicros(now);
-    return { now, user: ownFields({ ...user, created_at: stamp, updated_at: stamp }) };
+    const stored = ownFields({ ...user, created_at: stamp, updated_at: stamp });
+    this.changes.append('created', stored.id, stored, null, stamp);
+    return { now, user: stored };
   }
 
   async update(
@@ -165,7 +177,18 @@ export class SqliteUserStore implements UserStore {
     changes: Changes,
     options: { uniqueEmail: boolean; expected?: Expected },
   ): Promise<User | 'not_found' | 'email_taken' | Changed> {
-    return this.#write(() => {
+    const result = this.#write(() => this.#db.transaction(() => this.#updateRow(id, changes, options)).immediate());
+    if (typeof result === 'object') this.changes.told();
+    return result;
+  }
+
+  /** The update, inside its transaction with its change. */
+  #updateRow(
+    id: string,
+    changes: Changes,
+    options: { uniqueEmail: boolean; expected?: Expected },
+  ): User | 'not_found' | 'email_taken' | Changed {
+    {
       const found = this.#statement('SELECT created_at, email_key, updated_at FROM users WHERE id = ?').get(
         toBlob(id),
       ) as { created_at: number; email_key: string; updated_at: number } | undefined;
@@ -188,17 +211,26 @@ export class SqliteUserStore implements UserStore {
       this.#statement(update.sql).run(...update.values);
       // Exactly the user's own fields, in the contract's order, whatever else `changes` carries.
       const next = ownFields({ ...before, ...changes, updated_at: formatMicros(now) });
+      // Before anything in memory follows the write: if the change cannot be stored, nothing was.
+      this.changes.append('updated', id, next, before.role, next.updated_at);
       if (next.role !== before.role) {
         this.#counted(before.role, -1);
         this.#counted(next.role, 1);
       }
       this.#searches.changed(rowid, before, next);
       return this.#cache.set(rowid, next);
-    });
+    }
   }
 
   async remove(id: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
-    return this.#write(() => {
+    const removed = this.#write(() => this.#db.transaction(() => this.#removeRow(id, options)).immediate());
+    if (removed === true) this.changes.told();
+    return removed;
+  }
+
+  /** The delete, inside its transaction with its change. */
+  #removeRow(id: string, options: { expected?: Expected }): boolean | Changed {
+    {
       // Synchronous: nothing writes between this read and the delete.
       if (options.expected !== undefined) {
         const updatedAt = this.#statement('SELECT updated_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as
@@ -211,12 +243,13 @@ export class SqliteUserStore implements UserStore {
         .get(toBlob(id)) as [Buffer, number, ...(string | null)[]] | undefined;
       if (gone === undefined) return false;
       const [role, rowid, ...texts] = gone;
-      this.#cache.delete(rowid);
       const roleName = fromBlob(role);
+      this.changes.append('deleted', id, null, roleName, formatMicros(this.#next()));
+      this.#cache.delete(rowid);
       this.#counted(roleName, -1);
       this.#searches.removed(rowid, roleName, texts);
       return true;
-    });
+    }
   }
 
   async count(): Promise<number> {
@@ -227,9 +260,16 @@ export class SqliteUserStore implements UserStore {
     if (this.#usersOf(undefined) > 0) return false;
     // One transaction: after a crash, the seed users are all there or none is (and then seeded again).
     const all = this.#db.transaction(() => {
-      for (const user of users) this.#statement(INSERT_USER).run(...toRow(user, this.#next()));
+      for (const user of users) {
+        const now = this.#next();
+        this.#statement(INSERT_USER).run(...toRow(user, now));
+        const stamp = formatMicros(now);
+        const stored = ownFields({ ...user, created_at: stamp, updated_at: stamp });
+        this.changes.append('created', stored.id, stored, null, stamp);
+      }
     });
     this.#write(() => all.immediate());
+    this.changes.told();
     for (const user of users) this.#counted(user.role, 1);
     this.#searches.clear();
     return true;
@@ -237,6 +277,7 @@ export class SqliteUserStore implements UserStore {
 
   async close(): Promise<void> {
     this.#index.close();
+    this.changes.close();
     this.health.close();
     this.#cache.clear();
     // Closing the last connection checkpoints the WAL into the database file and removes it.
