@@ -52,8 +52,11 @@ export class ConflictView {
     if (focus) this.#reapply.focus();
   }
 
+  /** Hidden and emptied: a page (or a test) that waits for the next conflict's words does not read the last one's. */
   hide(): void {
     this.#box.hidden = true;
+    this.#text.textContent = '';
+    this.#values.replaceChildren();
     this.#conflicted = null;
   }
 
