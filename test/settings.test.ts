@@ -225,7 +225,7 @@ test('every default the README, its docs/ pages and the CLI help state beside a 
     'docs/operations.md LOG_LEVEL',
     'src/cli/chat-refusal.ts WS_PORT',
     'src/cli/roster.ts PORT',
-    'src/cli/users-command.ts PORT',
+    'src/cli/api-options.ts PORT',
   ])
     assert.ok(names.has(expected), `found no statement of ${expected}'s default: ${[...names].join(', ')}`);
 });

@@ -15,7 +15,10 @@ for (const file of STATIC_FILES) copyFileSync(new URL(file, from), new URL(file,
 
 // The ES modules the page imports by package name (its import map, CONSOLE_IMPORT_MAP of
 // src/http/console.ts), copied as published: no bundler.
-const VENDOR = { 'openapi-fetch': ['index.mjs', 'index.mjs.map'] };
+const VENDOR = {
+  'openapi-fetch': ['index.mjs', 'index.mjs.map'],
+  'eventsource-parser': ['index.js', 'parse.js', 'errors.js'],
+};
 for (const [name, files] of Object.entries(VENDOR)) {
   const source = new URL('./', import.meta.resolve(name));
   const target = new URL(`vendor/${name}/`, to);

@@ -70,7 +70,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     run: migrateCommand,
   },
   users: {
-    summary: 'export users to JSON or CSV, or import them, over the REST API',
+    summary: 'export users to JSON or CSV, import them, or watch their changes, over the REST API',
     usage: USERS_USAGE,
     run: usersCommand,
   },

@@ -6,20 +6,19 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { clientApiUrl, read, ROSTER_API_KEY, ROSTER_BASIC, ROSTER_TOKEN } from '../config/client-settings.js';
 import {
-  createRosterClient,
   type CallOptions,
   nextListQuery,
   type ErrorCode,
   type ErrorEnvelope,
   type ListUsersQuery,
-  type RosterClient,
   type UserFieldSpec,
   type UserInput,
   USER_FIELDS,
 } from '../protocol/client/index.js';
+import { API_OPTIONS, API_OPTIONS_USAGE, apiFrom, reasonOf, type Api } from './api-options.js';
 import { print, STANDARD_IO, usageError } from './io.js';
+import { usersWatch, WATCH_USAGE } from './users-watch.js';
 import { csvCell, records, type Format, type UserRecord } from './user-records.js';
 
 const TABLE: readonly UserFieldSpec[] = USER_FIELDS;
@@ -42,6 +41,7 @@ const REFUSED_CREDENTIAL: ReadonlySet<ErrorCode | undefined> = new Set(['UNAUTHO
 
 export const USERS_USAGE = `Usage: roster users export [--format json|csv] [options] > users.json
        roster users import FILE [--format json|csv] [options]
+       roster users watch [--since CURSOR] [--role ROLE] [--id ID] [--json] [options]
 
 export  writes every user (oldest first) to stdout: a JSON array (the default) or CSV with a header
         row ${FIELDS.join(',')}. A CSV cell that begins with = + - @, a tab or
@@ -54,24 +54,15 @@ import  creates a user for each record of FILE ('-' for stdin): a JSON array of 
         failure, or of a corrected file) creates nobody twice: a record created before, or whose
         email a user has, counts as already there. Each refused record is reported on stderr with
         the API's reason; the rest go on. 503 and 429 replies are retried as Retry-After says.
+${WATCH_USAGE}
 
 Options:
-  --url URL           the API: default $API_URL, else http://127.0.0.1:$PORT/api/v1 (PORT 5000)
-  --api-key KEY       AUTH=apikey: the key (default $ROSTER_API_KEY)
-  --token TOKEN       AUTH=jwt or oauth2: a bearer token (default $ROSTER_TOKEN)
-  --basic NAME:PASS   AUTH=basic: a user and password (default $ROSTER_BASIC)
+${API_OPTIONS_USAGE}
   -h, --help          show this help
 Prefer the environment variables to the options for secrets: a command line is visible to others.
 
-Exit status: 0 when everything was exported, or imported or already there; 1 when a record was
-refused or the API failed; 2 for a usage error.`;
-
-interface Api {
-  /** The --url given, for messages. */
-  base: string;
-  /** The typed client (src/protocol/client), signed with the credential given. */
-  client: RosterClient;
-}
+Exit status: 0 when everything was exported, or imported or already there, or a watch was stopped
+(Ctrl-C); 1 when a record was refused or the API failed; 2 for a usage error.`;
 
 interface Parsed {
   action: 'export' | 'import';
@@ -88,10 +79,7 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
       allowPositionals: true,
       options: {
         format: { type: 'string' },
-        url: { type: 'string' },
-        'api-key': { type: 'string' },
-        token: { type: 'string' },
-        basic: { type: 'string' },
+        ...API_OPTIONS,
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -102,34 +90,23 @@ function parseUsersArgs(args: string[], env: NodeJS.ProcessEnv): Parsed | { help
   if (values.help) return { help: true };
   const [action, ...rest] = positionals;
   if (action !== 'export' && action !== 'import')
-    return { error: `expected export or import (got ${action === undefined ? 'nothing' : JSON.stringify(action)})` };
+    return {
+      error: `expected export, import or watch (got ${action === undefined ? 'nothing' : JSON.stringify(action)})`,
+    };
   if (action === 'export' && rest.length > 0)
     return { error: `export takes no file (got ${rest.join(' ')}); redirect its output instead` };
   if (action === 'import' && rest.length !== 1) return { error: 'import takes one FILE (or - for stdin)' };
   if (values.format !== undefined && values.format !== 'json' && values.format !== 'csv')
     return { error: `--format must be json or csv (got ${values.format})` };
 
-  let base: string;
-  try {
-    base = (values.url ?? clientApiUrl(env)).replace(/\/+$/, '');
-  } catch (error) {
-    return { error: (error as Error).message }; // a ConfigError naming API_URL or PORT
-  }
-  if (!URL.canParse(base))
-    return { error: `--url must be an http(s) URL such as http://127.0.0.1:5000/api/v1 (got ${base})` };
-  const headers: Record<string, string> = { accept: 'application/json' };
-  const apiKey = values['api-key'] ?? read(env, ROSTER_API_KEY);
-  const token = values.token ?? read(env, ROSTER_TOKEN);
-  const basic = values.basic ?? read(env, ROSTER_BASIC);
-  if (apiKey) headers['x-api-key'] = apiKey;
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (basic) headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
-  const client = createRosterClient({ url: base, headers });
-  return { action, file: rest[0], format: values.format as Format | undefined, api: { base, client } };
+  const api = apiFrom(values, env);
+  if ('error' in api) return api;
+  return { action, file: rest[0], format: values.format as Format | undefined, api };
 }
 
 /** `roster users …` as a command. */
 export async function usersCommand(args: string[]): Promise<number> {
+  if (args[0] === 'watch') return usersWatch(args.slice(1));
   const parsed = parseUsersArgs(args, process.env);
   if ('help' in parsed) return print(STANDARD_IO, USERS_USAGE);
   if ('error' in parsed) return usageError(STANDARD_IO, 'users', parsed.error);
@@ -221,13 +198,6 @@ function notJson(request: Request | undefined, response: Response): Error {
   return new Error(
     `${request?.method ?? 'GET'} ${request?.url ?? response.url} answered ${response.status} with something that is not JSON: is --url the API (…/api/v1)?`,
   );
-}
-
-function reasonOf(json: unknown): string {
-  const error = (json as Partial<ErrorEnvelope> | undefined)?.error;
-  if (!error) return 'unexpected reply';
-  const details = (error.details ?? []).map((d) => `${d.field}: ${d.message}`).join('; ');
-  return `${error.code}: ${error.message}${details ? ` (${details})` : ''}`;
 }
 
 async function write(out: NodeJS.WritableStream, text: string): Promise<void> {

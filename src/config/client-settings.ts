@@ -30,7 +30,7 @@ export const API_URL = clientSetting(
   'API_URL',
   ['users'],
   engineUrl(['http:', 'https:']),
-  'The REST API to export from and import into, when `--url` is not given.',
+  'The REST API to export from, import into or watch, when `--url` is not given.',
   `\`${LOCAL_API}\``,
 );
 export const WS_URL = clientSetting(

@@ -43,11 +43,12 @@ export interface ConsoleSettings {
  * The page's import map, as web/index.html writes it inline (test/console/serving.test.ts holds the two
  * together). The console imports the protocol it shares with the server and the CLI by a bare name,
  * `@roster/protocol`, which points at its browser compilation (web/tsconfig.protocol.json writes
- * dist/web/protocol); the typed client there imports openapi-fetch by its package name, loaded from
- * the copy web/build.mjs puts next to the console's own modules. No bundler: the browser resolves both.
+ * dist/web/protocol); the typed client there imports openapi-fetch and eventsource-parser (the change
+ * feed's reader) by their package names, loaded from the copies web/build.mjs puts next to the
+ * console's own modules. No bundler: the browser resolves both.
  */
 export const CONSOLE_IMPORT_MAP =
-  '{ "imports": { "@roster/protocol": "./console/protocol/index.js", "openapi-fetch": "./console/vendor/openapi-fetch/index.mjs" } }';
+  '{ "imports": { "@roster/protocol": "./console/protocol/index.js", "openapi-fetch": "./console/vendor/openapi-fetch/index.mjs", "eventsource-parser": "./console/vendor/eventsource-parser/index.js" } }';
 
 /**
  * The page's own resources only (`'self'`, and the import map above by its hash), and WebSocket

@@ -3,11 +3,20 @@
  * OpenAPI document's types), with its error envelope turned into `ApiError`. The console decides on an
  * error's code (the catalog's, src/errors.ts), never on its HTTP status, which it only shows.
  */
-import { createRosterClient, type ErrorCode, type User, type UserInput, type UserList } from '@roster/protocol';
+import {
+  createRosterClient,
+  type ErrorCode,
+  type User,
+  type UserInput,
+  type UserList,
+  type WatchItem,
+  type WatchOptions,
+} from '@roster/protocol';
 import { API_BASE } from './config.js';
 import type { Signing } from './credentials.js';
 
-export type { User } from '@roster/protocol';
+export type { Change, User, WatchItem, WatchState } from '@roster/protocol';
+export { WatchError } from '@roster/protocol';
 
 /** Values of writable fields, by field name (the generated field table's), as the form holds them. */
 export type UserValues = Record<string, string>;
@@ -184,3 +193,43 @@ export const deleteUser = (id: string, etag?: string) =>
 /** Whether `error` is an API failure with this code. */
 export const failedWith = (error: unknown, code: FailureCode): error is ApiError =>
   error instanceof ApiError && error.code === code;
+
+/**
+ * The head of the user change feed: the cursor to follow from once the list is loaded, so that a change
+ * written between the two reads is still seen (a JSON page without `since` names the head).
+ */
+export async function changesHead(signal?: AbortSignal): Promise<string> {
+  const sign = signing;
+  let reply;
+  try {
+    reply = await client.changesPage(
+      { limit: 1 },
+      { headers: { ...sign?.headers }, fetch: signedFetch(sign), ...(signal ? { signal } : {}) },
+    );
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new ApiError(0, 'NETWORK_ERROR', 'The server could not be reached. Check the connection and try again.');
+  }
+  if (reply.data) return reply.data.next;
+  const { status } = reply.response;
+  const failure = new ApiError(
+    status,
+    reply.error?.error.code ?? 'UNREADABLE_REPLY',
+    reply.error?.error.message ?? `The server answered ${status}.`,
+  );
+  if (failure.code === 'UNAUTHORIZED' && sign === signing) unauthorized(failure);
+  throw failure;
+}
+
+/**
+ * The user changes after `since`, as the typed client's watch reads them (fetch streaming, resumed
+ * across drops): not the browser's EventSource, which cannot send the credential's header.
+ */
+export function watchUserChanges(since: string, options: Omit<WatchOptions, 'since'>): AsyncGenerator<WatchItem> {
+  const sign = signing;
+  return client.watchUsers({ ...options, since }, { headers: { ...sign?.headers }, fetch: signedFetch(sign) });
+}
+
+/** fetch with the credential's mode (`omit` for Basic: no browser sign-in pop-up on a 401). */
+const signedFetch = (sign: Signing | null) => (request: Request) =>
+  fetch(sign ? new Request(request, { credentials: sign.credentials }) : request);

@@ -59,6 +59,26 @@ export interface paths {
     patch: operations['updateUser'];
     trace?: never;
   };
+  '/api/v1/users/changes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Follow changes of users
+     * @description Every create, update and delete of a user, numbered, oldest first: JSON pages (`since`, `limit`, and a long poll with `wait`), or with `Accept: text/event-stream` a stream of Server-Sent Events that resumes from `Last-Event-ID`. A cursor the log can no longer serve without a gap gets 410 CHANGES_RESET (a `reset` event on a stream): reload the list, then follow from the cursor it names.
+     */
+    get: operations['listUserChanges'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/chat/members': {
     parameters: {
       query?: never;
@@ -293,6 +313,7 @@ export interface components {
      *     EMAIL_EXISTS (409): The email is held by another user (case-insensitive, trimmed)
      *     IDEMPOTENCY_KEY_IN_USE (409): A create with this Idempotency-Key is still being processed; Retry-After says when to repeat it
      *     PRECONDITION_FAILED (412): If-Match names none of the user's current ETag (it changed meanwhile), or is `*` for a missing user; nothing was changed
+     *     CHANGES_RESET (410): The change feed cannot serve this `since` without a gap (older than the log keeps, from another epoch, or ahead of it); reload the list and follow from the cursor in Roster-Changes-Cursor
      *     PAYLOAD_TOO_LARGE (413): The body is larger than BODY_LIMIT
      *     UNSUPPORTED_MEDIA_TYPE (415): A body that is not JSON on POST, PUT or PATCH
      *     VALIDATION_ERROR (422): Invalid fields or parameters, each named in details
@@ -320,6 +341,7 @@ export interface components {
       | 'EMAIL_EXISTS'
       | 'IDEMPOTENCY_KEY_IN_USE'
       | 'PRECONDITION_FAILED'
+      | 'CHANGES_RESET'
       | 'PAYLOAD_TOO_LARGE'
       | 'UNSUPPORTED_MEDIA_TYPE'
       | 'VALIDATION_ERROR'
@@ -381,6 +403,29 @@ export interface components {
       email?: string;
       /** @description Role; must be a string of at most 64 characters */
       role?: string;
+    };
+    /** Change */
+    Change: {
+      /** @description Its number in the log: greater than every change before it in this epoch */
+      seq: number;
+      /** @description Where to read on from: `<epoch>.<seq>`; the event id of a stream */
+      cursor: string;
+      type: 'created' | 'updated' | 'deleted';
+      /** @description The user's id */
+      id: string;
+      /** @description The user as written (as GET /users/{id} has it); null for a delete */
+      user: components['schemas']['User'] | null;
+      /** @description The user's ETag after the change; null for a delete */
+      etag: string | null;
+      /** @description When (UTC, ISO 8601 without offset, as `updated_at`) */
+      at: string;
+    };
+    /** ChangePage */
+    ChangePage: {
+      /** @description The changes after `since`, oldest first */
+      data: components['schemas']['Change'][];
+      /** @description The cursor to pass as `since` next time */
+      next: string;
     };
     /** ChatMember */
     ChatMember: {
@@ -1138,6 +1183,97 @@ export interface operations {
            *       "error": {
            *         "code": "UNSUPPORTED_MEDIA_TYPE",
            *         "message": "The request body must be JSON (Content-Type: application/json)"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description VALIDATION_ERROR: Invalid fields or parameters, each named in details. IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was already used with a different request body */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description INTERNAL_ERROR: An unexpected fault; the detail is in the log, never in the reply */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "INTERNAL_ERROR",
+           *         "message": "An unexpected error occurred"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listUserChanges: {
+    parameters: {
+      query?: {
+        /** @description The cursor to read after (`<epoch>.<seq>`, from `next`, a change's `cursor` or an event id); absent: from now on */
+        since?: string;
+        /** @description Page size; larger values are clamped to MAX_PAGE_SIZE (100) */
+        limit?: number;
+        /** @description JSON only: seconds (0 to 60) to wait for a change when there is none yet (long poll) */
+        wait?: string;
+        /** @description Keep changes of users whose role before or after the change is this */
+        role?: string;
+        /** @description Keep changes of this one user */
+        id?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of changes (JSON), or the stream (text/event-stream) */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ChangePage'];
+          'text/event-stream': string;
+        };
+      };
+      /** @description INVALID_JSON: The body is not valid JSON (an empty body declared as JSON included). INVALID_BODY: The body is JSON but not an object, or POST/PUT/PATCH has no body. ERROR: Any other malformed request: a bad URL, a missing Host, a non-WebSocket request on the chat port (the contract's default code) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description CHANGES_RESET: The change feed cannot serve this `since` without a gap (older than the log keeps, from another epoch, or ahead of it); reload the list and follow from the cursor in Roster-Changes-Cursor */
+      410: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "error",
+           *       "error": {
+           *         "code": "CHANGES_RESET",
+           *         "message": "The change log no longer holds the changes after this cursor; reload and follow from Roster-Changes-Cursor"
            *       }
            *     }
            */

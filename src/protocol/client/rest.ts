@@ -14,6 +14,14 @@ import {
   nextLinkOf,
 } from '../http-headers.js';
 import type { components, operations, paths } from './openapi.js';
+import {
+  fetchChangesPage,
+  watchChanges,
+  type ChangesPageQuery,
+  type ChangesReply,
+  type FeedTransport,
+  type WatchOptions,
+} from './changes.js';
 import { DEFAULT_RETRY, newIdempotencyKey, retrying, type RetryPolicy } from './retry.js';
 
 export type { components, operations, paths } from './openapi.js';
@@ -158,6 +166,12 @@ export function createRosterClient(options: RosterClientOptions) {
       tagged(http.PATCH('/api/v1/users/{id}', { params: { path: { id } }, body, ...sent(init) })),
     deleteUser: (id: string, init: CallOptions = {}) =>
       http.DELETE('/api/v1/users/{id}', { params: { path: { id } }, ...sent(init) }),
+    /** The change feed's JSON pages as openapi-fetch gives them; `changesPage` adds a 410's cursor, `watchUsers` streams. */
+    listUserChanges: ({ wait, ...query }: ChangesPageQuery = {}, init: CallOptions = {}) =>
+      http.GET('/api/v1/users/changes', {
+        params: { query: { ...query, ...(wait === undefined ? {} : { wait: String(wait) }) } },
+        ...sent(init),
+      }),
     listChatMembers: (query: ListChatMembersQuery = {}, init: CallOptions = {}) =>
       http.GET('/api/v1/chat/members', { params: { query }, ...sent(init) }),
     getHealth: (init: CallOptions = {}) => http.GET('/api/v1/health', sent(init, {}, false)),
@@ -181,7 +195,28 @@ export function createRosterClient(options: RosterClientOptions) {
       asked = reply.response.status === 200 ? nextListQuery(reply.response) : undefined;
     }
   }
-  return { ...operations, walkUsers, http };
+  /** The change feed asked as this client asks: its root, its headers (credential), its fetch. */
+  const feed = (init: Pick<CallOptions, 'headers' | 'fetch'> = {}, retried = true): FeedTransport => {
+    const send = init.fetch ?? baseFetch;
+    return {
+      root: rootOf(options.url),
+      headers: { ...options.headers, ...init.headers },
+      fetch: retried ? retrying(send, policy) : send,
+    };
+  };
+  /**
+   * One JSON page of user changes after `since` (none: an empty page naming the head cursor), a long
+   * poll with `wait`; a 410 CHANGES_RESET resolves with `reset`, the cursor to go on from after reloading.
+   */
+  const changesPage = (query: ChangesPageQuery = {}, init: CallOptions = {}): Promise<ChangesReply> =>
+    fetchChangesPage(feed(init), query, init.signal);
+  /**
+   * The user changes as they happen (Server-Sent Events), resumed across reconnects: see changes.ts'
+   * `watchChanges`. `for await (const item of client.watchUsers({ since, role, signal }))`.
+   */
+  const watchUsers = (watch: WatchOptions = {}, init: Pick<CallOptions, 'headers' | 'fetch'> = {}) =>
+    watchChanges(feed(init, false), watch);
+  return { ...operations, walkUsers, changesPage, watchUsers, http };
 }
 
 export type RosterClient = ReturnType<typeof createRosterClient>;

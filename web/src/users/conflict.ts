@@ -1,5 +1,6 @@
 /**
- * A save refused with 412 PRECONDITION_FAILED: someone changed the user since the dialog opened. Their
+ * A save refused with 412 PRECONDITION_FAILED, or a change seen live on the users feed (live.ts):
+ * someone changed the user since the dialog opened. Their
  * values (read again) are shown, field by field of the field table; the form keeps this user's.
  * "Re-apply my changes" sends the same save over theirs (a PATCH only the fields changed here, a PUT
  * all), with their ETag; "Cancel my changes" keeps theirs.
@@ -31,7 +32,13 @@ export class ConflictView {
     this.#discard.addEventListener('click', discard);
   }
 
-  show(opened: User, current: TaggedUser, action: SaveAction): void {
+  /** The user as it is now; `focus` moves the focus to "Re-apply" (not for a change seen live, while the user types). */
+  /** The conflict on screen (the user as it is now, and the save offered), or null. */
+  get shown(): { current: TaggedUser; action: SaveAction } | null {
+    return this.#conflicted;
+  }
+
+  show(opened: User, current: TaggedUser, action: SaveAction, focus = true): void {
     this.#conflicted = { current, action };
     const now = current.user as Record<string, string | undefined>;
     this.#text.textContent = `${opened.name} ${CHANGED_MEANWHILE}. It now reads:`;
@@ -42,11 +49,14 @@ export class ConflictView {
     );
     this.#reapply.replaceChildren(action === 'put' ? 'Replace with my values' : 'Re-apply my changes');
     this.#box.hidden = false;
-    this.#reapply.focus();
+    if (focus) this.#reapply.focus();
   }
 
+  /** Hidden and emptied: a page (or a test) that waits for the next conflict's words does not read the last one's. */
   hide(): void {
     this.#box.hidden = true;
+    this.#text.textContent = '';
+    this.#values.replaceChildren();
     this.#conflicted = null;
   }
 

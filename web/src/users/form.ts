@@ -10,6 +10,7 @@ import {
   replaceUser,
   updateUser,
   ApiError,
+  type Change,
   type FieldDetail,
   type TaggedUser,
   type User,
@@ -176,16 +177,46 @@ export class UserForm {
     } catch (error) {
       if (this.#mode !== mode) return;
       if (failedWith(error, 'USER_NOT_FOUND')) {
-        this.#showError('This user no longer exists; it may have been deleted meanwhile.');
         void this.host.reload();
         this.#setBusy(false, false);
-        this.#submit.disabled = true;
-        this.#put.disabled = true;
+        this.#showGone();
         return;
       }
       this.#showError(error instanceof ApiError ? describe(error) : 'Could not read this user.');
     }
     this.#setBusy(false);
+  }
+
+  /** The edited user is gone: said, and nothing can be saved. */
+  #showGone(): void {
+    this.#conflict.hide();
+    this.#showError('This user no longer exists; it may have been deleted meanwhile.');
+    this.#submit.disabled = true;
+    this.#put.disabled = true;
+  }
+
+  /**
+   * A change from the users feed. When it is to the user being edited and is not the state the form
+   * holds (the ETag read when it opened), the form warns as a save refused with 412 would: their values,
+   * "Re-apply my changes" or "Cancel my changes"; a delete says the user is gone. While a save or the
+   * opening read is out, their answer decides (the change may be the form's own save).
+   */
+  changedElsewhere(change: Change): void {
+    const mode = this.#mode;
+    if (!this.dialog.open || mode.kind !== 'edit' || mode.user.id !== change.id) return;
+    if (this.#form.getAttribute('aria-busy') === 'true') return;
+    if (change.type === 'deleted' || change.user === null) return this.#showGone();
+    // The state the form holds (a change that reached the feed after the form read it): no warning, or no longer.
+    if (change.etag !== null && change.etag === mode.etag) return this.#conflict.hide();
+    // Shown already for this state (a 412 of the form's own save): kept, with the save it offers.
+    const shown = this.#conflict.shown;
+    if (shown && shown.current.etag === (change.etag ?? undefined)) return;
+    this.#conflict.show(
+      mode.user,
+      { user: change.user, etag: change.etag ?? undefined },
+      shown?.action ?? 'patch',
+      false,
+    );
   }
 
   /**

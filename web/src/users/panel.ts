@@ -4,16 +4,19 @@
  * inputs and checks all come from the generated field table (`USER_FIELDS`), through fields.ts.
  */
 import { USER_FIELDS } from '@roster/protocol';
-import { ApiError, listUsers, type ListQuery, type User, type UserPage } from '../api.js';
+import { ApiError, listUsers, type Change, type ListQuery, type User, type UserPage } from '../api.js';
 import { byId, h } from '../dom.js';
 import { DEFAULT_QUERY, readView, writeView } from '../view-url.js';
 import { DeleteDialog } from './delete.js';
 import { describe, ReturnFocus } from './dialogs.js';
 import { consoleFields } from './fields.js';
 import { UserForm } from './form.js';
+import { LiveUsers } from './live.js';
 import { UsersTable } from './table.js';
 
 const SEARCH_DELAY_MS = 250;
+/** Changes arriving close together (an import, a script) refresh the page once. */
+const LIVE_REFRESH_MS = 150;
 
 export class UsersPanel {
   readonly #filters = byId('user-filters', HTMLFormElement);
@@ -34,6 +37,7 @@ export class UsersPanel {
   readonly #form: UserForm;
   readonly #delete: DeleteDialog;
   readonly #focus: ReturnFocus;
+  readonly #live: LiveUsers;
 
   /** The view asked for (in the address too); `#shown` holds the users on screen, kept when a reload fails. */
   #query: ListQuery = { ...DEFAULT_QUERY };
@@ -41,6 +45,7 @@ export class UsersPanel {
   #roles: string[] = [];
   #loading: AbortController | null = null;
   #searchTimer: number | undefined;
+  #refreshTimer: number | undefined;
 
   constructor(roles: readonly string[]) {
     const fields = consoleFields(USER_FIELDS);
@@ -67,6 +72,7 @@ export class UsersPanel {
     this.#focus = new ReturnFocus(this.#add, this.#table.body, dialogs);
     this.#form = new UserForm(fields, { ...host, focus: this.#focus });
     this.#delete = new DeleteDialog({ ...host, focus: this.#focus });
+    this.#live = new LiveUsers({ reload: () => this.#load(), changed: (change) => this.#changed(change) });
     // The view in the address (a shared link, or a reload), shown in the controls.
     this.#query = readView(window.location.search);
     this.#search.value = this.#query.search;
@@ -93,12 +99,26 @@ export class UsersPanel {
     this.#announce(text);
   }
 
+  /** Loads the list; the first time (or after `clear`), through the live watch, which keeps it current. */
   load(): void {
-    void this.#load();
+    if (this.#live.running) void this.#load();
+    else this.#live.start();
+  }
+
+  /**
+   * A change made elsewhere (or here): the page is read again, the view kept (page, sort, search,
+   * filter), and an edit open on that user is warned.
+   */
+  #changed(change: Change): void {
+    this.#form.changedElsewhere(change);
+    window.clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = window.setTimeout(() => void this.#load(true), LIVE_REFRESH_MS);
   }
 
   /** Drops what was shown (on sign-out or a refused credential): the next user of the tab sees none of it. */
   clear(): void {
+    this.#live.stop();
+    window.clearTimeout(this.#refreshTimer);
     this.#loading?.abort();
     this.#loading = null;
     this.#focus.forget();
@@ -152,12 +172,13 @@ export class UsersPanel {
     this.load();
   }
 
-  async #load(): Promise<void> {
+  /** Reads the page asked for; `quiet` (a live refresh) leaves the table undimmed meanwhile. */
+  async #load(quiet = false): Promise<void> {
     this.#loading?.abort();
     const loading = new AbortController();
     this.#loading = loading;
     this.#showQuery();
-    this.#table.setBusy(true);
+    if (!quiet) this.#table.setBusy(true);
     try {
       const page = await listUsers(this.#query, loading.signal);
       if (loading.signal.aborted) return;

@@ -66,9 +66,16 @@ export class UsersTable {
     else this.element.dataset.state = state;
   }
 
+  /** The rows; a focused row button (Edit, Delete, copy) keeps the focus when its user is still shown. */
   showUsers(users: readonly User[]): void {
+    const focused = document.activeElement;
+    const kept =
+      focused instanceof HTMLElement && this.body.contains(focused) && focused.dataset.userId !== undefined
+        ? `[data-action="${CSS.escape(focused.dataset.action ?? '')}"][data-user-id="${CSS.escape(focused.dataset.userId)}"]`
+        : null;
     this.setState(users.length === 0 ? 'empty' : 'rows');
     this.body.replaceChildren(...users.map((user) => this.#row(user)));
+    if (kept) this.body.querySelector<HTMLElement>(kept)?.focus();
   }
 
   /** The row shown when the page has no users: why, and (when filtered) a way out. */
