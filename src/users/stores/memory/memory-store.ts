@@ -4,18 +4,17 @@
  *
  * Every list page is answered from an index, so its cost does not grow with the number of users: by
  * id and by normalised email (Maps); creation order, for everyone and for each role; one sorted index
- * per field (field-indexes.ts); how a page walks them is list-pages.ts'. Only search looks at every
- * user (search-text.ts).
+ * per field (field-indexes.ts); how a page walks them is list-pages.ts'. Search has an index of
+ * its own (search-text.ts, gram-index.ts).
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
  * `created_at` strictly increasing (docs/decisions.md). Indexes hold sequence numbers (search-text.ts: Seq).
  */
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
 import { createClock, type Clock } from '../../../clock.js';
-import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
+import { ownFields } from '../../fields.js';
 import {
   codePointOrderKey,
-  comparePositions,
   positionOf,
   sortedField,
   type ListParams,
@@ -40,7 +39,7 @@ import { MemoryIdempotencyKeys } from './memory-idempotency-keys.js';
 import { claimLost, type KeyBounds } from '../../idempotency-keys.js';
 
 export interface MemoryStoreOptions {
-  /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
+  /** Chunk size of the sorted indexes (ordered-index.ts); tests make it tiny. */
   indexChunkSize?: number;
   /** What stamps `created_at` and `updated_at`; a clock of its own by default. */
   clock?: Clock;
@@ -101,11 +100,7 @@ export class MemoryUserStore implements UserStore {
     this.keys = new MemoryIdempotencyKeys(options.keyBounds);
     const kept = options.keptSearches ?? KEPT_SEARCHES;
     this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users);
-    // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
-    this.#creation = new OrderedIndex(creationOrder, {
-      maxChunk: this.#chunkSize,
-      changed: (chunk) => this.#search.forget(chunk),
-    });
+    this.#creation = new OrderedIndex(creationOrder, { maxChunk: this.#chunkSize });
     this.#fieldChunkSize = options.indexChunkSize ?? FIELD_CHUNK_SIZE;
     this.#fields = fieldIndexes(this.#users, this.#oddKeys, this.#fieldChunkSize, (seq) =>
       this.#roleNumber(this.#users[seq]!.role),
@@ -130,14 +125,7 @@ export class MemoryUserStore implements UserStore {
     let seqs: Seq[];
     let total: number;
     if (needle !== undefined) {
-      const matches = this.#search.matches(needle, order, role, this.#creation);
-      total = matches.total;
-      // The matches are of every role: those of `role` are picked, and then the page starts at `offset`
-      // of them, or after the cursor (with a role, sort=role is creation order: its key is the role's).
-      const from = role === undefined && after === undefined ? offset : 0;
-      const past = (user: User) => comparePositions(positionOf(user, params.sort), after!, params.descending) > 0;
-      const skip = after === undefined ? offset - from : 0;
-      seqs = take(matches.runs(from, this.#fieldChunkSize), users, role, skip, wanted, after && past);
+      ({ seqs, total } = await this.#search.page(needle, params, order, inRole, wanted, this.#fieldChunkSize));
     } else {
       total = inRole.size;
       // Other roles are skipped, unless the order's index holds the role alone.
@@ -177,7 +165,7 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
     for (const field of INDEXED) this.#fields[field].insert(seq);
-    this.#search.kept.changed(seq, undefined, user);
+    this.#search.inserted(seq, user);
     if (keep) this.keys.keep(keep.claim, reply!);
     return user;
   }
@@ -215,9 +203,7 @@ export class MemoryUserStore implements UserStore {
       for (const field of INDEXED) if (!moved.includes(field)) this.#fields[field].retag(seq, from, to);
     }
     if (oldKey !== newKey) this.#holdEmail(newKey, seq);
-    // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
-    if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
-    this.#search.kept.updated(seq, before, next);
+    this.#search.updated(seq, before, next);
     return next;
   }
 
@@ -232,7 +218,7 @@ export class MemoryUserStore implements UserStore {
     this.#roleIndex(user.role).remove(seq);
     for (const field of INDEXED) this.#fields[field].remove(seq);
     this.#oddKeys.delete(seq);
-    this.#search.kept.changed(seq, user, undefined);
+    this.#search.removed(seq, user);
     this.#users[seq] = undefined;
     return true;
   }
