@@ -24,6 +24,13 @@ const PARTS = SEARCHABLE_FIELDS.length;
 /** Above any place: an offset in a lower-cased field (at most a few hundred units) times PARTS. */
 const PLACES = 65536;
 
+/**
+ * Keys below this are those of every one-unit gram and of the two- and three-unit grams of ASCII:
+ * their records are found in a table (8.6 MB of address space, of which only the pages of grams that
+ * occur are ever touched), the rest in a Map.
+ */
+const DIRECT = 0x22_0000;
+
 const key1 = (a: number): number => a;
 const key2 = (a: number, b: number): number => (a < 128 && b < 128 ? 0x1_0000 + ((a << 7) | b) : 2 ** 34 + a * 0x1_0000 + b);
 const key3 = (a: number, b: number, c: number): number =>
@@ -48,8 +55,12 @@ interface Grams {
 const newGrams = (): Grams => ({ short: new Int32Array(256), shortLength: 0, tri: new Float64Array(256), triLength: 0 });
 
 export class GramIndex {
-  /** Record number by gram key. */
+  /** Record number + 1 by gram key, for keys below DIRECT (0: none yet). */
+  readonly #direct = new Int32Array(DIRECT);
+  /** Record number by gram key, for the others. */
   readonly #records = new Map<number, number>();
+  /** Records made. */
+  #size = 0;
   /** Per record: users holding the gram. */
   #total = new Int32Array(1024);
   /** Per record and role number: users of the role holding the gram (record × #stride + role). */
@@ -66,16 +77,40 @@ export class GramIndex {
   readonly #before = newGrams();
   readonly #after = newGrams();
 
-  /** A new user (its seq above all others). */
+  /**
+   * A new user (its seq above all others). The hot path of every create, so in one pass with no
+   * buffer: its seq is above every list's, so each occurrence is appended as it is met, in place order.
+   */
   inserted(seq: number, user: User): void {
-    const grams = this.#extract(user, this.#after);
     this.#setRole(seq, user.role);
     const role = this.#roleOf[seq]!;
-    for (let i = 0; i < grams.shortLength; i++) this.#count(grams.short[i]!, role, 1);
-    this.#eachTrigram(grams, (record, places, from, to) => {
-      this.#count(record, role, 1);
-      this.postings.append(record, seq, places, from, to);
-    });
+    const stamp = ++this.#stamp;
+    const parts = searchedParts(user);
+    const longest = Math.max(...parts.map((part) => part.length));
+    for (let at = 0; at < longest; at++) {
+      for (let field = 0; field < PARTS; field++) {
+        const text = parts[field]!;
+        if (at >= text.length) continue;
+        const a = text.charCodeAt(at);
+        let record = this.#record(key1(a));
+        if (this.#seen[record] !== stamp) this.#first(record, role, stamp);
+        if (at + 1 >= text.length) continue;
+        const b = text.charCodeAt(at + 1);
+        record = this.#record(key2(a, b));
+        if (this.#seen[record] !== stamp) this.#first(record, role, stamp);
+        if (at + 2 >= text.length) continue;
+        record = this.#record(key3(a, b, text.charCodeAt(at + 2)));
+        if (this.#seen[record] !== stamp) this.#first(record, role, stamp);
+        this.postings.appendOne(record, seq, at * PARTS + field);
+      }
+    }
+  }
+
+  /** A gram met for the first time in a user: counted. */
+  #first(record: number, role: number, stamp: number): void {
+    this.#seen[record] = stamp;
+    this.#total[record]!++;
+    this.#byRole[record * this.#stride + role]!++;
   }
 
   /** The user at `seq` went from `before` to `after`. */
@@ -139,7 +174,7 @@ export class GramIndex {
 
   /** How many users hold `needle` (lower-cased, one to three units), of `role` if given: exact. */
   count(needle: string, role?: string): number {
-    const record = this.#records.get(keyOf(needle));
+    const record = this.#recordOf(keyOf(needle));
     if (record === undefined) return 0;
     if (role === undefined) return this.#total[record]!;
     const number = this.#roleNumbers.get(role);
@@ -150,7 +185,7 @@ export class GramIndex {
   rarest(needle: string): number {
     let fewest = Infinity;
     for (let at = 0; at + 3 <= needle.length; at++) {
-      const record = this.#records.get(keyOf(needle, at, 3));
+      const record = this.#recordOf(keyOf(needle, at, 3));
       fewest = Math.min(fewest, record === undefined ? 0 : this.#total[record]!);
     }
     return fewest;
@@ -160,7 +195,7 @@ export class GramIndex {
   find(needle: string): Int32Array {
     const records: { record: number; at: number }[] = [];
     for (let at = 0; at + 3 <= needle.length; at++) {
-      const record = this.#records.get(keyOf(needle, at, 3));
+      const record = this.#recordOf(keyOf(needle, at, 3));
       if (record === undefined || this.#total[record] === 0) return new Int32Array(0);
       records.push({ record, at });
     }
@@ -271,18 +306,31 @@ export class GramIndex {
     grams.short[grams.shortLength++] = record;
   }
 
+  /** The record of a gram's key, made if new: from a table for grams of ASCII (and every one-unit gram), else the Map. */
   #record(key: number): number {
-    let record = this.#records.get(key);
-    if (record === undefined) {
-      record = this.#records.size;
-      this.#records.set(key, record);
-      if (record === this.#total.length) {
-        this.#total = grow(this.#total);
-        this.#seen = grow(this.#seen);
-        const byRole = new Int32Array(this.#total.length * this.#stride);
-        byRole.set(this.#byRole);
-        this.#byRole = byRole;
-      }
+    if (key < DIRECT) {
+      const record = this.#direct[key]! - 1;
+      return record >= 0 ? record : (this.#direct[key] = this.#newRecord(key) + 1) - 1;
+    }
+    return this.#records.get(key) ?? this.#newRecord(key);
+  }
+
+  /** The record of a gram's key, if any. */
+  #recordOf(key: number): number | undefined {
+    if (key >= DIRECT) return this.#records.get(key);
+    const record = this.#direct[key]! - 1;
+    return record >= 0 ? record : undefined;
+  }
+
+  #newRecord(key: number): number {
+    const record = this.#size++;
+    if (key >= DIRECT) this.#records.set(key, record);
+    if (record === this.#total.length) {
+      this.#total = grow(this.#total);
+      this.#seen = grow(this.#seen);
+      const byRole = new Int32Array(this.#total.length * this.#stride);
+      byRole.set(this.#byRole);
+      this.#byRole = byRole;
     }
     return record;
   }
@@ -311,7 +359,7 @@ export class GramIndex {
   /** More role numbers per record. */
   #widen(stride: number): void {
     const byRole = new Int32Array(this.#total.length * stride);
-    for (let record = 0; record < this.#records.size; record++)
+    for (let record = 0; record < this.#size; record++)
       byRole.set(this.#byRole.subarray(record * this.#stride, (record + 1) * this.#stride), record * stride);
     this.#byRole = byRole;
     this.#stride = stride;

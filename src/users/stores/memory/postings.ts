@@ -27,16 +27,18 @@ const COMPACT_AT_LEAST = 32;
 const COMPACT_SHARE = 8;
 
 export class Postings {
-  // Per list id (the gram's record number, gram-index.ts), parallel arrays; a list never written is undefined.
-  readonly #base: (Uint8Array | undefined)[] = [];
-  readonly #bytes: number[] = [];
-  readonly #last: number[] = [];
-  readonly #pairs: number[] = [];
-  readonly #removed: (Int32Array | undefined)[] = [];
-  readonly #removedLength: number[] = [];
+  // Per list id (the gram's record number, gram-index.ts), parallel arrays, grown together (#room).
+  #base: (Uint8Array | undefined)[] = [];
+  #bytes = new Int32Array(0);
+  /** The last seq in `base`, plus one (0: none). */
+  #lastPlusOne = new Int32Array(0);
+  /** Pairs in `base`. */
+  #pairs = new Int32Array(0);
+  #removed: (Int32Array | undefined)[] = [];
+  #removedLength = new Int32Array(0);
   /** Pairs as [seq, place, seq, place, …]. */
-  readonly #extras: (Int32Array | undefined)[] = [];
-  readonly #extrasLength: number[] = [];
+  #extras: (Int32Array | undefined)[] = [];
+  #extrasLength = new Int32Array(0);
   /** Reused by decode() for the lists it reads; grown to the longest read. */
   #scratch: Pairs = { seqs: new Int32Array(1024), places: new Int32Array(1024), length: 0 };
 
@@ -49,8 +51,9 @@ export class Postings {
 
   /** Appends `seq`'s places (ascending) to list `id`: `seq` is above every seq the list holds. */
   append(id: number, seq: number, places: ArrayLike<number>, from: number, to: number): void {
+    this.#room(id);
     let base = this.#base[id];
-    let at = this.#bytes[id] ?? 0;
+    let at = this.#bytes[id]!;
     // At most five bytes per varint, two varints per pair.
     const need = at + 10 * (to - from);
     if (!base || base.length < need) {
@@ -58,22 +61,40 @@ export class Postings {
       if (base) grown.set(base.subarray(0, at));
       this.#base[id] = base = grown;
     }
-    let last = this.#last[id] ?? -1;
+    let last = this.#lastPlusOne[id]! - 1;
     for (let i = from; i < to; i++) {
       at = putVarint(base, at, seq - last);
       at = putVarint(base, at, places[i]!);
       last = seq;
     }
     this.#bytes[id] = at;
-    this.#last[id] = last;
-    this.#pairs[id] = (this.#pairs[id] ?? 0) + (to - from);
+    this.#lastPlusOne[id] = last + 1;
+    this.#pairs[id] = this.#pairs[id]! + (to - from);
+  }
+
+  /** Appends one pair: as append(), for the create's path, which meets a user's pairs one by one. */
+  appendOne(id: number, seq: number, place: number): void {
+    if (id >= this.#bytes.length) this.#room(id);
+    let base = this.#base[id];
+    let at = this.#bytes[id]!;
+    if (base === undefined || base.length < at + 10) {
+      const grown = new Uint8Array(Math.max(16, Math.ceil((base?.length ?? 0) * 1.5)));
+      if (base) grown.set(base.subarray(0, at));
+      this.#base[id] = base = grown;
+    }
+    const last = this.#lastPlusOne[id]! - 1;
+    at = putVarint(base, at, seq - last);
+    this.#bytes[id] = putVarint(base, at, place);
+    this.#lastPlusOne[id] = seq + 1;
+    this.#pairs[id] = this.#pairs[id]! + 1;
   }
 
   /** Drops every pair of `seq` from list `id`. */
   remove(id: number, seq: number): void {
+    this.#room(id);
     this.#dropExtras(id, seq);
-    if (seq <= (this.#last[id] ?? -1)) {
-      const length = this.#removedLength[id] ?? 0;
+    if (seq <= (this.#lastPlusOne[id]! - 1)) {
+      const length = this.#removedLength[id]!;
       let removed = this.#removed[id];
       const at = firstAtOrAbove(removed, 1, length, seq);
       if (at < length && removed![at] === seq) return;
@@ -91,11 +112,12 @@ export class Postings {
 
   /** Adds `seq`'s places (ascending) to list `id`, which holds no pair of `seq` (remove() first). */
   add(id: number, seq: number, places: ArrayLike<number>, from: number, to: number): void {
-    if (seq > (this.#last[id] ?? -1) && (this.#extrasLength[id] ?? 0) === 0) {
+    this.#room(id);
+    if (seq > (this.#lastPlusOne[id]! - 1) && this.#extrasLength[id]! === 0) {
       this.append(id, seq, places, from, to);
       return;
     }
-    const length = this.#extrasLength[id] ?? 0;
+    const length = this.#extrasLength[id]!;
     let extras = this.#extras[id];
     const count = to - from;
     if (!extras || extras.length < length + 2 * count) {
@@ -118,7 +140,8 @@ export class Postings {
    * what must outlive it). `until` stops the read early: the pairs past it are not decoded.
    */
   decode(id: number, until = Infinity): Pairs {
-    const need = (this.#pairs[id] ?? 0) + (this.#extrasLength[id] ?? 0) / 2;
+    this.#room(id);
+    const need = this.#pairs[id]! + this.#extrasLength[id]! / 2;
     if (this.#scratch.seqs.length < need) {
       const size = Math.max(need, this.#scratch.seqs.length * 2);
       this.#scratch = { seqs: new Int32Array(size), places: new Int32Array(size), length: 0 };
@@ -126,11 +149,11 @@ export class Postings {
     const out = this.#scratch;
     const { seqs, places } = out;
     const base = this.#base[id];
-    const end = this.#bytes[id] ?? 0;
+    const end = this.#bytes[id]!;
     const removed = this.#removed[id];
-    const removedLength = this.#removedLength[id] ?? 0;
+    const removedLength = this.#removedLength[id]!;
     const extras = this.#extras[id];
-    const extrasLength = this.#extrasLength[id] ?? 0;
+    const extrasLength = this.#extrasLength[id]!;
     let n = 0;
     let r = 0;
     let x = 0;
@@ -165,6 +188,26 @@ export class Postings {
     return out;
   }
 
+  /** Makes the arrays hold list `id`: grown by half, kept packed (no holes) for V8. */
+  #room(id: number): void {
+    if (id < this.#bytes.length) return;
+    const size = Math.max(1024, id + 1, Math.ceil(this.#bytes.length * 1.5));
+    const widen = (array: Int32Array) => {
+      const grown = new Int32Array(size);
+      grown.set(array);
+      return grown;
+    };
+    const pad = <T>(array: (T | undefined)[]) => array.concat(new Array<undefined>(size - array.length).fill(undefined));
+    this.#bytes = widen(this.#bytes);
+    this.#lastPlusOne = widen(this.#lastPlusOne);
+    this.#pairs = widen(this.#pairs);
+    this.#removedLength = widen(this.#removedLength);
+    this.#extrasLength = widen(this.#extrasLength);
+    this.#base = pad(this.#base);
+    this.#removed = pad(this.#removed);
+    this.#extras = pad(this.#extras);
+  }
+
   #dropExtras(id: number, seq: number): void {
     const extras = this.#extras[id];
     if (!extras) return;
@@ -178,13 +221,13 @@ export class Postings {
   }
 
   #compactIfDue(id: number): void {
-    const changes = (this.#removedLength[id] ?? 0) + (this.#extrasLength[id] ?? 0) / 2;
-    if (changes < Math.max(COMPACT_AT_LEAST, (this.#pairs[id] ?? 0) / COMPACT_SHARE)) return;
+    const changes = this.#removedLength[id]! + this.#extrasLength[id]! / 2;
+    if (changes < Math.max(COMPACT_AT_LEAST, this.#pairs[id]! / COMPACT_SHARE)) return;
     const { seqs, places, length } = this.decode(id);
     const copy = { seqs: seqs.slice(0, length), places: places.slice(0, length) };
     this.#base[id] = undefined;
     this.#bytes[id] = 0;
-    this.#last[id] = -1;
+    this.#lastPlusOne[id] = 0;
     this.#pairs[id] = 0;
     this.#removed[id] = undefined;
     this.#removedLength[id] = 0;
