@@ -32,7 +32,8 @@ const PLACES = 65536;
 const DIRECT = 0x22_0000;
 
 const key1 = (a: number): number => a;
-const key2 = (a: number, b: number): number => (a < 128 && b < 128 ? 0x1_0000 + ((a << 7) | b) : 2 ** 34 + a * 0x1_0000 + b);
+const key2 = (a: number, b: number): number =>
+  a < 128 && b < 128 ? 0x1_0000 + ((a << 7) | b) : 2 ** 34 + a * 0x1_0000 + b;
 const key3 = (a: number, b: number, c: number): number =>
   a < 128 && b < 128 && c < 128 ? 0x2_0000 + ((a << 14) | (b << 7) | c) : 2 ** 49 + (a * 0x1_0000 + b) * 0x1_0000 + c;
 
@@ -52,7 +53,12 @@ interface Grams {
   triLength: number;
 }
 
-const newGrams = (): Grams => ({ short: new Int32Array(256), shortLength: 0, tri: new Float64Array(256), triLength: 0 });
+const newGrams = (): Grams => ({
+  short: new Int32Array(256),
+  shortLength: 0,
+  tri: new Float64Array(256),
+  triLength: 0,
+});
 
 export class GramIndex {
   /** Record number + 1 by gram key, for keys below DIRECT (0: none yet). */
@@ -130,7 +136,8 @@ export class GramIndex {
     }
     this.#stamp++;
     for (let i = 0; i < was.shortLength; i++) this.#seen[was.short[i]!] = this.#stamp;
-    for (let i = 0; i < is.shortLength; i++) if (this.#seen[is.short[i]!] !== this.#stamp) this.#count(is.short[i]!, newRole, 1);
+    for (let i = 0; i < is.shortLength; i++)
+      if (this.#seen[is.short[i]!] !== this.#stamp) this.#count(is.short[i]!, newRole, 1);
     // Trigrams: both sorted by record, then place; a record's places compared as a run.
     const a = was.tri;
     const b = is.tri;
@@ -245,13 +252,19 @@ export class GramIndex {
 
   /** Bytes held in typed arrays by the index (postings and counts), for the memory figures. */
   heldBytes(): number {
-    return this.postings.heldBytes() + this.#total.byteLength + this.#byRole.byteLength + this.#seen.byteLength + this.#roleOf.byteLength;
+    return (
+      this.postings.heldBytes() +
+      this.#total.byteLength +
+      this.#byRole.byteLength +
+      this.#seen.byteLength +
+      this.#roleOf.byteLength
+    );
   }
 
   /** Each trigram of `grams` with its places (`places[from..to)`, ascending). */
   #eachTrigram(grams: Grams, each: (record: number, places: Float64Array, from: number, to: number) => void): void {
     const { tri, triLength } = grams;
-    for (let i = 0; i < triLength; ) {
+    for (let i = 0; i < triLength;) {
       const record = Math.floor(tri[i]! / PLACES);
       let end = i + 1;
       while (end < triLength && Math.floor(tri[end]! / PLACES) === record) end++;

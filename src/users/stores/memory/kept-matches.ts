@@ -177,6 +177,7 @@ export function insertAt(found: Found, at: number, seq: Seq): void {
   found.seqs[at] = seq;
 }
 
-export const tally = (roles: Map<string, number>, role: string, by: number) => roles.set(role, (roles.get(role) ?? 0) + by);
+export const tally = (roles: Map<string, number>, role: string, by: number) =>
+  roles.set(role, (roles.get(role) ?? 0) + by);
 
 const firstAtOrAbove = (found: Found, seq: Seq): number => firstWhere(0, found.length, (i) => found.seqs[i]! >= seq);

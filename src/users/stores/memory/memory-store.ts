@@ -13,18 +13,12 @@
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
 import { createClock, type Clock } from '../../../clock.js';
 import { ownFields } from '../../fields.js';
-import {
-  codePointOrderKey,
-  positionOf,
-  sortedField,
-  type ListParams,
-  type ListResult,
-} from '../../query.js';
+import { codePointOrderKey, positionOf, sortedField, type ListParams, type ListResult } from '../../query.js';
 import { fieldIndexes, INDEXED, KEYED, keyOf, type IndexedField, type Keys } from './field-indexes.js';
 import { KeptMatches } from './kept-matches.js';
 import { positionAfter, roleStart, runs, take, type Order } from './list-pages.js';
 import type { User } from '../../schema.js';
-import { SearchText, type Seq } from './search-text.js';
+import { SearchText, type SearchTuning, type Seq } from './search-text.js';
 import {
   CHANGED,
   emailKey,
@@ -47,6 +41,8 @@ export interface MemoryStoreOptions {
   keyBounds?: KeyBounds;
   /** Search results kept (kept-matches.ts): needles, and users over all of them. */
   keptSearches?: { needles: number; users: number };
+  /** The bounds of search's steps (search-text.ts); tests lower them to reach every step with few users. */
+  searchTuning?: Partial<SearchTuning>;
 }
 
 /**
@@ -99,7 +95,7 @@ export class MemoryUserStore implements UserStore {
     this.#clock = options.clock ?? createClock();
     this.keys = new MemoryIdempotencyKeys(options.keyBounds);
     const kept = options.keptSearches ?? KEPT_SEARCHES;
-    this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users);
+    this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users, options.searchTuning);
     this.#creation = new OrderedIndex(creationOrder, { maxChunk: this.#chunkSize });
     this.#fieldChunkSize = options.indexChunkSize ?? FIELD_CHUNK_SIZE;
     this.#fields = fieldIndexes(this.#users, this.#oddKeys, this.#fieldChunkSize, (seq) =>
@@ -122,10 +118,11 @@ export class MemoryUserStore implements UserStore {
     // A cursor's page reads one user more, to tell whether more follow (`next`).
     const wanted = after === undefined ? limit : limit + 1;
     const users = this.#users;
-    let seqs: Seq[];
+    let found: User[];
     let total: number;
     if (needle !== undefined) {
-      ({ seqs, total } = await this.#search.page(needle, params, order, inRole, wanted, this.#fieldChunkSize));
+      // Read in the same turn as its total (search-text.ts: Page); this turn may be later than the call's.
+      ({ users: found, total } = await this.#search.page(needle, params, order, inRole, wanted, this.#fieldChunkSize));
     } else {
       total = inRole.size;
       // Other roles are skipped, unless the order's index holds the role alone.
@@ -139,10 +136,10 @@ export class MemoryUserStore implements UserStore {
       const skip = after === undefined ? offset - start.skipped : 0;
       // Without a filter the page is the next `wanted` users; with one, runs of a chunk's size.
       const batch = only === undefined ? wanted : this.#fieldChunkSize;
-      seqs = take(runs(order, start.position, batch), users, only, skip, wanted);
+      found = take(runs(order, start.position, batch), users, only, skip, wanted).map((seq) => users[seq]!);
     }
-    const page = seqs.slice(0, limit).map((seq) => users[seq]!);
-    const more = after !== undefined && seqs.length > limit;
+    const page = found.slice(0, limit);
+    const more = after !== undefined && found.length > limit;
     return { users: page, total, ...(more && { next: positionOf(page.at(-1)!, params.sort) }) };
   }
 

@@ -45,7 +45,8 @@ export class Postings {
   /** Bytes held by the lists (their buffers' capacity), for the memory figures. */
   heldBytes(): number {
     let held = 0;
-    for (const list of [this.#base, this.#removed, this.#extras]) for (const array of list) held += array?.byteLength ?? 0;
+    for (const list of [this.#base, this.#removed, this.#extras])
+      for (const array of list) held += array?.byteLength ?? 0;
     return held;
   }
 
@@ -93,7 +94,7 @@ export class Postings {
   remove(id: number, seq: number): void {
     this.#room(id);
     this.#dropExtras(id, seq);
-    if (seq <= (this.#lastPlusOne[id]! - 1)) {
+    if (seq <= this.#lastPlusOne[id]! - 1) {
       const length = this.#removedLength[id]!;
       let removed = this.#removed[id];
       const at = firstAtOrAbove(removed, 1, length, seq);
@@ -113,7 +114,7 @@ export class Postings {
   /** Adds `seq`'s places (ascending) to list `id`, which holds no pair of `seq` (remove() first). */
   add(id: number, seq: number, places: ArrayLike<number>, from: number, to: number): void {
     this.#room(id);
-    if (seq > (this.#lastPlusOne[id]! - 1) && this.#extrasLength[id]! === 0) {
+    if (seq > this.#lastPlusOne[id]! - 1 && this.#extrasLength[id]! === 0) {
       this.append(id, seq, places, from, to);
       return;
     }
@@ -197,7 +198,8 @@ export class Postings {
       grown.set(array);
       return grown;
     };
-    const pad = <T>(array: (T | undefined)[]) => array.concat(new Array<undefined>(size - array.length).fill(undefined));
+    const pad = <T>(array: (T | undefined)[]) =>
+      array.concat(new Array<undefined>(size - array.length).fill(undefined));
     this.#bytes = widen(this.#bytes);
     this.#lastPlusOne = widen(this.#lastPlusOne);
     this.#pairs = widen(this.#pairs);

@@ -52,16 +52,36 @@ const POSTINGS_MAX = 200_000;
 /** Users tested per slice of a scan (step 4): about a millisecond. */
 const SCAN_SLICE = 2048;
 
+/** The bounds above, which tests lower to drive every step with a handful of users. */
+export interface SearchTuning {
+  walkBudget: number;
+  sortBudget: number;
+  postingsMax: number;
+  scanSlice: number;
+}
+
+const TUNING: SearchTuning = {
+  walkBudget: WALK_BUDGET,
+  sortBudget: SORT_BUDGET,
+  postingsMax: POSTINGS_MAX,
+  scanSlice: SCAN_SLICE,
+};
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class SearchText {
   readonly index = new GramIndex();
 
   /** `kept` hears of every write from the store through inserted, updated and removed. */
+  readonly #tuning: SearchTuning;
+
   constructor(
     readonly kept: KeptMatches,
     readonly users: UserColumn,
-  ) {}
+    tuning: Partial<SearchTuning> = {},
+  ) {
+    this.#tuning = { ...TUNING, ...tuning };
+  }
 
   inserted(seq: Seq, user: User): void {
     this.index.inserted(seq, user);
@@ -81,7 +101,8 @@ export class SearchText {
   /**
    * The page of the users whose searchable fields hold `needle` (lower-cased, not empty): up to
    * `wanted` of them, in `order` (read off `inRole`, or off an index of every role filtered by role),
-   * from `params`' offset or after its cursor; and how many there are of its role (or in all).
+   * from `params`' offset or after its cursor; and how many there are of its role (or in all). The
+   * page's users and the total are read in one turn, so no write comes between them.
    */
   async page(
     needle: string,
@@ -90,30 +111,47 @@ export class SearchText {
     inRole: OrderedIndex<Seq>,
     wanted: number,
     batch: number,
-  ): Promise<{ seqs: Seq[]; total: number }> {
+  ): Promise<Page> {
+    return this.#page(needle, params, order, inRole, wanted, batch);
+  }
+
+  /** The users at `seqs`, now. */
+  #read(seqs: Seq[], total: number): Page {
+    return { users: seqs.map((seq) => this.users[seq]!), total };
+  }
+
+  #page(
+    needle: string,
+    params: ListParams,
+    order: Order,
+    inRole: OrderedIndex<Seq>,
+    wanted: number,
+    batch: number,
+  ): Page | Promise<Page> {
     const { role, offset, after } = params;
     const kept = this.kept.get(needle);
-    if (kept) return { seqs: this.#fromFound(kept, params, order, wanted, batch), total: totalOf(kept, role) };
+    if (kept) return this.#read(this.#fromFound(kept, params, order, wanted, batch), totalOf(kept, role));
     let found: Found | undefined;
     let total: number;
     if (needle.length <= 3) {
       total = this.index.count(needle, role);
-    } else if (this.index.rarest(needle) <= POSTINGS_MAX) {
+    } else if (this.index.rarest(needle) <= this.#tuning.postingsMax) {
       found = this.#fromPostings(needle);
       total = totalOf(found, role);
     } else {
       return this.#scanned(needle, params, order, wanted, batch);
     }
-    if (total === 0 || (after === undefined && offset >= total)) return { seqs: [], total };
-    const sortsLittle = found !== undefined && (order.key === undefined || found.length <= SORT_BUDGET);
+    if (total === 0 || (after === undefined && offset >= total)) return { users: [], total };
+    const sortsLittle = found !== undefined && (order.key === undefined || found.length <= this.#tuning.sortBudget);
     if (!sortsLittle) {
       const walked = this.#walk(needle, params, order, inRole, wanted, batch, total);
-      if (walked) return { seqs: walked, total };
+      if (walked) return this.#read(walked, total);
     }
-    if (!found && this.index.rarest(needle) <= POSTINGS_MAX && needle.length === 3) found = this.#fromPostings(needle);
+    if (!found && this.index.rarest(needle) <= this.#tuning.postingsMax && needle.length === 3)
+      found = this.#fromPostings(needle);
     if (!found) return this.#scanned(needle, params, order, wanted, batch);
     this.kept.keep(needle, found);
-    return { seqs: this.#fromFound(found, params, order, wanted, batch), total };
+    return this.#read(this.#fromFound(found, params, order, wanted, batch), total);
   }
 
   #fromPostings(needle: string): Found {
@@ -122,21 +160,12 @@ export class SearchText {
   }
 
   /** Step 4: every match found by a scan in slices, kept, and the page taken off it. */
-  async #scanned(
-    needle: string,
-    params: ListParams,
-    order: Order,
-    wanted: number,
-    batch: number,
-  ): Promise<{ seqs: Seq[]; total: number }> {
+  async #scanned(needle: string, params: ListParams, order: Order, wanted: number, batch: number): Promise<Page> {
     const scan = await this.#scan(needle);
     try {
       // Exact now: the scan has followed every write until this turn, which reads it to the end.
       this.kept.keep(needle, scan.found);
-      return {
-        seqs: this.#fromFound(scan.found, params, order, wanted, batch),
-        total: totalOf(scan.found, params.role),
-      };
+      return this.#read(this.#fromFound(scan.found, params, order, wanted, batch), totalOf(scan.found, params.role));
     } finally {
       this.kept.untrack(scan);
     }
@@ -149,15 +178,20 @@ export class SearchText {
     const { found } = scan;
     let seq = 0;
     for (;;) {
-      const end = Math.min(users.length, seq + SCAN_SLICE);
+      const end = Math.min(users.length, seq + this.#tuning.scanSlice);
       for (; seq < end; seq++) {
         const user = users[seq];
         if (user === undefined || !findsIn(searchedParts(user), needle)) continue;
-        insertAt(found, found.length++, seq);
+        insertAt(found, found.length, seq);
+        found.length++;
         tally(found.roles, user.role, 1);
       }
       scan.cursor = seq;
-      if (seq >= users.length) return scan;
+      if (seq >= users.length) {
+        // Done: from now on every write is followed, until the page is read off it (#scanned).
+        scan.cursor = Infinity;
+        return scan;
+      }
       await nextTurn();
     }
   }
@@ -180,10 +214,11 @@ export class SearchText {
     // Other roles are skipped, unless the order's index holds the role alone.
     const only = order.index === inRole ? undefined : params.role;
     const skip = after === undefined ? offset : 0;
-    if (((skip + wanted) * order.index.size) / total > WALK_BUDGET) return undefined;
+    const { walkBudget } = this.#tuning;
+    if (((skip + wanted) * order.index.size) / total > walkBudget) return undefined;
     const position = after === undefined ? 0 : positionAfter(order, users, after);
     const out: Seq[] = [];
-    let budget = 4 * WALK_BUDGET;
+    let budget = 4 * walkBudget;
     let skipped = 0;
     for (const run of runs(order, position, batch)) {
       for (const seq of run) {
@@ -224,6 +259,12 @@ export class SearchText {
     const skip = after === undefined ? offset - from : 0;
     return take(matches(from), this.users, role, skip, wanted, after && past);
   }
+}
+
+/** A page's users and the total, read in one turn, so that no write comes between them. */
+interface Page {
+  users: User[];
+  total: number;
 }
 
 const totalOf = (found: Found, role: string | undefined): number =>
