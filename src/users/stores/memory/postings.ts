@@ -11,7 +11,7 @@
  * - `removed`: sorted seqs whose pairs in `base` no longer count (the user changed or left).
  * - `extras`: pairs added by updates, sorted, as plain integers.
  * A list reads as `base` without `removed`, merged with `extras`. When `removed` and `extras` grow past
- * an eighth of the list it is written again as one `base` (compacted), so that cost is spread over
+ * a quarter of the list it is written again as one `base` (compacted), so that cost is spread over
  * the writes that made it necessary.
  */
 
@@ -22,9 +22,9 @@ export interface Pairs {
   length: number;
 }
 
-/** Changes a list takes before it is compacted: at least this many, or an eighth of its pairs. */
+/** Changes a list takes before it is compacted: at least this many, or a quarter of its pairs. */
 const COMPACT_AT_LEAST = 32;
-const COMPACT_SHARE = 8;
+const COMPACT_SHARE = 4;
 
 export class Postings {
   // Per list id (the gram's record number, gram-index.ts), parallel arrays, grown together (#room).
@@ -58,7 +58,7 @@ export class Postings {
     // At most five bytes per varint, two varints per pair.
     const need = at + 10 * (to - from);
     if (!base || base.length < need) {
-      const grown = new Uint8Array(Math.max(16, need, Math.ceil((base?.length ?? 0) * 1.5)));
+      const grown = new Uint8Array(Math.max(16, need, grownLength(base)));
       if (base) grown.set(base.subarray(0, at));
       this.#base[id] = base = grown;
     }
@@ -79,7 +79,7 @@ export class Postings {
     let base = this.#base[id];
     let at = this.#bytes[id]!;
     if (base === undefined || base.length < at + 10) {
-      const grown = new Uint8Array(Math.max(16, Math.ceil((base?.length ?? 0) * 1.5)));
+      const grown = new Uint8Array(Math.max(16, grownLength(base)));
       if (base) grown.set(base.subarray(0, at));
       this.#base[id] = base = grown;
     }
@@ -225,19 +225,41 @@ export class Postings {
   #compactIfDue(id: number): void {
     const changes = this.#removedLength[id]! + this.#extrasLength[id]! / 2;
     if (changes < Math.max(COMPACT_AT_LEAST, this.#pairs[id]! / COMPACT_SHARE)) return;
+    // Decoded into the scratch buffers and coded again in one loop, into a buffer sized for it with
+    // room to grow (at most ten bytes a pair).
     const { seqs, places, length } = this.decode(id);
-    const copy = { seqs: seqs.slice(0, length), places: places.slice(0, length) };
-    this.#base[id] = undefined;
-    this.#bytes[id] = 0;
-    this.#lastPlusOne[id] = 0;
-    this.#pairs[id] = 0;
+    let base = new Uint8Array(Math.max(16, Math.ceil(this.#bytes[id]! * 1.1) + 10 * (this.#extrasLength[id]! / 2)));
+    let at = 0;
+    let last = -1;
+    for (let i = 0; i < length; i++) {
+      if (at + 10 > base.length) {
+        const grown = new Uint8Array(grownLength(base));
+        grown.set(base);
+        base = grown;
+      }
+      at = putVarint(base, at, seqs[i]! - last);
+      at = putVarint(base, at, places[i]!);
+      last = seqs[i]!;
+    }
+    this.#base[id] = length > 0 ? base : undefined;
+    this.#bytes[id] = at;
+    this.#lastPlusOne[id] = last + 1;
+    this.#pairs[id] = length;
     this.#removed[id] = undefined;
     this.#removedLength[id] = 0;
     this.#extras[id] = undefined;
     this.#extrasLength[id] = 0;
-    // One pair at a time: append() codes a repeated seq as a distance of 0.
-    for (let i = 0; i < length; i++) this.append(id, copy.seqs[i]!, copy.places, i, i + 1);
   }
+}
+
+/**
+ * A list's next capacity: half as much again while small, a fifth once past 64 KiB, where most of the
+ * bytes are (the lists of `com`, `exa` and the like, on every user), so that room to grow is about a
+ * tenth of what the lists hold rather than a quarter.
+ */
+function grownLength(base: Uint8Array | undefined): number {
+  const length = base?.length ?? 0;
+  return Math.ceil(length * (length < 65_536 ? 1.5 : 1.2));
 }
 
 /** Writes `value` (a non-negative integer) as a varint at `at`; returns where the next byte goes. */
