@@ -48,13 +48,20 @@ function keyOf(needle: string, at = 0, units = needle.length): number {
 /** One user's grams: the records of its distinct grams of one and two units; its trigram occurrences as record × PLACES + place, sorted. */
 interface Grams {
   short: Int32Array;
+  /** Per short gram: where it was first met in the field (#extractField), as offset × 4 + units. */
+  shortAt: Int32Array;
   shortLength: number;
   tri: Float64Array;
   triLength: number;
 }
 
+/** Marks in #flags: a gram of a field's old text, of its new text. */
+const OLD = 1;
+const NEW = 2;
+
 const newGrams = (): Grams => ({
   short: new Int32Array(256),
+  shortAt: new Int32Array(256),
   shortLength: 0,
   tri: new Float64Array(256),
   triLength: 0,
@@ -75,6 +82,11 @@ export class GramIndex {
   /** Per record: the extraction that saw it last (dedupes a user's grams without sorting). */
   #seen = new Int32Array(1024);
   #stamp = 0;
+  /** Per record: OLD and NEW marks while #fieldChanged diffs a field, zero otherwise. */
+  #flags = new Uint8Array(1024);
+  /** The other fields' lower-cased text while #fieldChanged runs, and places scratch for #replaceField. */
+  readonly #others: string[] = [];
+  #places = new Int32Array(64);
   readonly #roleNumbers = new Map<string, number>();
   readonly #roleNames: string[] = [];
   /** Per seq: its user's role number. */
@@ -119,9 +131,160 @@ export class GramIndex {
     this.#byRole[record * this.#stride + role]!++;
   }
 
-  /** The user at `seq` went from `before` to `after`. */
+  /**
+   * The user at `seq` went from `before` to `after`. A write that changes no searchable field and not
+   * the role leaves the index alone; one that keeps the role diffs only the fields that changed
+   * (#fieldChanged); a change of role moves every gram's role count (#roleChanged).
+   */
   updated(seq: number, before: User, after: User): void {
-    if (before.role === after.role && SEARCHABLE_FIELDS.every((field) => before[field] === after[field])) return;
+    if (before.role !== after.role) {
+      this.#roleChanged(seq, before, after);
+      return;
+    }
+    for (let field = 0; field < PARTS; field++) {
+      const name = SEARCHABLE_FIELDS[field]!;
+      if (before[name] === after[name]) continue;
+      const was = (before[name] ?? '').toLowerCase();
+      const is = (after[name] ?? '').toLowerCase();
+      if (was !== is) this.#fieldChanged(seq, field, was, is, before, after);
+    }
+  }
+
+  /**
+   * Field `field` of the user at `seq` went from `was` to `is` (lower-cased), its role the same: only
+   * the grams of the field's old and new text are looked at, and of those only the ones not in both
+   * are counted again; a trigram's postings are written again only where its places in the field
+   * changed. Whether the user's other fields hold a gram is read off their text (#otherHolds), not
+   * their grams.
+   */
+  #fieldChanged(seq: number, field: number, was: string, is: string, before: User, after: User): void {
+    const role = this.#roleOf[seq]!;
+    const others = this.#others;
+    others.length = 0;
+    for (let other = 0; other < PARTS; other++)
+      // As the index holds them: fields before this one are diffed already, those after not yet.
+      if (other !== field)
+        others.push(((other < field ? after : before)[SEARCHABLE_FIELDS[other]!] ?? '').toLowerCase());
+    const old = this.#extractField(was, field, this.#before, OLD);
+    const now = this.#extractField(is, field, this.#after, NEW);
+    const flags = this.#flags;
+    for (const grams of [old, now])
+      for (let i = 0; i < grams.shortLength; i++) {
+        const record = grams.short[i]!;
+        const mark = flags[record]!;
+        if (mark === 0) continue; // already counted (in both lists)
+        flags[record] = 0;
+        const where = grams.shortAt[i]!;
+        if (mark === (OLD | NEW) || this.#othersHold(mark === OLD ? was : is, where >> 2, where & 3)) continue;
+        this.#count(record, role, mark === OLD ? -1 : 1);
+      }
+    // Trigrams: both sorted by record, then place; a record's places compared as a run.
+    const a = old.tri;
+    const b = now.tri;
+    let i = 0;
+    let j = 0;
+    while (i < old.triLength || j < now.triLength) {
+      const ra = i < old.triLength ? Math.floor(a[i]! / PLACES) : Infinity;
+      const rb = j < now.triLength ? Math.floor(b[j]! / PLACES) : Infinity;
+      const record = Math.min(ra, rb);
+      let ie = i;
+      while (ie < old.triLength && Math.floor(a[ie]! / PLACES) === record) ie++;
+      let je = j;
+      while (je < now.triLength && Math.floor(b[je]! / PLACES) === record) je++;
+      let same = ie - i === je - j;
+      for (let k = 0; same && k < ie - i; k++) same = a[i + k] === b[j + k];
+      if (!same) {
+        const place = (ra === record ? a[i]! : b[j]!) - record * PLACES;
+        const other = this.#othersHold(ra === record ? was : is, (place - field) / PARTS, 3);
+        if (ra !== record || rb !== record) {
+          if (!other) this.#count(record, role, ra === record ? -1 : 1);
+        }
+        if (!other && rb !== record) this.postings.remove(record, seq);
+        else this.#replaceField(record, seq, field, b, j, je, ra === record ? was : is, (place - field) / PARTS);
+      }
+      i = ie;
+      j = je;
+    }
+  }
+
+  /** Whether a field other than the one diffed (#others) holds `text`'s `units` units at `at`: by char codes. */
+  #othersHold(text: string, at: number, units: number): boolean {
+    for (const other of this.#others) if (indexOfUnits(other, 0, text, at, units) >= 0) return true;
+    return false;
+  }
+
+  /**
+   * Puts `seq`'s places of trigram `record` in place of those it had: the diffed field's, coded in
+   * `tri[from..to)`, and the other fields' (found in their text, the trigram being `text`'s three
+   * units at `at`), ascending.
+   */
+  #replaceField(
+    record: number,
+    seq: number,
+    field: number,
+    tri: Float64Array,
+    from: number,
+    to: number,
+    text: string,
+    at: number,
+  ): void {
+    this.postings.remove(record, seq);
+    let n = 0;
+    let places = this.#places;
+    const push = (place: number) => {
+      if (n === places.length) this.#places = places = grow(places);
+      places[n++] = place;
+    };
+    for (let k = from; k < to; k++) push(tri[k]! - record * PLACES);
+    let other = 0;
+    for (let part = 0; part < PARTS; part++) {
+      if (part === field) continue;
+      const holder = this.#others[other++]!;
+      for (
+        let found = indexOfUnits(holder, 0, text, at, 3);
+        found >= 0;
+        found = indexOfUnits(holder, found + 1, text, at, 3)
+      )
+        push(found * PARTS + part);
+    }
+    if (n === 0) return;
+    places.subarray(0, n).sort();
+    this.postings.add(record, seq, places, 0, n);
+  }
+
+  /** The grams of one field's lower-cased `text` into `grams`, each short gram marked `mark` in #flags once. */
+  #extractField(text: string, field: number, grams: Grams, mark: number): Grams {
+    grams.shortLength = 0;
+    grams.triLength = 0;
+    for (let at = 0; at < text.length; at++) {
+      const a = text.charCodeAt(at);
+      let record = this.#record(key1(a));
+      if ((this.#flags[record]! & mark) === 0) this.#mark(grams, record, mark, at * 4 + 1);
+      if (at + 1 >= text.length) continue;
+      const b = text.charCodeAt(at + 1);
+      record = this.#record(key2(a, b));
+      if ((this.#flags[record]! & mark) === 0) this.#mark(grams, record, mark, at * 4 + 2);
+      if (at + 2 >= text.length) continue;
+      record = this.#record(key3(a, b, text.charCodeAt(at + 2)));
+      if (grams.triLength === grams.tri.length) grams.tri = grow(grams.tri);
+      grams.tri[grams.triLength++] = record * PLACES + at * PARTS + field;
+    }
+    grams.tri.subarray(0, grams.triLength).sort();
+    return grams;
+  }
+
+  #mark(grams: Grams, record: number, mark: number, where: number): void {
+    this.#flags[record]! |= mark;
+    if (grams.shortLength === grams.short.length) {
+      grams.short = grow(grams.short);
+      grams.shortAt = grow(grams.shortAt);
+    }
+    grams.shortAt[grams.shortLength] = where;
+    grams.short[grams.shortLength++] = record;
+  }
+
+  /** The user at `seq` changed role (and perhaps searchable fields): every gram of it diffed whole. */
+  #roleChanged(seq: number, before: User, after: User): void {
     const was = this.#extract(before, this.#before);
     const oldRole = this.#roleOf[seq]!;
     this.#setRole(seq, after.role);
@@ -341,6 +504,7 @@ export class GramIndex {
     if (record === this.#total.length) {
       this.#total = grow(this.#total);
       this.#seen = grow(this.#seen);
+      this.#flags = grow(this.#flags);
       const byRole = new Int32Array(this.#total.length * this.#stride);
       byRole.set(this.#byRole);
       this.#byRole = byRole;
@@ -379,8 +543,20 @@ export class GramIndex {
   }
 }
 
-function grow<T extends Int32Array | Uint16Array | Float64Array>(array: T): T {
+function grow<T extends Int32Array | Uint16Array | Uint8Array | Float64Array>(array: T): T {
   const grown = new (array.constructor as new (length: number) => T)(array.length * 2);
   grown.set(array);
   return grown;
+}
+
+/** Where `text`'s `units` units at `at` occur in `part` from `from` on, or -1: compared by char code, no slice. */
+function indexOfUnits(part: string, from: number, text: string, at: number, units: number): number {
+  const first = text.charCodeAt(at);
+  for (let i = from; i + units <= part.length; i++) {
+    if (part.charCodeAt(i) !== first) continue;
+    let k = 1;
+    while (k < units && part.charCodeAt(i + k) === text.charCodeAt(at + k)) k++;
+    if (k === units) return i;
+  }
+  return -1;
 }
