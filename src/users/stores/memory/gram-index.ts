@@ -18,54 +18,22 @@ import { SEARCHABLE_FIELDS } from '../../fields.js';
 import { searchedParts } from '../../query.js';
 import type { User } from '../../schema.js';
 import { Postings } from './postings.js';
-
-/** How many fields a place distinguishes. */
-const PARTS = SEARCHABLE_FIELDS.length;
-/** Above any place: an offset in a lower-cased field (at most a few hundred units) times PARTS. */
-const PLACES = 65536;
-
-/**
- * Keys below this are those of every one-unit gram and of the two- and three-unit grams of ASCII:
- * their records are found in a table (8.6 MB of address space, of which only the pages of grams that
- * occur are ever touched), the rest in a Map.
- */
-const DIRECT = 0x22_0000;
-
-const key1 = (a: number): number => a;
-const key2 = (a: number, b: number): number =>
-  a < 128 && b < 128 ? 0x1_0000 + ((a << 7) | b) : 2 ** 34 + a * 0x1_0000 + b;
-const key3 = (a: number, b: number, c: number): number =>
-  a < 128 && b < 128 && c < 128 ? 0x2_0000 + ((a << 14) | (b << 7) | c) : 2 ** 49 + (a * 0x1_0000 + b) * 0x1_0000 + c;
-
-/** The key of a needle of one to three units. */
-function keyOf(needle: string, at = 0, units = needle.length): number {
-  const a = needle.charCodeAt(at);
-  if (units === 1) return key1(a);
-  const b = needle.charCodeAt(at + 1);
-  return units === 2 ? key2(a, b) : key3(a, b, needle.charCodeAt(at + 2));
-}
-
-/** One user's grams: the records of its distinct grams of one and two units; its trigram occurrences as record × PLACES + place, sorted. */
-interface Grams {
-  short: Int32Array;
-  /** Per short gram: where it was first met in the field (#extractField), as offset × 4 + units. */
-  shortAt: Int32Array;
-  shortLength: number;
-  tri: Float64Array;
-  triLength: number;
-}
-
-/** Marks in #flags: a gram of a field's old text, of its new text. */
-const OLD = 1;
-const NEW = 2;
-
-const newGrams = (): Grams => ({
-  short: new Int32Array(256),
-  shortAt: new Int32Array(256),
-  shortLength: 0,
-  tri: new Float64Array(256),
-  triLength: 0,
-});
+import {
+  DIRECT,
+  intersect,
+  grow,
+  indexOfUnits,
+  key1,
+  key2,
+  key3,
+  keyOf,
+  NEW,
+  newGrams,
+  OLD,
+  PARTS,
+  PLACES,
+  type Grams,
+} from './gram-keys.js';
 
 export class GramIndex {
   /** Record number + 1 by gram key, for keys below DIRECT (0: none yet). */
@@ -87,6 +55,8 @@ export class GramIndex {
   /** The other fields' lower-cased text while #fieldChanged runs, and places scratch for #replaceField. */
   readonly #others: string[] = [];
   #places = new Int32Array(64);
+  /** Records whose role count #moveRole moved, to clear their marks. */
+  #moved = new Int32Array(256);
   readonly #roleNumbers = new Map<string, number>();
   readonly #roleNames: string[] = [];
   /** Per seq: its user's role number. */
@@ -137,15 +107,21 @@ export class GramIndex {
    * (#fieldChanged); a change of role moves every gram's role count (#roleChanged).
    */
   updated(seq: number, before: User, after: User): void {
-    if (before.role !== after.role) {
-      this.#roleChanged(seq, before, after);
-      return;
-    }
+    if (before.role !== after.role) this.#moveRole(seq, before, after.role);
+    this.#fieldsChanged(seq, before, after);
+  }
+
+  /** The user at `seq` is gone: each field diffed to nothing. */
+  removed(seq: number, user: User): void {
+    this.#fieldsChanged(seq, user, undefined);
+  }
+
+  #fieldsChanged(seq: number, before: User, after: User | undefined): void {
     for (let field = 0; field < PARTS; field++) {
       const name = SEARCHABLE_FIELDS[field]!;
-      if (before[name] === after[name]) continue;
+      if (before[name] === after?.[name]) continue;
       const was = (before[name] ?? '').toLowerCase();
-      const is = (after[name] ?? '').toLowerCase();
+      const is = (after?.[name] ?? '').toLowerCase();
       if (was !== is) this.#fieldChanged(seq, field, was, is, before, after);
     }
   }
@@ -157,14 +133,14 @@ export class GramIndex {
    * changed. Whether the user's other fields hold a gram is read off their text (#otherHolds), not
    * their grams.
    */
-  #fieldChanged(seq: number, field: number, was: string, is: string, before: User, after: User): void {
+  #fieldChanged(seq: number, field: number, was: string, is: string, before: User, after: User | undefined): void {
     const role = this.#roleOf[seq]!;
     const others = this.#others;
     others.length = 0;
     for (let other = 0; other < PARTS; other++)
       // As the index holds them: fields before this one are diffed already, those after not yet.
       if (other !== field)
-        others.push(((other < field ? after : before)[SEARCHABLE_FIELDS[other]!] ?? '').toLowerCase());
+        others.push(((other < field ? after : before)?.[SEARCHABLE_FIELDS[other]!] ?? '').toLowerCase());
     const old = this.#extractField(was, field, this.#before, OLD);
     const now = this.#extractField(is, field, this.#after, NEW);
     const flags = this.#flags;
@@ -283,63 +259,30 @@ export class GramIndex {
     grams.short[grams.shortLength++] = record;
   }
 
-  /** The user at `seq` changed role (and perhaps searchable fields): every gram of it diffed whole. */
-  #roleChanged(seq: number, before: User, after: User): void {
-    const was = this.#extract(before, this.#before);
-    const oldRole = this.#roleOf[seq]!;
-    this.#setRole(seq, after.role);
-    const newRole = this.#roleOf[seq]!;
-    const is = this.#extract(after, this.#after);
-    // Grams of one and two units: `#seen` marks those of `is` (the later extraction).
-    const stamp = this.#stamp;
-    for (let i = 0; i < was.shortLength; i++) {
-      const record = was.short[i]!;
-      if (this.#seen[record] !== stamp) this.#count(record, oldRole, -1);
-      else if (oldRole !== newRole) this.#move(record, oldRole, newRole);
-    }
-    this.#stamp++;
-    for (let i = 0; i < was.shortLength; i++) this.#seen[was.short[i]!] = this.#stamp;
-    for (let i = 0; i < is.shortLength; i++)
-      if (this.#seen[is.short[i]!] !== this.#stamp) this.#count(is.short[i]!, newRole, 1);
-    // Trigrams: both sorted by record, then place; a record's places compared as a run.
-    const a = was.tri;
-    const b = is.tri;
-    let i = 0;
-    let j = 0;
-    while (i < was.triLength || j < is.triLength) {
-      const ra = i < was.triLength ? Math.floor(a[i]! / PLACES) : Infinity;
-      const rb = j < is.triLength ? Math.floor(b[j]! / PLACES) : Infinity;
-      const record = Math.min(ra, rb);
-      let ie = i;
-      while (ie < was.triLength && Math.floor(a[ie]! / PLACES) === record) ie++;
-      let je = j;
-      while (je < is.triLength && Math.floor(b[je]! / PLACES) === record) je++;
-      if (ra === record && rb === record) {
-        if (oldRole !== newRole) this.#move(record, oldRole, newRole);
-        let same = ie - i === je - j;
-        for (let k = 0; same && k < ie - i; k++) same = a[i + k] === b[j + k];
-        if (!same) this.#replace(record, seq, b, j, je);
-      } else if (ra === record) {
-        this.#count(record, oldRole, -1);
-        this.postings.remove(record, seq);
-      } else {
-        this.#count(record, newRole, 1);
-        this.#replace(record, seq, b, j, je);
-      }
-      i = ie;
-      j = je;
-    }
-  }
-
-  /** The user at `seq` is gone. */
-  removed(seq: number, user: User): void {
-    const grams = this.#extract(user, this.#before);
+  /** The user at `seq` (as `user`) takes role `to`: each of its grams counted under that role instead. */
+  #moveRole(seq: number, user: User, to: string): void {
+    const from = this.#roleOf[seq]!;
+    this.#setRole(seq, to);
     const role = this.#roleOf[seq]!;
-    for (let i = 0; i < grams.shortLength; i++) this.#count(grams.short[i]!, role, -1);
-    this.#eachTrigram(grams, (record) => {
-      this.#count(record, role, -1);
-      this.postings.remove(record, seq);
-    });
+    let moved = this.#moved;
+    let n = 0;
+    for (let field = 0; field < PARTS; field++) {
+      // Short grams come marked OLD (once per user, as marks stay until the end); trigrams are marked NEW here.
+      const grams = this.#extractField((user[SEARCHABLE_FIELDS[field]!] ?? '').toLowerCase(), field, this.#before, OLD);
+      const records = grams.shortLength + grams.triLength;
+      if (n + records > moved.length) this.#moved = moved = grow(moved, n + records);
+      for (let i = 0; i < grams.shortLength; i++) moved[n++] = grams.short[i]!;
+      for (let i = 0; i < grams.triLength; i++) {
+        const record = Math.floor(grams.tri[i]! / PLACES);
+        if (this.#flags[record]! & NEW) continue;
+        this.#flags[record]! |= NEW;
+        moved[n++] = record;
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      this.#move(moved[i]!, from, role);
+      this.#flags[moved[i]!] = 0;
+    }
   }
 
   /** How many users hold `needle` (lower-cased, one to three units), of `role` if given: exact. */
@@ -370,38 +313,7 @@ export class GramIndex {
       records.push({ record, at });
     }
     records.sort((x, y) => this.#total[x.record]! - this.#total[y.record]!);
-    // Candidates from the rarest trigram: (seq, place where the needle would start).
-    const first = this.postings.decode(records[0]!.record);
-    const seqs = new Int32Array(first.length);
-    const starts = new Int32Array(first.length);
-    let n = 0;
-    const shift = records[0]!.at * PARTS;
-    for (let i = 0; i < first.length; i++) {
-      const start = first.places[i]! - shift;
-      if (start < 0) continue; // the needle would begin before its field
-      seqs[n] = first.seqs[i]!;
-      starts[n++] = start;
-    }
-    for (let r = 1; r < records.length && n > 0; r++) {
-      const { record, at } = records[r]!;
-      const pairs = this.postings.decode(record, seqs[n - 1]);
-      let p = 0;
-      let kept = 0;
-      for (let c = 0; c < n; c++) {
-        const seq = seqs[c]!;
-        const place = starts[c]! + at * PARTS;
-        while (p < pairs.length && (pairs.seqs[p]! < seq || (pairs.seqs[p] === seq && pairs.places[p]! < place))) p++;
-        if (p < pairs.length && pairs.seqs[p] === seq && pairs.places[p] === place) {
-          seqs[kept] = seq;
-          starts[kept++] = starts[c]!;
-        }
-      }
-      n = kept;
-    }
-    // One seq per user (a needle may start at several places of one user).
-    let distinct = 0;
-    for (let c = 0; c < n; c++) if (distinct === 0 || seqs[distinct - 1] !== seqs[c]) seqs[distinct++] = seqs[c]!;
-    return seqs.slice(0, distinct);
+    return intersect(this.postings, records);
   }
 
   /** How many of `seqs[0..length)` each role has. */
@@ -422,64 +334,6 @@ export class GramIndex {
       this.#seen.byteLength +
       this.#roleOf.byteLength
     );
-  }
-
-  /** Each trigram of `grams` with its places (`places[from..to)`, ascending). */
-  #eachTrigram(grams: Grams, each: (record: number, places: Float64Array, from: number, to: number) => void): void {
-    const { tri, triLength } = grams;
-    for (let i = 0; i < triLength;) {
-      const record = Math.floor(tri[i]! / PLACES);
-      let end = i + 1;
-      while (end < triLength && Math.floor(tri[end]! / PLACES) === record) end++;
-      // Places in place of the coded entries, for postings to read: entries of this run are done with.
-      for (let k = i; k < end; k++) tri[k] = tri[k]! - record * PLACES;
-      each(record, tri, i, end);
-      for (let k = i; k < end; k++) tri[k] = tri[k]! + record * PLACES;
-      i = end;
-    }
-  }
-
-  /** Puts `seq`'s places of `record`, coded in `tri[from..to)`, in place of those it had. */
-  #replace(record: number, seq: number, tri: Float64Array, from: number, to: number): void {
-    this.postings.remove(record, seq);
-    const places = new Int32Array(to - from);
-    for (let k = from; k < to; k++) places[k - from] = tri[k]! - record * PLACES;
-    this.postings.add(record, seq, places, 0, places.length);
-  }
-
-  /** The user's grams, into `grams`; records are made for grams never seen. */
-  #extract(user: User, grams: Grams): Grams {
-    const stamp = ++this.#stamp;
-    const parts = searchedParts(user);
-    let longest = 0;
-    for (const part of parts) longest = Math.max(longest, part.length);
-    grams.shortLength = 0;
-    grams.triLength = 0;
-    // Offsets outside, fields inside: trigram entries come out in place order.
-    for (let at = 0; at < longest; at++) {
-      for (let field = 0; field < PARTS; field++) {
-        const text = parts[field]!;
-        if (at >= text.length) continue;
-        const a = text.charCodeAt(at);
-        this.#short(grams, this.#record(key1(a)), stamp);
-        if (at + 1 >= text.length) continue;
-        const b = text.charCodeAt(at + 1);
-        this.#short(grams, this.#record(key2(a, b)), stamp);
-        if (at + 2 >= text.length) continue;
-        const record = this.#record(key3(a, b, text.charCodeAt(at + 2)));
-        if (grams.triLength === grams.tri.length) grams.tri = grow(grams.tri);
-        grams.tri[grams.triLength++] = record * PLACES + at * PARTS + field;
-      }
-    }
-    grams.tri.subarray(0, grams.triLength).sort();
-    return grams;
-  }
-
-  #short(grams: Grams, record: number, stamp: number): void {
-    if (this.#seen[record] === stamp) return;
-    this.#seen[record] = stamp;
-    if (grams.shortLength === grams.short.length) grams.short = grow(grams.short);
-    grams.short[grams.shortLength++] = record;
   }
 
   /** The record of a gram's key, made if new: from a table for grams of ASCII (and every one-unit gram), else the Map. */
@@ -541,22 +395,4 @@ export class GramIndex {
     this.#byRole = byRole;
     this.#stride = stride;
   }
-}
-
-function grow<T extends Int32Array | Uint16Array | Uint8Array | Float64Array>(array: T): T {
-  const grown = new (array.constructor as new (length: number) => T)(array.length * 2);
-  grown.set(array);
-  return grown;
-}
-
-/** Where `text`'s `units` units at `at` occur in `part` from `from` on, or -1: compared by char code, no slice. */
-function indexOfUnits(part: string, from: number, text: string, at: number, units: number): number {
-  const first = text.charCodeAt(at);
-  for (let i = from; i + units <= part.length; i++) {
-    if (part.charCodeAt(i) !== first) continue;
-    let k = 1;
-    while (k < units && part.charCodeAt(i + k) === text.charCodeAt(at + k)) k++;
-    if (k === units) return i;
-  }
-  return -1;
 }
