@@ -74,7 +74,8 @@ export class GramIndex {
     const role = this.#roleOf[seq]!;
     const stamp = ++this.#stamp;
     const parts = searchedParts(user);
-    const longest = Math.max(...parts.map((part) => part.length));
+    let longest = 0;
+    for (const part of parts) if (part.length > longest) longest = part.length;
     for (let at = 0; at < longest; at++) {
       for (let field = 0; field < PARTS; field++) {
         const text = parts[field]!;

@@ -264,9 +264,10 @@ function grownLength(base: Uint8Array | undefined): number {
 
 /** Writes `value` (a non-negative integer) as a varint at `at`; returns where the next byte goes. */
 function putVarint(bytes: Uint8Array, at: number, value: number): number {
+  // Seqs and places are below 2^31: a shift rather than a division per byte.
   while (value >= 0x80) {
     bytes[at++] = (value & 0x7f) | 0x80;
-    value = Math.floor(value / 0x80);
+    value >>>= 7;
   }
   bytes[at++] = value;
   return at;
