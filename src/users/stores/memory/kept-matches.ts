@@ -39,25 +39,22 @@ function holds(found: Found, seq: Seq): boolean {
  * A result also keeps the sorted copies of itself asked last (ORDERS_KEPT), until any of its users changes.
  * So kept results hold at most three times `maxSeqs` users.
  *
- * A needle asked for the first time still scans. A trigram index would answer it from the users of
- * its trigrams: its 38.5 million postings at a million users take 42 MB delta-coded (150 MB as 32-bit
- * integers), about what the scan's per-chunk text holds (47 MB), so it can only replace that text,
- * not join it. Built and wired in that way (commit 03dc1f5, reverted by edf25e9; BENCHMARKS.md,
- * "Lists at a million users"), it found a needle the first time in 18 to 95 ms where the scan took 31
- * to 484, but the process's RSS ended 33 MiB higher and inserts and renames cost 40 and 65 % more at
- * the store, so it is not used. Kept results cost what they find, within `maxSeqs`.
+ * A needle asked for the first time is found from the search index (gram-index.ts), or by a scan
+ * in slices (search-text.ts); a scan under way hears of writes as kept results do (track()), for the
+ * users it has passed, so that it ends exact however many writes came between its slices.
  */
 export class KeptMatches {
   /** By lower-cased needle; a Map keeps insertion order, so its first entry is the least recently used. */
   readonly #kept = new Map<string, Found>();
   #held = 0;
+  readonly #scans = new Set<Scan>();
 
   /**
    * At most `maxNeedles` needles (each write tests every one) holding at most `maxSeqs` users in all
    * (4 B each, up to twice that with the room to grow); a result over half of that is not kept. Half,
    * so that a two-letter needle's result (`an`: 186 889 of a million users, under 1 MB) is kept with
-   * room for others: a short needle is the costliest to scan again, and no shorter kept result can
-   * stand in for it (within()).
+   * room for others: a short needle's deep or sorted pages are the costliest to find again (a scan:
+   * search-text.ts).
    */
   constructor(
     readonly maxNeedles: number,
@@ -95,14 +92,18 @@ export class KeptMatches {
   }
 
   /**
-   * The smallest kept result of a needle that `needle` contains, if any: whoever `needle` finds is in
-   * it, so checking its users can stand in for a scan (a needle typed one more letter at a time).
+   * Follows `found`, the result of a scan of `needle` under way, through writes to users below
+   * `cursor` (those the scan has passed; it reads the others as they are when it gets to them), until
+   * untrack().
    */
-  within(needle: string): Found | undefined {
-    let best: Found | undefined;
-    for (const [kept, found] of this.#kept)
-      if (needle.includes(kept) && (!best || found.length < best.length)) best = found;
-    return best;
+  track(needle: string, found: Found): Scan {
+    const scan = { needle, found, cursor: 0 };
+    this.#scans.add(scan);
+    return scan;
+  }
+
+  untrack(scan: Scan): void {
+    this.#scans.delete(scan);
   }
 
   /** Keeps `sorted`, `found` in the order named `name`, and returns it. */
@@ -123,10 +124,10 @@ export class KeptMatches {
 
   /** Adds `seq` to, or deletes it from, each kept result as its needle finds `before` and `after` (if any). */
   changed(seq: Seq, before: User | undefined, after: User | undefined): void {
-    if (this.#kept.size === 0) return;
+    if (this.#kept.size === 0 && this.#scans.size === 0) return;
     const was = before && searchedParts(before);
     const is = after && searchedParts(after);
-    for (const [needle, found] of this.#kept) {
+    const follow = (needle: string, found: Found, kept: boolean) => {
       const wasFound = was !== undefined && findsIn(was, needle);
       const isFound = is !== undefined && findsIn(is, needle);
       if (wasFound && isFound) {
@@ -137,31 +138,46 @@ export class KeptMatches {
       } else if (wasFound) {
         const at = firstAtOrAbove(found, seq);
         found.seqs.copyWithin(at, at + 1, found.length);
-        this.#resized(found, -1, before!.role);
+        this.#resized(found, -1, before!.role, kept);
       } else if (isFound) {
-        if (found.length === found.seqs.length) {
-          const grown = new Int32Array(Math.max(8, found.length * 2));
-          grown.set(found.seqs);
-          found.seqs = grown;
-        }
         const at = firstAtOrAbove(found, seq);
-        found.seqs.copyWithin(at + 1, at, found.length);
-        found.seqs[at] = seq;
-        this.#resized(found, 1, after!.role);
+        insertAt(found, at, seq);
+        this.#resized(found, 1, after!.role, kept);
       }
-    }
+    };
+    for (const [needle, found] of this.#kept) follow(needle, found, true);
+    for (const scan of this.#scans) if (seq < scan.cursor) follow(scan.needle, scan.found, false);
     this.#trim();
   }
 
   /** `found` gained (1) or lost (-1) a user of `role`: its sorted copies are out of date. */
-  #resized(found: Found, by: number, role: string): void {
+  #resized(found: Found, by: number, role: string, kept: boolean): void {
     found.length += by;
     found.orders = undefined;
-    this.#held += by;
+    if (kept) this.#held += by;
     tally(found.roles, role, by);
   }
 }
 
-const tally = (roles: Map<string, number>, role: string, by: number) => roles.set(role, (roles.get(role) ?? 0) + by);
+/** A scan under way (search-text.ts) and how far it has read: users below `cursor`. */
+export interface Scan {
+  needle: string;
+  found: Found;
+  cursor: number;
+}
+
+/** Puts `seq` at `at` of `found.seqs`, growing it as needed; `found.length` is the caller's. */
+export function insertAt(found: Found, at: number, seq: Seq): void {
+  if (found.length === found.seqs.length) {
+    const grown = new Int32Array(Math.max(8, found.length * 2));
+    grown.set(found.seqs);
+    found.seqs = grown;
+  }
+  found.seqs.copyWithin(at + 1, at, found.length);
+  found.seqs[at] = seq;
+}
+
+export const tally = (roles: Map<string, number>, role: string, by: number) =>
+  roles.set(role, (roles.get(role) ?? 0) + by);
 
 const firstAtOrAbove = (found: Found, seq: Seq): number => firstWhere(0, found.length, (i) => found.seqs[i]! >= seq);

@@ -4,28 +4,21 @@
  *
  * Every list page is answered from an index, so its cost does not grow with the number of users: by
  * id and by normalised email (Maps); creation order, for everyone and for each role; one sorted index
- * per field (field-indexes.ts); how a page walks them is list-pages.ts'. Only search looks at every
- * user (search-text.ts).
+ * per field (field-indexes.ts); how a page walks them is list-pages.ts'. Search has an index of
+ * its own (search-text.ts, gram-index.ts).
  *
  * Creation order is `created_at` order: the store stamps every write from its clock, which makes
  * `created_at` strictly increasing (docs/decisions.md). Indexes hold sequence numbers (search-text.ts: Seq).
  */
 import { DEFAULT_CHUNK_SIZE, OrderedIndex } from './ordered-index.js';
 import { createClock, type Clock } from '../../../clock.js';
-import { ownFields, SEARCHABLE_FIELDS } from '../../fields.js';
-import {
-  codePointOrderKey,
-  comparePositions,
-  positionOf,
-  sortedField,
-  type ListParams,
-  type ListResult,
-} from '../../query.js';
+import { ownFields } from '../../fields.js';
+import { codePointOrderKey, positionOf, sortedField, type ListParams, type ListResult } from '../../query.js';
 import { fieldIndexes, INDEXED, KEYED, keyOf, type IndexedField, type Keys } from './field-indexes.js';
 import { KeptMatches } from './kept-matches.js';
 import { positionAfter, roleStart, runs, take, type Order } from './list-pages.js';
 import type { User } from '../../schema.js';
-import { SearchText, type Seq } from './search-text.js';
+import { SearchText, type SearchTuning, type Seq } from './search-text.js';
 import {
   CHANGED,
   emailKey,
@@ -42,7 +35,7 @@ import type { ChangeBounds } from '../../changes.js';
 import { MemoryChangeLog } from './memory-changes.js';
 
 export interface MemoryStoreOptions {
-  /** Chunk size of the sorted indexes (ordered-index.ts), which is also the search block; tests make it tiny. */
+  /** Chunk size of the sorted indexes (ordered-index.ts); tests make it tiny. */
   indexChunkSize?: number;
   /** What stamps `created_at` and `updated_at`; a clock of its own by default. */
   clock?: Clock;
@@ -52,6 +45,8 @@ export interface MemoryStoreOptions {
   keptSearches?: { needles: number; users: number };
   /** CHANGES_MAX and CHANGES_MAX_AGE_SECONDS (users/changes.ts). */
   changeBounds?: ChangeBounds;
+  /** The bounds of search's steps (search-text.ts); tests lower them to reach every step with few users. */
+  searchTuning?: Partial<SearchTuning>;
 }
 
 /**
@@ -107,12 +102,8 @@ export class MemoryUserStore implements UserStore {
     this.keys = new MemoryIdempotencyKeys(options.keyBounds);
     this.changes = new MemoryChangeLog(options.changeBounds);
     const kept = options.keptSearches ?? KEPT_SEARCHES;
-    this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users);
-    // Search reads the creation index's chunks and keeps its lower-cased text per chunk.
-    this.#creation = new OrderedIndex(creationOrder, {
-      maxChunk: this.#chunkSize,
-      changed: (chunk) => this.#search.forget(chunk),
-    });
+    this.#search = new SearchText(new KeptMatches(kept.needles, kept.users), this.#users, options.searchTuning);
+    this.#creation = new OrderedIndex(creationOrder, { maxChunk: this.#chunkSize });
     this.#fieldChunkSize = options.indexChunkSize ?? FIELD_CHUNK_SIZE;
     this.#fields = fieldIndexes(this.#users, this.#oddKeys, this.#fieldChunkSize, (seq) =>
       this.#roleNumber(this.#users[seq]!.role),
@@ -134,17 +125,11 @@ export class MemoryUserStore implements UserStore {
     // A cursor's page reads one user more, to tell whether more follow (`next`).
     const wanted = after === undefined ? limit : limit + 1;
     const users = this.#users;
-    let seqs: Seq[];
+    let found: User[];
     let total: number;
     if (needle !== undefined) {
-      const matches = this.#search.matches(needle, order, role, this.#creation);
-      total = matches.total;
-      // The matches are of every role: those of `role` are picked, and then the page starts at `offset`
-      // of them, or after the cursor (with a role, sort=role is creation order: its key is the role's).
-      const from = role === undefined && after === undefined ? offset : 0;
-      const past = (user: User) => comparePositions(positionOf(user, params.sort), after!, params.descending) > 0;
-      const skip = after === undefined ? offset - from : 0;
-      seqs = take(matches.runs(from, this.#fieldChunkSize), users, role, skip, wanted, after && past);
+      // Read in the same turn as its total (search-text.ts: Page); this turn may be later than the call's.
+      ({ users: found, total } = await this.#search.page(needle, params, order, inRole, wanted, this.#fieldChunkSize));
     } else {
       total = inRole.size;
       // Other roles are skipped, unless the order's index holds the role alone.
@@ -158,10 +143,10 @@ export class MemoryUserStore implements UserStore {
       const skip = after === undefined ? offset - start.skipped : 0;
       // Without a filter the page is the next `wanted` users; with one, runs of a chunk's size.
       const batch = only === undefined ? wanted : this.#fieldChunkSize;
-      seqs = take(runs(order, start.position, batch), users, only, skip, wanted);
+      found = take(runs(order, start.position, batch), users, only, skip, wanted).map((seq) => users[seq]!);
     }
-    const page = seqs.slice(0, limit).map((seq) => users[seq]!);
-    const more = after !== undefined && seqs.length > limit;
+    const page = found.slice(0, limit);
+    const more = after !== undefined && found.length > limit;
     return { users: page, total, ...(more && { next: positionOf(page.at(-1)!, params.sort) }) };
   }
 
@@ -184,7 +169,7 @@ export class MemoryUserStore implements UserStore {
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
     for (const field of INDEXED) this.#fields[field].insert(seq);
-    this.#search.kept.changed(seq, undefined, user);
+    this.#search.inserted(seq, user);
     if (keep) this.keys.keep(keep.claim, reply!);
     this.changes.append('created', user.id, user, null, now);
     return user;
@@ -223,9 +208,7 @@ export class MemoryUserStore implements UserStore {
       for (const field of INDEXED) if (!moved.includes(field)) this.#fields[field].retag(seq, from, to);
     }
     if (oldKey !== newKey) this.#holdEmail(newKey, seq);
-    // Search keeps lower-cased text per creation chunk: the user's chunk is built again.
-    if (SEARCHABLE_FIELDS.some((field) => before[field] !== next[field])) this.#creation.touch(seq);
-    this.#search.kept.updated(seq, before, next);
+    this.#search.updated(seq, before, next);
     this.changes.append('updated', id, next, before.role, next.updated_at);
     return next;
   }
@@ -241,7 +224,7 @@ export class MemoryUserStore implements UserStore {
     this.#roleIndex(user.role).remove(seq);
     for (const field of INDEXED) this.#fields[field].remove(seq);
     this.#oddKeys.delete(seq);
-    this.#search.kept.changed(seq, user, undefined);
+    this.#search.removed(seq, user);
     this.#users[seq] = undefined;
     this.changes.append('deleted', id, null, user.role, this.#clock.next());
     return true;

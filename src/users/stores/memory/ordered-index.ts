@@ -20,7 +20,6 @@ export const DEFAULT_CHUNK_SIZE = 512;
 export class OrderedIndex<T> {
   readonly #compare: (a: T, b: T) => number;
   readonly #maxChunk: number;
-  readonly #changed: ((chunk: readonly T[]) => void) | undefined;
   readonly #key: ((item: T) => string) | undefined;
   readonly #tag: ((item: T) => number) | undefined;
   readonly #chunks: T[][] = [];
@@ -40,8 +39,7 @@ export class OrderedIndex<T> {
 
   /**
    * `compare` must be a total order in which only an item equals itself (break ties, e.g. by a
-   * sequence). Tests pass a tiny `maxChunk` to exercise splits with few items. `changed` hears of
-   * every chunk whose contents change, for caches kept per chunk (search-text.ts). `key`, if given,
+   * sequence). Tests pass a tiny `maxChunk` to exercise splits with few items. `key`, if given,
    * must agree with `compare`: a smaller key means an earlier item, equal keys leave it to `compare`.
    * `tag`, if given, is read when an item comes in and when it goes (retag() moves an item between tags).
    */
@@ -49,7 +47,6 @@ export class OrderedIndex<T> {
     compare: (a: T, b: T) => number,
     options: {
       maxChunk?: number;
-      changed?: (chunk: readonly T[]) => void;
       key?: (item: T) => string;
       tag?: (item: T) => number;
     } = {},
@@ -59,7 +56,6 @@ export class OrderedIndex<T> {
     this.#tag = options.tag;
     this.#tagCounts = options.tag ? new TagCounts() : undefined;
     this.#maxChunk = Math.max(2, options.maxChunk ?? DEFAULT_CHUNK_SIZE);
-    this.#changed = options.changed;
   }
 
   get size(): number {
@@ -84,13 +80,11 @@ export class OrderedIndex<T> {
     const chunk = chunks[c]!;
     const at = appended ? chunk.length : this.#positionIn(chunk, item);
     chunk.splice(at, 0, item);
-    this.#changed?.(chunk);
     if (chunk.length > this.#maxChunk) {
       // Two new arrays of exactly their length: the full one has grown its capacity by half, which
       // halving it in place would keep (about 10 B of heap per item over three indexes).
       const half = chunk.length >> 1;
       chunks.splice(c, 1, chunk.slice(0, half), chunk.slice(half));
-      this.#changed?.(chunks[c]!);
       this.#renew(c + 1, true);
       this.#renew(c, false);
     } else {
@@ -100,24 +94,12 @@ export class OrderedIndex<T> {
     this.#stale(c);
   }
 
-  /**
-   * Tells the `changed` listener that the item's chunk changed although the item kept its place (its
-   * sort key is the same, but what a per-chunk cache holds of it is not).
-   */
-  touch(item: T): boolean {
-    const found = this.#find(item);
-    if (!found) return false;
-    this.#changed?.(found[0]);
-    return true;
-  }
-
   /** Removes the item (found by comparison, so its sort key must be what it was at insert). */
   remove(item: T): boolean {
     const found = this.#find(item);
     if (!found) return false;
     const [chunk, i, c] = found;
     chunk.splice(i, 1);
-    this.#changed?.(chunk);
     this.#size--;
     if (chunk.length === 0) {
       this.#chunks.splice(c, 1);

@@ -1,22 +1,29 @@
 /**
  * The search of the list operation: a case-insensitive substring of a searchable field (fields.ts: the
- * name or the email), which no ordered index can answer, so every user is looked at. This makes that
- * look cheap.
+ * name or the email), answered from the search index (gram-index.ts) with the exact total, whatever
+ * the needle, seen before or not. How a page is found, cheapest first:
  *
- * Search reads the creation index chunk by chunk. For each chunk it keeps, built on the first search
- * after the chunk changed, one string of all its users' lower-cased searchable fields and where each
- * user's parts end. A search runs the engine's native `indexOf` along those strings and only looks at
- * the users where the needle was found, rather than calling `includes` per field and user. A hit
- * counts only if it lies wholly inside one part, so the result is exactly what query.ts's search
- * finds.
- *
- * The last searches' results are kept exact through every write (kept-matches.ts); only matches are ever sorted.
+ * 1. A needle searched lately: its kept result (kept-matches.ts), exact through every write.
+ * 2. A needle of one to three units (UTF-16, lower-cased): its total is the index's count. When the
+ *    page is near the start of the order for how often the needle occurs ((offset + limit) × users ÷
+ *    total within WALK_BUDGET), the order is walked and each user tested until the page is full: `a`
+ *    or `an` fill page 1 within a few dozen users, in any order, with or without a cursor.
+ * 3. A needle of three units or more: every match from the trigram postings, intersected from the
+ *    rarest (exact, no text read), when the rarest trigram is on at most POSTINGS_MAX users. Then the
+ *    page is taken off the matches (only matches are sorted), or, when sorting them would cost more
+ *    than walking the order, by a walk.
+ * 4. Otherwise (a one- or two-unit needle on a deep page or in a sorted order far in, or a trigram on
+ *    most users): a scan of every user in slices of SCAN_SLICE, the event loop free between them, the
+ *    result following the writes that come meanwhile (KeptMatches.track), and then kept.
+ * Nothing but step 4 reads more than a few thousand users, and step 4 never holds the thread for more
+ * than a slice.
  */
+import { foundOf, type Found, type KeptMatches, type Scan, tally, insertAt } from './kept-matches.js';
+import { GramIndex } from './gram-index.js';
+import { positionAfter, runs, take, type Order } from './list-pages.js';
+import type { OrderedIndex } from './ordered-index.js';
+import { comparePositions, positionOf, type ListParams } from '../../query.js';
 import { SEARCHABLE_FIELDS } from '../../fields.js';
-import { foundOf, type KeptMatches } from './kept-matches.js';
-import type { Order } from './list-pages.js';
-import { firstWhere, type OrderedIndex } from './ordered-index.js';
-import { findsIn, searchedParts } from '../../query.js';
 import type { User } from '../../schema.js';
 
 /**
@@ -30,64 +37,210 @@ export type Seq = number;
 /** The store's users by sequence number; undefined where a user was removed. */
 export type UserColumn = readonly (User | undefined)[];
 
-/** Between parts; any character would do, since hits across parts are refused anyway. */
-const SEPARATOR = '\u0000';
+/**
+ * Users a walk expects to test (step 2). Testing a user (its fields lower-cased, then `includes`)
+ * costs 0.2–0.5 µs at a million users, so about a millisecond at most; a walk that finds the
+ * needle rarer than its total said gives up at four times this and takes step 3 or 4.
+ */
+const WALK_BUDGET = 2048;
+/** Matches sorted for a page in another order than creation (their sorted copy is then kept). */
+const SORT_BUDGET = 4096;
+/**
+ * The rarest trigram's users up to which the postings are read (step 3): about a millisecond of
+ * decoding and intersecting at the most (a pair in 5–10 ns, about two pairs per user). `exam`, on
+ * every user through `example.com`, is found by a scan in slices rather than in one piece.
+ */
+const POSTINGS_MAX = 50_000;
+/** Users tested per slice of a scan (step 4): about a millisecond. */
+const SCAN_SLICE = 2048;
 
-/** How many parts each user has in a chunk's text: its searchable fields (fields.ts). */
-const PARTS = SEARCHABLE_FIELDS.length;
-
-interface ChunkText {
-  /** Lower-cased `name SEPARATOR email SEPARATOR` (each searchable field) of every user of the chunk, in its order. */
-  text: string;
-  /**
-   * Per searchable field, per user: where that part ends (the next starts one later). 16-bit when the
-   * chunk's text is short enough (it nearly always is): at a million users the offsets are a quarter of
-   * what this cache holds.
-   */
-  ends: (Int32Array | Uint16Array)[];
+/** The bounds above, which tests lower to drive every step with a handful of users. */
+export interface SearchTuning {
+  walkBudget: number;
+  sortBudget: number;
+  postingsMax: number;
+  scanSlice: number;
 }
 
-/**
- * A kept result stands in for a scan while it holds at most one user in this many (#find). Measured
- * at 300 000 users: checking a user cost about 1.5 µs (its fields lower-cased, read at random), the
- * scan about 30 ns a user, so a result of a fiftieth of the users costs about what the scan does.
- */
-const WITHIN_SHARE = 64;
-/** ... or at most this many users, whatever their share: few checks cost less than any scan. */
-const WITHIN_ANY = 256;
+const TUNING: SearchTuning = {
+  walkBudget: WALK_BUDGET,
+  sortBudget: SORT_BUDGET,
+  postingsMax: POSTINGS_MAX,
+  scanSlice: SCAN_SLICE,
+};
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class SearchText {
-  /** Keyed by the chunk array itself, so chunks that are dropped take their text with them. */
-  #texts = new WeakMap<readonly Seq[], ChunkText>();
+  readonly index = new GramIndex();
 
-  /** `kept` hears of every write from the store. */
+  /** `kept` hears of every write from the store through inserted, updated and removed. */
+  readonly #tuning: SearchTuning;
+
   constructor(
     readonly kept: KeptMatches,
     readonly users: UserColumn,
-  ) {}
+    tuning: Partial<SearchTuning> = {},
+  ) {
+    this.#tuning = { ...TUNING, ...tuning };
+  }
 
-  /** The chunk's users changed: its text is built again on the next search. */
-  forget(chunk: readonly Seq[]): void {
-    this.#texts.delete(chunk);
+  inserted(seq: Seq, user: User): void {
+    this.index.inserted(seq, user);
+    this.kept.changed(seq, undefined, user);
+  }
+
+  updated(seq: Seq, before: User, after: User): void {
+    this.index.updated(seq, before, after);
+    this.kept.updated(seq, before, after);
+  }
+
+  removed(seq: Seq, user: User): void {
+    this.index.removed(seq, user);
+    this.kept.changed(seq, user, undefined);
   }
 
   /**
-   * The matches of `needle` (lower-cased, not empty) among the users in `index` (the creation index),
-   * in `order` (of every role), as runs from a place on; and how many are of `role`. In creation order
-   * the matches are read off as they are, forwards or back; in another order, off their sorted copy,
-   * which the kept result holds until its users change.
+   * The page of the users whose searchable fields hold `needle` (lower-cased, not empty): up to
+   * `wanted` of them, in `order` (read off `inRole`, or off an index of every role filtered by role),
+   * from `params`' offset or after its cursor; and how many there are of its role (or in all). The
+   * page's users and the total are read in one turn, so no write comes between them.
    */
-  matches(
+  async page(
     needle: string,
+    params: ListParams,
     order: Order,
-    role: string | undefined,
-    index: OrderedIndex<Seq>,
-  ): { total: number; runs: (from: number, batch: number) => Generator<ArrayLike<Seq>> } {
-    let found = this.kept.get(needle);
-    if (!found) {
-      found = foundOf(this.#find(needle, index), this.users);
-      this.kept.keep(needle, found);
+    inRole: OrderedIndex<Seq>,
+    wanted: number,
+    batch: number,
+  ): Promise<Page> {
+    return this.#page(needle, params, order, inRole, wanted, batch);
+  }
+
+  /** The users at `seqs`, now. */
+  #read(seqs: Seq[], total: number): Page {
+    return { users: seqs.map((seq) => this.users[seq]!), total };
+  }
+
+  #page(
+    needle: string,
+    params: ListParams,
+    order: Order,
+    inRole: OrderedIndex<Seq>,
+    wanted: number,
+    batch: number,
+  ): Page | Promise<Page> {
+    const { role, offset, after } = params;
+    const kept = this.kept.get(needle);
+    if (kept) return this.#read(this.#fromFound(kept, params, order, wanted, batch), totalOf(kept, role));
+    let found: Found | undefined;
+    let total: number;
+    if (needle.length <= 3) {
+      total = this.index.count(needle, role);
+    } else if (this.index.rarest(needle) <= this.#tuning.postingsMax) {
+      found = this.#fromPostings(needle);
+      total = totalOf(found, role);
+    } else {
+      return this.#scanned(needle, params, order, wanted, batch);
     }
+    if (total === 0 || (after === undefined && offset >= total)) return { users: [], total };
+    const sortsLittle = found !== undefined && (order.key === undefined || found.length <= this.#tuning.sortBudget);
+    if (!sortsLittle) {
+      const walked = this.#walk(needle, params, order, inRole, wanted, batch, total);
+      if (walked) return this.#read(walked, total);
+    }
+    if (!found && this.index.rarest(needle) <= this.#tuning.postingsMax && needle.length === 3)
+      found = this.#fromPostings(needle);
+    if (!found) return this.#scanned(needle, params, order, wanted, batch);
+    this.kept.keep(needle, found);
+    return this.#read(this.#fromFound(found, params, order, wanted, batch), total);
+  }
+
+  #fromPostings(needle: string): Found {
+    const seqs = this.index.find(needle);
+    return { seqs, length: seqs.length, roles: this.index.roleCounts(seqs, seqs.length) };
+  }
+
+  /** Step 4: every match found by a scan in slices, kept, and the page taken off it. */
+  async #scanned(needle: string, params: ListParams, order: Order, wanted: number, batch: number): Promise<Page> {
+    const scan = await this.#scan(needle);
+    try {
+      // Exact now: the scan has followed every write until this turn, which reads it to the end.
+      this.kept.keep(needle, scan.found);
+      return this.#read(this.#fromFound(scan.found, params, order, wanted, batch), totalOf(scan.found, params.role));
+    } finally {
+      this.kept.untrack(scan);
+    }
+  }
+
+  /** Every user holding `needle`, ascending, read SCAN_SLICE at a time; still tracked (untrack it). */
+  async #scan(needle: string): Promise<Scan> {
+    const users = this.users;
+    const scan = this.kept.track(needle, foundOf([], users));
+    const { found } = scan;
+    let seq = 0;
+    for (;;) {
+      const end = Math.min(users.length, seq + this.#tuning.scanSlice);
+      for (; seq < end; seq++) {
+        const user = users[seq];
+        if (user === undefined || !holds(user, needle)) continue;
+        insertAt(found, found.length, seq);
+        found.length++;
+        tally(found.roles, user.role, 1);
+      }
+      scan.cursor = seq;
+      if (seq >= users.length) {
+        // Done: from now on every write is followed, until the page is read off it (#scanned).
+        scan.cursor = Infinity;
+        return scan;
+      }
+      await nextTurn();
+    }
+  }
+
+  /**
+   * Step 2: the page found by testing users in the order from its start (or its cursor), if that is
+   * expected to take at most WALK_BUDGET users and does take at most four times that; else undefined.
+   */
+  #walk(
+    needle: string,
+    params: ListParams,
+    order: Order,
+    inRole: OrderedIndex<Seq>,
+    wanted: number,
+    batch: number,
+    total: number,
+  ): Seq[] | undefined {
+    const { offset, after } = params;
+    const users = this.users;
+    // Other roles are skipped, unless the order's index holds the role alone.
+    const only = order.index === inRole ? undefined : params.role;
+    const skip = after === undefined ? offset : 0;
+    const { walkBudget } = this.#tuning;
+    if (((skip + wanted) * order.index.size) / total > walkBudget) return undefined;
+    const position = after === undefined ? 0 : positionAfter(order, users, after);
+    const out: Seq[] = [];
+    let budget = 4 * walkBudget;
+    let skipped = 0;
+    for (const run of runs(order, position, batch)) {
+      for (const seq of run) {
+        if (--budget < 0) return undefined;
+        const user = users[seq]!;
+        if (only !== undefined && user.role !== only) continue;
+        if (!holds(user, needle)) continue;
+        if (skipped < skip) skipped++;
+        else if (out.push(seq) === wanted) return out;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The page off a search's matches: in creation order as they are, forwards or back; in another
+   * order, off their sorted copy, which the kept result holds until its users change.
+   */
+  #fromFound(found: Found, params: ListParams, order: Order, wanted: number, batch: number): Seq[] {
+    const { role, offset, after } = params;
     const { length } = found;
     let seqs = found.seqs;
     if (order.key !== undefined) {
@@ -95,77 +248,39 @@ export class SearchText {
       seqs = found.orders?.get(name) ?? this.kept.keepOrder(found, name, sorted(seqs.subarray(0, length), order));
     }
     const down = order.key === undefined && order.read === 'reversed';
-    return {
-      total: role === undefined ? length : (found.roles.get(role) ?? 0),
-      runs: function* (from, batch) {
-        for (let i = from; i < length; i += batch) {
-          const end = Math.min(length, i + batch);
-          yield down ? seqs.slice(length - end, length - i).reverse() : seqs.subarray(i, end);
-        }
-      },
+    const matches = function* (from: number) {
+      for (let i = from; i < length; i += batch) {
+        const end = Math.min(length, i + batch);
+        yield down ? seqs.slice(length - end, length - i).reverse() : seqs.subarray(i, end);
+      }
     };
-  }
-
-  /**
-   * Every user whose searchable fields hold `needle`, ascending: a scan of `index`, or, when a kept
-   * result of a part of the needle is small (WITHIN_SHARE), its users checked one by one.
-   */
-  #find(needle: string, index: OrderedIndex<Seq>): Seq[] {
-    const users = this.users;
-    const within = this.kept.within(needle);
-    if (within && within.length <= Math.max(WITHIN_ANY, index.size / WITHIN_SHARE)) {
-      const seqs = Array.from(within.seqs.subarray(0, within.length));
-      return seqs.filter((seq) => findsIn(searchedParts(users[seq]!), needle));
-    }
-    const found: Seq[] = [];
-    for (const chunk of index.chunks()) {
-      const { text, ends } = this.#textOf(chunk);
-      const lastEnds = ends[PARTS - 1]!;
-      let from = 0;
-      for (let hit = text.indexOf(needle); hit !== -1; hit = text.indexOf(needle, from)) {
-        // The user whose parts hold the hit: the first whose last part ends at or after it.
-        const i = firstWhere(0, lastEnds.length - 1, (i) => lastEnds[i]! >= hit);
-        const end = hit + needle.length;
-        let part = 0;
-        while (ends[part]![i]! < hit) part++;
-        const start = part > 0 ? ends[part - 1]![i]! + 1 : i === 0 ? 0 : lastEnds[i - 1]! + 1;
-        if (hit >= start && end <= ends[part]![i]!) {
-          found.push(chunk[i]!);
-          from = lastEnds[i]! + 1; // on to the next user: each counts once
-        } else {
-          from = hit + 1;
-        }
-      }
-    }
-    return found;
-  }
-
-  #textOf(chunk: readonly Seq[]): ChunkText {
-    let built = this.#texts.get(chunk);
-    if (!built) {
-      const parts: string[] = [];
-      let length = 0;
-      for (const seq of chunk) {
-        for (const part of searchedParts(this.users[seq]!)) {
-          parts.push(part, SEPARATOR);
-          length += part.length + 1;
-        }
-      }
-      const Offsets = length <= 0xffff ? Uint16Array : Int32Array;
-      const ends = SEARCHABLE_FIELDS.map(() => new Offsets(chunk.length));
-      let end = -1;
-      for (let i = 0; i < chunk.length; i++) {
-        for (let part = 0; part < PARTS; part++) {
-          end += 1 + parts[2 * (PARTS * i + part)]!.length;
-          ends[part]![i] = end;
-        }
-      }
-      built = { text: parts.join(''), ends };
-      this.#texts.set(chunk, built);
-    }
-    return built;
+    // The matches are of every role: those of `role` are picked, and then the page starts at `offset`
+    // of them, or after the cursor (with a role, sort=role is creation order: its key is the role's).
+    const from = role === undefined && after === undefined ? offset : 0;
+    const past = (user: User) => comparePositions(positionOf(user, params.sort), after!, params.descending) > 0;
+    const skip = after === undefined ? offset - from : 0;
+    return take(matches(from), this.users, role, skip, wanted, after && past);
   }
 }
+
+/** A page's users and the total, read in one turn, so that no write comes between them. */
+interface Page {
+  users: User[];
+  total: number;
+}
+
+/**
+ * Whether a searchable field of `user` holds `needle`: query.ts' findsIn(searchedParts()), field by
+ * field without the array, and stopping at the first field that holds it. Walks and scans test
+ * thousands of users per request, and their garbage is what the next collection pays for.
+ */
+function holds(user: User, needle: string): boolean {
+  for (const field of SEARCHABLE_FIELDS) if ((user[field] ?? '').toLowerCase().includes(needle)) return true;
+  return false;
+}
+
+const totalOf = (found: Found, role: string | undefined): number =>
+  role === undefined ? found.length : (found.roles.get(role) ?? 0);
 
 /**
  * Search matches (ascending) in a field's order: only the matches are sorted, never all users. The

@@ -78,32 +78,6 @@ test('property: insert, remove, at, slice, sliceDown and firstRank agree with a 
   );
 });
 
-test('property: touch reports the chunk holding the item, and nothing for an absent item', () => {
-  fc.assert(
-    fc.property(
-      fc.integer({ min: 2, max: 6 }),
-      fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 1, maxLength: 60 }),
-      fc.nat(),
-      (chunkSize, keys, pick) => {
-        const heard: (readonly Item[])[] = [];
-        const index = new OrderedIndex<Item>(compare, { maxChunk: chunkSize, changed: (chunk) => heard.push(chunk) });
-        const items = keys.map((key, seq) => ({ key, seq }));
-        for (const item of items) index.insert(item);
-        const item = items[pick % items.length]!;
-        heard.length = 0;
-        assert.equal(index.touch(item), true);
-        assert.equal(heard.length, 1);
-        assert.ok(heard[0]!.includes(item));
-        assert.ok(index.chunks().includes(heard[0]!));
-        heard.length = 0;
-        assert.equal(index.touch({ key: item.key, seq: -1 }), false);
-        assert.equal(heard.length, 0);
-      },
-    ),
-    { numRuns },
-  );
-});
-
 test('property: with tags, skipTagged up and down starts a walk at the right place, through retags', () => {
   interface Tagged extends Item {
     tag: number;

@@ -1,12 +1,15 @@
 /**
- * The memory store's search against a naive model, with writes between searches: the results it keeps
- * per needle (kept-matches.ts: KeptMatches) must follow every insert, update and removal, for every
- * role, order and page. Tiny index chunks and tiny limits on what is kept exercise chunk boundaries,
- * eviction and results too large to keep.
+ * The memory store's search against a naive model, with writes between searches: the search index
+ * (gram-index.ts) and the results it keeps per needle (kept-matches.ts: KeptMatches) must follow every
+ * insert, update and removal, for every role, order and page, and needles never seen before (random
+ * ones of one to four characters, around case folding and outside ASCII). Tiny limits on what is kept
+ * and on each step of search (search-text.ts: SearchTuning) drive every step: the walk, the
+ * postings, the sorted matches and the scan in slices, also with writes landing between its slices.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { queryUsers, type ListParams, type ListResult } from '../../../../src/users/query.js';
 import type { User } from '../../../../src/users/schema.js';
@@ -54,6 +57,31 @@ const names = fc.constantFrom(
 );
 const emails = fc.constantFrom('a@x.io', 'ADA@corp.io', 'bob@y.io', 'é@😀.io', 'zz@ab.io', 'σ@x.io');
 const roles = fc.constantFrom('admin', 'user', 'guest');
+/** Needles never seen: one to four characters of an alphabet that the names above hold, in both cases. */
+const freshNeedles = fc.string({
+  unit: fc.constantFrom(
+    'a',
+    'A',
+    'b',
+    'd',
+    'o',
+    'é',
+    'É',
+    'σ',
+    'Σ',
+    'ς',
+    'İ',
+    'i',
+    '\u0307',
+    'x',
+    '\u0000',
+    '😀',
+    '@',
+    '.',
+  ),
+  minLength: 1,
+  maxLength: 4,
+});
 
 const operation = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('insert' as const), name: names, email: emails, role: roles }) },
@@ -69,10 +97,21 @@ const operation = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
   {
+    // A search, and while it may be under way (a scan in slices), a rename and a removal.
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('racing' as const),
+      search: freshNeedles,
+      pick: fc.nat(),
+      name: names,
+      limit: fc.integer({ min: 1, max: 6 }),
+    }),
+  },
+  {
     weight: 4,
     arbitrary: fc.record({
       op: fc.constant('search' as const),
-      search: fc.constantFrom(...NEEDLES),
+      search: fc.oneof(fc.constantFrom(...NEEDLES), freshNeedles),
       role: fc.option(roles, { nil: undefined }),
       sort: fc.constantFrom('created_at', 'name', 'email', 'role', 'updated_at', 'id', 'nope'),
       descending: fc.boolean(),
@@ -97,6 +136,27 @@ async function interleaved(options: MemoryStoreOptions): Promise<void> {
           });
           assert.notEqual(user, 'email_taken');
           model.push(user as User);
+        } else if (operation.op === 'racing') {
+          if (model.length < 2) continue;
+          const asked: ListParams = {
+            search: operation.search,
+            sort: 'created_at',
+            descending: false,
+            offset: 0,
+            limit: operation.limit,
+          };
+          const states = [listed(queryUsers(model, asked))];
+          const listing = store.list(asked);
+          const at = operation.pick % model.length;
+          model[at] = (await store.update(model[at]!.id, { name: operation.name }, { uniqueEmail: false })) as User;
+          states.push(listed(queryUsers(model, asked)));
+          const gone = model.splice((at + 1) % model.length, 1)[0]!;
+          assert.equal(await store.remove(gone.id), true);
+          states.push(listed(queryUsers(model, asked)));
+          // Found before the writes (a walk, the postings), between them or after them (a scan): never a mix.
+          const got = listed(await listing);
+          if (!states.slice(0, 2).some((state) => isDeepStrictEqual(got, state)))
+            assert.deepEqual(got, states[2], JSON.stringify(asked));
         } else if (operation.op === 'search') {
           const { op: _, ...params } = operation;
           const asked: ListParams = params;
@@ -124,8 +184,21 @@ test('property: searches between writes equal the pure query, with results kept 
 test('property: the same when few results are kept: eviction, and results too large to keep', () =>
   interleaved({ indexChunkSize: 2, keptSearches: { needles: 2, users: 12 } }));
 
-test('property: the same with nothing kept (every search scans)', () =>
-  interleaved({ indexChunkSize: 4, keptSearches: { needles: 0, users: 0 } }));
+test('property: the same with nothing kept, every page walked when it can be', () =>
+  interleaved({ indexChunkSize: 4, keptSearches: { needles: 0, users: 0 }, searchTuning: { walkBudget: 1e9 } }));
+
+test('property: the same with no walk: pages off the postings, sorted matches', () =>
+  interleaved({ keptSearches: { needles: 0, users: 0 }, searchTuning: { walkBudget: 0 } }));
+
+test('property: the same with no walk and no postings: every search scans, a user per slice', () =>
+  interleaved({
+    indexChunkSize: 3,
+    keptSearches: { needles: 0, users: 0 },
+    searchTuning: { walkBudget: 0, postingsMax: -1, scanSlice: 1 },
+  }));
+
+test('property: the same with every result kept once scanned, a few users per slice', () =>
+  interleaved({ searchTuning: { walkBudget: 0, postingsMax: -1, scanSlice: 3, sortBudget: 2 } }));
 
 test('a kept result follows a user whose name stops and starts matching, and a removal', async () => {
   const store = new MemoryUserStore({ indexChunkSize: 2 });

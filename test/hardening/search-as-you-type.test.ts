@@ -1,0 +1,172 @@
+/**
+ * Search as you type must not be another client's latency (issue 43): over real HTTP, one client
+ * cycles 200 distinct short terms (one to four characters, each new to the server) while another
+ * reads users by id, and the reads' p99 stays under 10 ms on the memory store holding 100 000 users,
+ * where a scan of every user per search (about 30 ms here) would hold each read behind it.
+ *
+ * This is the one latency bound among the tests, because the issue asks for exactly this one. The
+ * p99 is over thousands of reads, in rounds that alternate with rounds of reads alone; on a machine
+ * so loaded that reads alone miss 10 ms at p99 (the scheduler's doing, not the searches'), the reads
+ * beside the searches must stay within half as much again as those alone, plus 5 ms: a search that
+ * held the thread (30 ms and more for a scan of 100 000 users) still fails that.
+ */
+import assert from 'node:assert/strict';
+import { Agent, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig } from '../../src/config/index.js';
+import { buildApp } from '../../src/http/app.js';
+import { Idempotency } from '../../src/http/idempotency.js';
+import { userSchemas } from '../../src/users/schema.js';
+import { UserService } from '../../src/users/service.js';
+import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
+import { createUserValidator } from '../../src/users/validation.js';
+import { within } from '../support/index.js';
+
+const USERS = 100_000;
+/** Reads measured per round, and rounds of each kind: the p99 of each kind is its 30th slowest. */
+const READS = 1_000;
+const ROUNDS = 3;
+const P99_MS = 10;
+
+const FIRST = [
+  'Olivia',
+  'Liam',
+  'Emma',
+  'Noah',
+  'Amelia',
+  'Sophia',
+  'Mateo',
+  'Priya',
+  'Kenji',
+  'Björn',
+  'Zoë',
+  'Chidi',
+];
+const LAST = ['Hansen', 'Eriksen', 'Smith', 'García', 'Nguyen', 'Okafor', 'Tanaka', 'Kowalski', "O'Brien", 'Silva'];
+
+/** 200 distinct terms of one to four characters, as a person types them: pieces of names, emails and numbers. */
+function terms(): string[] {
+  const pieces = new Set<string>();
+  const sources = [...FIRST, ...LAST, 'example.com', '0123456789', '9876543210'].map((text) => text.toLowerCase());
+  for (let length = 1; pieces.size < 200; length = (length % 4) + 1) {
+    const grown = pieces.size;
+    for (const source of sources) {
+      for (let at = 0; at + length <= source.length && pieces.size < 200; at++) {
+        const piece = source.slice(at, at + length);
+        if (!pieces.has(piece)) {
+          pieces.add(piece);
+          break;
+        }
+      }
+    }
+    if (pieces.size === grown && length === 4) break;
+  }
+  return [...pieces];
+}
+
+/** One GET over `agent`; resolves with the status and the milliseconds it took. */
+function get(port: number, agent: Agent, path: string): Promise<{ status: number; ms: number }> {
+  const start = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request({ port, path, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, ms: performance.now() - start }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('a client cycling 200 fresh short terms leaves another client’s reads by id under 10 ms p99 (memory, 100 000 users)', async (t) => {
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent' });
+  const schemas = userSchemas(config.roles, config.strictValidation);
+  const store = new MemoryUserStore();
+  const ids: string[] = [];
+  for (let i = 0; i < USERS; i++) {
+    const first = FIRST[i % FIRST.length]!;
+    const last = LAST[(i * 7 + (i >> 4)) % LAST.length]!;
+    const user = await store.insert({
+      id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      name: `${first} ${last} ${i}`,
+      email: `${first.toLowerCase()}.${i}@example.com`,
+      role: i % 10 === 0 ? 'admin' : 'user',
+    });
+    assert.notEqual(user, 'email_taken');
+    if (i % 97 === 0) ids.push(`00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+  }
+  const service = new UserService(store, createUserValidator(schemas), {
+    maxPageSize: config.maxPageSize,
+    strict: config.strictValidation,
+  });
+  const app = await buildApp(config, {
+    logger: pino({ level: 'silent' }),
+    users: {
+      service,
+      schemas,
+      idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs),
+      changes: store.changes,
+    },
+  });
+  t.after(() => app.close());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const searcher = new Agent({ keepAlive: true, maxSockets: 1 });
+  const reader = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => {
+    searcher.destroy();
+    reader.destroy();
+  });
+
+  const cycle = terms();
+  assert.equal(cycle.length, 200);
+  let searches = 0;
+  /** Reads by id, timed; while `beside`, with the searcher cycling the terms beside them. */
+  const round = async (beside: boolean): Promise<number[]> => {
+    let reading = true;
+    const searching = (async () => {
+      while (reading && beside) {
+        const term = cycle[searches % cycle.length]!;
+        const { status } = await get(port, searcher, `/api/v1/users?search=${encodeURIComponent(term)}`);
+        assert.equal(status, 200, term);
+        searches++;
+      }
+    })();
+    const times: number[] = [];
+    try {
+      for (let i = 0; i < READS; i++) {
+        const { status, ms } = await get(port, reader, `/api/v1/users/${ids[(i * 31) % ids.length]!}`);
+        assert.equal(status, 200);
+        times.push(ms);
+      }
+    } finally {
+      reading = false;
+    }
+    await searching;
+    return times;
+  };
+  // Warm-up, not measured: the first requests compile the routes and the search's paths.
+  for (let i = 0; i < 100; i++) await get(port, reader, `/api/v1/users/${ids[i % ids.length]!}`);
+  const alone: number[] = [];
+  const beside: number[] = [];
+  await within(
+    (async () => {
+      for (let r = 0; r < ROUNDS; r++) {
+        alone.push(...(await round(false)));
+        beside.push(...(await round(true)));
+      }
+    })(),
+    90_000,
+    'the rounds of reads',
+  );
+
+  const p = (times: number[], share: number) => [...times].sort((a, b) => a - b)[Math.ceil(share * times.length) - 1]!;
+  const [aloneP99, besideP99] = [p(alone, 0.99), p(beside, 0.99)];
+  const figures = `reads by id p99 ${besideP99.toFixed(2)} ms (p50 ${p(beside, 0.5).toFixed(2)}) beside ${searches} searches; alone p99 ${aloneP99.toFixed(2)} ms (p50 ${p(alone, 0.5).toFixed(2)})`;
+  t.diagnostic(figures);
+  assert.ok(searches >= cycle.length, `every term searched at least once (${searches} searches)`);
+  const bound = aloneP99 < P99_MS ? P99_MS : 1.5 * aloneP99 + 5;
+  assert.ok(besideP99 < bound, `${figures}: over ${bound.toFixed(1)} ms`);
+});
