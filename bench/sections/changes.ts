@@ -47,6 +47,7 @@ async function startServer(port: number): Promise<ChildProcess> {
     WS_PORT: '0',
     LOG_LEVEL: 'warn',
     MAX_CONNECTIONS_PER_ADDRESS: '0',
+    CHANGES_MAX_STREAMS_PER_CLIENT: '0',
     MAX_USERS: '0',
     CONSOLE: 'false',
   };
