@@ -118,7 +118,8 @@ export const ERROR_CATALOG = {
   },
   TOO_MANY_CONNECTIONS: {
     status: 429,
-    meaning: 'A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT',
+    meaning:
+      'A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT, or a change stream past CHANGES_MAX_STREAMS_PER_CLIENT (with Retry-After)',
     example: 'Too many chat connections from this client',
   },
   HEADERS_TOO_LARGE: {

@@ -60,6 +60,7 @@ const DEFAULTS: Config = {
     changeBounds: { maxChanges: 10_000, maxAgeMs: 86_400_000 },
   },
   changesMaxBacklog: MIB,
+  changesMaxStreamsPerClient: 16,
   redis: undefined,
   chat: {
     maxPayload: 256 * KIB,
@@ -505,6 +506,7 @@ describe('loadConfig valid overrides', () => {
       },
       maxUsers: 0,
       changesMaxBacklog: MIB,
+      changesMaxStreamsPerClient: 16,
       redis: { url: 'redis://127.0.0.1:6379/1' },
       chat: {
         maxPayload: MIB,

@@ -101,6 +101,8 @@ export interface Config {
   storage: StorageConfig;
   /** `CHANGES_MAX_BACKLOG`: a change stream past it is closed (http/change-streams.ts). */
   changesMaxBacklog: number;
+  /** `CHANGES_MAX_STREAMS_PER_CLIENT`; 0: no cap (http/routes/change-routes.ts). */
+  changesMaxStreamsPerClient: number;
   /** `REDIS_URL`; undefined: one process, one room. */
   redis: { url: string } | undefined;
 }
@@ -222,6 +224,7 @@ export function loadConfig(env: Env): Config {
       changeBounds: { maxChanges: changes, maxAgeMs: get(S.CHANGES_MAX_AGE_SECONDS) * 1000 },
     },
     changesMaxBacklog: get(S.CHANGES_MAX_BACKLOG),
+    changesMaxStreamsPerClient: get(S.CHANGES_MAX_STREAMS_PER_CLIENT),
     redis: redisUrl === undefined ? undefined : { url: redisUrl },
     chat: {
       maxPayload: get(S.WS_MAX_PAYLOAD),

@@ -374,6 +374,12 @@ export const CHANGES_MAX_BACKLOG = setting(
   'Unsent bytes a change stream (Server-Sent Events) may hold; past it the stream is closed and the client resumes from its last event id.',
   '`1MiB`',
 );
+export const CHANGES_MAX_STREAMS_PER_CLIENT = setting(
+  'CHANGES_MAX_STREAMS_PER_CLIENT',
+  16,
+  integer(0, 1_000_000),
+  'Open change streams (Server-Sent Events) of one client (its principal when authenticated, else its address); a further stream request gets HTTP 429 `TOO_MANY_CONNECTIONS` with `Retry-After`. `0`: no cap.',
+);
 export const REDIS_URL = setting(
   'REDIS_URL',
   undefined,

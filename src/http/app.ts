@@ -217,6 +217,7 @@ export async function buildApp(config: Config, deps: AppDependencies): Promise<F
     prefix: API_PREFIX,
     log: deps.users.changes,
     maxBacklog: config.changesMaxBacklog,
+    maxStreamsPerClient: config.changesMaxStreamsPerClient,
   });
   if (deps.chatMembers)
     await app.register(chatRoutes, { prefix: API_PREFIX, members: deps.chatMembers, maxPageSize: config.maxPageSize });

@@ -20,14 +20,23 @@ import { changeFrame, HEARTBEAT_FRAME, HEARTBEAT_MS, resetFrame, RETRY_FRAME } f
 
 /** Changes read at once, by the fan-out or by a stream catching up. */
 const READ_BATCH = 1000;
-/** Streams written per turn of the event loop during a fan-out. */
-const SLICE_STREAMS = 128;
 /**
- * A fan-out starts at most this often: the changes of the meantime go out together, one write per
- * stream. At a write a millisecond and 1 000 streams, a fan-out per write would be a million socket
- * writes a second (measured: writes then waited seconds, BENCHMARKS.md); every 25 ms it is 40 000.
+ * Streams written per turn of the event loop during a fan-out. A write to a socket costs about 10 µs
+ * (the writev system call, loopback delivery included: BENCHMARKS.md "Change feed"), so a slice holds
+ * a request that arrives meanwhile for about 0.3 ms.
  */
-const FAN_OUT_EVERY_MS = 25;
+const SLICE_STREAMS = 32;
+/**
+ * A fan-out starts at most every FAN_OUT_MS_PER_STREAM × the open streams, at least every
+ * FAN_OUT_MIN_MS and at most every FAN_OUT_MAX_MS: the changes of the meantime go out together, one
+ * write per stream. What a fan-out costs is its writes, one per stream, whatever the changes; at a
+ * write a millisecond and 1 000 streams, a fan-out per write was a million socket writes a second
+ * (writes then waited seconds), every 25 ms it is 40 000 (about 40 % of a CPU, and a write's p50 ×10:
+ * BENCHMARKS.md); every 100 ms, 10 000. A change reaches a stream within FAN_OUT_MAX_MS plus a fan-out.
+ */
+const FAN_OUT_MIN_MS = 25;
+const FAN_OUT_MAX_MS = 100;
+const FAN_OUT_MS_PER_STREAM = 0.1;
 
 interface Stream {
   readonly res: ServerResponse;
@@ -94,7 +103,11 @@ export class ChangeStreams {
     this.#closed = true;
     clearInterval(this.#heartbeat);
     this.#unsubscribe?.();
-    for (const stream of this.#all) stream.res.end();
+    for (const stream of this.#all) {
+      // A fan-out that is between two slices must not write to it after its end.
+      stream.closed = true;
+      stream.res.end();
+    }
     this.#all.clear();
     this.#live.clear();
   }
@@ -142,9 +155,10 @@ export class ChangeStreams {
     this.#later();
   }
 
-  /** Runs the scheduled fan-out on the next turn, or once FAN_OUT_EVERY_MS has passed since the last. */
+  /** Runs the scheduled fan-out on the next turn, or once the interval (FAN_OUT_MIN_MS to _MAX_MS) has passed since the last. */
   #later(): void {
-    const wait = this.#lastFanOut + FAN_OUT_EVERY_MS - performance.now();
+    const every = Math.min(FAN_OUT_MAX_MS, Math.max(FAN_OUT_MIN_MS, this.#live.size * FAN_OUT_MS_PER_STREAM));
+    const wait = this.#lastFanOut + every - performance.now();
     if (wait > 0) setTimeout(this.#runner!, wait);
     else setImmediate(this.#runner!);
   }

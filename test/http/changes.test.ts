@@ -1,7 +1,7 @@
 /**
  * The change feed's wire format (docs/rest-api.md "Live changes"), rule by rule, through real sockets on
  * the memory store: JSON pages, the long poll, Server-Sent Events, filters, resets, hostile cursors,
- * AUTH, a client that does not read, the per-address cap and shutdown.
+ * AUTH, a client that does not read, the per-address and per-client caps, RATE_LIMIT and shutdown.
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
@@ -233,6 +233,46 @@ describe('change feed: Server-Sent Events', () => {
     const again = await SseClient.open(`${api}${FEED}`);
     assert.equal(again.status, 200);
     again.cut();
+  });
+
+  test('streams per client are capped: the one past it gets 429 with Retry-After, the others go on', async (t) => {
+    const { api } = await roster(t, { CHANGES_MAX_STREAMS_PER_CLIENT: '3' });
+    const open: SseClient[] = [];
+    for (let i = 0; i < 3; i++) open.push(await SseClient.open(`${api}${FEED}`));
+    t.after(() => open.forEach((stream) => stream.cut()));
+    const refused = await within(
+      request(`${api}${FEED}`, { headers: { accept: 'text/event-stream' } }),
+      10_000,
+      'the fourth stream request',
+    );
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, 'TOO_MANY_CONNECTIONS');
+    assert.equal(refused.headers.get('retry-after'), '2');
+    await create(api, 'capped');
+    for (const stream of open) await stream.waitFor(1);
+    assert.deepEqual(
+      open.map((stream) => stream.changes.map((change) => change.type)),
+      open.map(() => ['created']),
+    );
+    // A stream that ends gives its place back.
+    open[0]!.cut();
+    await eventually(async () => {
+      const again = await SseClient.open(`${api}${FEED}`);
+      again.cut();
+      return again.status === 200;
+    }, 'a stream once one has ended');
+  });
+
+  test('RATE_LIMIT counts a stream as one request, however long it stays open', async (t) => {
+    const { api } = await roster(t, { RATE_LIMIT: '3/minute' });
+    const stream = await SseClient.open(`${api}${FEED}`);
+    t.after(() => stream.cut());
+    assert.equal(stream.status, 200);
+    assert.equal((await request(`${api}${FEED}`)).status, 200);
+    assert.equal((await request(`${api}${FEED}`)).status, 200);
+    const over = await request(`${api}${FEED}`);
+    assert.equal(over.status, 429);
+    assert.equal(over.body.error.code, 'RATE_LIMITED');
   });
 
   test('shutdown ends the streams at once; it does not wait for them', async () => {

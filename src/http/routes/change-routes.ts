@@ -10,7 +10,8 @@ import type { Static } from 'typebox';
 import { RosterError, validationFailed } from '../../errors.js';
 import type { ChangeFilter, ChangeLog } from '../../users/changes.js';
 import { JSON_CONTENT_TYPE, COMMON_HEADERS } from '../../edge/raw-reply.js';
-import { LAST_EVENT_ID, ROSTER_CHANGES_CURSOR, X_REQUEST_ID } from '../../protocol/http-headers.js';
+import { LAST_EVENT_ID, RETRY_AFTER, ROSTER_CHANGES_CURSOR, X_REQUEST_ID } from '../../protocol/http-headers.js';
+import { clientKey } from '../../edge/client-identity.js';
 import { errorReplies } from '../error-replies.js';
 import { cursorOf, pageJson, sinceOf } from '../change-json.js';
 import { ChangeStreams } from '../change-streams.js';
@@ -26,13 +27,23 @@ export interface ChangeRoutesOptions {
   log: ChangeLog;
   /** CHANGES_MAX_BACKLOG. */
   maxBacklog: number;
+  /** CHANGES_MAX_STREAMS_PER_CLIENT; 0: no cap. */
+  maxStreamsPerClient: number;
 }
+
+/** How long a client refused a stream is told to wait (Retry-After, seconds): the streams' own retry advice. */
+const STREAM_RETRY_AFTER_S = '2';
 
 type ChangesQuery = Static<typeof changesQuery>;
 const EVENT_STREAM = 'text/event-stream';
 
-export async function changeRoutes(app: FastifyInstance, { log, maxBacklog }: ChangeRoutesOptions): Promise<void> {
+export async function changeRoutes(
+  app: FastifyInstance,
+  { log, maxBacklog, maxStreamsPerClient }: ChangeRoutesOptions,
+): Promise<void> {
   const streams = new ChangeStreams(log, { maxBacklog, logger: app.log });
+  /** Open streams per client (clientKey: the rate limiter's identity), for CHANGES_MAX_STREAMS_PER_CLIENT. */
+  const perClient = new Map<string, number>();
   /** Long polls waiting: woken at shutdown, so that none holds it up. */
   const waiting = new Set<() => void>();
   app.addHook('preClose', async () => {
@@ -68,7 +79,7 @@ export async function changeRoutes(app: FastifyInstance, { log, maxBacklog }: Ch
               },
             },
           },
-          ...errorReplies(410, 422),
+          ...errorReplies(410, 422, 429),
         },
       },
     },
@@ -85,6 +96,18 @@ export async function changeRoutes(app: FastifyInstance, { log, maxBacklog }: Ch
       const from = since === undefined ? await log.head() : since === 'foreign' ? undefined : since.seq;
 
       if (stream) {
+        const client = clientKey(request.principal, request.ip);
+        const open = perClient.get(client) ?? 0;
+        if (maxStreamsPerClient > 0 && open >= maxStreamsPerClient)
+          throw new RosterError('TOO_MANY_CONNECTIONS', 'Too many open change streams from this client', {
+            headers: { [RETRY_AFTER]: STREAM_RETRY_AFTER_S },
+          });
+        perClient.set(client, open + 1);
+        reply.raw.once('close', () => {
+          const left = perClient.get(client)! - 1;
+          if (left > 0) perClient.set(client, left);
+          else perClient.delete(client);
+        });
         openStream(request, reply);
         // A foreign epoch, or a place the log cannot serve: the stream says so (reset) and follows from its head.
         const start = from === undefined ? { reset: await log.head() } : from;
