@@ -182,8 +182,9 @@ describe('the change feed across PostgreSQL and Redis restarts', { skip: engineR
       const writing = Promise.all([writer(0), writer(1)]);
       try {
         await until('writes under way', () => acked.length >= 40);
-        const restarting = restartPostgres();
-        await until('PostgreSQL down', () => !pgReady(), 20_000).catch(() => undefined);
+        let restarted = false;
+        const restarting = restartPostgres().finally(() => (restarted = true));
+        await until('PostgreSQL down', () => restarted || !pgReady(), 20_000);
         raw.cut();
         await restarting;
         await until('PostgreSQL accepting connections again', pgReady);
