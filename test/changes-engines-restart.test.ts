@@ -242,6 +242,10 @@ describe('the change feed across PostgreSQL and Redis restarts', { skip: engineR
         [],
         'no change of a user this test did not write',
       );
+      const retrying = states.filter((s) => s.state === 'retrying').length;
+      t.diagnostic(
+        `${acked.length} writes, ${log.length} changes; watch reconnects ${retrying}, raw ${raw.reconnects}`,
+      );
       assert.ok(raw.reconnects >= 1, 'the raw stream was cut and resumed');
       assert.ok(redisReady() && pgReady(), 'both engines up');
     },
