@@ -7,34 +7,23 @@
  * uses, as root); elsewhere it skips saying why.
  */
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, execSync } from 'node:child_process';
-import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { createRosterClient, IDEMPOTENCY_KEY } from '../src/protocol/index.js';
-import { DATABASE_URL, freshSchema, Instance, request, roomUrl, until, type JsonResponse } from './support/index.js';
-
-const REDIS_URL = process.env.REDIS_URL;
-const PG_VERSIONS = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql') : [];
-
-function whyNot(): string | false {
-  if (!DATABASE_URL || !REDIS_URL) return 'DATABASE_URL and REDIS_URL must both be set';
-  if (process.env.ENGINE_RESTART_TESTS === 'off') return 'ENGINE_RESTART_TESTS=off';
-  if (process.getuid?.() !== 0) return 'restarting the engines needs root';
-  if (PG_VERSIONS.length === 0) return 'no local PostgreSQL cluster (pg_ctlcluster) to restart';
-  try {
-    execSync('command -v pg_ctlcluster && command -v redis-server && command -v redis-cli', { stdio: 'ignore' });
-  } catch {
-    return 'pg_ctlcluster, redis-server or redis-cli missing';
-  }
-  const url = new URL(REDIS_URL);
-  if (!['127.0.0.1', 'localhost'].includes(url.hostname) || (url.port || '6379') !== '6379')
-    return 'REDIS_URL is not the local Redis on 6379';
-  return false;
-}
+import {
+  engineRestartsSkip,
+  freshSchema,
+  Instance,
+  pgReady,
+  request,
+  restartPostgres,
+  restartPostgresBlocking,
+  restartRedis,
+  roomUrl,
+  until,
+  type JsonResponse,
+} from './support/index.js';
 
 function assertAcceptable(response: JsonResponse, what: string): void {
   if (response.status < 300) return;
@@ -45,26 +34,7 @@ function assertAcceptable(response: JsonResponse, what: string): void {
   assert.equal(response.body?.status, 'error', `${what}: ${response.text}`);
 }
 
-const pgReady = () => {
-  try {
-    execFileSync('pg_isready', ['-q', '-h', '127.0.0.1', '-p', '5432']);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const redisReady = () => {
-  try {
-    return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', 'ping']).toString().trim() === 'PONG';
-  } catch {
-    return false;
-  }
-};
-
-const PG_RESTART = ['--skip-systemctl-redirect', PG_VERSIONS[0]!, 'main', 'restart'];
-const restartPostgres = () => execFileSync('pg_ctlcluster', PG_RESTART, { stdio: 'ignore' });
-
-describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => {
+describe('PostgreSQL and Redis restarted under load', { skip: engineRestartsSkip() }, () => {
   test('the process survives both restarts and recovers', { timeout: 120_000 }, async (t) => {
     // A schema of this test's own, made and dropped on short-lived connections (the restart ends any
     // connection this test would hold).
@@ -104,24 +74,14 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
     const running = Promise.all([load(0), load(1)]);
     try {
       await until('load under way before the restarts', () => replies >= 30);
-      restartPostgres();
+      restartPostgresBlocking();
       await until('PostgreSQL accepting connections again', pgReady);
       await until(
         'health up again after the PostgreSQL restart',
         async () => (await request(`${roster.api}/health`)).status === 200,
       );
 
-      const probe = new Redis(REDIS_URL!, { lazyConnect: true, maxRetriesPerRequest: 0 });
-      probe.on('error', () => {});
-      await probe.connect();
-      await probe.call('SHUTDOWN', 'NOSAVE').catch(() => {}); // the connection ends with the server
-      probe.disconnect();
-      await until('Redis down', () => !redisReady(), 10_000);
-      execSync(
-        'mkdir -p /var/lib/redis /var/log/redis && redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log',
-        { stdio: 'ignore' },
-      );
-      await until('Redis answering again', redisReady);
+      await restartRedis();
       await until(
         'the chat bus up again',
         async () => (await request(`${roster.api}/health`)).body?.data?.checks?.chat_bus === 'up',
@@ -189,7 +149,7 @@ describe('PostgreSQL and Redis restarted under load', { skip: whyNot() }, () => 
       try {
         await until('creates under way before the restart', () => creates.length >= 20);
         // Not execFileSync: the creates go on while PostgreSQL stops and starts.
-        await promisify(execFile)('pg_ctlcluster', PG_RESTART);
+        await restartPostgres();
         await until('PostgreSQL accepting connections again', pgReady);
         await until('health up again', async () => (await request(`${roster.api}/health`)).status === 200);
         const before = creates.length;

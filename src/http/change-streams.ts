@@ -37,6 +37,8 @@ const SLICE_STREAMS = 32;
 const FAN_OUT_MIN_MS = 25;
 const FAN_OUT_MAX_MS = 100;
 const FAN_OUT_MS_PER_STREAM = 0.1;
+/** How soon a fan-out whose read of the log failed (the database away) tries again. */
+const READ_RETRY_MS = 1_000;
 
 interface Stream {
   readonly res: ServerResponse;
@@ -95,7 +97,15 @@ export class ChangeStreams {
       stream.pos = since.reset;
       this.#write(stream, resetFrame(this.log.epoch, since.reset));
     }
-    await this.#catchUp(stream);
+    try {
+      await this.#catchUp(stream);
+    } catch (error) {
+      // The log cannot be read (the database away): end the stream, its client resumes from its last
+      // id; kept open, it would get heartbeats and never a change (it is not live yet).
+      this.options.logger.warn({ err: error }, 'change feed: a stream could not catch up; it is ended');
+      this.#forget(stream);
+      res.end();
+    }
   }
 
   /** Ends every stream (shutdown): their clients reconnect elsewhere with their last id. */
@@ -187,10 +197,9 @@ export class ChangeStreams {
         if (read.changes.length < READ_BATCH) return;
       }
     } catch (error) {
-      this.options.logger.warn(
-        { err: error },
-        'change feed: reading the log failed; streams resume on the next change',
-      );
+      this.options.logger.warn({ err: error }, 'change feed: reading the log failed; trying again shortly');
+      // The log tells of a change once: without this retry, what it told of waits for the next write.
+      setTimeout(() => this.#schedule(), READ_RETRY_MS).unref();
     } finally {
       this.#running = false;
     }

@@ -16,7 +16,7 @@
  * check against (schemas.ts), raw WebSocket frames and a client that speaks them (frames.ts,
  * raw-client.ts), a raw HTTP exchange (raw-http.ts), log lines (log.ts), formats (formats.ts), a TCP
  * proxy that plays network failures (tcp-proxy.ts), credentials (credentials.ts), the engines
- * (postgres.ts, redis.ts), the `roster` command (cli.ts), headless Chromium (console.ts), a
+ * (postgres.ts, redis.ts) and their restarts (engines.ts), the `roster` command (cli.ts), headless Chromium (console.ts), a
  * redirecting API (redirect.ts), an HTTP front that plays 503 and 429 outages (flaky-http.ts), and
  * the rule that CI runs what a developer's machine may skip (ci.ts).
  *
@@ -52,3 +52,4 @@ export * from './tcp-proxy.js';
 export * from './wait.js';
 export * from './sse.js';
 export * from './changes-feed.js';
+export * from './engines.js';
