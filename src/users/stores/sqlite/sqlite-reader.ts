@@ -29,7 +29,13 @@ db.pragma(`cache_size = -${READER_CACHE_KIB}`);
 registerSqlFunctions(db);
 const statements = new Map<string, Database.Statement>();
 
-parentPort!.on('message', (job: ReadJob) => {
+parentPort!.on('message', (job: ReadJob | 'close') => {
+  if (job === 'close') {
+    // The store closes: the thread ends by itself once its port is closed (sqlite-readers.ts, close).
+    db.close();
+    parentPort!.close();
+    return;
+  }
   let answer: ReadAnswer;
   try {
     let statement = statements.get(job.sql);
@@ -50,3 +56,5 @@ parentPort!.on('message', (job: ReadJob) => {
   }
   parentPort!.postMessage(answer);
 });
+// Opened: from now on the thread may be ended at any moment (sqlite-readers.ts, close).
+parentPort!.postMessage('ready');

@@ -17,6 +17,13 @@ export type Shape = 'value' | 'column' | 'rows';
 /** A read, run wherever the store's readers run it. */
 export type Read = <T>(sql: string, values: readonly unknown[], shape: Shape) => Promise<T>;
 
+/**
+ * How long a closing store waits for a reader to finish opening, then to end by itself, before it
+ * ends the thread: ending a thread while it loads better-sqlite3's native module aborts the whole
+ * process (Node's N-API reports a fatal error), so a reader is only ever ended once it said it is ready.
+ */
+const READER_CLOSE_MS = 5_000;
+
 /** Readers (worker threads) per store: two, so that one long walk does not hold every other read behind it. */
 const SQLITE_READERS = 2;
 
@@ -45,11 +52,20 @@ class Reader {
   readonly #worker: Worker;
   readonly #pending = new Map<number, Pending>();
   #failed: Error | undefined;
+  /** Settles when the thread has opened its connection, or has ended. */
+  readonly #ready: Promise<void>;
+  readonly #exited: Promise<void>;
 
   constructor(path: string) {
     this.#worker = new Worker(new URL('./sqlite-reader.js', import.meta.url), { workerData: { path } });
     this.#worker.unref();
-    this.#worker.on('message', (answer: ReadAnswer) => {
+    this.#exited = new Promise((resolve) => this.#worker.once('exit', () => resolve()));
+    this.#ready = Promise.race([
+      new Promise<void>((resolve) => this.#worker.once('message', () => resolve())),
+      this.#exited,
+    ]);
+    this.#worker.on('message', (answer: ReadAnswer | 'ready') => {
+      if (answer === 'ready') return;
       const pending = this.#pending.get(answer.id);
       if (pending === undefined) return;
       this.#pending.delete(answer.id);
@@ -83,7 +99,10 @@ class Reader {
 
   async close(): Promise<void> {
     this.#fail(new Error('the SQLite store is closed'));
-    await this.#worker.terminate();
+    // Asked to end rather than ended (READER_CLOSE_MS): first opened, then its connection closed there.
+    await within(this.#ready, READER_CLOSE_MS);
+    this.#worker.postMessage('close');
+    if (!(await within(this.#exited, READER_CLOSE_MS))) await this.#worker.terminate();
   }
 
   #fail(error: Error): void {
@@ -121,5 +140,16 @@ export class SqliteReaders {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#readers.splice(0).map((reader) => reader.close()));
+  }
+}
+
+/** Whether `promise` settled within `ms`. */
+async function within(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
