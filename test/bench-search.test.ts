@@ -48,7 +48,7 @@ describe('npm run bench -- --only search --quick', () => {
           assert.ok(line, `no row for ${clients} client(s) of ${store} in:\n${section}`);
           const cells = line.slice(2, -2).split(' | ');
           for (const cell of cells.slice(1))
-            assert.match(cell, /^\**[\d.]+\/s, [\d.]+ \/ [\d.]+ ms .*probe p99 [\d.]+ ms\**$/, line);
+            assert.match(cell, /^\**[\d. ]+\/s, [\d. ]+ \/ [\d. ]+ ms .*probe p99 [\d. ]+ ms\**$/, line);
         }
         assert.match(stdout, new RegExp(`- (PASS|FAIL) ${store}: 4 clients, the REST probe's p99 meanwhile: `));
       }
