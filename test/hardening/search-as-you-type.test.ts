@@ -14,14 +14,8 @@ import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { pino } from 'pino';
-import { loadConfig } from '../../src/config/index.js';
-import { buildApp } from '../../src/http/app.js';
-import { Idempotency } from '../../src/http/idempotency.js';
-import { userSchemas } from '../../src/users/schema.js';
-import { UserService } from '../../src/users/service.js';
 import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
-import { createUserValidator } from '../../src/users/validation.js';
+import { restApp } from '../support/app.js';
 import { within } from '../support/index.js';
 
 const USERS = 100_000;
@@ -81,8 +75,6 @@ function get(port: number, agent: Agent, path: string): Promise<{ status: number
 }
 
 test('a client cycling 200 fresh short terms leaves another client’s reads by id under 10 ms p99 (memory, 100 000 users)', async (t) => {
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent' });
-  const schemas = userSchemas(config.roles, config.strictValidation);
   const store = new MemoryUserStore();
   const ids: string[] = [];
   for (let i = 0; i < USERS; i++) {
@@ -97,20 +89,8 @@ test('a client cycling 200 fresh short terms leaves another client’s reads by 
     assert.notEqual(user, 'email_taken');
     if (i % 97 === 0) ids.push(`00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
   }
-  const service = new UserService(store, createUserValidator(schemas), {
-    maxPageSize: config.maxPageSize,
-    strict: config.strictValidation,
-  });
-  const app = await buildApp(config, {
-    logger: pino({ level: 'silent' }),
-    users: {
-      service,
-      schemas,
-      idempotency: new Idempotency(store.keys, config.idempotencyKeyTtlMs),
-      changes: store.changes,
-    },
-  });
-  t.after(() => app.close());
+  // The REST door over the filled store (support/app.ts), listening on a real socket.
+  const app = await restApp(t, {}, store);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   const searcher = new Agent({ keepAlive: true, maxSockets: 1 });

@@ -14,11 +14,14 @@ import { userSchemas } from '../../src/users/schema.js';
 import { UserService } from '../../src/users/service.js';
 import { createUserValidator } from '../../src/users/validation.js';
 
-/** The REST app of `env` (on top of port 0 and a silent log), over an empty memory store. */
-export async function restApp(t: TestContext, env: Record<string, string> = {}): Promise<FastifyInstance> {
+/** The REST app of `env` (on top of port 0 and a silent log), over `store` (an empty memory store by default). */
+export async function restApp(
+  t: TestContext,
+  env: Record<string, string> = {},
+  store: MemoryUserStore = new MemoryUserStore(),
+): Promise<FastifyInstance> {
   const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', ...env });
   const schemas = userSchemas(config.roles, config.strictValidation);
-  const store = new MemoryUserStore();
   const service = new UserService(store, createUserValidator(schemas), {
     maxPageSize: config.maxPageSize,
     strict: config.strictValidation,
