@@ -321,7 +321,7 @@ export interface components {
      *     UPGRADE_REQUIRED (426): A chat handshake with a WebSocket version other than 13
      *     PRECONDITION_REQUIRED (428): With REQUIRE_IF_MATCH=true: a PUT, PATCH or DELETE without If-Match, or with `If-Match: *`
      *     RATE_LIMITED (429): Over RATE_LIMIT; Retry-After and RateLimit-* say when to come back
-     *     TOO_MANY_CONNECTIONS (429): A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT
+     *     TOO_MANY_CONNECTIONS (429): A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT, or a change stream past CHANGES_MAX_STREAMS_PER_CLIENT (with Retry-After)
      *     HEADERS_TOO_LARGE (431): The request headers are larger than Node's limit (16 KiB)
      *     INTERNAL_ERROR (500): An unexpected fault; the detail is in the log, never in the reply
      *     SERVICE_UNAVAILABLE (503): An engine is unreachable or busy (or, with SQLite, its disk refuses writes), the chat is full or shutting down, or logins are queued past their bound; nothing was changed
@@ -532,6 +532,14 @@ export interface components {
   headers: {
     /** @description The request's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new UUID; also in the log line (reqId) */
     XRequestId: string;
+    /** @description Seconds until the client may try again */
+    RetryAfter: number;
+    /** @description Requests allowed per window (RATE_LIMIT) */
+    RateLimitLimit: number;
+    /** @description Requests left in the current window */
+    RateLimitRemaining: number;
+    /** @description Seconds until the window resets */
+    RateLimitReset: number;
   };
   pathItems: never;
 }
@@ -1284,6 +1292,20 @@ export interface operations {
       422: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description RATE_LIMITED: Over RATE_LIMIT; Retry-After and RateLimit-* say when to come back. TOO_MANY_CONNECTIONS: A chat handshake past WS_MAX_CONNECTIONS_PER_CLIENT, or a change stream past CHANGES_MAX_STREAMS_PER_CLIENT (with Retry-After) */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
           [name: string]: unknown;
         };
         content: {
