@@ -101,8 +101,10 @@ export class UsersPanel {
 
   /** Loads the list; the first time (or after `clear`), through the live watch, which keeps it current. */
   load(): void {
-    if (this.#live.running) void this.#load();
-    else this.#live.start();
+    if (this.#live.running) return void this.#load();
+    // The list is asked for only once the feed's head is known: the table says it is loading from now.
+    this.#table.setBusy(true);
+    this.#live.start();
   }
 
   /**
