@@ -202,78 +202,82 @@ export class SqliteUserStore implements UserStore {
     options: { uniqueEmail: boolean; expected?: Expected },
   ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     const result = this.#write(() => this.#db.transaction(() => this.#updateRow(id, changes, options)).immediate());
-    if (typeof result === 'object') this.changes.told();
-    return result;
+    if (typeof result !== 'object') return result;
+    this.changes.told();
+    // Only once committed (a commit can fail: a full disk): counts, searches and cache follow the file.
+    const { rowid, before, next } = result;
+    if (next.role !== before.role) {
+      this.#counted(before.role, -1);
+      this.#counted(next.role, 1);
+    }
+    this.#searches.changed(rowid, before, next);
+    return this.#cache.set(rowid, next);
   }
 
-  /** The update, inside its transaction with its change. */
+  /** The update, inside its transaction with its change; the caller makes memory follow once committed. */
   #updateRow(
     id: string,
     changes: Changes,
     options: { uniqueEmail: boolean; expected?: Expected },
-  ): User | 'not_found' | 'email_taken' | Changed {
-    {
-      const found = this.#statement('SELECT created_at, email_key, updated_at FROM users WHERE id = ?').get(
-        toBlob(id),
-      ) as { created_at: number; email_key: string; updated_at: number } | undefined;
-      if (!found) return 'not_found';
-      if (changedSince(found.updated_at, options.expected)) return CHANGED;
-      const rowid = found.created_at;
-      const key = changes.email === undefined ? undefined : toStored(emailKey(changes.email));
-      if (
-        options.uniqueEmail &&
-        this.#statement('SELECT 1 FROM users WHERE email_key = ? AND created_at <> ? LIMIT 1').get(
-          key ?? found.email_key,
-          rowid,
-        )
-      ) {
-        return 'email_taken';
-      }
-      const before = this.#userAt(rowid);
-      const now = this.#next();
-      const update = toUpdate(changes, key, now, rowid);
-      this.#statement(update.sql).run(...update.values);
-      // Exactly the user's own fields, in the contract's order, whatever else `changes` carries.
-      const next = ownFields({ ...before, ...changes, updated_at: formatMicros(now) });
-      // Before anything in memory follows the write: if the change cannot be stored, nothing was.
-      this.changes.append('updated', id, next, before.role, next.updated_at);
-      if (next.role !== before.role) {
-        this.#counted(before.role, -1);
-        this.#counted(next.role, 1);
-      }
-      this.#searches.changed(rowid, before, next);
-      return this.#cache.set(rowid, next);
+  ): { rowid: number; before: User; next: User } | 'not_found' | 'email_taken' | Changed {
+    const found = this.#statement('SELECT created_at, email_key, updated_at FROM users WHERE id = ?').get(
+      toBlob(id),
+    ) as { created_at: number; email_key: string; updated_at: number } | undefined;
+    if (!found) return 'not_found';
+    if (changedSince(found.updated_at, options.expected)) return CHANGED;
+    const rowid = found.created_at;
+    const key = changes.email === undefined ? undefined : toStored(emailKey(changes.email));
+    if (
+      options.uniqueEmail &&
+      this.#statement('SELECT 1 FROM users WHERE email_key = ? AND created_at <> ? LIMIT 1').get(
+        key ?? found.email_key,
+        rowid,
+      )
+    ) {
+      return 'email_taken';
     }
+    const before = this.#userAt(rowid);
+    const now = this.#next();
+    const update = toUpdate(changes, key, now, rowid);
+    this.#statement(update.sql).run(...update.values);
+    // Exactly the user's own fields, in the contract's order, whatever else `changes` carries.
+    const next = ownFields({ ...before, ...changes, updated_at: formatMicros(now) });
+    this.changes.append('updated', id, next, before.role, next.updated_at);
+    return { rowid, before, next };
   }
 
   async remove(id: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     const removed = this.#write(() => this.#db.transaction(() => this.#removeRow(id, options)).immediate());
-    if (removed === true) this.changes.told();
-    return removed;
+    if (typeof removed !== 'object') return removed;
+    this.changes.told();
+    // Only once committed, as in update.
+    const { rowid, role, texts } = removed;
+    this.#cache.delete(rowid);
+    this.#counted(role, -1);
+    this.#searches.removed(rowid, role, texts);
+    return true;
   }
 
-  /** The delete, inside its transaction with its change. */
-  #removeRow(id: string, options: { expected?: Expected }): boolean | Changed {
-    {
-      // Synchronous: nothing writes between this read and the delete.
-      if (options.expected !== undefined) {
-        const updatedAt = this.#statement('SELECT updated_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as
-          number | undefined;
-        if (updatedAt === undefined) return false;
-        if (changedSince(updatedAt, options.expected)) return CHANGED;
-      }
-      const gone = this.#statement(`DELETE FROM users WHERE id = ? RETURNING role, created_at, ${SEARCHED_COLUMNS}`)
-        .raw()
-        .get(toBlob(id)) as [Buffer, number, ...(string | null)[]] | undefined;
-      if (gone === undefined) return false;
-      const [role, rowid, ...texts] = gone;
-      const roleName = fromBlob(role);
-      this.changes.append('deleted', id, null, roleName, formatMicros(this.#next()));
-      this.#cache.delete(rowid);
-      this.#counted(roleName, -1);
-      this.#searches.removed(rowid, roleName, texts);
-      return true;
+  /** The delete, inside its transaction with its change; the caller makes memory follow once committed. */
+  #removeRow(
+    id: string,
+    options: { expected?: Expected },
+  ): { rowid: number; role: string; texts: (string | null)[] } | false | Changed {
+    // Synchronous: nothing writes between this read and the delete.
+    if (options.expected !== undefined) {
+      const updatedAt = this.#statement('SELECT updated_at FROM users WHERE id = ?').pluck().get(toBlob(id)) as
+        number | undefined;
+      if (updatedAt === undefined) return false;
+      if (changedSince(updatedAt, options.expected)) return CHANGED;
     }
+    const gone = this.#statement(`DELETE FROM users WHERE id = ? RETURNING role, created_at, ${SEARCHED_COLUMNS}`)
+      .raw()
+      .get(toBlob(id)) as [Buffer, number, ...(string | null)[]] | undefined;
+    if (gone === undefined) return false;
+    const [role, rowid, ...texts] = gone;
+    const roleName = fromBlob(role);
+    this.changes.append('deleted', id, null, roleName, formatMicros(this.#next()));
+    return { rowid, role: roleName, texts };
   }
 
   async count(): Promise<number> {
