@@ -85,7 +85,11 @@ BEGIN
     PERFORM pg_notify('roster_changes.' || current_schema(), new_head::text);
     DELETE FROM change_log u WHERE u.seq <= new_head - keep;
   END IF;
+  -- Past the age: among the oldest `batch` numbered rows (a seek on the seq index; rows are appended in
+  -- time order, so the old ones are at its front). A filter on `appended` alone would walk the whole
+  -- index on every run while nothing is old.
   DELETE FROM change_log u WHERE u.pos IN (
-    SELECT o.pos FROM change_log o WHERE o.seq IS NOT NULL AND o.appended < now() - max_age ORDER BY o.seq LIMIT batch);
+    SELECT o.pos FROM (SELECT f.pos, f.appended FROM change_log f WHERE f.seq IS NOT NULL ORDER BY f.seq LIMIT batch) o
+    WHERE o.appended < now() - max_age);
   RETURN QUERY SELECT m.head, numbered >= batch FROM change_log_meta m;
 END $$;

@@ -17,9 +17,8 @@ import { ANSWER_TIMEOUT_MS } from '../../src/chat/thread.js';
 import { ChatClient, closeOf, request, RosterProcess, startRoster, until, within } from '../support/index.js';
 
 /**
- * Users in the SQLite file: enough that one search sorted deep down takes a few hundred ms. 30 000
- * since the short-needle counts (migration 006): seeding 300 000 then took over four minutes, and a
- * deep walk of 30 000 takes about a second (both slower than before; see the stop's note).
+ * Users in the SQLite file, and heavy requests enough that the REST thread is busy for over a second
+ * (seeding 30 000 takes about 2 s).
  */
 const USERS = 30_000;
 /** The heavy requests sent at once: the REST thread works through them one after another. */

@@ -13,6 +13,7 @@ export interface FeedChange {
   seq: number;
   type: string;
   id: string;
+  user: { name: string } | null;
 }
 
 /** Every change after `since` (a cursor), page by page. */

@@ -73,5 +73,29 @@ for (const store of TEST_STORES) {
       stream.cut();
       assert.deepEqual([stream.events[0]!.event, stream.events[0]!.id], ['reset', head]);
     });
+
+    test('past CHANGES_MAX_AGE_SECONDS, changes leave the log and an old cursor gets a reset', async (t) => {
+      const running: Running = await startOn(store, { CHANGES_MAX_AGE_SECONDS: '1' });
+      t.after(() => running.stop());
+      const epoch = await epochOf(running.api);
+      await storm(running.api, 4, 1);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // A write trims what is past the age (on PostgreSQL, the session that numbers the changes does).
+      await storm(running.api, 1, 1, 'late');
+      const { status, headers } = await eventually(async () => {
+        const reply = await request(`${running.api}${FEED}?since=${epoch}.1`);
+        return reply.status === 410 && reply;
+      }, 'the aged changes to be trimmed');
+      assert.match(headers.get('roster-changes-cursor') ?? '', new RegExp(`^${epoch}\\.\\d+$`));
+      assert.equal(status, 410);
+      // From the cursor it names, nothing but the young write (which a timer's trim may precede).
+      const young = await allChanges(running.api, headers.get('roster-changes-cursor')!);
+      assert.ok(
+        young.every((change) => change.user?.name === 'late0'),
+        JSON.stringify(young),
+      );
+      const from = (await request(`${running.api}${FEED}?since=${epoch}.${3 + 4}`)).status;
+      assert.equal(from, 200, 'a cursor at the last aged change still resumes without a gap');
+    });
   });
 }

@@ -99,10 +99,15 @@ export class SqliteChangeLog implements ChangeLog {
     );
   }
 
+  /**
+   * The oldest TRIM_BATCH rows, by seq (the primary key: a seek, never a scan), those of them past the
+   * age. Rows are appended in time order, so the old ones are at the front; a filter on `appended`
+   * alone has no index to use and read the whole log on every write.
+   */
   #trimByAge(): void {
     this.statement(
-      'DELETE FROM change_log WHERE seq IN (SELECT seq FROM change_log WHERE appended < ? ORDER BY seq LIMIT ?)',
-    ).run(this.now() - this.bounds.maxAgeMs, TRIM_BATCH);
+      'DELETE FROM change_log WHERE seq IN (SELECT seq FROM change_log ORDER BY seq LIMIT ?) AND appended < ?',
+    ).run(TRIM_BATCH, this.now() - this.bounds.maxAgeMs);
   }
 }
 
