@@ -30,24 +30,36 @@ export async function allChanges(api: string, since: string): Promise<FeedChange
 
 export const epochOf = async (api: string) => ((await request(`${api}${FEED}`)).body.next as string).split('.')[0]!;
 
-/** `count` writes, `parallel` at a time: creates, then patches and deletes of what was created. */
+/**
+ * `count` writes, `parallel` at a time: creates, then patches and deletes of what was created, each a
+ * change (asserted): a patch or delete takes a user no other write of the storm has in flight, so a
+ * patch never meets its user's delete (a 404, no change) and every test can count on `count` changes.
+ */
 export async function storm(api: string, count: number, parallel: number, prefix = 's'): Promise<string[]> {
   const ids: string[] = [];
+  const busy = new Set<string>();
   let next = 0;
   const one = async (n: number) => {
     const kind = n % 4;
-    if (kind < 2 || ids.length < 4) {
-      const { body } = await request(`${api}/users`, {
+    const free = ids.filter((id) => !busy.has(id));
+    if (kind < 2 || free.length === 0) {
+      const { status, body } = await request(`${api}/users`, {
         method: 'POST',
         body: { name: `${prefix}${n}`, email: `${prefix}${n}@example.com` },
       });
+      assert.equal(status, 201, JSON.stringify(body));
       ids.push(body.data.id);
-    } else if (kind === 2) {
-      await request(`${api}/users/${ids[n % ids.length]}`, { method: 'PATCH', body: { name: `p${n}` } });
-    } else {
-      const id = ids.splice(n % ids.length, 1)[0]!;
-      await request(`${api}/users/${id}`, { method: 'DELETE' });
+      return;
     }
+    const id = free[n % free.length]!;
+    busy.add(id);
+    if (kind === 3) ids.splice(ids.indexOf(id), 1);
+    const { status, body } = await request(
+      `${api}/users/${id}`,
+      kind === 2 ? { method: 'PATCH', body: { name: `p${n}` } } : { method: 'DELETE' },
+    );
+    busy.delete(id);
+    assert.equal(status, kind === 2 ? 200 : 204, JSON.stringify(body));
   };
   await Promise.all(
     Array.from({ length: parallel }, async () => {
