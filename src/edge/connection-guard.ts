@@ -14,6 +14,7 @@
  * global cap, and its `headersTimeout` starts the same clock for a silent socket as for a slow one.
  */
 import type { Server, Socket } from 'node:net';
+import { OpenCounts } from './open-counts.js';
 
 export interface ConnectionGuardOptions {
   /** Open connections one address may hold; 0: no cap. */
@@ -30,25 +31,19 @@ export type RefusalReason = 'per_address' | 'first_byte';
 
 /** Counts connections per address on `server` and ends those past the cap or silent too long. */
 export function guardConnections(server: Server, options: ConnectionGuardOptions): void {
-  const open = new Map<string, number>();
+  const open = new OpenCounts();
   const silent =
     options.firstByteMs === undefined ? undefined : new SilentSockets(options.firstByteMs, options.onRefused);
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
     if (address === undefined) return; // already gone
     if (options.perAddress > 0 && !options.exempt(address)) {
-      const count = open.get(address) ?? 0;
-      if (count >= options.perAddress) {
+      if (open.of(address) >= options.perAddress) {
         options.onRefused?.('per_address');
         socket.destroy();
         return;
       }
-      open.set(address, count + 1);
-      socket.once('close', () => {
-        const left = (open.get(address) ?? 1) - 1;
-        if (left > 0) open.set(address, left);
-        else open.delete(address);
-      });
+      open.hold(address, socket);
     }
     silent?.watch(socket);
   });

@@ -12,6 +12,7 @@ import type { ChangeFilter, ChangeLog } from '../../users/changes.js';
 import { JSON_CONTENT_TYPE, COMMON_HEADERS } from '../../edge/raw-reply.js';
 import { LAST_EVENT_ID, RETRY_AFTER, ROSTER_CHANGES_CURSOR, X_REQUEST_ID } from '../../protocol/http-headers.js';
 import { clientKey } from '../../edge/client-identity.js';
+import { OpenCounts } from '../../edge/open-counts.js';
 import { errorReplies } from '../error-replies.js';
 import { cursorOf, pageJson, sinceOf } from '../change-json.js';
 import { ChangeStreams } from '../change-streams.js';
@@ -43,7 +44,7 @@ export async function changeRoutes(
 ): Promise<void> {
   const streams = new ChangeStreams(log, { maxBacklog, logger: app.log });
   /** Open streams per client (clientKey: the rate limiter's identity), for CHANGES_MAX_STREAMS_PER_CLIENT. */
-  const perClient = new Map<string, number>();
+  const perClient = new OpenCounts();
   /** Long polls waiting: woken at shutdown, so that none holds it up. */
   const waiting = new Set<() => void>();
   app.addHook('preClose', async () => {
@@ -97,17 +98,11 @@ export async function changeRoutes(
 
       if (stream) {
         const client = clientKey(request.principal, request.ip);
-        const open = perClient.get(client) ?? 0;
-        if (maxStreamsPerClient > 0 && open >= maxStreamsPerClient)
+        if (maxStreamsPerClient > 0 && perClient.of(client) >= maxStreamsPerClient)
           throw new RosterError('TOO_MANY_CONNECTIONS', 'Too many open change streams from this client', {
             headers: { [RETRY_AFTER]: STREAM_RETRY_AFTER_S },
           });
-        perClient.set(client, open + 1);
-        reply.raw.once('close', () => {
-          const left = perClient.get(client)! - 1;
-          if (left > 0) perClient.set(client, left);
-          else perClient.delete(client);
-        });
+        perClient.hold(client, reply.raw);
         openStream(request, reply);
         // A foreign epoch, or a place the log cannot serve: the stream says so (reset) and follows from its head.
         const start = from === undefined ? { reset: await log.head() } : from;
