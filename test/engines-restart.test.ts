@@ -161,8 +161,8 @@ describe('PostgreSQL and Redis restarted under load', { skip: engineRestartsSkip
 
       const statusesOf = (email: string) => attempts.filter((a) => a.email === email).map((a) => a.status);
       // A create the client gave up on (still 503 after its retries, its connection lost, or its key still
-      // in use: a claim whose release met the restart is released on a retry every 500 ms once the
-      // database is back, src/http/idempotency.ts) is sent again with its key, as Retry-After says.
+      // in use: a claim, or a claim's release, that met the restart is released on a retry every 500 ms
+      // once the database is back, src/http/idempotency.ts) is sent again with its key, as Retry-After says.
       const unfinished = (c: (typeof creates)[number]) =>
         c.status === 503 || c.status === 599 || c.code === 'IDEMPOTENCY_KEY_IN_USE';
       for (const entry of creates.filter(unfinished))

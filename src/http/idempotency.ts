@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientKey } from '../edge/client-identity.js';
 import { JSON_CONTENT_TYPE } from '../edge/raw-reply.js';
 import { RosterError } from '../errors.js';
-import type { IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
+import type { Claimed, IdempotencyKeys, KeyClaim, SavedReply } from '../users/idempotency-keys.js';
 import {
   IDEMPOTENCY_KEY,
   IDEMPOTENCY_KEY_MAX as MAX_KEY,
@@ -95,7 +95,15 @@ export class Idempotency {
     };
     const stale = this.#unreleased.get(claimId(claim));
     if (stale) await this.#release(stale); // a failure here is the database still away: its 503
-    const held = await this.keys.claim(claim);
+    let held: Claimed;
+    try {
+      held = await this.keys.claim(claim);
+    } catch (error) {
+      // The claim may be stored all the same (its INSERT committed, then the connection went before the
+      // reply or a later step): released as a failed create's is, so that the retry finds the key free.
+      await this.#abandon(claim);
+      throw error;
+    }
     if (held.state !== 'claimed') {
       if (held.fingerprint !== claim.fingerprint)
         throw new RosterError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
@@ -110,11 +118,16 @@ export class Idempotency {
       created = await create(claim);
     } catch (error) {
       // Deletes nothing if the create stored its reply after all (it committed, unseen by this request).
-      await this.#release(claim).catch(() => this.#releaseLater(claim));
+      await this.#abandon(claim);
       throw error;
     }
     // A success was kept by `create` itself, with what it stored.
     return send(reply, created);
+  }
+
+  /** Releases a claim this request gives up, or, the database away, retries that until it works. */
+  #abandon(claim: KeyClaim): Promise<void> {
+    return this.#release(claim).catch(() => this.#releaseLater(claim));
   }
 
   async #release(claim: KeyClaim): Promise<void> {

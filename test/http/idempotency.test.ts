@@ -47,6 +47,8 @@ function controlled(inner: UserStore) {
     gate: deferred<void>(),
     /** How many releases of a claim fail next, as they do while the database is away. */
     failedReleases: 0,
+    /** How many claims are stored, then fail next, as one does whose connection goes before its reply. */
+    lostClaims: 0,
   };
   const keys = new Proxy(inner.keys, {
     get(target, property) {
@@ -58,6 +60,13 @@ function controlled(inner: UserStore) {
             throw serviceUnavailable('The database is unreachable; try again shortly');
           }
           return target.release(...args);
+        };
+      if (property === 'claim')
+        return async (...args: Parameters<UserStore['keys']['claim']>) => {
+          const claimed = await target.claim(...args);
+          if (control.lostClaims === 0) return claimed;
+          control.lostClaims--;
+          throw serviceUnavailable('The database is unreachable; try again shortly');
         };
       return bound(value, target);
     },
@@ -230,6 +239,23 @@ for (const kit of TEST_STORES) {
         assert.equal(retried.status, 201, `${mode}: ${retried.text}`);
         assert.equal(retried.headers.get('idempotent-replayed'), replayed, mode);
         assert.equal(await usersWith(running, `idem${n}@example.com`), 1, mode);
+      }
+    });
+
+    test('a claim stored but lost with its connection does not hold the key, its release failing or not', async () => {
+      const { running, control } = await roster();
+      for (const [n, failedReleases] of [
+        [14, 0],
+        [15, 1],
+      ] as const) {
+        control.lostClaims = 1;
+        control.failedReleases = failedReleases;
+        const outage = await create(running, body(n), `"lost-${n}"`);
+        assert.equal(outage.status, 503, outage.text);
+        const retried = await create(running, body(n), `"lost-${n}"`);
+        assert.equal(retried.status, 201, `${failedReleases} failed releases: ${retried.text}`);
+        assert.equal(retried.headers.get('idempotent-replayed'), null);
+        assert.equal(await usersWith(running, `idem${n}@example.com`), 1);
       }
     });
 
