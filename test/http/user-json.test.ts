@@ -109,6 +109,15 @@ describe('which users the reply cache keeps', () => {
     assert.match(userJson(frozen), /"name":"frozen-user"/);
     assert.ok(replyCache.bytes > before, 'the JSON of a frozen user was not kept');
   });
+
+  test("a write's reply (its user just made) is the same text, and keeps nothing: reads fill the cache", () => {
+    const before = replyCache.bytes;
+    const written = Object.freeze(fresh('written-user'));
+    const reply = userReplyJson('User created', written, false);
+    assert.equal(replyCache.bytes, before, "the JSON of a write's reply was kept");
+    assert.equal(reply, userReplyJson('User created', written));
+    assert.ok(replyCache.bytes > before, 'a read of the same user keeps its JSON');
+  });
 });
 
 describe('list replies over HTTP after changes', () => {

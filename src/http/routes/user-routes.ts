@@ -132,7 +132,7 @@ export async function userRoutes(
         // are the ones sent.
         let kept: SavedReply | undefined;
         const replyOf = (user: User): SavedReply =>
-          (kept = { status: 201, headers: { [ETAG]: etagOf(user) }, body: userReplyJson('User created', user) });
+          (kept = { status: 201, headers: { [ETAG]: etagOf(user) }, body: userReplyJson('User created', user, false) });
         const user = await service.create(request.body, claim && { claim, replyOf });
         return kept ?? replyOf(user);
       }),
@@ -157,7 +157,10 @@ export async function userRoutes(
       },
       handler: async (request, reply) => {
         const user = await change(request.params.id, request.body, ifMatchOf(request, requireIfMatch));
-        return reply.header(ETAG, etagOf(user)).type(JSON_CONTENT_TYPE).send(userReplyJson('User updated', user));
+        return reply
+          .header(ETAG, etagOf(user))
+          .type(JSON_CONTENT_TYPE)
+          .send(userReplyJson('User updated', user, false));
       },
     });
   write(
