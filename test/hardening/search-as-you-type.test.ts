@@ -4,11 +4,11 @@
  * reads users by id, and the reads' p99 stays under 10 ms on the memory store holding 100 000 users,
  * where a scan of every user per search (about 30 ms here) would hold each read behind it.
  *
- * This is the one latency bound among the tests, because the issue asks for exactly this one. The
- * p99 is over thousands of reads, in rounds that alternate with rounds of reads alone; on a machine
- * so loaded that reads alone miss 10 ms at p99 (the scheduler's doing, not the searches'), the reads
- * beside the searches must stay within half as much again as those alone, plus 5 ms: a search that
- * held the thread (30 ms and more for a scan of 100 000 users) still fails that.
+ * One of the two latency bounds among the tests (the other is SQLite's, sqlite-typing.test.ts), because
+ * the issue asks for exactly this one. The p99 is over thousands of reads, in rounds that alternate with
+ * rounds of reads alone; on a machine so loaded that reads alone miss 10 ms at p99, the bound widens as
+ * test/support/latency.ts rules: a search that held the thread (30 ms and more for a scan of 100 000
+ * users) still fails it.
  */
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { MemoryUserStore } from '../../src/users/stores/memory/memory-store.js';
 import { restApp } from '../support/app.js';
-import { within } from '../support/index.js';
+import { readsP99Bound, within } from '../support/index.js';
 
 const USERS = 100_000;
 /** Reads measured per round, and rounds of each kind: the p99 of each kind is its 30th slowest. */
@@ -147,6 +147,6 @@ test('a client cycling 200 fresh short terms leaves another client’s reads by 
   const figures = `reads by id p99 ${besideP99.toFixed(2)} ms (p50 ${p(beside, 0.5).toFixed(2)}) beside ${searches} searches; alone p99 ${aloneP99.toFixed(2)} ms (p50 ${p(alone, 0.5).toFixed(2)})`;
   t.diagnostic(figures);
   assert.ok(searches >= cycle.length, `every term searched at least once (${searches} searches)`);
-  const bound = aloneP99 < P99_MS ? P99_MS : 1.5 * aloneP99 + 5;
+  const bound = readsP99Bound(aloneP99, P99_MS);
   assert.ok(besideP99 < bound, `${figures}: over ${bound.toFixed(1)} ms`);
 });

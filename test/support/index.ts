@@ -53,3 +53,4 @@ export * from './wait.js';
 export * from './sse.js';
 export * from './changes-feed.js';
 export * from './engines.js';
+export * from './latency.js';
