@@ -2,12 +2,22 @@
  * The console's users table kept live by the change feed (web/src/users/live.ts), in headless Chromium:
  * a user changed, added or deleted through the API by someone else shows within a second, with the
  * page, sort and search kept; an edit form open on a user changed elsewhere warns as a 412 does, and
- * one deleted elsewhere says so; with AUTH on (the credential a header), the table is live too.
+ * one deleted elsewhere says so; with AUTH on (the credential a header), the table is live too; and a
+ * reset (the stream asked for from a cursor the feed no longer keeps) reads the list again, once.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { eventually, noChromium, openConsole, request, waitForText, withConsole, type Json } from '../support/index.js';
+import {
+  DESKTOP,
+  eventually,
+  noChromium,
+  openConsole,
+  request,
+  waitForText,
+  withConsole,
+  type Json,
+} from '../support/index.js';
 
 /** What "live" promises: a change elsewhere is on screen within a second. */
 const LIVE_MS = 1_000;
@@ -130,3 +140,60 @@ test('with AUTH on (a header credential), the table is live too', { skip: noChro
     assert.deepEqual(errors, []);
   });
 });
+
+test(
+  'a reset (the feed no longer holds the cursor) reloads the table once, and it stays live',
+  { skip: noChromium, timeout: 60_000 },
+  async () => {
+    // The feed keeps 3 changes: a stream asked for from a cursor 5 changes old is answered by a reset.
+    await withConsole({ CHANGES_MAX: '3' }, async (roster, browser) => {
+      await create(roster.api, 'Reset 01');
+      const context = await browser.newContext({ viewport: DESKTOP, reducedMotion: 'reduce' });
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.stack ?? error.message));
+      const seen: string[] = [];
+      page.on('request', (sent) => {
+        const url = new URL(sent.url());
+        if (url.pathname.startsWith('/api/v1/users')) seen.push(`${url.pathname}${url.search}`);
+      });
+      const lists = () => seen.filter((url) => url.startsWith('/api/v1/users?')).length;
+      // The first stream request is held by the browser, unsent, while the writes go on.
+      let held: (() => Promise<void>) | undefined;
+      await page.route('**/api/v1/users/changes**', async (route) => {
+        const stream = (route.request().headers().accept ?? '').includes('text/event-stream');
+        if (stream && held === undefined) held = () => route.continue();
+        else await route.continue();
+      });
+      await page.goto(`${roster.origin}/?search=reset`);
+      await eventually(async () => held !== undefined, 'the stream request');
+      await shows(page, ['Reset 01'], 'the list read before the stream');
+      assert.equal(lists(), 1, `the list is read once before the stream: ${seen.join(' ')}`);
+
+      for (let n = 2; n <= 6; n++) await create(roster.api, `Reset 0${n}`);
+      // Held, the stream has told the page nothing: the table still shows the first read.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.deepEqual(await names(page), ['Reset 01'], `nothing shown before the stream: ${seen.join(' ')}`);
+      assert.equal(lists(), 1, `no other list read while the stream is held: ${seen.join(' ')}`);
+
+      await held!();
+      // Newest first, the list's default order.
+      await shows(
+        page,
+        ['Reset 06', 'Reset 05', 'Reset 04', 'Reset 03', 'Reset 02', 'Reset 01'],
+        'the list after a reset',
+      );
+      assert.equal(lists(), 2, `the reset reads the list once more: ${seen.join(' ')}`);
+      await live(page);
+      // After the reset, the watch goes on from the cursor the reset named: a later change shows.
+      await create(roster.api, 'Reset 07');
+      await shows(
+        page,
+        ['Reset 07', 'Reset 06', 'Reset 05', 'Reset 04', 'Reset 03', 'Reset 02', 'Reset 01'],
+        'a change after the reset',
+      );
+      assert.deepEqual(errors, []);
+      await context.close();
+    });
+  },
+);
