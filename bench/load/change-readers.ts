@@ -1,14 +1,22 @@
 /**
  * Benchmark child: readers of the change feed's Server-Sent Events streams (bench/sections/changes.ts).
- * Each stream is checked as its bytes come, kept as counts, not arrays: its changes' sequence numbers
- * must follow one another from where it started, none missing, none twice. The section runs two of
- * these children, so that a thousand streams' reading is not one event loop's.
+ * The section runs two of these children, so that a thousand streams' reading is not one event loop's.
+ *
+ * Every stream of a round starts from the same cursor and has no filter, so each must receive the same
+ * bytes: the same frames, in the same order, whatever the chunks they come in (only the heartbeat
+ * comments fall anywhere; they are taken out). So one stream per child, the reference, is checked frame
+ * by frame: its sequence numbers must follow one another from where it started, none missing, none
+ * twice. Every stream, the reference too, keeps only its length and a CRC-32 of its bytes; a stream is
+ * whole when both equal the reference's and the reference is whole.
  *
  * Reading is kept cheap on purpose (the readers share the load CPU with the writer): the chunks stay
- * Buffers, and only the `id:` lines are looked at, found with Buffer#indexOf; a line cut between two
- * chunks is carried over (its few bytes only).
+ * Buffers; the reference looks at the `id:` lines only (Buffer#indexOf, a line cut between two chunks
+ * carried over); the others make one zlib.crc32 call a chunk (native, some GB/s). Checking each of a
+ * thousand streams frame by frame, a million frames a second, took most of that CPU, and readers that
+ * fell behind were closed at CHANGES_MAX_BACKLOG.
  */
-import { request, type IncomingMessage } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { crc32 } from 'node:zlib';
 import { answerParent } from '../ipc.js';
 
 export type ReadersCommand =
@@ -20,8 +28,48 @@ export interface ReadersResult {
   streams: number;
   /** Streams that saw exactly every change up to `last`, in order, once. */
   whole: number;
-  /** The fewest changes any stream received. */
-  fewest: number;
+}
+
+/** A heartbeat comment (src/http/change-json.ts): written between two writes of frames, never inside one. */
+const HEARTBEAT = Buffer.from(': heartbeat\n\n');
+const EMPTY = Buffer.alloc(0);
+
+/** A stream's bytes without the heartbeats, as a length and a CRC-32. */
+class Digest {
+  #length = 0;
+  #crc = 0;
+  /** The chunk's last bytes, that may start a heartbeat the next chunk ends. */
+  #tail = EMPTY;
+
+  feed(chunk: Buffer): void {
+    let from = 0;
+    if (this.#tail.length > 0) {
+      const edge = Buffer.concat([this.#tail, chunk.subarray(0, HEARTBEAT.length)]);
+      const at = edge.indexOf(HEARTBEAT);
+      if (at >= 0 && at < this.#tail.length) {
+        this.#add(this.#tail.subarray(0, at));
+        from = at + HEARTBEAT.length - this.#tail.length;
+      } else this.#add(this.#tail);
+      this.#tail = EMPTY;
+    }
+    for (let at = chunk.indexOf(HEARTBEAT, from); at >= 0; at = chunk.indexOf(HEARTBEAT, from)) {
+      this.#add(chunk.subarray(from, at));
+      from = at + HEARTBEAT.length;
+    }
+    const keep = Math.max(from, chunk.length - (HEARTBEAT.length - 1));
+    this.#add(chunk.subarray(from, keep));
+    if (keep < chunk.length) this.#tail = Buffer.from(chunk.subarray(keep));
+  }
+
+  /** The length and CRC of what came so far. */
+  get value(): { length: number; crc: number } {
+    return { length: this.#length + this.#tail.length, crc: crc32(this.#tail, this.#crc) };
+  }
+
+  #add(bytes: Buffer): void {
+    this.#length += bytes.length;
+    this.#crc = crc32(bytes, this.#crc);
+  }
 }
 
 /** An id line starts after a line break: `\nid: <epoch>.<seq>\n`. */
@@ -29,19 +77,14 @@ const ID = Buffer.from('\nid: ');
 const NL = 10;
 const DOT = 46;
 
-class StreamCheck {
-  count = 0;
+/** The reference stream's frames: their sequence numbers, checked one by one. */
+class FrameCheck {
   bad = false;
   #carry: Buffer | undefined = Buffer.from('\n');
 
-  constructor(
-    public last: number,
-    readonly response: IncomingMessage,
-  ) {
-    response.on('data', (chunk: Buffer) => this.#feed(chunk));
-  }
+  constructor(public last: number) {}
 
-  #feed(chunk: Buffer): void {
+  feed(chunk: Buffer): void {
     if (this.#carry) {
       // The carried bytes are "\n" plus at most a line's start: the next 128 bytes complete it
       // (an id line is shorter).
@@ -74,21 +117,109 @@ class StreamCheck {
     for (let index = dot + 1; index < end; index++) seq = seq * 10 + bytes[index]! - 48;
     if (seq !== this.last + 1) this.bad = true;
     this.last = seq;
-    this.count++;
   }
 }
 
-let streams: StreamCheck[] = [];
+/**
+ * The chunked transfer coding taken off a response body (RFC 9112 §7.1): the chunks' data is handed
+ * on as it comes, the size lines skipped. (Written here: the readers take the bytes from the socket
+ * themselves, so that no read allocates; Node's HTTP client gives every read a buffer of its own.)
+ */
+class Dechunk {
+  #left = 0;
+  #size = 0;
+  /** Whether the size line's digits are over (a chunk extension or the CR follows). */
+  #sized = false;
+  #state: 'size' | 'data' | 'crlf' = 'size';
+  #crlf = 0;
 
-function open(url: string, since: number): Promise<StreamCheck> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false, headers: { accept: 'text/event-stream' } });
-    req.on('error', reject);
-    req.on('response', (response) => {
-      if (response.statusCode !== 200) reject(new Error(`a stream was answered ${response.statusCode}`));
-      else resolve(new StreamCheck(since, response));
+  constructor(private readonly data: (bytes: Buffer) => void) {}
+
+  feed(bytes: Buffer): void {
+    let at = 0;
+    while (at < bytes.length) {
+      if (this.#state === 'data') {
+        const take = Math.min(this.#left, bytes.length - at);
+        if (take > 0) this.data(bytes.subarray(at, at + take));
+        at += take;
+        this.#left -= take;
+        if (this.#left === 0) [this.#state, this.#crlf] = ['crlf', 2];
+      } else if (this.#state === 'crlf') {
+        at++;
+        if (--this.#crlf === 0) this.#state = 'size';
+      } else {
+        const byte = bytes[at++]!;
+        if (byte === NL) {
+          [this.#state, this.#left] = ['data', this.#size];
+          [this.#size, this.#sized] = [0, false];
+        } else if (!this.#sized) {
+          const digit = HEX.indexOf(byte | 0x20);
+          if (digit >= 0) this.#size = this.#size * 16 + digit;
+          else this.#sized = true;
+        }
+      }
+    }
+  }
+}
+
+const HEX = Buffer.from('0123456789abcdef');
+const HEAD_END = Buffer.from('\r\n\r\n');
+/** The one buffer every socket of this child reads into (net's `onread`): a read allocates nothing. */
+const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
+
+class Stream {
+  readonly digest = new Digest();
+  readonly #body: Dechunk;
+  /** The response head's bytes while it is incomplete; undefined once read. */
+  #head: Buffer | undefined = EMPTY;
+
+  constructor(
+    readonly socket: Socket,
+    readonly frames: FrameCheck | undefined,
+    private readonly opened: (status: string) => void,
+  ) {
+    this.#body = new Dechunk((bytes) => {
+      this.digest.feed(bytes);
+      frames?.feed(bytes);
     });
-    req.end();
+  }
+
+  /** Bytes read from the socket (in READ_BUFFER: used before this returns). */
+  read(bytes: Buffer): void {
+    if (this.#head !== undefined) {
+      const head = Buffer.concat([this.#head, bytes]);
+      const end = head.indexOf(HEAD_END);
+      if (end < 0) return void (this.#head = head);
+      this.#head = undefined;
+      this.opened(head.subarray(0, head.indexOf('\r\n')).toString('latin1'));
+      bytes = head.subarray(end + HEAD_END.length);
+    }
+    this.#body.feed(bytes);
+  }
+}
+
+let streams: Stream[] = [];
+
+function open(url: string, frames: FrameCheck | undefined): Promise<Stream> {
+  const { hostname, port, pathname, search } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({
+      host: hostname,
+      port: Number(port),
+      onread: {
+        buffer: READ_BUFFER,
+        callback: (size) => {
+          stream.read(READ_BUFFER.subarray(0, size));
+          return true;
+        },
+      },
+    });
+    const stream: Stream = new Stream(socket, frames, (status) => {
+      if (/^HTTP\/1\.1 200 /.test(status)) resolve(stream);
+      else reject(new Error(`a stream was answered ${status}`));
+    });
+    socket.on('error', reject);
+    socket.write(`GET ${pathname}${search} HTTP/1.1\r\nhost: ${hostname}:${port}\r\naccept: text/event-stream\r\n\r\n`);
   });
 }
 
@@ -96,21 +227,29 @@ async function handle(command: ReadersCommand): Promise<ReadersResult | number> 
   switch (command.cmd) {
     case 'open': {
       const since = Number(command.since.slice(command.since.lastIndexOf('.') + 1));
-      for (let i = 0; i < command.streams; i++) streams.push(await open(command.url, since));
+      for (let i = 0; i < command.streams; i++)
+        streams.push(await open(command.url, i === 0 ? new FrameCheck(since) : undefined));
       return streams.length;
     }
     case 'await': {
       const deadline = Date.now() + command.timeoutMs;
-      while (Date.now() < deadline && streams.some((stream) => stream.last < command.last && !stream.bad))
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      return {
-        streams: streams.length,
-        whole: streams.filter((stream) => !stream.bad && stream.last === command.last).length,
-        fewest: Math.min(...streams.map((stream) => stream.count)),
+      const pause = () => new Promise((resolve) => setTimeout(resolve, 100));
+      const reference = streams[0]!;
+      const frames = reference.frames!;
+      while (Date.now() < deadline && frames.last < command.last && !frames.bad) await pause();
+      const expected = reference.digest.value;
+      const same = (stream: Stream) => {
+        const { length, crc } = stream.digest.value;
+        return length === expected.length && crc === expected.crc;
       };
+      // The others may still be reading what the reference has read.
+      while (Date.now() < deadline && streams.some((stream) => stream.digest.value.length < expected.length))
+        await pause();
+      const whole = !frames.bad && frames.last === command.last;
+      return { streams: streams.length, whole: whole ? streams.filter(same).length : 0 };
     }
     case 'close':
-      for (const stream of streams) stream.response.destroy();
+      for (const stream of streams) stream.socket.destroy();
       streams = [];
       return 0;
   }
