@@ -40,6 +40,23 @@ const FAN_OUT_MS_PER_STREAM = 0.1;
 /** How soon a fan-out whose read of the log failed (the database away) tries again. */
 const READ_RETRY_MS = 1_000;
 
+/**
+ * Frames written to every live stream: the bytes, and the same as one chunk of HTTP/1.1's chunked
+ * coding (RFC 9112 §7.1: the size in hex, CRLF, the bytes, CRLF). Framed here, once, rather than by
+ * each response: a response's write frames its bytes as four socket writes, and at 1 000 streams a
+ * fan-out's garbage (and the GC pauses it brought: BENCHMARKS.md "Change feed") grew with them.
+ */
+interface Shared {
+  readonly body: Buffer;
+  readonly chunk: Buffer;
+}
+
+const CRLF = Buffer.from('\r\n');
+const shared = (body: Buffer): Shared => ({
+  body,
+  chunk: Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`, 'latin1'), body, CRLF]),
+});
+
 interface Stream {
   readonly res: ServerResponse;
   readonly filter: ChangeFilter | undefined;
@@ -208,12 +225,12 @@ export class ChangeStreams {
   /** Writes `changes` (after `from`, up to `next`) to the streams live now, a slice per turn. */
   async #hand(changes: readonly Change[], from: number, next: number): Promise<void> {
     const frames = changes.map((change) => this.#frame(change));
-    let all: Buffer | undefined;
+    let all: Shared | undefined;
     let written = 0;
     for (const stream of [...this.#live]) {
       if (stream.closed) continue;
       if (stream.pos === from && stream.filter === undefined) {
-        if (frames.length > 0) this.#write(stream, (all ??= Buffer.concat(frames)));
+        if (frames.length > 0) this.#writeShared(stream, (all ??= shared(Buffer.concat(frames))));
       } else {
         // A filter, or a stream that read past `from` itself while catching up: only what it lacks.
         const own = frames.filter(
@@ -231,18 +248,33 @@ export class ChangeStreams {
     return changeFrame(this.log.epoch, change);
   }
 
+  /**
+   * Writes what every live stream gets: on a stream in the chunked coding (HTTP/1.1) whose head is
+   * out, the one framed chunk straight to its socket (one socket write, nothing allocated per stream);
+   * otherwise through the response, which frames it.
+   */
+  #writeShared(stream: Stream, bytes: Shared): void {
+    const { res } = stream;
+    const socket = res.socket;
+    if (!res.chunkedEncoding || !res.headersSent || socket === null) return this.#write(stream, bytes.body);
+    if (this.#fits(stream, bytes.body.length)) socket.write(bytes.chunk);
+  }
+
   /** Writes, or closes a stream whose client does not read (past CHANGES_MAX_BACKLOG). */
   #write(stream: Stream, bytes: Buffer): void {
-    if (stream.closed) return;
+    if (this.#fits(stream, bytes.length)) stream.res.write(bytes);
+  }
+
+  /** Whether `length` more bytes keep `stream` within CHANGES_MAX_BACKLOG; if not, it is closed. */
+  #fits(stream: Stream, length: number): boolean {
+    if (stream.closed) return false;
     const { res } = stream;
     const unsent = res.writableLength + (res.socket?.writableLength ?? 0);
-    if (unsent + bytes.length > this.options.maxBacklog) {
-      this.options.logger.warn({ unsent }, 'change feed: a stream that does not read is closed (CHANGES_MAX_BACKLOG)');
-      this.#forget(stream);
-      res.destroy();
-      return;
-    }
-    res.write(bytes);
+    if (unsent + length <= this.options.maxBacklog) return true;
+    this.options.logger.warn({ unsent }, 'change feed: a stream that does not read is closed (CHANGES_MAX_BACKLOG)');
+    this.#forget(stream);
+    res.destroy();
+    return false;
   }
 
   #forget(stream: Stream): void {
