@@ -190,3 +190,16 @@ function coreShare(
   if (!before || !after || after.total === before.total) return undefined;
   return (after.busy - before.busy) / (after.total - before.total);
 }
+
+/** One value of a Prometheus text exposition (`name` with its labels as written, e.g. `x{space="new"}`); NaN if absent. */
+export function metric(text: string, name: string): number {
+  const line = text.split('\n').find((row) => row.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.slice(name.length + 1));
+}
+
+/** A Roster's GET /metrics on `port`, as text. */
+export async function scrape(port: number): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+  if (!response.ok) throw new Error(`GET /metrics: ${response.status}`);
+  return response.text();
+}

@@ -14,7 +14,15 @@ import { BenchChild, benchPids, LOAD_CPU, pinned, SERVER_CPU, SERVER_NODE_ARGS }
 import type { ReadersResult } from '../load/change-readers.js';
 import type { WriteResult } from '../load/change-writer.js';
 import { ms, ratio, table, targetLines, type Target } from '../report.js';
-import { otherLoadMeter, percentile, processCpuSeconds, processesCpuMeter, sortedSamples } from '../stats.js';
+import {
+  metric,
+  otherLoadMeter,
+  percentile,
+  processCpuSeconds,
+  processesCpuMeter,
+  scrape,
+  sortedSamples,
+} from '../stats.js';
 import { benchScript, progress, sleep, type Plan, type SectionReport } from './common.js';
 import { freePort } from '../../test/support/http.js';
 
@@ -109,9 +117,10 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
   let failures = 0;
   /** The server's garbage collections so far (prom-client's nodejs_gc_duration_seconds): count and seconds by kind. */
   const gcSoFar = async () => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const text = await scrape(port);
+    // A kind of collection not seen yet has no series: none so far.
     const read = (kind: string, what: 'count' | 'sum') =>
-      Number(new RegExp(`^nodejs_gc_duration_seconds_${what}\\{kind="${kind}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      metric(text, `nodejs_gc_duration_seconds_${what}{kind="${kind}"}`) || 0;
     return { majors: read('major', 'count'), majorSeconds: read('major', 'sum'), minors: read('minor', 'count') };
   };
   const headSeq = async () => {

@@ -21,7 +21,7 @@ import { resolve } from 'node:path';
 import { BenchChild, benchPids, LOAD_CPU, pinned, SERVER_CPU } from '../ipc.js';
 import type { SoakCommand, SoakCounts, SoakLoad } from '../load/soak.js';
 import { integer, percent, table, targetLines, type Target } from '../report.js';
-import { machineCpuSeconds, processCpuSeconds } from '../stats.js';
+import { machineCpuSeconds, metric, processCpuSeconds, scrape } from '../stats.js';
 import { benchScript, errorText, progress, sleep, type SectionReport } from './common.js';
 
 /** A server to soak: a node binary and its flags, under a label of its own, and the build it runs. */
@@ -132,18 +132,6 @@ function rssOf(pid: number | undefined): number {
   } catch {
     return NaN;
   }
-}
-
-/** One value of a Prometheus text exposition (`name` with its labels as written, e.g. `x{space="new"}`). */
-function metric(text: string, name: string): number {
-  const line = text.split('\n').find((row) => row.startsWith(`${name} `));
-  return line === undefined ? NaN : Number(line.slice(name.length + 1));
-}
-
-async function scrape(port: number): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
-  if (!response.ok) throw new Error(`GET /metrics: ${response.status}`);
-  return response.text();
 }
 
 /**
