@@ -8,16 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import {
-  DESKTOP,
-  eventually,
-  noChromium,
-  openConsole,
-  request,
-  waitForText,
-  withConsole,
-  type Json,
-} from '../support/index.js';
+import { eventually, noChromium, openConsole, request, waitForText, withConsole, type Json } from '../support/index.js';
 
 /** What "live" promises: a change elsewhere is on screen within a second. */
 const LIVE_MS = 1_000;
@@ -148,24 +139,28 @@ test(
     // The feed keeps 3 changes: a stream asked for from a cursor 5 changes old is answered by a reset.
     await withConsole({ CHANGES_MAX: '3' }, async (roster, browser) => {
       await create(roster.api, 'Reset 01');
-      const context = await browser.newContext({ viewport: DESKTOP, reducedMotion: 'reduce' });
-      const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (error) => errors.push(error.stack ?? error.message));
       const seen: string[] = [];
-      page.on('request', (sent) => {
-        const url = new URL(sent.url());
-        if (url.pathname.startsWith('/api/v1/users')) seen.push(`${url.pathname}${url.search}`);
-      });
       const lists = () => seen.filter((url) => url.startsWith('/api/v1/users?')).length;
       // The first stream request is held by the browser, unsent, while the writes go on.
       let held: (() => Promise<void>) | undefined;
-      await page.route('**/api/v1/users/changes**', async (route) => {
-        const stream = (route.request().headers().accept ?? '').includes('text/event-stream');
-        if (stream && held === undefined) held = () => route.continue();
-        else await route.continue();
-      });
-      await page.goto(`${roster.origin}/?search=reset`);
+      const { page, errors } = await openConsole(
+        browser,
+        roster.origin,
+        undefined,
+        '/?search=reset',
+        undefined,
+        async (page) => {
+          page.on('request', (sent) => {
+            const url = new URL(sent.url());
+            if (url.pathname.startsWith('/api/v1/users')) seen.push(`${url.pathname}${url.search}`);
+          });
+          await page.route('**/api/v1/users/changes**', async (route) => {
+            const stream = (route.request().headers().accept ?? '').includes('text/event-stream');
+            if (stream && held === undefined) held = () => route.continue();
+            else await route.continue();
+          });
+        },
+      );
       await eventually(async () => held !== undefined, 'the stream request');
       await shows(page, ['Reset 01'], 'the list read before the stream');
       assert.equal(lists(), 1, `the list is read once before the stream: ${seen.join(' ')}`);
@@ -193,7 +188,6 @@ test(
         'a change after the reset',
       );
       assert.deepEqual(errors, []);
-      await context.close();
     });
   },
 );

@@ -6,14 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { test, type TestContext } from 'node:test';
-import { eventually, request, startRoster, type Running } from '../support/index.js';
-
-async function roster(t: TestContext): Promise<Running> {
-  const running = await startRoster();
-  t.after(() => running.stop());
-  return running;
-}
+import { test } from 'node:test';
+import { eventually, request, rosterFor, type Running } from '../support/index.js';
 
 /** A raw stream request from `since`, over HTTP/1.0 or 1.1; what the socket receives, as text. */
 function rawStream(running: Running, since: string, version: '1.0' | '1.1'): { socket: Socket; text: () => string } {
@@ -48,7 +42,7 @@ function dechunk(body: string): string {
 const ids = (events: string) => [...events.matchAll(/^id: (\S+)$/gm)].map((match) => match[1]);
 
 test('over HTTP/1.1 the fan-out is chunks whose sizes match their data; over HTTP/1.0, the same events unframed', async (t) => {
-  const running = await roster(t);
+  const running = await rosterFor(t);
   const head = (await request(`${running.api}/users/changes`)).body.next as string;
   const epoch = head.split('.')[0]!;
   const first = Number(head.split('.')[1]);

@@ -97,9 +97,12 @@ export async function openConsole(
   viewport = DESKTOP,
   path = '/',
   colorScheme: 'light' | 'dark' = 'light',
+  /** Run on the page before it loads the console: a route or a listener that must see its first requests. */
+  before?: (page: Page) => Promise<void>,
 ): Promise<ConsolePage> {
   const context = await browser.newContext({ viewport, reducedMotion: 'reduce', colorScheme });
   const page = await context.newPage();
+  await before?.(page);
   const errors: string[] = [];
   const consoleErrors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.stack ?? error.message));
