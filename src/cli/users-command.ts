@@ -8,7 +8,7 @@ import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   type CallOptions,
-  nextListQuery,
+  PageWalk,
   type ErrorCode,
   type ErrorEnvelope,
   type ListUsersQuery,
@@ -209,6 +209,7 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
   // By cursor (`after`, from each page's Link: rel="next"): each page costs the API the same however
   // deep, and users created or deleted meanwhile do not shift the pages under the walk.
   let query: ListUsersQuery | undefined = { sort: 'created_at', order: 'asc', limit: 100 };
+  const walk = new PageWalk(query);
   for (let first = true; query; first = false) {
     const asked = query; // for the closure below, where `query` is not narrowed
     const { status, data, error, response } = await call(api, (init) => api.client.listUsers(asked, init));
@@ -225,7 +226,7 @@ async function exportUsers(api: Api, format: Format, out: NodeJS.WritableStream,
       written++;
     }
     progress.update(`exported ${written} of ${pagination.total} users`);
-    query = nextListQuery(response);
+    query = walk.next(response);
   }
   if (format === 'json') await write(out, written === 0 ? ']\n' : '\n]\n');
   progress.done();

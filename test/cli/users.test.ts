@@ -101,6 +101,36 @@ describe('roster users', () => {
   );
 
   test(
+    'export stops, saying why, when a page\'s Link: rel="next" names a page it has read already',
+    { timeout: TEST_MS },
+    async (t) => {
+      const source = await rosterFor(t);
+      for (let n = 0; n < 120; n += 40) {
+        const made = Array.from({ length: 40 }, (_, i) =>
+          request(`${source.api}/users`, {
+            method: 'POST',
+            body: { name: `Loop ${n + i}`, email: `loop${n + i}@example.com` },
+          }),
+        );
+        for (const reply of await Promise.all(made)) assert.equal(reply.status, 201);
+      }
+      // Every list reply names the second page as next: the second page then names itself.
+      const first = await fetch(`${source.api}/users?sort=created_at&order=asc&limit=100`);
+      const link = first.headers.get('link')!;
+      assert.match(link, /rel="next"/);
+      const front = await flakyApi(t, source.origin, (): FlakyStep => ({ forward: true, link }));
+      const exported = await run(t, ['users', 'export', '--url', front.api]);
+      assert.equal(exported.exit?.code, 1, exported.describe());
+      assert.match(exported.stderr.text, /Link: rel="next" names a page this walk has read already \(.*after=/);
+      assert.equal(
+        front.seen.filter(({ method }) => method === 'GET').length,
+        2,
+        'the first page, the second, no more',
+      );
+    },
+  );
+
+  test(
     'export walks the list by cursor (Link: rel="next"), page after page, every user once, oldest first',
     { timeout: TEST_MS },
     async (t) => {

@@ -84,6 +84,42 @@ describe('the client generated from the OpenAPI document, against a live Roster'
     }
   });
 
+  test('walkUsers throws when a page\'s Link: rel="next" names a page the walk has read already', async () => {
+    for (let n = 0; n < 3; n++)
+      assert.equal(
+        (await client.createUser({ name: `Cycle ${n}`, email: `cycle${n}@example.com` })).response.status,
+        201,
+      );
+    const query = { search: 'cycle', sort: 'name', order: 'asc', limit: 1 } as const;
+    const second = (await client.listUsers(query)).response.headers.get('link')!;
+    assert.match(second, /rel="next"/);
+    // A fetch (standing for a proxy gone wrong) that gives every reply the first page's next link.
+    const looping = createRosterClient({
+      url: roster.api,
+      fetch: async (request) => {
+        const reply = await fetch(request);
+        const headers = new Headers(reply.headers);
+        headers.set('link', second);
+        return new Response(await reply.arrayBuffer(), { status: reply.status, headers });
+      },
+    });
+    const names: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const page of looping.walkUsers(query)) {
+          names.push(...page.data!.data.users.map((user) => user.name));
+          assert.ok(names.length <= 3, `the walk does not end: ${names.join(', ')}`);
+        }
+      })(),
+      /Link: rel="next" names a page this walk has read already \(.*after=/,
+    );
+    assert.deepEqual(names, ['Cycle 0', 'Cycle 1']);
+    for (let n = 0; n < 3; n++) {
+      const { data } = await client.listUsers({ search: `cycle${n}@` });
+      assert.equal((await client.deleteUser(data!.data.users[0]!.id)).response.status, 204);
+    }
+  });
+
   test('createUser, getUser, replaceUser, updateUser, deleteUser: each reply and its errors', async () => {
     const created = await client.createUser({ name: 'Grace Hopper', email: 'grace@example.com', role: 'admin' });
     assert.equal(created.response.status, 201);

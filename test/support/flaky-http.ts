@@ -13,7 +13,10 @@ import type { TestContext } from 'node:test';
  * What the front does with one request: answer `status` itself (before or after forwarding), or
  * forward. 409 is IDEMPOTENCY_KEY_IN_USE (a keyed create still being processed).
  */
-export type FlakyStep = { answer: 503 | 429 | 409; retryAfter?: string; forwardFirst?: boolean } | { forward: true };
+export type FlakyStep =
+  | { answer: 503 | 429 | 409; retryAfter?: string; forwardFirst?: boolean }
+  // Forwarded; with `link`, the reply's Link header replaced by it (a server whose links go wrong).
+  | { forward: true; link?: string };
 
 export interface SeenRequest {
   method: string;
@@ -76,6 +79,7 @@ export async function flakyApi(
           reply.headers.forEach((value, name) => {
             if (!['content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(name)) out[name] = value;
           });
+          if ('link' in step && step.link !== undefined) out.link = step.link;
           response.writeHead(reply.status, out).end(text);
         },
         () => response.destroy(),

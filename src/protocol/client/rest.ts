@@ -109,6 +109,40 @@ export function nextListQuery(response: Response): ListUsersQuery | undefined {
   };
 }
 
+/**
+ * The pages of one walk by `Link: rel="next"`: `next` gives the following page's query, and refuses a
+ * link to a page the walk has asked for already. A server or a proxy that names the same next page
+ * again (or a cycle of them) would otherwise hold the walk, and `roster users export`, forever.
+ */
+export class PageWalk {
+  readonly #asked = new Set<string>();
+
+  constructor(first: ListUsersQuery) {
+    this.#asked.add(queryKey(first));
+  }
+
+  next(response: Response): ListUsersQuery | undefined {
+    const query = nextListQuery(response);
+    if (query === undefined) return undefined;
+    const key = queryKey(query);
+    if (this.#asked.has(key))
+      throw new Error(
+        `the list's Link: rel="next" names a page this walk has read already (${new URLSearchParams(key)})`,
+      );
+    this.#asked.add(key);
+    return query;
+  }
+}
+
+/** A list query as one string, the same whatever the order of its parameters. */
+const queryKey = (query: ListUsersQuery): string =>
+  new URLSearchParams(
+    Object.entries(query)
+      .filter(([, value]) => value !== undefined)
+      .map(([name, value]): [string, string] => [name, String(value)])
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  ).toString();
+
 export function createRosterClient(options: RosterClientOptions) {
   const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request));
   const policy = options.retry === false ? { ...DEFAULT_RETRY, retries: 0 } : { ...DEFAULT_RETRY, ...options.retry };
@@ -186,13 +220,15 @@ export function createRosterClient(options: RosterClientOptions) {
   /**
    * Every page of a list, by cursor: the page `query` asks for, then each page its reply names in
    * `Link: rel="next"`, until the last. A walk neither repeats nor skips a user that stays in place
-   * while it runs, whatever is written meanwhile. A reply other than 200 is yielded and ends the walk.
+   * while it runs, whatever is written meanwhile. A reply other than 200 is yielded and ends the walk;
+   * a link back to a page already read throws (PageWalk).
    */
   async function* walkUsers(query: ListUsersQuery = {}, init: CallOptions = {}) {
+    const walk = new PageWalk(query);
     for (let asked: ListUsersQuery | undefined = query; asked !== undefined;) {
       const reply = await operations.listUsers(asked, init);
       yield reply;
-      asked = reply.response.status === 200 ? nextListQuery(reply.response) : undefined;
+      asked = reply.response.status === 200 ? walk.next(reply.response) : undefined;
     }
   }
   /** The change feed asked as this client asks: its root, its headers (credential), its fetch. */
