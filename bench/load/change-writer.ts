@@ -8,6 +8,7 @@
  * sockets with TCP_NODELAY.
  */
 import { Agent, request } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { answerParent } from '../ipc.js';
 
 export interface WriteJob {
@@ -23,6 +24,11 @@ export interface WriteResult {
   /** Creates not answered 201 (or failed), and the first of them. */
   failures: number;
   firstFailure?: string;
+  /**
+   * How late this process's own event loop ran while it wrote, p99 in ms: the writer's own waits (its
+   * CPU shared with the readers), which add to the latencies it measures.
+   */
+  loopDelayP99: number;
 }
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
@@ -63,6 +69,8 @@ async function write({ api, seconds }: WriteJob): Promise<WriteResult> {
     });
     req.end(body);
   };
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
   const start = performance.now();
   const end = start + seconds * 1000;
   let n = 0;
@@ -70,9 +78,11 @@ async function write({ api, seconds }: WriteJob): Promise<WriteResult> {
     for (const due = Math.min(now, end) - start; n <= due; n++) create(n);
     await tick();
   }
+  delay.disable();
   for (const deadline = Date.now() + 60_000; inFlight > 0 && Date.now() < deadline;) await tick();
   agent.destroy();
-  return { latencies, failures, firstFailure };
+  // The histogram holds each interval between its samples: the 1 ms interval is taken off.
+  return { latencies, failures, firstFailure, loopDelayP99: delay.percentile(99) / 1e6 - 1 };
 }
 
 answerParent<WriteJob>((job) => write(job));

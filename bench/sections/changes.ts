@@ -2,8 +2,9 @@
  * The changes section (`--only changes`): Roster on the memory store, pinned to the server CPU, with
  * STREAMS open Server-Sent Events streams of the change feed, and one write a millisecond for
  * BENCH_CHANGES_SECONDS (60 by default). Rounds go without streams, with, with, without (each
- * round's own streams, opened before its writes): a write's latency is compared, p50 and p99, and
- * every stream must have received every change of its round, in order, none twice.
+ * round's own streams, opened before its writes; each round on a fresh server, warmed first): a
+ * write's latency is compared, p50 and p99, and every stream must have received every change of its
+ * round, in order, none twice.
  *
  * The load runs on the load CPU in three processes: the writer alone (bench/load/change-writer.ts), so
  * that its latencies are the server's and not the lag of an event loop busy reading streams, and the
@@ -28,11 +29,20 @@ import { freePort } from '../../test/support/http.js';
 
 const STREAMS = Number(process.env.BENCH_CHANGES_STREAMS ?? 1000);
 const SECONDS = Number(process.env.BENCH_CHANGES_SECONDS ?? 60);
-const ROUNDS = 2; // of each kind
+/** Rounds of each kind, BENCH_CHANGES_ROUNDS (2 by default). */
+const ROUNDS = Number(process.env.BENCH_CHANGES_ROUNDS ?? 2);
 /**
- * Whether round `round` (from 0) has streams: none, streams, streams, none. The store grows by a round's
- * writes every round, and a larger heap makes longer GC pauses; in this order both kinds see the same
- * store sizes on average (none then streams, alternating, gave the streams the larger ones every time).
+ * Writes before each round, not measured: a server's first seconds (its code compiled, its heap grown)
+ * counted in the first round, without streams, and made "none" look slower (a 20 s round measured p99
+ * 37 ms, the same kind of round later 4 ms).
+ */
+const WARM_UP_SECONDS = 5;
+/** prom-client's event-loop sampling interval (its eventLoopMonitoringPrecision, by default). */
+const PROM_LOOP_SAMPLE_MS = 10;
+/**
+ * Whether round `round` (from 0) has streams: none, streams, streams, none. In this order both kinds
+ * meet the machine's drift over the run alike (none then streams, alternating, gave the streams the
+ * later rounds every time).
  */
 const withStreamsIn = (round: number) => round % 4 === 1 || round % 4 === 2;
 /** The streams' readers: this many processes, the streams split between them. */
@@ -93,16 +103,16 @@ async function startServer(port: number): Promise<ChildProcess> {
 }
 
 export async function changesSection(_plan: Plan): Promise<SectionReport> {
-  const port = await freePort();
-  const server = await startServer(port);
-  const api = `http://127.0.0.1:${port}/api/v1`;
+  let port = 0;
+  let server: ChildProcess | undefined;
+  let api = '';
   const writer = new BenchChild('change feed writer', benchScript('load/change-writer.js'), LOAD_CPU);
   const readers = Array.from(
     { length: READERS },
     (_, index) => new BenchChild(`change feed readers ${index + 1}`, benchScript('load/change-readers.js'), LOAD_CPU),
   );
-  const reniced =
-    renice([server.pid!, writer.pid]) &&
+  let reniced =
+    renice([writer.pid]) &&
     renice(
       readers.map((reader) => reader.pid),
       READER_NICE,
@@ -111,6 +121,11 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
     ? `server and writer at niceness ${NICE}, readers at ${READER_NICE}`
     : 'niceness 0 (renice failed)';
   progress(`changes: ${niceness}`);
+  /** A stopped server: SIGTERM, and its exit waited for. */
+  const stop = async (child: ChildProcess | undefined) => {
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
+  };
   const rows: (string | number)[][] = [];
   const samples: Record<'none' | 'streams', number[]> = { none: [], streams: [] };
   let complete = true;
@@ -121,14 +136,35 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
     // A kind of collection not seen yet has no series: none so far.
     const read = (kind: string, what: 'count' | 'sum') =>
       metric(text, `nodejs_gc_duration_seconds_${what}{kind="${kind}"}`) || 0;
-    return { majors: read('major', 'count'), majorSeconds: read('major', 'sum'), minors: read('minor', 'count') };
+    return {
+      majors: read('major', 'count'),
+      majorSeconds: read('major', 'sum'),
+      minors: read('minor', 'count'),
+      minorSeconds: read('minor', 'sum'),
+    };
   };
   const headSeq = async () => {
     const next = ((await (await fetch(`${api}/users/changes`)).json()) as { next: string }).next;
     return { next, seq: Number(next.slice(next.lastIndexOf('.') + 1)) };
   };
+  /**
+   * How late the server's event loop ran, p99 since the last scrape (prom-client resets its histogram on
+   * each), ms: Node's histogram holds each interval between its samples, so the interval prom-client
+   * samples at (10 ms) is taken off.
+   */
+  const serverLoopP99 = async () =>
+    metric(await scrape(port), 'nodejs_eventloop_lag_p99_seconds') * 1000 - PROM_LOOP_SAMPLE_MS;
   try {
     for (let round = 0; round < ROUNDS * 2; round++) {
+      // A fresh server per round, warmed: every round meets the same store and heap. On one server the
+      // store grew by every round's writes, and the major collections a larger heap brings fell in
+      // whichever round crossed a threshold (one round without streams: 4 of them, 320 ms, p99 58 ms).
+      await stop(server);
+      port = await freePort();
+      const running = (server = await startServer(port));
+      api = `http://127.0.0.1:${port}/api/v1`;
+      reniced = renice([running.pid!]) && reniced;
+      await writer.request<WriteResult>({ cmd: 'write', api, seconds: WARM_UP_SECONDS }, 120_000);
       const withStreams = withStreamsIn(round);
       const head = await headSeq();
       if (withStreams)
@@ -146,11 +182,12 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
           ),
         );
       progress(`changes: round ${round + 1}, ${withStreams ? STREAMS : 0} streams, ${SECONDS} s of writes`);
-      const serverCpu = processCpuSeconds(server.pid!) ?? NaN;
+      const serverCpu = processCpuSeconds(running.pid!) ?? NaN;
       const loadCpu = processesCpuMeter([writer.pid, ...readers.map((reader) => reader.pid)]);
       const writerCpu = processesCpuMeter([writer.pid]);
-      const others = otherLoadMeter(() => new Set([...benchPids(), server.pid!]));
+      const others = otherLoadMeter(() => new Set([...benchPids(), running.pid!]));
       const gcBefore = await gcSoFar();
+      await serverLoopP99(); // from here
       const started = performance.now();
       const written = await writer.request<WriteResult>(
         { cmd: 'write', api, seconds: SECONDS },
@@ -161,7 +198,8 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       failures += written.failures;
       samples[withStreams ? 'streams' : 'none'].push(...written.latencies);
       const seconds = (performance.now() - started) / 1000;
-      const cpu = ((processCpuSeconds(server.pid!) ?? NaN) - serverCpu) / seconds;
+      const cpu = ((processCpuSeconds(running.pid!) ?? NaN) - serverCpu) / seconds;
+      const loopP99 = await serverLoopP99();
       const gc = await gcSoFar();
       const row = [
         `${round + 1} (${withStreams ? 'streams' : 'none'})`,
@@ -169,7 +207,8 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
         `${Math.round(cpu * 100)} %`,
         `${Math.round((loadCpu() / seconds) * 100)} % (writer ${Math.round((writerCpu() / seconds) * 100)} %)`,
         `${Math.round(others() * 100)} %`,
-        `${gc.minors - gcBefore.minors} / ${gc.majors - gcBefore.majors} (${ms((gc.majorSeconds - gcBefore.majorSeconds) * 1000)} ms)`,
+        `${gc.minors - gcBefore.minors} (${ms((gc.minorSeconds - gcBefore.minorSeconds) * 1000)} ms) / ${gc.majors - gcBefore.majors} (${ms((gc.majorSeconds - gcBefore.majorSeconds) * 1000)} ms)`,
+        `${ms(loopP99)} / ${ms(written.loopDelayP99)}`,
       ];
       const p = (q: number) => ms(percentile(sortedSamples(written.latencies), q));
       if (withStreams) {
@@ -184,7 +223,7 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       } else rows.push([...row, p(50), p(99), '–']);
     }
   } finally {
-    await new Promise((resolve) => server.once('exit', resolve).kill('SIGTERM'));
+    await stop(server);
     await Promise.all([writer, ...readers].map((child) => child.kill()));
   }
   const none = sortedSamples(samples.none);
@@ -204,7 +243,7 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
   });
   const markdown = [
     `## Change feed: ${STREAMS} streams, a write a millisecond for ${SECONDS} s per round`,
-    `Processes: ${niceness} (BENCH_CHANGES_NICE, BENCH_CHANGES_READER_NICE).`,
+    `Processes: ${reniced ? niceness : 'niceness 0 (renice failed)'} (BENCH_CHANGES_NICE, BENCH_CHANGES_READER_NICE); a fresh server per round, after ${WARM_UP_SECONDS} s of writes not measured.`,
     table(
       [
         'round',
@@ -212,7 +251,8 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
         'server CPU',
         'load CPU',
         'other processes',
-        'server GCs: minor / major (major ms)',
+        'server GCs: minor / major (their ms)',
+        'event-loop lateness p99 ms: server / writer',
         'write p50 ms',
         'write p99 ms',
         'streams complete',
