@@ -23,6 +23,14 @@ const FEED = '/users/changes';
 
 for (const store of TEST_STORES) {
   describe(`change log on the ${store.name} store`, { skip: store.skip }, () => {
+    test('its epoch is lower-case hex: a cursor never starts with a dash, which a command line takes for an option', async (t) => {
+      const running: Running = await startOn(store);
+      t.after(() => running.stop());
+      // `roster users watch --since -Xy….7` is refused as a usage error (exit 2): a base64url epoch
+      // began with a dash one start in 64.
+      assert.match(await epochOf(running.api), /^[0-9a-f]{12}$/);
+    });
+
     test('every write appears once, in order, with consecutive numbers', async (t) => {
       const running: Running = await startOn(store);
       t.after(() => running.stop());

@@ -23,7 +23,11 @@ import {
 import type { User } from '../../schema.js';
 
 export class MemoryChangeLog implements ChangeLog {
-  readonly epoch = randomBytes(6).toString('base64url');
+  /**
+   * Lower-case hex, as the SQL stores' epochs: a cursor never starts with a dash, which a command line
+   * takes for an option (`roster users watch --since -…` was a usage error one start in 64, with base64url).
+   */
+  readonly epoch = randomBytes(6).toString('hex');
   /** The kept changes, a ring: `#count` of them from `#start`; sequence numbers are consecutive. */
   readonly #ring: Change[] = [];
   /** When each was appended (ms), for CHANGES_MAX_AGE_SECONDS. */
