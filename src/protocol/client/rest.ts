@@ -126,22 +126,19 @@ export class PageWalk {
     if (query === undefined) return undefined;
     const key = queryKey(query);
     if (this.#asked.has(key))
-      throw new Error(
-        `the list's Link: rel="next" names a page this walk has read already (${new URLSearchParams(key)})`,
-      );
+      throw new Error(`the list's Link: rel="next" names a page this walk has read already (${key})`);
     this.#asked.add(key);
     return query;
   }
 }
 
 /** A list query as one string, the same whatever the order of its parameters. */
-const queryKey = (query: ListUsersQuery): string =>
-  new URLSearchParams(
-    Object.entries(query)
-      .filter(([, value]) => value !== undefined)
-      .map(([name, value]): [string, string] => [name, String(value)])
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  ).toString();
+function queryKey(query: ListUsersQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.append(name, String(value));
+  params.sort();
+  return params.toString();
+}
 
 export function createRosterClient(options: RosterClientOptions) {
   const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request));
