@@ -45,6 +45,19 @@ async function emailsOn(api: string): Promise<string[]> {
   return (list.body.data.users as Json[]).map((user) => user.email as string).sort();
 }
 
+/** `count` users named `${name} n` (emails `${name lower-cased}n@example.com`), `parallel` at a time. */
+async function createNamed(api: string, count: number, name: string, parallel: number): Promise<void> {
+  for (let batch = 0; batch < count; batch += parallel) {
+    const made = Array.from({ length: Math.min(parallel, count - batch) }, (_, i) =>
+      request(`${api}/users`, {
+        method: 'POST',
+        body: { name: `${name} ${batch + i}`, email: `${name.toLowerCase()}${batch + i}@example.com` },
+      }),
+    );
+    for (const reply of await Promise.all(made)) assert.equal(reply.status, 201);
+  }
+}
+
 describe('roster users', () => {
   test('--version prints the package version', { timeout: TEST_MS }, async (t) => {
     const cli = await run(t, ['--version']);
@@ -105,15 +118,7 @@ describe('roster users', () => {
     { timeout: TEST_MS },
     async (t) => {
       const source = await rosterFor(t);
-      for (let n = 0; n < 120; n += 40) {
-        const made = Array.from({ length: 40 }, (_, i) =>
-          request(`${source.api}/users`, {
-            method: 'POST',
-            body: { name: `Loop ${n + i}`, email: `loop${n + i}@example.com` },
-          }),
-        );
-        for (const reply of await Promise.all(made)) assert.equal(reply.status, 201);
-      }
+      await createNamed(source.api, 120, 'Loop', 40);
       // Every list reply names the second page as next: the second page then names itself.
       const first = await fetch(`${source.api}/users?sort=created_at&order=asc&limit=100`);
       const link = first.headers.get('link')!;
@@ -136,15 +141,7 @@ describe('roster users', () => {
     async (t) => {
       const source = await rosterFor(t);
       // Past two pages of the export's 100: 3 seeds and 217 more.
-      for (let batch = 0; batch < 217; batch += 31) {
-        const made = Array.from({ length: Math.min(31, 217 - batch) }, (_, i) =>
-          request(`${source.api}/users`, {
-            method: 'POST',
-            body: { name: `Walker ${batch + i}`, email: `walker${batch + i}@example.com` },
-          }),
-        );
-        for (const reply of await Promise.all(made)) assert.equal(reply.status, 201);
-      }
+      await createNamed(source.api, 217, 'Walker', 31);
       const front = await flakyApi(t, source.origin, (): FlakyStep => ({ forward: true }));
       const exported = await run(t, ['users', 'export', '--url', front.api]);
       assert.equal(exported.exit?.code, 0, exported.describe());
