@@ -130,6 +130,8 @@ export class PostgresUserStore implements UserStore {
         faults,
         logger,
       );
+      // Changes left by writes of instances gone, or by migration 010 (every user there was): not waited for.
+      void store.#list.grams.fold();
       return store;
     } catch (error) {
       await pool.end().catch(() => undefined);
@@ -254,6 +256,7 @@ export class PostgresUserStore implements UserStore {
   }
 
   async close(): Promise<void> {
+    await this.#list.grams.stop();
     await this.changes.close();
     this.health.close();
     await this.pool.end();
