@@ -5,7 +5,7 @@
  */
 import type { Change } from '../users/changes.js';
 import { etagOf } from './conditional.js';
-import { userJson } from './routes/user-json.js';
+import { freshUserJson } from './routes/user-json.js';
 
 /** A cursor: `<epoch>.<seq>`. The epoch is the log's (users/changes.ts); seq at most 2^53 - 1. */
 export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,64}\\.[0-9]{1,16}$';
@@ -25,12 +25,15 @@ export function sinceOf(text: string, epoch: string): Since {
 
 export const cursorOf = (epoch: string, seq: number): string => `${epoch}.${seq}`;
 
-/** A change as the feed writes it, as JSON text: the user's JSON is the reads' own (user-json.ts). */
+/**
+ * A change as the feed writes it, as JSON text: the user's JSON as the reads write it (user-json.ts),
+ * made anew rather than kept in the reads' cache, as a write's reply is.
+ */
 export function changeJson(epoch: string, change: Change): string {
   const { user } = change;
   return (
     `{"seq":${change.seq},"cursor":"${cursorOf(epoch, change.seq)}","type":"${change.type}",` +
-    `"id":${JSON.stringify(change.id)},"user":${user ? userJson(user) : 'null'},` +
+    `"id":${JSON.stringify(change.id)},"user":${user ? freshUserJson(user) : 'null'},` +
     `"etag":${user ? JSON.stringify(etagOf(user)) : 'null'},"at":${JSON.stringify(change.at)}}`
   );
 }

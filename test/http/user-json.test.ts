@@ -6,10 +6,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import fastJson from 'fast-json-stringify';
+import { changeFrame, changeJson } from '../../src/http/change-json.js';
 import { successSchema } from '../../src/http/envelope.js';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { JsonCache, listReplyJson, replyCache, userJson, userReplyJson } from '../../src/http/routes/user-json.js';
+import type { Change } from '../../src/users/changes.js';
 import { User, UserList } from '../../src/users/schema.js';
 import { request, startRoster, type Running } from '../support/index.js';
 
@@ -116,6 +118,18 @@ describe('which users the reply cache keeps', () => {
     const reply = userReplyJson('User created', written, false);
     assert.equal(replyCache.bytes, before, "the JSON of a write's reply was kept");
     assert.equal(reply, userReplyJson('User created', written));
+    assert.ok(replyCache.bytes > before, 'a read of the same user keeps its JSON');
+  });
+
+  test("a change of the feed carries the reads' JSON of its user, and keeps nothing in the cache", () => {
+    const before = replyCache.bytes;
+    const written = Object.freeze(fresh('changed-user'));
+    const change: Change = { seq: 7, type: 'created', id: written.id, user: written, roleBefore: null, at: 't' };
+    const frame = changeFrame('e1', change).toString();
+    assert.equal(replyCache.bytes, before, "the JSON of a change's user was kept");
+    assert.equal(JSON.parse(changeJson('e1', change)).user.name, 'changed-user');
+    assert.equal(replyCache.bytes, before, "the JSON of a change's user was kept");
+    assert.ok(frame.includes(`"user":${userJson(written)},`), frame);
     assert.ok(replyCache.bytes > before, 'a read of the same user keeps its JSON');
   });
 });
