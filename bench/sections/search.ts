@@ -21,7 +21,8 @@ import { prepareSql, startServer, type Build, type Phase, type Prepared, type St
 
 type StoreName = 'memory' | 'sqlite' | 'postgres';
 const STORE_LABEL: Record<StoreName, string> = { memory: 'memory', sqlite: 'SQLite', postgres: 'PostgreSQL' };
-const CLIENTS = [1, 4] as const;
+/** The rows: clients searching at once. The terms of a row are fresh also against the rows before it. */
+const CLIENTS = [1, 4];
 /** The issue's targets (issue 43), through the API, a fresh term on every request. */
 const ONE_P50_MS = 5;
 const ONE_P99_MS = 25;
@@ -48,6 +49,19 @@ function numberSetting(name: string, fallback: number): number {
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number (got "${raw}")`);
   return value;
+}
+
+/**
+ * BENCH_SEARCH_CLIENTS (comma-separated): the rows to measure, 1 and 4 by default. A row alone draws
+ * its terms from every term there is; after another row, from what that row left.
+ */
+function clientsAsked(): number[] {
+  const raw = process.env.BENCH_SEARCH_CLIENTS;
+  if (raw === undefined || raw === '') return CLIENTS;
+  const rows = raw.split(',').map((text) => Number(text.trim()));
+  if (rows.some((clients) => !Number.isInteger(clients) || clients < 1 || clients > 64))
+    throw new Error(`BENCH_SEARCH_CLIENTS takes client counts of 1 to 64, comma-separated (got "${raw}")`);
+  return rows;
 }
 
 function storesAsked(): StoreName[] {
@@ -77,7 +91,7 @@ async function measureStore(
         : await prepareSql(store, settings, builds, report.phases);
     for (const build of builds)
       servers.set(build, await startServer(label, build, prepared.startUsers, prepared.env[build], report.phases));
-    for (const [index, clients] of CLIENTS.entries()) {
+    for (const [index, clients] of clientsAsked().entries()) {
       const row: StoreReport['rows'][number] = { clients, builds: {} };
       for (const build of index % 2 === 0 ? builds : [...builds].reverse()) {
         const others = otherLoadMeter(benchPids, store === 'postgres');
