@@ -288,7 +288,7 @@ export class GramIndex {
 
   /** How many users hold `needle` (lower-cased, one to three units), of `role` if given: exact. */
   count(needle: string, role?: string): number {
-    const record = this.#recordOf(keyOf(needle));
+    const record = this.recordOf(keyOf(needle));
     if (record === undefined) return 0;
     if (role === undefined) return this.#total[record]!;
     const number = this.#roleNumbers.get(role);
@@ -299,7 +299,7 @@ export class GramIndex {
   rarest(needle: string): number {
     let fewest = Infinity;
     for (let at = 0; at + 3 <= needle.length; at++) {
-      const record = this.#recordOf(keyOf(needle, at, 3));
+      const record = this.recordOf(keyOf(needle, at, 3));
       fewest = Math.min(fewest, record === undefined ? 0 : this.#total[record]!);
     }
     return fewest;
@@ -309,7 +309,7 @@ export class GramIndex {
   find(needle: string): Int32Array {
     const records: { record: number; at: number }[] = [];
     for (let at = 0; at + 3 <= needle.length; at++) {
-      const record = this.#recordOf(keyOf(needle, at, 3));
+      const record = this.recordOf(keyOf(needle, at, 3));
       if (record === undefined || this.#total[record] === 0) return new Int32Array(0);
       records.push({ record, at });
     }
@@ -347,7 +347,7 @@ export class GramIndex {
   }
 
   /** The record of a gram's key, if any. */
-  #recordOf(key: number): number | undefined {
+  recordOf(key: number): number | undefined {
     if (key >= DIRECT) return this.#records.get(key);
     const record = this.#direct[key]! - 1;
     return record >= 0 ? record : undefined;

@@ -109,3 +109,36 @@ export function intersect(postings: Postings, records: readonly { record: number
   for (let c = 0; c < n; c++) if (distinct === 0 || seqs[distinct - 1] !== seqs[c]) seqs[distinct++] = seqs[c]!;
   return seqs.slice(0, distinct);
 }
+
+/**
+ * The seqs, ascending, of the users holding the two units `a` `b` inside a trigram of ASCII: every
+ * list of `ab?` and `?ab`. Each of them holds the pair, so they are all of its holders exactly when
+ * as many as the pair's own count (the caller checks): missed are only a field that is the pair
+ * alone, and a pair beside a unit outside ASCII. Undefined when a unit of the pair is not ASCII, or
+ * when the lists hold more than `most` pairs (then a scan is no dearer).
+ */
+export function withPair(
+  postings: Postings,
+  recordOf: (key: number) => number | undefined,
+  a: number,
+  b: number,
+  most: number,
+): Int32Array | undefined {
+  if (a >= 128 || b >= 128) return undefined;
+  let seqs = new Int32Array(64);
+  let n = 0;
+  for (let c = 0; c < 128; c++) {
+    for (const record of [recordOf(key3(a, b, c)), recordOf(key3(c, a, b))]) {
+      if (record === undefined) continue;
+      const pairs = postings.decode(record);
+      if (n + pairs.length > most) return undefined;
+      if (n + pairs.length > seqs.length) seqs = grow(seqs, n + pairs.length);
+      seqs.set(pairs.seqs.subarray(0, pairs.length), n);
+      n += pairs.length;
+    }
+  }
+  const sorted = seqs.subarray(0, n).sort();
+  let distinct = 0;
+  for (let i = 0; i < n; i++) if (distinct === 0 || sorted[distinct - 1] !== sorted[i]) sorted[distinct++] = sorted[i]!;
+  return sorted.slice(0, distinct);
+}

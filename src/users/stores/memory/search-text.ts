@@ -11,7 +11,8 @@
  * 3. A needle of three units or more: every match from the trigram postings, intersected from the
  *    rarest (exact, no text read), when the rarest trigram is on at most POSTINGS_MAX users. Then the
  *    page is taken off the matches (only matches are sorted), or, when sorting them would cost more
- *    than walking the order, by a walk.
+ *    than walking the order, by a walk. A needle of two units on at most POSTINGS_MAX users: the
+ *    users of the trigrams that hold it, when they are as many as its count (#fromPair).
  * 4. Otherwise (a one- or two-unit needle on a deep page or in a sorted order far in, or a trigram on
  *    most users): a scan of every user in slices of SCAN_SLICE, the event loop free between them, the
  *    result following the writes that come meanwhile (KeptMatches.track), and then kept.
@@ -20,6 +21,7 @@
  */
 import { foundOf, type Found, type KeptMatches, type Scan, tally, insertAt } from './kept-matches.js';
 import { GramIndex } from './gram-index.js';
+import { withPair } from './gram-keys.js';
 import { positionAfter, runs, take, type Order } from './list-pages.js';
 import type { OrderedIndex } from './ordered-index.js';
 import { comparePositions, positionOf, type ListParams } from '../../query.js';
@@ -151,6 +153,7 @@ export class SearchText {
     }
     if (!found && this.index.rarest(needle) <= this.#tuning.postingsMax && needle.length === 3)
       found = this.#fromPostings(needle);
+    if (!found && needle.length === 2) found = this.#fromPair(needle);
     if (!found) return this.#scanned(needle, params, order, wanted, batch);
     this.kept.keep(needle, found);
     return this.#read(this.#fromFound(found, params, order, wanted, batch), total);
@@ -159,6 +162,19 @@ export class SearchText {
   #fromPostings(needle: string): Found {
     const seqs = this.index.find(needle);
     return { seqs, length: seqs.length, roles: this.index.roleCounts(seqs, seqs.length) };
+  }
+
+  /**
+   * A needle of two units, too rare to walk for: its holders off the trigram postings that hold it
+   * (gram-keys.ts withPair), when they are as many as its exact count, so all of them; else undefined.
+   */
+  #fromPair(needle: string): Found | undefined {
+    const { index } = this;
+    const all = index.count(needle);
+    if (all > this.#tuning.postingsMax) return undefined;
+    const recordOf = (key: number) => index.recordOf(key);
+    const seqs = withPair(index.postings, recordOf, needle.charCodeAt(0), needle.charCodeAt(1), 2 * all + 64);
+    return seqs?.length === all ? { seqs, length: all, roles: index.roleCounts(seqs, all) } : undefined;
   }
 
   /** Step 4: every match found by a scan in slices, kept, and the page taken off it. */

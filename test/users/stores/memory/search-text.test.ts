@@ -271,3 +271,29 @@ test('a user that stays found through an update keeps its place; its role’s co
   assert.deepEqual([...found.seqs.subarray(0, found.length)], [0, 1, 2, 4]);
   assert.deepEqual(Object.fromEntries(found.roles), { user: 3, admin: 1 });
 });
+
+test('a rare two-letter needle is found off the trigram postings, no scan; a field that is the pair alone is scanned for', async () => {
+  // A scan reads a user per turn of the event loop here: a search that resolves before the next turn did not scan.
+  const store = new MemoryUserStore({ searchTuning: { walkBudget: 0, scanSlice: 1 } });
+  const add = (name: string, role = 'user') =>
+    store.insert({ id: randomUUID(), name, email: `${randomUUID()}@example.com`, role });
+  for (let i = 0; i < 40; i++) await add(`Plain ${i}`);
+  await add('Aqzb', 'admin');
+  await add('QZ top');
+  await add('Bob Tqz');
+  const searched = async (search: string) => {
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const result = await store.list({ search, sort: 'created_at', descending: false, offset: 0, limit: 10 });
+    return { names: result.users.map((user) => user.name), total: result.total, scanned: turned };
+  };
+  assert.deepEqual(await searched('qz'), { names: ['Aqzb', 'QZ top', 'Bob Tqz'], total: 3, scanned: false });
+  assert.deepEqual(await searched('zb'), { names: ['Aqzb'], total: 1, scanned: false });
+  // Held by a name that is the pair alone, it is in no trigram: the postings fall short of its count.
+  await add('xq');
+  await add('Axqa');
+  assert.deepEqual(await searched('xq'), { names: ['xq', 'Axqa'], total: 2, scanned: true });
+  // Beside a unit outside ASCII, likewise.
+  await add('éwk');
+  assert.deepEqual(await searched('wk'), { names: ['éwk'], total: 1, scanned: true });
+});
