@@ -16,6 +16,7 @@ import {
   roomUrl,
   WITHOUT_REDIS,
   type TestSchema,
+  until,
 } from './support/index.js';
 
 const SKIP = !DATABASE_URL ? NO_DATABASE : WITHOUT_REDIS;
@@ -91,11 +92,7 @@ describe('two Roster processes on one PostgreSQL and one Redis', { skip: SKIP },
       // A's member reaches B through Redis a moment after A's welcome: until then a newcomer on B is
       // counted alone. So first a newcomer on B that is counted with it (each such probe leaves again).
       let probes = 0;
-      const joined = Date.now();
-      while ((probes++, await b.welcomeCount()) !== 2) {
-        assert.ok(Date.now() - joined < 10_000, `A's member still not counted on B after 10 s`);
-        await delay(50);
-      }
+      await until("A's member counted on B", async () => (probes++, (await b.welcomeCount()) === 2), 10_000, 50);
       const { client: onB, welcome } = await b.join();
       assert.match(welcome.message as string, /\b2 users online/);
       // A hears of each probe's join, then of B's member's, each with the room-wide count.

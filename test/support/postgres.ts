@@ -9,6 +9,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import type { NewUser } from '../../src/users/store.js';
+import { migrate, readPostgresMigrations } from '../../src/users/stores/postgres/postgres-migrations.js';
+import { INSERT_COLUMNS, toRow } from '../../src/users/stores/postgres/postgres-rows.js';
 
 export const DATABASE_URL = process.env.DATABASE_URL;
 export const NO_DATABASE =
@@ -89,4 +92,28 @@ export async function freshSchema(options: { databaseUrl?: string; prefix?: stri
       await withClient(databaseUrl, (client) => client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`));
     },
   };
+}
+
+/**
+ * The schema of `url` as the build before migration `version` left it: only the migrations before it
+ * applied, and `users` stored by SQL (each created and updated at its `at`). Resolves with the last
+ * migration applied; a store opened on the schema then applies the rest.
+ */
+export async function filledBefore(
+  url: string,
+  version: string,
+  users: readonly { user: NewUser; at: string }[],
+): Promise<string | undefined> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    const previous = (await readPostgresMigrations()).filter((migration) => migration.version < version);
+    await migrate(pool, previous);
+    const stamp = `$${INSERT_COLUMNS.length + 1}`;
+    const insert = `INSERT INTO users (${INSERT_COLUMNS.join(', ')}, created_at, updated_at, claims_email)
+      VALUES (${INSERT_COLUMNS.map((_, at) => `$${at + 1}`).join(', ')}, ${stamp}, ${stamp}, true)`;
+    for (const { user, at } of users) await pool.query(insert, [...toRow(user), at]);
+    return previous.at(-1)?.version;
+  } finally {
+    await pool.end();
+  }
 }

@@ -12,11 +12,10 @@ import pg from 'pg';
 import { pino } from 'pino';
 import type { User } from '../../src/users/schema.js';
 import type { NewUser, UserStore } from '../../src/users/store.js';
-import { migrate, readPostgresMigrations } from '../../src/users/stores/postgres/postgres-migrations.js';
 import { PostgresUserStore } from '../../src/users/stores/postgres/postgres-store.js';
-import { INSERT_COLUMNS, toRow } from '../../src/users/stores/postgres/postgres-rows.js';
 import {
   DATABASE_URL,
+  filledBefore,
   freshSchema,
   NO_DATABASE,
   request,
@@ -352,25 +351,11 @@ test(
   async (t) => {
     const schema = await freshSchema();
     t.after(() => schema.drop());
-    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
-    try {
-      const previous = (await readPostgresMigrations()).filter((migration) => migration.version < '009');
-      assert.equal(previous.at(-1)?.version, '008_page_indexes');
-      await migrate(pool, previous);
-      for (let i = 0; i < 40; i++) {
-        const user = {
-          ...newUser(i % 4 === 0 ? `Quixote ${i}` : `Panza ${i}`, ROLES[i % 3]),
-          created_at: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
-        };
-        await pool.query(
-          `INSERT INTO users (${INSERT_COLUMNS.join(', ')}, created_at, updated_at, claims_email)
-           VALUES (${INSERT_COLUMNS.map((_, at) => `$${at + 1}`).join(', ')}, $${INSERT_COLUMNS.length + 1}, $${INSERT_COLUMNS.length + 1}, true)`,
-          [...toRow(user), user.created_at],
-        );
-      }
-    } finally {
-      await pool.end();
-    }
+    const users = Array.from({ length: 40 }, (_, i) => ({
+      user: newUser(i % 4 === 0 ? `Quixote ${i}` : `Panza ${i}`, ROLES[i % 3]),
+      at: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
+    }));
+    assert.equal(await filledBefore(schema.url, '009', users), '008_page_indexes');
     const stores = await twoStores(t, schema.url);
     const { rows } = await schema.query("SELECT 1 FROM schema_migrations WHERE version = '009_search_needle_counts'");
     assert.equal(rows.length, 1);

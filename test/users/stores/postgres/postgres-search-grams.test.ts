@@ -11,10 +11,16 @@ import pg from 'pg';
 import { pino } from 'pino';
 import type { NewUser, UserStore } from '../../../../src/users/store.js';
 import { anywherePattern, likePattern, toStored } from '../../../../src/users/stores/sql/stored-text.js';
-import { migrate, readPostgresMigrations } from '../../../../src/users/stores/postgres/postgres-migrations.js';
-import { INSERT_COLUMNS, toRow } from '../../../../src/users/stores/postgres/postgres-rows.js';
+import { migrate } from '../../../../src/users/stores/postgres/postgres-migrations.js';
 import { PostgresUserStore } from '../../../../src/users/stores/postgres/postgres-store.js';
-import { DATABASE_URL, freshSchema, NO_DATABASE, type TestSchema } from '../../../support/index.js';
+import {
+  DATABASE_URL,
+  filledBefore,
+  freshSchema,
+  NO_DATABASE,
+  type TestSchema,
+  until,
+} from '../../../support/index.js';
 
 const silent = pino({ level: 'silent' });
 const ROLES = ['user', 'admin', 'guest'];
@@ -207,42 +213,36 @@ test(
   async (t) => {
     const schema = await freshSchema();
     t.after(() => schema.drop());
-    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
     const names = ['Anna Sen', 'Ångström', 'x\u0000y', 'lone \ud805', '\ue005 e', 'AN AN', ''];
+    const users = Array.from({ length: 35 }, (_, i) => ({
+      user: newUser(`${names[i % names.length]!} ${i}`, ROLES[i % 3]),
+      at: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
+    }));
+    assert.equal(await filledBefore(schema.url, '010', users), '009_search_needle_counts');
+    // Nothing is taken apart under the migration's lock: each user waits as one row of changes.
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
     try {
-      const previous = (await readPostgresMigrations()).filter((migration) => migration.version < '010');
-      assert.equal(previous.at(-1)?.version, '009_search_needle_counts');
-      await migrate(pool, previous);
-      for (let i = 0; i < 35; i++) {
-        const user = newUser(`${names[i % names.length]!} ${i}`, ROLES[i % 3]);
-        await pool.query(
-          `INSERT INTO users (${INSERT_COLUMNS.join(', ')}, created_at, updated_at, claims_email)
-           VALUES (${INSERT_COLUMNS.map((_, at) => `$${at + 1}`).join(', ')}, now(), now(), true)`,
-          toRow(user),
-        );
-      }
-      // Nothing is taken apart under the migration's lock: each user waits as one row of changes.
       await migrate(pool);
-      const { rows: counts } = await pool.query('SELECT count(*)::int AS n FROM search_gram_counts');
-      assert.equal(counts[0].n, 0, 'no gram counted by the migration');
-      const { rows: waiting } = await pool.query(
-        'SELECT count(*)::int AS n, min(delta), max(delta) FROM search_gram_changes',
-      );
-      assert.deepEqual(waiting[0], { n: 35, min: 1, max: 1 });
     } finally {
       await pool.end();
     }
+    const { rows: counts } = await schema.query('SELECT count(*)::int AS n FROM search_gram_counts');
+    assert.equal(counts[0].n, 0, 'no gram counted by the migration');
+    const { rows: waiting } = await schema.query(
+      'SELECT count(*)::int AS n, min(delta), max(delta) FROM search_gram_changes',
+    );
+    assert.deepEqual(waiting[0], { n: 35, min: 1, max: 1 });
     assert.deepEqual(await gramDrift(schema), [], 'right after the migration');
     // A store opened folds them without a write or a search asking.
     const store = await PostgresUserStore.open({ url: schema.url, poolSize: 2 }, silent);
     t.after(() => store.close());
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const { rows } = await schema.query('SELECT count(*)::int AS n FROM search_gram_changes');
-      if (rows[0].n === 0) break;
-      assert.ok(Date.now() < deadline, `${rows[0].n} changes still not folded`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const unfolded = 'SELECT count(*)::int AS n FROM search_gram_changes';
+    await until(
+      'every change folded by the store opened',
+      async () => (await schema.query(unfolded)).rows[0].n === 0,
+      20_000,
+      50,
+    );
     assert.deepEqual(await gramDrift(schema), [], 'after the fold');
     for (const term of ['a', 'An', 'sen', '\u0000', '\ue005', 'ö', 'n 1'])
       await assertTotals(schema, [store], term, 'folded');
