@@ -73,8 +73,24 @@ const TUNING: SearchTuning = {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * New users whose grams wait to go into the index together (#settle). Indexing a user alone between
+ * requests meets its hundred-odd records and posting lists cold, evicted by the request's own work:
+ * at the server, creates cost about 23 µs more with the index than without, against 4 µs in a tight
+ * loop. Taken in runs, the same work finds the lists it touched for the user before. 256 users take
+ * about a millisecond: the create that fills the run pays it, one create in 256 (below p99).
+ */
+const SETTLE_AT = 256;
+
 export class SearchText {
-  readonly index = new GramIndex();
+  readonly #index = new GramIndex();
+  /**
+   * Users inserted since the index last took them, and their seqs (ascending, so that each appends to
+   * its lists). Kept as inserted: the store swaps an updated user into its column before it tells
+   * the index, which must then take the user as it was.
+   */
+  readonly #pending: User[] = [];
+  readonly #pendingSeqs: Seq[] = [];
 
   /** `kept` hears of every write from the store through inserted, updated and removed. */
   readonly #tuning: SearchTuning;
@@ -88,7 +104,8 @@ export class SearchText {
   }
 
   inserted(seq: Seq, user: User): void {
-    this.index.inserted(seq, user);
+    this.#pendingSeqs.push(seq);
+    if (this.#pending.push(user) >= SETTLE_AT) this.#settle();
     this.kept.changed(seq, undefined, user);
   }
 
@@ -100,6 +117,23 @@ export class SearchText {
   removed(seq: Seq, user: User): void {
     this.index.removed(seq, user);
     this.kept.changed(seq, user, undefined);
+  }
+
+  /**
+   * The index, with every user inserted so far in it: what reads it and what changes a user in it get.
+   */
+  get index(): GramIndex {
+    this.#settle();
+    return this.#index;
+  }
+
+  #settle(): void {
+    const pending = this.#pending;
+    if (pending.length === 0) return;
+    const seqs = this.#pendingSeqs;
+    for (let i = 0; i < pending.length; i++) this.#index.inserted(seqs[i]!, pending[i]!);
+    pending.length = 0;
+    seqs.length = 0;
   }
 
   /**

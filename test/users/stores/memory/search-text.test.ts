@@ -297,3 +297,36 @@ test('a rare two-letter needle is found off the trigram postings, no scan; a fie
   await add('éwk');
   assert.deepEqual(await searched('wk'), { names: ['éwk'], total: 1, scanned: true });
 });
+
+test('users created in runs longer than the index takes at once, some changed or gone before a search, are all found', async () => {
+  // The index takes new users in runs (search-text.ts: SETTLE_AT, 256): 700 creates cross it twice and
+  // leave some pending, of which some are renamed, moved to another role or removed before any search.
+  const store = new MemoryUserStore({ keptSearches: { needles: 0, users: 0 } });
+  const model: User[] = [];
+  for (let i = 0; i < 700; i++) {
+    const user = await store.insert({
+      id: randomUUID(),
+      name: `${['Ann', 'Bob', 'Cyd'][i % 3]} ${i}`,
+      email: `u${i}@x.io`,
+      role: 'user',
+    });
+    assert.notEqual(user, 'email_taken');
+    model.push(user as User);
+    if (i % 97 === 96) {
+      const at = model.length - 5;
+      model[at] = (await store.update(
+        model[at]!.id,
+        { name: `Zed ${at}`, role: 'admin' },
+        { uniqueEmail: false },
+      )) as User;
+      const gone = model.splice(model.length - 11, 1)[0]!;
+      assert.equal(await store.remove(gone.id), true);
+    }
+  }
+  for (const search of ['a', 'an', 'ann', 'zed', 'ze', 'z', 'bob 6', '69', '@x.io', 'u69']) {
+    for (const role of [undefined, 'admin', 'user']) {
+      const asked: ListParams = { search, role, sort: 'name', descending: false, offset: 0, limit: 5 };
+      assert.deepEqual(listed(await store.list(asked)), listed(queryUsers(model, asked)), `${search} ${role}`);
+    }
+  }
+});
