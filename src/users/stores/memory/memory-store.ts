@@ -72,6 +72,13 @@ const changedSince = (user: User, expected: Expected | undefined) =>
  */
 const FIELD_CHUNK_SIZE = 128;
 
+/**
+ * New users wait to go into the field indexes together, this many at most (#settle): one at a time
+ * between requests, each insert met its chunks cold; in a run, the chunks an insert touched are still
+ * warm for the next. Anything that reads or changes the field indexes settles first.
+ */
+const SETTLE_AT = 256;
+
 export class MemoryUserStore implements UserStore {
   readonly keys: MemoryIdempotencyKeys;
   /** Every write's change, appended in the write's own synchronous step (memory-changes.ts). */
@@ -92,6 +99,8 @@ export class MemoryUserStore implements UserStore {
   /** A small number per role ever stored, the field indexes' tag (ordered-index.ts) for it. */
   readonly #roleNumbers = new Map<string, number>();
   readonly #search: SearchText;
+  /** Seqs inserted but not yet in the field indexes (#settle), ascending. */
+  readonly #unsorted: Seq[] = [];
   readonly #chunkSize: number;
   readonly #fieldChunkSize: number;
   readonly #clock: Clock;
@@ -116,6 +125,7 @@ export class MemoryUserStore implements UserStore {
   }
 
   async list(params: ListParams): Promise<ListResult> {
+    this.#settle();
     const { role, offset, limit, after } = params;
     const inRole = role === undefined ? this.#creation : this.#creationByRole.get(role);
     if (!inRole || inRole.size === 0) return { users: [], total: 0 };
@@ -168,7 +178,7 @@ export class MemoryUserStore implements UserStore {
     this.#noteOddKeys(seq);
     this.#creation.insert(seq);
     this.#roleIndex(user.role).insert(seq);
-    for (const field of INDEXED) this.#fields[field].insert(seq);
+    if (this.#unsorted.push(seq) >= SETTLE_AT) this.#settle();
     this.#search.inserted(seq, user);
     if (keep) this.keys.keep(keep.claim, reply!);
     this.changes.append('created', user.id, user, null, now);
@@ -182,6 +192,7 @@ export class MemoryUserStore implements UserStore {
   ): Promise<User | 'not_found' | 'email_taken' | Changed> {
     const seq = this.#byId.get(id);
     if (seq === undefined) return 'not_found';
+    this.#settle();
     const before = this.#users[seq]!;
     if (changedSince(before, options.expected)) return CHANGED;
     const next = Object.freeze(ownFields({ ...before, ...changes, updated_at: this.#clock.next() }));
@@ -216,6 +227,7 @@ export class MemoryUserStore implements UserStore {
   async remove(id: string, options: { expected?: Expected } = {}): Promise<boolean | Changed> {
     const seq = this.#byId.get(id);
     if (seq === undefined) return false;
+    this.#settle();
     const user = this.#users[seq]!;
     if (changedSince(user, options.expected)) return CHANGED;
     this.#byId.delete(id);
@@ -241,6 +253,17 @@ export class MemoryUserStore implements UserStore {
   }
 
   async close(): Promise<void> {}
+
+  /** Every user inserted so far into the field indexes, index by index. */
+  #settle(): void {
+    const unsorted = this.#unsorted;
+    if (unsorted.length === 0) return;
+    for (const field of INDEXED) {
+      const index = this.#fields[field];
+      for (const seq of unsorted) index.insert(seq);
+    }
+    unsorted.length = 0;
+  }
 
   /** How to read the asked order (list-pages.ts: Order). */
   #orderOf(params: ListParams, inRole: OrderedIndex<Seq>): Order {
