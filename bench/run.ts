@@ -16,7 +16,8 @@
  *   the drift section              every run: GET by id, the default list, creates and chat broadcast
  *                                  against the fixed older build 41a4c31, built once into
  *                                  ~/.cache/roster-bench/41a4c31 (bench/baseline.ts; BENCH_BASELINE=<folder>
- *                                  names another)
+ *                                  names another); BENCH_DRIFT_ROUNDS (3), BENCH_DRIFT_FIGURES (id, list,
+ *                                  create, chat, chat-no-history)
  *   npm run bench -- --only soak   the soak (never run otherwise: it is long): does RSS settle over a long
  *                                  run under mixed REST, hostile requests and chat churn? Settings:
  *                                  BENCH_SOAK_SECONDS (default 1800) and BENCH_SOAK_NODES, server variants

@@ -10,6 +10,9 @@
  *   CHAT_HISTORY=0 (load/chat.ts, as the thread-cost section measures it).
  *
  * Target: every figure ≥ 0.95× of 41a4c31 (the ratio of the medians of the rounds).
+ *
+ * BENCH_DRIFT_ROUNDS (3 by default): more rounds where the machine's speed wanders between them.
+ * BENCH_DRIFT_FIGURES (comma-separated keys: id, list, create, chat, chat-no-history): some figures only.
  */
 import { loadavg } from 'node:os';
 import { BASELINE_COMMIT, buildBaseline } from '../baseline.js';
@@ -41,20 +44,32 @@ interface Build {
 }
 
 interface RestFigure {
+  key: string;
   label: string;
   target: (ids: string[]) => RestTarget;
 }
 
+/** The figures BENCH_DRIFT_FIGURES names, all by default. */
+function chosen<T extends { key: string }>(figures: readonly T[]): T[] {
+  const raw = process.env.BENCH_DRIFT_FIGURES;
+  if (!raw) return [...figures];
+  const keys = raw.split(',').map((key) => key.trim());
+  const known = [...REST_FIGURES, ...CHAT_FIGURES].map((figure) => figure.key);
+  const unknown = keys.filter((key) => !known.includes(key));
+  if (unknown.length > 0) throw new Error(`BENCH_DRIFT_FIGURES: no figure ${unknown.join(', ')} (${known.join(', ')})`);
+  return figures.filter((figure) => keys.includes(figure.key));
+}
+
 /** In this order on one server: creates last, as they add users. */
 const REST_FIGURES: readonly RestFigure[] = [
-  { label: 'GET by id', target: (ids) => ({ kind: 'get-by-id', ids }) },
-  { label: 'default list, page 1 of 20', target: () => ({ kind: 'get', path: USERS_PATH }) },
-  { label: 'create', target: () => ({ kind: 'create' }) },
+  { key: 'id', label: 'GET by id', target: (ids) => ({ kind: 'get-by-id', ids }) },
+  { key: 'list', label: 'default list, page 1 of 20', target: () => ({ kind: 'get', path: USERS_PATH }) },
+  { key: 'create', label: 'create', target: () => ({ kind: 'create' }) },
 ];
 
-const CHAT_FIGURES: readonly { label: string; env: Record<string, string> }[] = [
-  { label: 'chat broadcast, history on', env: {} },
-  { label: 'chat broadcast, CHAT_HISTORY=0', env: { CHAT_HISTORY: '0' } },
+const CHAT_FIGURES: readonly { key: string; label: string; env: Record<string, string> }[] = [
+  { key: 'chat', label: 'chat broadcast, history on', env: {} },
+  { key: 'chat-no-history', label: 'chat broadcast, CHAT_HISTORY=0', env: { CHAT_HISTORY: '0' } },
 ];
 
 interface Sample {
@@ -72,7 +87,10 @@ const median = (values: number[]) => (values.length === 0 ? NaN : percentile(sor
 
 export async function driftSection(plan: Plan): Promise<SectionReport> {
   const quick = plan.idle === undefined;
-  const rounds = quick ? 1 : 3;
+  const rounds = quick ? 1 : Number(process.env.BENCH_DRIFT_ROUNDS ?? 3);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('BENCH_DRIFT_ROUNDS takes a whole number from 1');
+  const restFigures = chosen(REST_FIGURES);
+  const chatFigures = chosen(CHAT_FIGURES);
   const users = quick ? 1_000 : 10_000;
   const builds: Build[] = [{ name: 'this build' }];
   const samples: Sample[] = [];
@@ -104,7 +122,7 @@ export async function driftSection(plan: Plan): Promise<SectionReport> {
   };
   const restRates = (build: Build, round: number) =>
     withServer(rosterServer(build.folder), build.name, users, ROSTER_ENV, async (server, started) => {
-      for (const figure of REST_FIGURES) {
+      for (const figure of restFigures) {
         const job = (seconds: number): RestJob => ({
           cmd: 'run',
           url: `http://127.0.0.1:${started.port}`,
@@ -131,14 +149,14 @@ export async function driftSection(plan: Plan): Promise<SectionReport> {
     for (let round = 0; round < rounds; round++) {
       // Alternating which build goes first, round by round.
       const order = round % 2 === 0 ? builds : [...builds].reverse();
-      for (const build of order) {
+      for (const build of restFigures.length > 0 ? order : []) {
         try {
           await restRates(build, round);
         } catch (error) {
           samples.push({ figure: 'REST server', build: build.name, round, error: errorText(error) });
         }
       }
-      for (const figure of CHAT_FIGURES)
+      for (const figure of chatFigures)
         for (const build of order)
           await record(figure.label, build, round, (cost) =>
             broadcast(rosterServer(build.folder), build.name, { ...ROSTER_ENV, ...figure.env }, plan, chat, cost),
@@ -147,11 +165,18 @@ export async function driftSection(plan: Plan): Promise<SectionReport> {
   } finally {
     await Promise.all([rest.kill(), chat.kill()]);
   }
-  return report(plan, builds, samples, rounds, users);
+  const figures = [...restFigures, ...chatFigures].map((figure) => figure.label);
+  return report(plan, builds, samples, rounds, users, figures);
 }
 
-function report(plan: Plan, builds: Build[], samples: Sample[], rounds: number, users: number): SectionReport {
-  const figures = [...REST_FIGURES.map((figure) => figure.label), ...CHAT_FIGURES.map((figure) => figure.label)];
+function report(
+  plan: Plan,
+  builds: Build[],
+  samples: Sample[],
+  rounds: number,
+  users: number,
+  figures: string[],
+): SectionReport {
   const values = (figure: string, build: string) =>
     samples.filter((s) => s.figure === figure && s.build === build && s.value !== undefined).map((s) => s.value!);
   const cell = (figure: string, build: string) => {
