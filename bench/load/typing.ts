@@ -5,6 +5,13 @@
  * characters of a name, a last name or an email of a bench user, or four digits of a user's number.
  * Beside them, a probe sends `GET /livez` every PROBE_MS on a connection of its own. Times run from
  * the request's start to its body's end.
+ *
+ * Terms of one to four characters are few: about 10 700 at a million bench users, nearly all of them
+ * four digits. One client at 1 300 searches a second sends nearly all of them in 8 s, after which
+ * finding a fresh one by typing took 10 000 draws (10 ms of this process's CPU a term, so the next row
+ * measured this generator, and sent terms already seen). So every term there is, is listed once per
+ * server (#pool), each row gets its `share` of those not yet sent, and a row whose share runs out
+ * before its time ends there, saying when.
  */
 import { Agent, request } from 'node:http';
 import { answerParent } from '../ipc.js';
@@ -21,6 +28,8 @@ export interface TypingJob {
   seconds: number;
   /** Users the server holds: the terms come from the first `users` bench users. */
   users: number;
+  /** The part of the terms not yet sent to this server that this row may send (1: all of them). */
+  share: number;
 }
 
 export interface Timings {
@@ -38,36 +47,63 @@ export interface TypingResult {
   firstFailure?: string;
   /** Searches of one or two characters among them, and their p50. */
   short: Timings;
+  /** The row's share of fresh terms, sent before its time was up: when, in seconds. */
+  ranOutAfterSeconds?: number;
 }
 
-/** Terms already sent, per server: every request a fresh term, also across the rows of a run. */
-const sent = new Map<string, Set<string>>();
+/** The words a bench user is searched by: first name, last name, email, and its number's four-digit runs. */
+function wordsOf(index: number): { words: string[]; digits: string[] } {
+  const user = benchUser(index);
+  const [first, last] = user.name.split(' ').filter((word) => !word.endsWith('.'));
+  const number = String(index).padStart(4, '0');
+  const digits = Array.from({ length: number.length - 3 }, (_, at) => number.slice(at, at + 4));
+  return { words: [first ?? user.name, last ?? user.name, user.email].map((word) => word.toLowerCase()), digits };
+}
 
-/** The next fresh term for `url`: a random user, a random word of it, typed from its start. */
-function typist(url: string, users: number): () => string {
-  let used = sent.get(url);
-  if (!used) sent.set(url, (used = new Set()));
-  const seen = used;
+/** What a word is typed as: a digit run pasted whole; a word one character at a time, up to four. */
+const keystrokes = (word: string): string[] =>
+  /^\d{4}$/.test(word) ? [word] : [1, 2, 3, 4].map((length) => word.slice(0, length));
+
+/** Per server: the terms not yet sent to it, of every term its users can be searched by. */
+const unsent = new Map<string, Set<string>>();
+
+function pool(url: string, users: number): Set<string> {
+  let terms = unsent.get(url);
+  if (!terms) {
+    terms = new Set();
+    for (let index = 0; index < users; index++) {
+      const { words, digits } = wordsOf(index);
+      for (const word of [...words, ...digits]) for (const term of keystrokes(word)) terms.add(term);
+    }
+    unsent.set(url, terms);
+  }
+  return terms;
+}
+
+/**
+ * The next fresh term for `url`, of at most `budget`: a random user, a random word of it, typed from
+ * its start; when a few draws find only terms sent before, the next unsent one. Undefined once the
+ * budget is spent or nothing is left.
+ */
+function typist(url: string, users: number, budget: number): () => string | undefined {
+  const terms = pool(url, users);
   let typing: string[] = [];
+  let left = budget;
   return () => {
-    for (let attempt = 0; ; attempt++) {
+    if (left <= 0 || terms.size === 0) return undefined;
+    left--;
+    for (let attempt = 0; attempt < 64; attempt++) {
       if (typing.length === 0) {
-        const index = Math.floor(Math.random() * users);
-        const user = benchUser(index);
-        const [first, last] = user.name.split(' ').filter((word) => !word.endsWith('.'));
-        const digits = String(index).padStart(4, '0');
-        const at = Math.floor(Math.random() * (digits.length - 3));
-        const words = [first ?? user.name, last ?? user.name, user.email, digits.slice(at, at + 4)];
-        const word = words[Math.floor(Math.random() * words.length)]!.toLowerCase();
-        // Keystrokes: a digit run is pasted whole; a word typed one character at a time, up to four.
-        typing = /^\d{4}$/.test(word) ? [word] : [1, 2, 3, 4].map((length) => word.slice(0, length));
+        const { words, digits } = wordsOf(Math.floor(Math.random() * users));
+        const choices = [...words, digits[Math.floor(Math.random() * digits.length)]!];
+        typing = keystrokes(choices[Math.floor(Math.random() * choices.length)]!);
       }
       const term = typing.shift()!;
-      if (!seen.has(term) || attempt > 10_000) {
-        seen.add(term);
-        return term;
-      }
+      if (terms.delete(term)) return term;
     }
+    const term = terms.values().next().value!;
+    terms.delete(term);
+    return term;
   };
 }
 
@@ -97,17 +133,23 @@ function timings(times: number[], seconds: number): Timings {
 answerParent<TypingJob>(async (job) => {
   const agent = new Agent({ keepAlive: true, maxSockets: job.clients });
   const probeAgent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const next = typist(job.url, job.users);
+  const fresh = pool(job.url, job.users).size;
+  const next = typist(job.url, job.users, Math.floor(fresh * Math.min(1, job.share)));
+  let ranOut: number | undefined;
   const times: number[] = [];
   const short: number[] = [];
   const probes: number[] = [];
   let failures = 0;
   let firstFailure: string | undefined;
   const started = performance.now();
-  const going = () => performance.now() - started < job.seconds * 1000;
+  const going = () => ranOut === undefined && performance.now() - started < job.seconds * 1000;
   const client = async () => {
     while (going()) {
       const term = next();
+      if (term === undefined) {
+        ranOut ??= performance.now();
+        return;
+      }
       const at = performance.now();
       try {
         const reply = await get(agent, job.url, `/api/v1/users?search=${encodeURIComponent(term)}`);
@@ -149,6 +191,7 @@ answerParent<TypingJob>(async (job) => {
     short: timings(short, seconds),
     failures,
     ...(firstFailure !== undefined && { firstFailure }),
+    ...(ranOut !== undefined && { ranOutAfterSeconds: (ranOut - started) / 1000 }),
   };
   return result;
 });

@@ -52,8 +52,8 @@ function numberSetting(name: string, fallback: number): number {
 }
 
 /**
- * BENCH_SEARCH_CLIENTS (comma-separated): the rows to measure, 1 and 4 by default. A row alone draws
- * its terms from every term there is; after another row, from what that row left.
+ * BENCH_SEARCH_CLIENTS (comma-separated): the rows to measure, 1 and 4 by default. Each row may send
+ * its part of the fresh terms the rows before it left (of two rows, half, then the rest).
  */
 function clientsAsked(): number[] {
   const raw = process.env.BENCH_SEARCH_CLIENTS;
@@ -91,11 +91,15 @@ async function measureStore(
         : await prepareSql(store, settings, builds, report.phases);
     for (const build of builds)
       servers.set(build, await startServer(label, build, prepared.startUsers, prepared.env[build], report.phases));
-    for (const [index, clients] of clientsAsked().entries()) {
+    const rows = clientsAsked();
+    for (const [index, clients] of rows.entries()) {
       const row: StoreReport['rows'][number] = { clients, builds: {} };
+      // Each row its part of the fresh terms that the rows before it left (load/typing.ts).
+      const share = 1 / (rows.length - index);
       for (const build of index % 2 === 0 ? builds : [...builds].reverse()) {
         const others = otherLoadMeter(benchPids, store === 'postgres');
-        const job: TypingJob = { cmd: 'type', url: servers.get(build)!.origin, clients, seconds, users };
+        const url = servers.get(build)!.origin;
+        const job: TypingJob = { cmd: 'type', url, clients, seconds, users, share };
         try {
           row.builds[build] = { result: await loader.request<TypingResult>(job, (seconds + 60) * 1000) };
         } catch (error) {
@@ -119,10 +123,11 @@ async function measureStore(
 
 function cell(measured: Measured | undefined): string {
   if (!measured?.result) return measured?.error ?? '–';
-  const { searches, probe, short, failures, firstFailure } = measured.result;
+  const { searches, probe, short, failures, firstFailure, ranOutAfterSeconds } = measured.result;
   const figure =
     `${rate(searches.perSecond)}/s, ${ms(searches.p50Ms)} / ${ms(searches.p99Ms)} ms ` +
-    `(1–2 characters: ${ms(short.p50Ms)} / ${ms(short.p99Ms)} ms); probe p99 ${ms(probe.p99Ms)} ms`;
+    `(1–2 characters: ${ms(short.p50Ms)} / ${ms(short.p99Ms)} ms); probe p99 ${ms(probe.p99Ms)} ms` +
+    (ranOutAfterSeconds === undefined ? '' : `; fresh terms ran out after ${ranOutAfterSeconds.toFixed(1)} s`);
   const flagged = isDisturbed(measured.otherLoad) ? `**${figure}**` : figure;
   return failures > 0 ? `${flagged}, ${integer(failures)} failed (${firstFailure})` : flagged;
 }
@@ -220,7 +225,7 @@ export async function searchSection(plan: Plan): Promise<SectionReport> {
   const markdown = [
     '### Search as you type',
     '',
-    `Clients on CPU ${LOAD_CPU} search Roster alone on CPU ${SERVER_CPU} for ${seconds} s per row, every request a term the server has not seen (the first one to four characters of a name or an email of the stored users, or four digits); a probe asks \`/livez\` every 20 ms meanwhile. Each cell: searches per second, p50 / p99 of all searches (of those of one or two characters), and the probe's p99. ` +
+    `Clients on CPU ${LOAD_CPU} search Roster alone on CPU ${SERVER_CPU} for ${seconds} s per row, every request a term the server has not seen (the first one to four characters of a name or an email of the stored users, or four digits: a row may send its part of those the rows before it left, and a row whose part runs out ends there); a probe asks \`/livez\` every 20 ms meanwhile. Each cell: searches per second, p50 / p99 of all searches (of those of one or two characters), and the probe's p99. ` +
       (builds.length > 1
         ? `"before" is the build in BENCH_BEFORE (\`${process.env.BENCH_BEFORE}\`), on the same users; the builds alternate which goes first.`
         : 'Without BENCH_BEFORE, this build alone.'),
