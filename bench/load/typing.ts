@@ -3,8 +3,8 @@
  * connections each send `GET /api/v1/users?search=<term>`, one request at a time, every request a term
  * this child has not sent to that server before, drawn as a person types: the first one to four
  * characters of a name, a last name or an email of a bench user, or four digits of a user's number.
- * Beside them, a probe sends `GET /livez` every PROBE_MS on a connection of its own. Times run from
- * the request's start to its body's end.
+ * Beside them, a probe sends `GET /livez` every 20 ms on a connection and a thread of its own
+ * (load/probe.ts). Times run from the request's start to its body's end.
  *
  * Terms of one to four characters are few: about 10 700 at a million bench users, nearly all of them
  * four digits. One client at 1 300 searches a second sends nearly all of them in 8 s, after which
@@ -14,12 +14,11 @@
  * before its time ends there, saying when.
  */
 import { Agent, request } from 'node:http';
+import { Worker } from 'node:worker_threads';
 import { answerParent } from '../ipc.js';
+import type { ProbeData, ProbeTimes } from './probe.js';
 import { percentile, sortedSamples } from '../stats.js';
 import { benchUser } from '../users.js';
-
-/** How often the probe asks for /livez. */
-const PROBE_MS = 20;
 
 export interface TypingJob {
   cmd: 'type';
@@ -132,13 +131,11 @@ function timings(times: number[], seconds: number): Timings {
 
 answerParent<TypingJob>(async (job) => {
   const agent = new Agent({ keepAlive: true, maxSockets: job.clients });
-  const probeAgent = new Agent({ keepAlive: true, maxSockets: 1 });
   const fresh = pool(job.url, job.users).size;
   const next = typist(job.url, job.users, Math.floor(fresh * Math.min(1, job.share)));
   let ranOut: number | undefined;
   const times: number[] = [];
   const short: number[] = [];
-  const probes: number[] = [];
   let failures = 0;
   let firstFailure: string | undefined;
   const started = performance.now();
@@ -168,23 +165,22 @@ answerParent<TypingJob>(async (job) => {
       if ([...term].length <= 2) short.push(took);
     }
   };
-  const probe = async () => {
-    while (going()) {
-      const at = performance.now();
-      await get(probeAgent, job.url, '/livez').then(
-        () => probes.push(performance.now() - at),
-        () => failures++,
-      );
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, PROBE_MS - (performance.now() - at))));
-    }
-  };
+  const data: ProbeData = { url: job.url };
+  const probe = new Worker(new URL('./probe.js', import.meta.url), { workerData: data });
+  const probed = new Promise<ProbeTimes>((resolve, reject) => {
+    probe.once('message', resolve);
+    probe.once('error', reject);
+  });
   try {
-    await Promise.all([probe(), ...Array.from({ length: job.clients }, client)]);
+    await Promise.all(Array.from({ length: job.clients }, client));
   } finally {
     agent.destroy();
-    probeAgent.destroy();
+    probe.postMessage('stop');
   }
   const seconds = (performance.now() - started) / 1000;
+  const { times: probes, failures: probeFailures } = await probed;
+  failures += probeFailures;
+  await probe.terminate();
   const result: TypingResult = {
     searches: timings(times, seconds),
     probe: timings(probes, seconds),
