@@ -126,6 +126,13 @@ export const benchScript = (path: string) => new URL(`../${path}`, import.meta.u
  */
 export const rosterServer = (folder?: string): URL =>
   folder === undefined ? benchScript('servers/roster.js') : pathToFileURL(join(folder, 'dist/bench/servers/roster.js'));
+/** A positive number from the environment variable `name`, `fallback` when unset or empty; anything else is refused. */
+export function numberSetting(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number (got "${raw}")`);
+  return value;
+}
 export const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
 export const progress = (text: string) => console.error(`[bench] ${text}`);
 export const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));

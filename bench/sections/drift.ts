@@ -31,6 +31,7 @@ import {
   rosterServer,
   type Plan,
   type SectionReport,
+  numberSetting,
 } from './common.js';
 import { broadcast, withServer } from './thread-cost.js';
 
@@ -87,8 +88,8 @@ const median = (values: number[]) => (values.length === 0 ? NaN : percentile(sor
 
 export async function driftSection(plan: Plan): Promise<SectionReport> {
   const quick = plan.idle === undefined;
-  const rounds = quick ? 1 : Number(process.env.BENCH_DRIFT_ROUNDS ?? 3);
-  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('BENCH_DRIFT_ROUNDS takes a whole number from 1');
+  const rounds = quick ? 1 : numberSetting('BENCH_DRIFT_ROUNDS', 3);
+  if (!Number.isInteger(rounds)) throw new Error(`BENCH_DRIFT_ROUNDS must be a whole number (got "${rounds}")`);
   const restFigures = chosen(REST_FIGURES);
   const chatFigures = chosen(CHAT_FIGURES);
   const users = quick ? 1_000 : 10_000;

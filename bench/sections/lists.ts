@@ -43,6 +43,7 @@ import {
   rosterServer,
   type Plan,
   type SectionReport,
+  numberSetting,
 } from './common.js';
 
 const USERS_PATH = '/api/v1/users';
@@ -115,17 +116,11 @@ interface StoreReport {
 
 function settingsFor(plan: Plan): Settings {
   const quick = plan.idle === undefined;
-  const number = (name: string, fallback: number) => {
-    const raw = process.env[name];
-    const value = raw === undefined || raw === '' ? fallback : Number(raw);
-    if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number (got "${raw}")`);
-    return value;
-  };
   return {
-    users: Math.round(number('BENCH_LISTS_USERS', quick ? 2_000 : 1_000_000)),
-    seconds: number('BENCH_LISTS_SECONDS', quick ? 0.1 : 3),
-    maxSeconds: number('BENCH_LISTS_MAX_SECONDS', quick ? 10 : 30),
-    writers: Math.round(number('BENCH_LISTS_WRITERS', 1)),
+    users: Math.round(numberSetting('BENCH_LISTS_USERS', quick ? 2_000 : 1_000_000)),
+    seconds: numberSetting('BENCH_LISTS_SECONDS', quick ? 0.1 : 3),
+    maxSeconds: numberSetting('BENCH_LISTS_MAX_SECONDS', quick ? 10 : 30),
+    writers: Math.round(numberSetting('BENCH_LISTS_WRITERS', 1)),
     quick,
   };
 }

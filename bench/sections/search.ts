@@ -16,7 +16,15 @@ import { BenchChild, benchPids, LOAD_CPU, SERVER_CPU } from '../ipc.js';
 import type { TypingJob, TypingResult } from '../load/typing.js';
 import { integer, ms, rate, table, targetLines, type Target } from '../report.js';
 import { otherLoadMeter } from '../stats.js';
-import { benchScript, errorText, isDisturbed, progress, type Plan, type SectionReport } from './common.js';
+import {
+  benchScript,
+  errorText,
+  isDisturbed,
+  numberSetting,
+  progress,
+  type Plan,
+  type SectionReport,
+} from './common.js';
 import { prepareSql, startServer, type Build, type Phase, type Prepared, type Started } from './lists.js';
 
 type StoreName = 'memory' | 'sqlite' | 'postgres';
@@ -42,13 +50,6 @@ interface StoreReport {
   skipped?: string;
   error?: string;
   loadAverage: number[];
-}
-
-function numberSetting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  const value = raw === undefined || raw === '' ? fallback : Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number (got "${raw}")`);
-  return value;
 }
 
 /**
