@@ -5,8 +5,9 @@
  * so that the searching clients' replies, read on the main thread, do not delay it: on the main
  * thread it shared one event loop with 2 500 replies a second, and what it measured was partly that.
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
+import { get } from './get.js';
 
 /** How often the probe asks for /livez. */
 const PROBE_MS = 20;
@@ -25,16 +26,10 @@ const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 let stopped = false;
 parentPort!.once('message', () => (stopped = true));
 
-function livez(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(new URL('/livez', url), { agent }, (incoming) => {
-      incoming.resume();
-      incoming.on('end', () => (incoming.statusCode === 200 ? resolve() : reject(new Error(`${incoming.statusCode}`))));
-      incoming.on('error', reject);
-    });
-    outgoing.on('error', reject);
-    outgoing.end();
-  });
+/** A /livez answered 200; anything else, or no answer, rejects (a failure). */
+async function livez(): Promise<void> {
+  const reply = await get(agent, url, '/livez');
+  if (reply.status !== 200) throw new Error(`/livez answered ${reply.status}`);
 }
 
 const times: number[] = [];

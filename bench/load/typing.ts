@@ -13,9 +13,10 @@
  * server (#pool), each row gets its `share` of those not yet sent, and a row whose share runs out
  * before its time ends there, saying when.
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { answerParent } from '../ipc.js';
+import { get } from './get.js';
 import type { ProbeData, ProbeTimes } from './probe.js';
 import { percentile, sortedSamples } from '../stats.js';
 import { benchUser } from '../users.js';
@@ -104,19 +105,6 @@ function typist(url: string, users: number, budget: number): () => string | unde
     terms.delete(term);
     return term;
   };
-}
-
-function get(agent: Agent, url: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(new URL(path, url), { agent }, (incoming) => {
-      const chunks: Buffer[] = [];
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-      incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-      incoming.on('error', reject);
-    });
-    outgoing.on('error', reject);
-    outgoing.end();
-  });
 }
 
 function timings(times: number[], seconds: number): Timings {
