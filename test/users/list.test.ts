@@ -214,6 +214,27 @@ function suite(store: TestStore): void {
       assert.ok(pages.length > 2);
     });
 
+    test('the same next page asked in other words: each Link keeps its own request’s parameters', async () => {
+      // The default order is descending creation, so these four ask for one list and one next page:
+      // the same cursor, with the parameters each request sent (the server keeps the last Link made).
+      const queries = ['?limit=3', '?order=desc&limit=3', '?sort=created_at&order=desc&limit=3', '?limit=3'];
+      const links: URL[] = [];
+      for (const query of queries) {
+        const link = (await request(`${roster.api}/users${query}`)).headers.get('link')!;
+        links.push(new URL(/^<([^>]+)>/.exec(link)![1]!, roster.api));
+      }
+      assert.deepEqual(
+        links.map((next) => [...next.searchParams.keys()].join()),
+        ['limit,after', 'order,limit,after', 'sort,order,limit,after', 'limit,after'],
+      );
+      assert.equal(new Set(links.map((next) => next.searchParams.get('after'))).size, 1);
+      const other = (await request(`${roster.api}/users?limit=4`)).headers.get('link')!;
+      assert.notEqual(
+        new URL(/^<([^>]+)>/.exec(other)![1]!, roster.api).searchParams.get('after'),
+        links[0]!.searchParams.get('after'),
+      );
+    });
+
     test('a page that no user follows has no Link, by page number too', async () => {
       const response = await request(`${roster.api}/users?limit=5&page=2`);
       assert.equal(response.headers.get('link'), null);
