@@ -15,15 +15,18 @@
  * over `requests` is the figure, over all of the process's threads. With BENCH_PERF_MAP=1 the servers
  * run with `--perf-basic-prof`, so that /tmp/perf-<pid>.map names the JIT code's addresses in
  * `callgrind_annotate`'s list. Both builds run at once (one CPU each): counts do not depend on timing.
- * By hand: no package counts a child's instructions; this is a fork and two control calls.
+ * By hand: no package counts a child's instructions; this is a bench child (ipc.ts) under valgrind
+ * and two control calls.
  */
 import autocannon from 'autocannon';
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { baselineFolder, baselineLabel, baselineReady } from './baseline.js';
+import { BenchChild, LOAD_CPU, SERVER_CPU } from './ipc.js';
+import { rosterServer } from './sections/common.js';
+import type { RosterStarted } from './servers/roster.js';
 import { benchUser } from './users.js';
 
 const VALGRIND = '/usr/bin/valgrind';
@@ -69,49 +72,41 @@ function load(url: string, amount: number): Promise<autocannon.Result> {
   });
 }
 
-/** The instructions per request of the build in `root` (a folder holding `dist/bench/servers/roster.js`). */
-async function count(root: string, name: string, out: string): Promise<number> {
+/** A server's start under callgrind: ten thousand users stored at a hundredth of the usual speed. */
+const START_MS = 10 * 60_000;
+
+/** The instructions per request of a build's bench server (`server`: rosterServer of its folder), on `cpu`. */
+async function count(server: URL, name: string, cpu: number, out: string): Promise<number> {
   const file = join(out, `${name}.%p`);
-  const child = fork(join(root, 'dist/bench/servers/roster.js'), [], {
-    execPath: VALGRIND,
-    execArgv: [
-      '-q',
-      '--tool=callgrind',
-      `--callgrind-out-file=${file}`,
-      process.execPath,
-      ...(process.env.BENCH_PERF_MAP === '1' ? ['--perf-basic-prof'] : []),
-    ],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = new BenchChild(name, server, cpu, process.env.BENCH_PERF_MAP === '1' ? ['--perf-basic-prof'] : [], [
+    VALGRIND,
+    '-q',
+    '--tool=callgrind',
+    `--callgrind-out-file=${file}`,
+  ]);
   try {
-    const reply = await new Promise<{ ok: boolean; value?: { port: number }; error?: string }>((resolve, reject) => {
-      child.once('message', resolve);
-      child.once('exit', (code) => reject(new Error(`${name}: the server exited with ${code}`)));
-      child.send({ id: 1, cmd: 'start', users: USERS, env: {} });
-    });
-    if (!reply.ok || !reply.value) throw new Error(`${name}: ${reply.error}`);
-    const url = `http://127.0.0.1:${reply.value.port}`;
+    const { port } = await child.request<RosterStarted>({ cmd: 'start', users: USERS, env: {} }, START_MS);
+    const url = `http://127.0.0.1:${port}`;
     const dump = () => execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
     await load(url, requests);
     dump();
     const result = await load(url, requests);
     dump();
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`${name}: ${result.non2xx} replies not 2xx`);
-    const measured = readFileSync(file.replace('%p', `${child.pid}.2`), 'utf8');
-    const total = /^totals: (\d+)$/m.exec(measured)?.[1];
+    const measured = file.replace('%p', `${child.pid}.2`);
+    const total = /^totals: (\d+)$/m.exec(readFileSync(measured, 'utf8'))?.[1];
     if (total === undefined) throw new Error(`${name}: no totals in callgrind's second dump`);
-    console.error(`[instructions] ${name}: ${join(out, `${name}.${child.pid}.2`)}`);
+    console.error(`[instructions] ${name}: ${measured}`);
     return Number(total) / result.requests.total;
   } finally {
-    child.kill('SIGKILL');
+    await child.kill();
   }
 }
 
 const out = mkdtempSync(join(tmpdir(), 'roster-instructions-'));
-const here = fileURLToPath(new URL('../..', import.meta.url));
 const [mine, theirs] = await Promise.all([
-  count(here, 'this-build', out),
-  count(baselineFolder(), baselineLabel(), out),
+  count(rosterServer(), 'this-build', SERVER_CPU, out),
+  count(rosterServer(baselineFolder()), baselineLabel(), LOAD_CPU, out),
 ]);
 const thousands = (value: number) => `${(value / 1000).toFixed(1)}k`;
 console.log(

@@ -41,16 +41,18 @@ export class BenchChild {
   #gone: string | undefined;
 
   /**
-   * Starts `script` (a compiled bench module, by URL) with node on `cpu`. Its stdout and stderr go to
-   * the parent's stderr, so that stdout carries only the report.
+   * Starts `script` (a compiled bench module, by URL) with node on `cpu`, under `wrapper` when given (a
+   * command and its arguments that run node, as valgrind does: bench/instructions.ts). Its stdout and
+   * stderr go to the parent's stderr, so that stdout carries only the report.
    */
   constructor(
     readonly name: string,
     script: URL,
     cpu: number | string,
     nodeArgs: readonly string[] = [],
+    wrapper: readonly string[] = [],
   ) {
-    const command = [process.execPath, ...nodeArgs, fileURLToPath(script)];
+    const command = [...wrapper, process.execPath, ...nodeArgs, fileURLToPath(script)];
     const [file, ...args] = pinned ? [TASKSET, '-c', String(cpu), ...command] : command;
     this.#process = spawn(file!, args, { stdio: ['ignore', 2, 2, 'ipc'] });
     running.add(this);
