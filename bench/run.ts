@@ -45,8 +45,10 @@
  *                                  before and after alternating (bench/sections/search.ts). BENCH_SEARCH_USERS,
  *                                  BENCH_SEARCH_STORES, BENCH_SEARCH_SECONDS per row (default 8)
  *   npm run bench -- --only changes  the change feed: 1 000 SSE streams on the memory store, a write a millisecond,
- *                                  write latency against no streams, alternating (bench/sections/changes.ts);
- *                                  BENCH_CHANGES_STREAMS, BENCH_CHANGES_SECONDS per round (default 60)
+ *                                  write latency against no streams and against the same streams served by a
+ *                                  process of their own (the floor), alternating (bench/sections/changes.ts);
+ *                                  BENCH_CHANGES_STREAMS, BENCH_CHANGES_SECONDS per round (default 60),
+ *                                  BENCH_CHANGES_FLOOR=0 leaves the floor rounds out
  *   BENCH_SERVER_FLAGS='--max-semi-space-size=16' ...   adds Node flags to the bench's server children
  *                                  (not the baselines' load generators): a V8 setting measured alone
  */

@@ -1,10 +1,13 @@
 /**
  * The changes section (`--only changes`): Roster on the memory store, pinned to the server CPU, with
  * STREAMS open Server-Sent Events streams of the change feed, and one write a millisecond for
- * BENCH_CHANGES_SECONDS (60 by default). Rounds go without streams, with, with, without (each
- * round's own streams, opened before its writes; each round on a fresh server, warmed first): a
+ * BENCH_CHANGES_SECONDS (60 by default). Rounds go without streams, with, floor, floor, with, without
+ * (each round's own streams, opened before its writes; each round on a fresh server, warmed first): a
  * write's latency is compared, p50 and p99, and every stream must have received every change of its
- * round, in order, none twice.
+ * round, in order, none twice. In a floor round the same streams are served by Roster's fan-out in a
+ * process of its own (bench/servers/change-floor.ts, on the server CPU below the server's priority)
+ * while the writes go to Roster without streams: what the stream traffic costs a write on this machine
+ * when Roster's process does none of it.
  *
  * The load runs on the load CPU in three processes: the writer alone (bench/load/change-writer.ts), so
  * that its latencies are the server's and not the lag of an event loop busy reading streams, and the
@@ -40,11 +43,24 @@ const WARM_UP_SECONDS = 5;
 /** prom-client's event-loop sampling interval (its eventLoopMonitoringPrecision, by default). */
 const PROM_LOOP_SAMPLE_MS = 10;
 /**
- * Whether round `round` (from 0) has streams: none, streams, streams, none. In this order both kinds
- * meet the machine's drift over the run alike (none then streams, alternating, gave the streams the
- * later rounds every time).
+ * The kinds of round: none (no stream), streams (Roster's own), floor (the same streams served by Roster's
+ * fan-out in a process of its own, bench/servers/change-floor.ts, while the writes go to Roster without
+ * streams). BENCH_CHANGES_FLOOR=0 leaves the floor out.
  */
-const withStreamsIn = (round: number) => round % 4 === 1 || round % 4 === 2;
+type Kind = 'none' | 'streams' | 'floor';
+/**
+ * The order of the rounds, repeated BENCH_CHANGES_ROUNDS times: each kind meets the machine's drift over
+ * the run alike (none then streams, alternating, gave the streams the later rounds every time).
+ */
+const ORDER: readonly Kind[] =
+  process.env.BENCH_CHANGES_FLOOR === '0'
+    ? ['none', 'streams', 'streams', 'none']
+    : ['none', 'streams', 'floor', 'floor', 'streams', 'none'];
+/**
+ * The floor process's niceness, BENCH_CHANGES_FLOOR_NICE (10 by default): below the server's, as a
+ * process that holds the streams would be run so that the writes come first.
+ */
+const FLOOR_NICE = Number(process.env.BENCH_CHANGES_FLOOR_NICE ?? 10);
 /** The streams' readers: this many processes, the streams split between them. */
 const READERS = 2;
 /** The target: a write's latency with the streams open, against none, at p50 and p99. */
@@ -127,7 +143,8 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
     await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
   };
   const rows: (string | number)[][] = [];
-  const samples: Record<'none' | 'streams', number[]> = { none: [], streams: [] };
+  const samples: Record<Kind, number[]> = { none: [], streams: [], floor: [] };
+  let floor: BenchChild | undefined;
   let complete = true;
   let failures = 0;
   /** The server's garbage collections so far (prom-client's nodejs_gc_duration_seconds): count and seconds by kind. */
@@ -155,7 +172,7 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
   const serverLoopP99 = async () =>
     metric(await scrape(port), 'nodejs_eventloop_lag_p99_seconds') * 1000 - PROM_LOOP_SAMPLE_MS;
   try {
-    for (let round = 0; round < ROUNDS * 2; round++) {
+    for (let round = 0; round < (ORDER.length * ROUNDS) / 2; round++) {
       // A fresh server per round, warmed: every round meets the same store and heap. On one server the
       // store grew by every round's writes, and the major collections a larger heap brings fell in
       // whichever round crossed a threshold (one round without streams: 4 of them, 320 ms, p99 58 ms).
@@ -165,15 +182,26 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       api = `http://127.0.0.1:${port}/api/v1`;
       reniced = renice([running.pid!]) && reniced;
       await writer.request<WriteResult>({ cmd: 'write', api, seconds: WARM_UP_SECONDS }, 120_000);
-      const withStreams = withStreamsIn(round);
-      const head = await headSeq();
+      const kind = ORDER[round % ORDER.length]!;
+      const withStreams = kind !== 'none';
+      let floorFeed: Promise<{ last: number }> | undefined;
+      if (kind === 'floor') {
+        floor = new BenchChild('change feed floor', benchScript('servers/change-floor.js'), SERVER_CPU);
+        reniced = renice([floor.pid], FLOOR_NICE) && reniced;
+      }
+      const floorStart =
+        kind === 'floor' ? await floor!.request<{ port: number; epoch: string }>({ cmd: 'start' }, 30_000) : undefined;
+      const head = floorStart ? { next: `${floorStart.epoch}.0`, seq: 0 } : await headSeq();
+      const streamsUrl = floorStart
+        ? `http://127.0.0.1:${floorStart.port}/api/v1/users/changes?since=${head.next}`
+        : `${api}/users/changes?since=${head.next}`;
       if (withStreams)
         await Promise.all(
           readers.map((reader, index) =>
             reader.request(
               {
                 cmd: 'open',
-                url: `${api}/users/changes?since=${head.next}`,
+                url: streamsUrl,
                 since: head.next,
                 streams: Math.floor(STREAMS / READERS) + (index < STREAMS % READERS ? 1 : 0),
               },
@@ -181,14 +209,16 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
             ),
           ),
         );
-      progress(`changes: round ${round + 1}, ${withStreams ? STREAMS : 0} streams, ${SECONDS} s of writes`);
+      progress(`changes: round ${round + 1} (${kind}), ${withStreams ? STREAMS : 0} streams, ${SECONDS} s of writes`);
       const serverCpu = processCpuSeconds(running.pid!) ?? NaN;
       const loadCpu = processesCpuMeter([writer.pid, ...readers.map((reader) => reader.pid)]);
       const writerCpu = processesCpuMeter([writer.pid]);
+      const floorCpu = processesCpuMeter(floor ? [floor.pid] : []);
       const others = otherLoadMeter(() => new Set([...benchPids(), running.pid!]));
       const gcBefore = await gcSoFar();
       await serverLoopP99(); // from here
       const started = performance.now();
+      if (floorStart) floorFeed = floor!.request({ cmd: 'feed', seconds: SECONDS }, SECONDS * 1000 + 60_000);
       const written = await writer.request<WriteResult>(
         { cmd: 'write', api, seconds: SECONDS },
         SECONDS * 1000 + 120_000,
@@ -196,15 +226,15 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       if (written.failures > 0)
         progress(`changes: ${written.failures} writes failed, the first: ${written.firstFailure}`);
       failures += written.failures;
-      samples[withStreams ? 'streams' : 'none'].push(...written.latencies);
+      samples[kind].push(...written.latencies);
       const seconds = (performance.now() - started) / 1000;
       const cpu = ((processCpuSeconds(running.pid!) ?? NaN) - serverCpu) / seconds;
       const loopP99 = await serverLoopP99();
       const gc = await gcSoFar();
       const row = [
-        `${round + 1} (${withStreams ? 'streams' : 'none'})`,
+        `${round + 1} (${kind})`,
         written.latencies.length,
-        `${Math.round(cpu * 100)} %`,
+        `${Math.round(cpu * 100)} %${floor ? ` (floor ${Math.round((floorCpu() / seconds) * 100)} %)` : ''}`,
         `${Math.round((loadCpu() / seconds) * 100)} % (writer ${Math.round((writerCpu() / seconds) * 100)} %)`,
         `${Math.round(others() * 100)} %`,
         `${gc.minors - gcBefore.minors} (${ms((gc.minorSeconds - gcBefore.minorSeconds) * 1000)} ms) / ${gc.majors - gcBefore.majors} (${ms((gc.majorSeconds - gcBefore.majorSeconds) * 1000)} ms)`,
@@ -212,7 +242,7 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       ];
       const p = (q: number) => ms(percentile(sortedSamples(written.latencies), q));
       if (withStreams) {
-        const last = (await headSeq()).seq;
+        const last = floorFeed ? (await floorFeed).last : (await headSeq()).seq;
         const results = await Promise.all(
           readers.map((reader) => reader.request<ReadersResult>({ cmd: 'await', last, timeoutMs: 60_000 }, 90_000)),
         );
@@ -220,11 +250,13 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
         if (whole < STREAMS) complete = false;
         rows.push([...row, p(50), p(99), `${whole} / ${STREAMS}`]);
         await Promise.all(readers.map((reader) => reader.request({ cmd: 'close' }, 30_000)));
+        await floor?.kill();
+        floor = undefined;
       } else rows.push([...row, p(50), p(99), '–']);
     }
   } finally {
     await stop(server);
-    await Promise.all([writer, ...readers].map((child) => child.kill()));
+    await Promise.all([writer, ...readers, ...(floor ? [floor] : [])].map((child) => child.kill()));
   }
   const none = sortedSamples(samples.none);
   const streams = sortedSamples(samples.streams);
@@ -235,6 +267,17 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
     goal: `≤ ${RATIO}×`,
     pass: p(streams, q) / p(none, q) <= RATIO,
   }));
+  const floored = sortedSamples(samples.floor);
+  // Not the issue's targets: what the same stream traffic costs a write when Roster's process does none of it.
+  const floorLines =
+    floored.length === 0
+      ? []
+      : [50, 99].map(
+          (q) =>
+            `- write p${q} with the streams in a process of their own (floor) against none: ` +
+            `${ratio(p(floored, q) / p(none, q))} (${ms(p(floored, q))} against ${ms(p(none, q))}); ` +
+            `Roster's streams against the floor: ${ratio(p(streams, q) / p(floored, q))}`,
+        );
   targets.push({
     label: 'every stream saw every change of its round, in order, once',
     figure: complete ? 'yes' : 'no',
@@ -260,6 +303,7 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       rows,
     ),
     targetLines(targets),
+    ...(floorLines.length > 0 ? [floorLines.join('\n')] : []),
   ].join('\n\n');
   return { markdown, targets, errors: failures };
 }
