@@ -6,40 +6,25 @@
  * floor's ratios are printed. Only that it runs and checks; the figures are the bench's business.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { runBench } from './support/index.js';
 
-const RUN = fileURLToPath(new URL('../bench/run.js', import.meta.url));
 const STREAMS = 20;
 
-function runBench(): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUN, '--only', 'changes'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        BENCH_CHANGES_STREAMS: String(STREAMS),
-        BENCH_CHANGES_SECONDS: '2',
-        // One of each kind: none, streams, floor.
-        BENCH_CHANGES_ROUNDS: '1',
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
+const run = () =>
+  runBench(['--only', 'changes'], {
+    BENCH_CHANGES_STREAMS: String(STREAMS),
+    BENCH_CHANGES_SECONDS: '2',
+    // One of each kind: none, streams, floor.
+    BENCH_CHANGES_ROUNDS: '1',
   });
-}
 
 describe('npm run bench -- --only changes, tiny', () => {
   test(
     'measures writes without streams, with Roster’s and with the floor’s, every stream whole',
     { timeout: 300_000 },
     async () => {
-      const { status, stdout, stderr } = await runBench();
+      const { status, stdout, stderr } = await run();
       assert.equal(status, 0, `the bench failed:\n${stdout}\n${stderr.slice(-3000)}`);
       const row = (kind: string) => {
         const line = stdout

@@ -6,37 +6,19 @@
  * BENCH_BASELINE folder without a build is refused with its name, not run.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { runBench, REPOSITORY_ROOT } from './support/index.js';
 import { baselineReady, buildBaseline } from '../bench/baseline.js';
 
-const RUN = fileURLToPath(new URL('../bench/run.js', import.meta.url));
-/** The repository's root: its dist/ holds the build that plays 41a4c31. */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-function runBench(): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUN, '--only', 'drift', '--quick'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, BENCH_BASELINE: ROOT },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const run = () => runBench(['--only', 'drift', '--quick'], { BENCH_BASELINE: REPOSITORY_ROOT });
 
 describe('npm run bench -- --only drift --quick', () => {
   // 1 000 chat clients connect four times (two builds, history on and off): minutes on a busy machine.
   test('measures every figure on both builds, with ratios and CPU per unit', { timeout: 400_000 }, async () => {
-    const { status, stdout, stderr } = await runBench();
+    const { status, stdout, stderr } = await run();
     assert.equal(status, 0, `the bench failed:\n${stdout}\n${stderr.slice(-3000)}`);
     for (const figure of [
       'GET by id',
@@ -67,7 +49,7 @@ describe('npm run bench -- --only drift --quick', () => {
         () => buildBaseline(() => {}),
         new RegExp(`BENCH_BASELINE=${empty} holds no dist/bench/servers/roster.js`),
       );
-      process.env.BENCH_BASELINE = ROOT;
+      process.env.BENCH_BASELINE = REPOSITORY_ROOT;
       assert.equal(baselineReady(), true);
     } finally {
       if (before === undefined) delete process.env.BENCH_BASELINE;

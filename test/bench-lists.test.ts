@@ -7,37 +7,19 @@
  * section says it skipped it otherwise.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { searchMatches, SEARCH_TERM } from '../bench/users.js';
-import { DATABASE_URL } from './support/index.js';
+import { DATABASE_URL, runBench, REPOSITORY_ROOT } from './support/index.js';
 
-const RUN = fileURLToPath(new URL('../bench/run.js', import.meta.url));
-/** The repository's root: its dist/ holds the build that plays the earlier one. */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const USERS = 1_500;
 
-function runBench(): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUN, '--only', 'lists', '--quick'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        BENCH_BEFORE: ROOT,
-        BENCH_LISTS_USERS: String(USERS),
-        BENCH_LISTS_SECONDS: '0.01',
-        BENCH_LISTS_STORES: 'memory,sqlite,postgres',
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
+const run = () =>
+  runBench(['--only', 'lists', '--quick'], {
+    BENCH_BEFORE: REPOSITORY_ROOT,
+    BENCH_LISTS_USERS: String(USERS),
+    BENCH_LISTS_SECONDS: '0.01',
+    BENCH_LISTS_STORES: 'memory,sqlite,postgres',
   });
-}
 
 /** The cells of the table row whose first cell is `label`, in the section of `store`. */
 function rowOf(stdout: string, store: string, label: string): string[] {
@@ -52,7 +34,7 @@ function rowOf(stdout: string, store: string, label: string): string[] {
 
 describe('npm run bench -- --only lists --quick', () => {
   test('measures every query on two builds of the same users, on every store', { timeout: 120_000 }, async () => {
-    const { status, stdout, stderr } = await runBench();
+    const { status, stdout, stderr } = await run();
     assert.equal(status, 0, `the bench failed:\n${stdout}\n${stderr.slice(-3000)}`);
     const stores = DATABASE_URL ? ['memory', 'SQLite', 'PostgreSQL'] : ['memory', 'SQLite'];
     for (const store of stores) {

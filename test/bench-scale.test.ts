@@ -5,29 +5,16 @@
  * and reports every table; the figures themselves are the bench's business.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { DATABASE_URL, NO_DATABASE, WITHOUT_REDIS } from './support/index.js';
+import { DATABASE_URL, NO_DATABASE, WITHOUT_REDIS, runBench } from './support/index.js';
 
 const SKIP = !DATABASE_URL ? NO_DATABASE : WITHOUT_REDIS;
-const RUN = fileURLToPath(new URL('../bench/run.js', import.meta.url));
 
-function runBench(): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUN, '--only', 'scale', '--quick'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const run = () => runBench(['--only', 'scale', '--quick']);
 
 describe('npm run bench -- --only scale --quick', { skip: SKIP }, () => {
   test('measures 1 and 2 instances, predicts 2 from 1, and storms both', { timeout: 180_000 }, async () => {
-    const { status, stdout, stderr } = await runBench();
+    const { status, stdout, stderr } = await run();
     assert.equal(status, 0, `the bench failed:\n${stdout}\n${stderr.slice(-2000)}`);
     for (const heading of [
       '#### REST, per count of instances',

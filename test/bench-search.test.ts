@@ -5,41 +5,23 @@
  * that it runs; the figures themselves are the bench's business.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { runBench, REPOSITORY_ROOT } from './support/index.js';
 
-const RUN = fileURLToPath(new URL('../bench/run.js', import.meta.url));
-/** The repository's root: its dist/ holds the build that plays the earlier one. */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-function runBench(): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUN, '--only', 'search', '--quick'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        BENCH_BEFORE: ROOT,
-        BENCH_SEARCH_USERS: '1500',
-        BENCH_SEARCH_SECONDS: '0.3',
-        BENCH_SEARCH_STORES: 'memory,sqlite',
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
+const run = () =>
+  runBench(['--only', 'search', '--quick'], {
+    BENCH_BEFORE: REPOSITORY_ROOT,
+    BENCH_SEARCH_USERS: '1500',
+    BENCH_SEARCH_SECONDS: '0.3',
+    BENCH_SEARCH_STORES: 'memory,sqlite',
   });
-}
 
 describe('npm run bench -- --only search --quick', () => {
   test(
     'measures fresh searches and the probe on two builds, on the memory store and SQLite',
     { timeout: 120_000 },
     async () => {
-      const { status, stdout, stderr } = await runBench();
+      const { status, stdout, stderr } = await run();
       assert.equal(status, 0, `the bench failed:\n${stdout}\n${stderr.slice(-3000)}`);
       for (const store of ['memory', 'SQLite']) {
         const section = stdout.slice(stdout.indexOf(`#### ${store}, 1 500 users`));

@@ -54,3 +54,4 @@ export * from './sse.js';
 export * from './changes-feed.js';
 export * from './engines.js';
 export * from './latency.js';
+export * from './bench-run.js';
