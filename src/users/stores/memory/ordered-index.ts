@@ -79,7 +79,9 @@ export class OrderedIndex<T> {
     const c = appended ? last : this.#chunkFor(item);
     const chunk = chunks[c]!;
     const at = appended ? chunk.length : this.#positionIn(chunk, item);
-    chunk.splice(at, 0, item);
+    // push at the end: splice makes an array of what it removed, even of nothing.
+    if (at === chunk.length) chunk.push(item);
+    else chunk.splice(at, 0, item);
     if (chunk.length > this.#maxChunk) {
       // Two new arrays of exactly their length: the full one has grown its capacity by half, which
       // halving it in place would keep (about 10 B of heap per item over three indexes).
@@ -222,22 +224,41 @@ export class OrderedIndex<T> {
     else this.#lastKeys[c] = key;
   }
 
-  /** First chunk whose last item is not below `item`; the last chunk when every chunk is below. */
+  /**
+   * First chunk whose last item is not below `item`; the last chunk when every chunk is below. The
+   * binary searches here and in #positionIn are written out rather than given to firstWhere: they run
+   * a few times per insert of every index, and the closure firstWhere takes was made anew on each call
+   * (a tenth of a create's allocations, measured with V8's sampling heap profiler).
+   */
   #chunkFor(item: T): number {
     const chunks = this.#chunks;
     const compare = this.#compare;
     const lastKeys = this.#lastKeys;
     const key = this.#key?.(item);
-    return firstWhere(0, chunks.length - 1, (c) => {
-      if (key !== undefined && lastKeys[c] !== key) return lastKeys[c]! > key;
-      return compare(chunks[c]![chunks[c]!.length - 1]!, item) >= 0;
-    });
+    let lo = 0;
+    let hi = chunks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const fence = lastKeys[mid];
+      const atOrAfter =
+        key !== undefined && fence !== key ? fence! > key : compare(chunks[mid]![chunks[mid]!.length - 1]!, item) >= 0;
+      if (atOrAfter) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
   }
 
   /** First position in `chunk` whose item is not below `item`. */
   #positionIn(chunk: readonly T[], item: T): number {
     const compare = this.#compare;
-    return firstWhere(0, chunk.length, (i) => compare(chunk[i]!, item) >= 0);
+    let lo = 0;
+    let hi = chunk.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compare(chunk[mid]!, item) >= 0) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
   }
 
   #chunkOfRank(rank: number): number {
