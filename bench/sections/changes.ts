@@ -185,12 +185,12 @@ export async function changesSection(_plan: Plan): Promise<SectionReport> {
       const kind = ORDER[round % ORDER.length]!;
       const withStreams = kind !== 'none';
       let floorFeed: Promise<{ last: number }> | undefined;
+      let floorStart: { port: number; epoch: string } | undefined;
       if (kind === 'floor') {
         floor = new BenchChild('change feed floor', benchScript('servers/change-floor.js'), SERVER_CPU);
         reniced = renice([floor.pid], FLOOR_NICE) && reniced;
+        floorStart = await floor.request<{ port: number; epoch: string }>({ cmd: 'start' }, 30_000);
       }
-      const floorStart =
-        kind === 'floor' ? await floor!.request<{ port: number; epoch: string }>({ cmd: 'start' }, 30_000) : undefined;
       const head = floorStart ? { next: `${floorStart.epoch}.0`, seq: 0 } : await headSeq();
       const streamsUrl = floorStart
         ? `http://127.0.0.1:${floorStart.port}/api/v1/users/changes?since=${head.next}`

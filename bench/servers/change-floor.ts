@@ -60,7 +60,7 @@ async function feed(seconds: number): Promise<number> {
 }
 
 answerParent<FloorCommand>(async (command) => {
-  if (command.cmd === 'feed') return { last: await feed(command.seconds), epoch: log.epoch };
+  if (command.cmd === 'feed') return { last: await feed(command.seconds) };
   const server = createServer(serve);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as AddressInfo).port, epoch: log.epoch };
